@@ -1,0 +1,541 @@
+"""The MemTrial lifecycle: ``plan -> decide -> settle`` (SPEC 3).
+
+- ``plan`` retrieves up to k experiences, builds the design, and freezes the
+  learner's predicted values, the gate state and the fallback weight q. A plan
+  may only be made at or after the engine's clock, and the clock only moves
+  past a decision's outcome after that decision matured, so no plan can see an
+  outcome that had not matured by its own time.
+- ``decide`` takes one draft per designed subset and acts on the subset with
+  the highest predicted value when the frozen gate state is open and that
+  value is > 0; otherwise it takes the anchored mixture with the frozen q.
+- ``settle`` scores every draft, the reference, the draft mean, the chosen
+  weights and the 201 mixtures against the realised prices, credits each
+  experience with its Banzhaf contrast, scores the frozen prediction, and
+  updates the learner, the gate and the fallback. Settling twice with the
+  same prices is a no-op; with other prices it is an error.
+
+The whole state round-trips exactly through :meth:`MemTrial.to_json`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memtrial import design as design_module
+from memtrial.credit import contributions as banzhaf_contrasts
+from memtrial.credit import interactions as interaction_contrasts
+from memtrial.design import DesignKind
+from memtrial.errors import (
+    ConfigError,
+    DuplicateError,
+    InputError,
+    LifecycleError,
+    PrematureSettlementError,
+    SettlementConflictError,
+    StateError,
+    TimeOrderError,
+    UnknownDecisionError,
+)
+from memtrial.explain import explain
+from memtrial.fallback import GRID, AnchoredMixture, FallbackVariant, mixture_weights
+from memtrial.prereg import PredictionLog
+from memtrial.records import (
+    Action,
+    Decision,
+    ExperienceId,
+    Plan,
+    Settlement,
+    Time,
+    check_experience_id,
+    decode_time,
+    encode_time,
+)
+from memtrial.retrieval import top_k
+from memtrial.settle import INVESTORS, Investor, project, utility
+from memtrial.trust import GateConfig, TrustGate, make_gate, pearson_score
+from memtrial.values import EmpiricalBayesLearner, LearnerMode
+
+__all__ = ["EngineConfig", "MemTrial"]
+
+STATE_VERSION = 1
+DRAFT_SUM_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Settings fixed for the life of an engine.
+
+    gamma: risk aversion of the utility; defaults to the investor's.
+    investor: mandate used to project drafts when a plan names asset groups.
+    """
+
+    k: int = 4
+    design: DesignKind = DesignKind.HALF
+    learner: LearnerMode = LearnerMode.AUTO
+    gate: GateConfig = field(default_factory=GateConfig)
+    fallback: FallbackVariant = FallbackVariant.FTRL
+    investor: Investor | None = None
+    gamma: float | None = None
+    fee_bp: float = 15.0
+    n_components: int | None = 8
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
+            raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
+        for name, kind in (("design", DesignKind), ("learner", LearnerMode), ("fallback", FallbackVariant)):
+            value = getattr(self, name)
+            try:
+                object.__setattr__(self, name, kind(value))
+            except ValueError:
+                raise ConfigError(f"{name} must be one of {[m.value for m in kind]}, got {value!r}", field=name) from None
+        if isinstance(self.investor, str):
+            if self.investor not in INVESTORS:
+                raise ConfigError(f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor")
+            object.__setattr__(self, "investor", INVESTORS[self.investor])
+        if self.gamma is None:
+            if self.investor is None:
+                raise ConfigError("give gamma or an investor (whose gamma is used)", field="gamma")
+            object.__setattr__(self, "gamma", self.investor.gamma)
+        gamma = self.gamma
+        if gamma is None or not (np.isfinite(gamma) and gamma >= 0):
+            raise ConfigError(f"gamma must be finite and >= 0, got {self.gamma!r}", field="gamma")
+        if not (np.isfinite(self.fee_bp) and self.fee_bp >= 0):
+            raise ConfigError(f"fee_bp must be finite and >= 0, got {self.fee_bp!r}", field="fee_bp")
+
+    @property
+    def risk_aversion(self) -> float:
+        return float(self.gamma)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        investor = self.investor
+        return {
+            "k": self.k,
+            "design": self.design.value,
+            "learner": self.learner.value,
+            "gate": self.gate.to_dict(),
+            "fallback": self.fallback.value,
+            "investor": None
+            if investor is None
+            else {"name": investor.name, "risky_cap": investor.risky_cap, "defensive_floor": investor.defensive_floor, "gamma": investor.gamma},
+            "gamma": self.gamma,
+            "fee_bp": self.fee_bp,
+            "n_components": self.n_components,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EngineConfig:
+        values = dict(data)
+        values["gate"] = GateConfig.from_dict(values["gate"])
+        if values.get("investor") is not None:
+            values["investor"] = Investor(**values["investor"])
+        return cls(**values)
+
+
+@dataclass(slots=True)
+class _Experience:
+    embedding: NDArray[np.float64] | None
+    active: bool = True
+
+
+@dataclass(slots=True)
+class _Entry:
+    plan: Plan
+    decision: Decision | None = None
+    settlement: Settlement | None = None
+
+
+def _later_or_equal(first: Time, second: Time, what: str) -> bool:
+    try:
+        return bool(first >= second)  # type: ignore[operator]
+    except TypeError:
+        raise InputError(f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time") from None
+
+
+class MemTrial:
+    """One agent's memory credit assignment and trust-gated decisions."""
+
+    def __init__(self, config: EngineConfig | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise ConfigError("give either config or keyword settings, not both")
+        self.config = config if config is not None else EngineConfig(**settings)
+        self.learner = EmpiricalBayesLearner(self.config.learner, n_components=self.config.n_components)
+        self.gate: TrustGate = make_gate(self.config.gate)
+        self.fallback = AnchoredMixture(self.config.fallback)
+        self.experiences: dict[ExperienceId, _Experience] = {}
+        self.entries: dict[str, _Entry] = {}
+        self.records: list[tuple[str, ExperienceId, float]] = []
+        self.clock: Time | None = None
+
+    @property
+    def gate_hash(self) -> str:
+        """SHA-256 of the frozen gate configuration (pre-registration)."""
+        return self.gate.config_hash
+
+    # -- experiences -------------------------------------------------------
+    def add_experience(self, experience_id: ExperienceId, embedding: ArrayLike | None = None) -> None:
+        """Register an experience; its embedding drives retrieval and content features."""
+        check_experience_id(experience_id)
+        if experience_id in self.experiences:
+            raise DuplicateError(f"experience {experience_id!r} already exists", field="experience_id")
+        vector = None
+        if embedding is not None:
+            vector = np.asarray(embedding, dtype=np.float64)
+            self.learner.add_features(experience_id, vector)
+        self.experiences[experience_id] = _Experience(vector)
+
+    def retire_experience(self, experience_id: ExperienceId) -> None:
+        """Stop retrieving an experience; its history and value stay."""
+        self._experience(experience_id).active = False
+
+    def _experience(self, experience_id: ExperienceId) -> _Experience:
+        if experience_id not in self.experiences:
+            raise InputError(f"unknown experience {experience_id!r}", field="experience_id")
+        return self.experiences[experience_id]
+
+    # -- plan --------------------------------------------------------------
+    def plan(
+        self,
+        decision_id: str,
+        time: Time,
+        maturity: Time,
+        *,
+        retrieved: Sequence[ExperienceId] | None = None,
+        context_embedding: ArrayLike | None = None,
+        reference: ArrayLike | None = None,
+        previous: ArrayLike | None = None,
+        n_assets: int | None = None,
+        risky: ArrayLike | None = None,
+        defensive: ArrayLike | None = None,
+    ) -> Plan:
+        """Retrieve, design and freeze predictions for one decision.
+
+        Give ``retrieved`` (ids in rank order, at most k) or a
+        ``context_embedding`` for cosine retrieval over active experiences.
+        reference: (n,) the fallback's anchor (default equal weight);
+        previous: (n,) the book before entry, for fees (default equal weight).
+        risky/defensive: (n,) asset groups; drafts are then projected onto the
+        configured investor's mandate.
+        """
+        if not isinstance(decision_id, str) or not decision_id:
+            raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
+        if decision_id in self.entries:
+            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
+        encode_time(time)
+        encode_time(maturity)
+        if self.clock is not None and not _later_or_equal(time, self.clock, "time"):
+            raise TimeOrderError(f"time {time!r} is before the engine's clock {self.clock!r}", field="time")
+        if not _later_or_equal(maturity, time, "maturity"):
+            raise InputError(f"maturity {maturity!r} must not be before time {time!r}", field="maturity")
+        ids = self._retrieve(retrieved, context_embedding)
+        reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
+            reference, previous, n_assets, risky, defensive
+        )
+        k_used = len(ids)
+        if k_used == self.config.k:
+            masks = design_module.build_design(self.config.design, k_used)
+        else:
+            masks = design_module.full_factorial(k_used) if k_used else [0]
+        mode_predictions = self.learner.predict_modes(ids)
+        selected = self.learner.selected_mode
+        predictions = dict(zip(ids, mode_predictions[selected], strict=True))
+        trust = self.gate.decision()
+        if ids:
+            details = {"learner_mode": selected.value, "modes": {m.value: list(v) for m, v in mode_predictions.items()}}
+            self.gate.register(decision_id, predictions, details)
+        plan = Plan(
+            decision_id=decision_id,
+            time=time,
+            maturity=maturity,
+            experience_ids=tuple(ids),
+            masks=tuple(masks),
+            subsets=tuple(design_module.subset_of(m, ids) for m in masks),  # type: ignore[misc]
+            predictions=predictions,
+            mode_predictions={m.value: v for m, v in mode_predictions.items()},
+            learner_mode=selected.value,
+            trust=trust,
+            q=self.fallback.choose(),
+            reference=reference_weights,
+            previous=previous_weights,
+            risky=risky_mask,
+            defensive=defensive_mask,
+        )
+        self.entries[decision_id] = _Entry(plan)
+        self.clock = time
+        return plan
+
+    def _retrieve(self, retrieved: Sequence[ExperienceId] | None, context: ArrayLike | None) -> list[ExperienceId]:
+        if (retrieved is None) == (context is None):
+            raise InputError("give exactly one of retrieved or context_embedding", field="retrieved")
+        if retrieved is not None:
+            ids = [check_experience_id(e, "retrieved") for e in retrieved]
+            if len(set(ids)) != len(ids) or len(ids) > self.config.k:
+                raise InputError(f"retrieved must hold at most {self.config.k} distinct ids, got {ids!r}", field="retrieved")
+            for experience_id in ids:
+                if not self._experience(experience_id).active:
+                    raise InputError(f"experience {experience_id!r} is retired", field="retrieved")
+            return ids
+        candidates = [(e, x.embedding) for e, x in self.experiences.items() if x.active and x.embedding is not None]
+        return top_k(np.asarray(context, dtype=np.float64), candidates, self.config.k)
+
+    def _universe(
+        self,
+        reference: ArrayLike | None,
+        previous: ArrayLike | None,
+        n_assets: int | None,
+        risky: ArrayLike | None,
+        defensive: ArrayLike | None,
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None, NDArray[np.bool_] | None]:
+        if reference is None and n_assets is None:
+            raise InputError("give reference weights or n_assets", field="reference")
+        size = int(np.asarray(reference).shape[-1]) if reference is not None else int(n_assets)  # type: ignore[arg-type]
+        if n_assets is not None and n_assets != size:
+            raise InputError(f"n_assets is {n_assets} but reference has {size} weights", field="n_assets")
+        equal = np.full(size, 1.0 / size) if size > 0 else np.zeros(0)
+        weights = {}
+        for name, given in (("reference", reference), ("previous", previous)):
+            vector = equal if given is None else np.asarray(given, dtype=np.float64)
+            _check_weights(vector[None, :] if vector.ndim == 1 else vector, size, name)
+            weights[name] = vector
+        if (risky is None) != (defensive is None):
+            raise InputError("give both risky and defensive asset groups, or neither", field="risky")
+        if risky is None:
+            return weights["reference"], weights["previous"], None, None
+        if self.config.investor is None:
+            raise ConfigError("asset groups need an engine investor to project drafts onto", field="investor")
+        risky_mask = np.asarray(risky, dtype=bool)
+        defensive_mask = np.asarray(defensive, dtype=bool)
+        project(equal, risky_mask, defensive_mask, self.config.investor)
+        return weights["reference"], weights["previous"], risky_mask, defensive_mask
+
+    # -- decide ------------------------------------------------------------
+    def decide(self, decision_id: str, drafts: ArrayLike) -> Decision:
+        """Choose weights from one draft per designed subset (rows aligned with ``plan.subsets``)."""
+        entry = self._entry(decision_id)
+        plan = entry.plan
+        matrix = np.asarray(drafts, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
+            raise InputError(f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}", field="drafts")
+        _check_weights(matrix, plan.n_assets, "drafts")
+        if plan.risky is not None and plan.defensive is not None and self.config.investor is not None:
+            matrix = project(matrix, plan.risky, plan.defensive, self.config.investor)
+        if entry.decision is not None:
+            if np.array_equal(entry.decision.drafts, matrix):
+                return entry.decision
+            raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
+        entry.decision = _choose(plan, matrix)
+        return entry.decision
+
+    # -- settle ------------------------------------------------------------
+    def settle(self, decision_id: str, rel_prices: ArrayLike, at: Time | None = None) -> Settlement:
+        """Score a matured decision and learn from it.
+
+        rel_prices: (H, n) closes relative to the entry close. ``at`` (default
+        the maturity) is when the outcome is known; it must not precede the
+        maturity.
+        """
+        entry = self._entry(decision_id)
+        plan = entry.plan
+        prices = np.asarray(rel_prices, dtype=np.float64)
+        if entry.settlement is not None:
+            if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(entry.settlement.rel_prices, prices):
+                return entry.settlement
+            raise SettlementConflictError(f"decision {decision_id!r} was already settled with different prices", field="rel_prices")
+        if entry.decision is None:
+            raise LifecycleError(f"decision {decision_id!r} has no drafts yet: call decide before settle", field="decision_id")
+        settled_at = plan.maturity if at is None else at
+        encode_time(settled_at)
+        if not _later_or_equal(settled_at, plan.maturity, "at"):
+            raise PrematureSettlementError(
+                f"decision {decision_id!r} matures at {plan.maturity!r}; it cannot be settled at {settled_at!r}", field="at"
+            )
+        settlement = self._score(plan, entry.decision, prices, settled_at)
+        entry.settlement = settlement
+        if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
+            self.clock = settled_at
+        return settlement
+
+    def _score(self, plan: Plan, decision: Decision, prices: NDArray[np.float64], settled_at: Time) -> Settlement:
+        draft_mean = decision.drafts.mean(axis=0)
+        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights, mixture_weights(plan.reference, draft_mean)])
+        batch = batch / batch.sum(axis=1, keepdims=True)
+        scores = np.asarray(utility(batch, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp))
+        n_drafts = decision.drafts.shape[0]
+        draft_utilities = scores[:n_drafts]
+        reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
+        mixture_u = scores[n_drafts + 3 :]
+        ids = plan.experience_ids
+        contributions: dict[ExperienceId, float] = {}
+        centred: dict[ExperienceId, float] = {}
+        interactions: dict[str, float] = {}
+        score = None
+        if ids:
+            contrast = banzhaf_contrasts(draft_utilities, list(plan.masks), len(ids))
+            contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
+            centred = dict(zip(ids, (float(c) for c in contrast - contrast.mean()), strict=True))
+            if len(ids) >= 2:
+                interactions = interaction_contrasts(draft_utilities, list(plan.masks), len(ids))
+            score = self.gate.score(plan.decision_id, centred).score
+            self._score_modes(plan, centred)
+            self.records.extend((plan.decision_id, e, c) for e, c in contributions.items())
+            self.learner.fit(self.records)
+        self.fallback.update(mixture_u, reference_u, mean_u)
+        return Settlement(
+            decision_id=plan.decision_id,
+            settled_at=settled_at,
+            rel_prices=prices.copy(),
+            draft_utilities=draft_utilities,
+            reference_utility=reference_u,
+            mean_utility=mean_u,
+            chosen_utility=chosen_u,
+            mixture_utilities=mixture_u,
+            contributions=contributions,
+            centred=centred,
+            interactions=interactions,
+            score=score,
+            values={e: self.learner.predict(e) for e in ids},
+        )
+
+    def _score_modes(self, plan: Plan, centred: Mapping[ExperienceId, float]) -> None:
+        if self.config.learner is not LearnerMode.AUTO:
+            return
+        realised = [centred[e] for e in plan.experience_ids]
+        for mode, predicted in plan.mode_predictions.items():
+            value = pearson_score(predicted, realised)
+            if value is not None:
+                self.learner.record_score(mode, value)
+
+    # -- queries -----------------------------------------------------------
+    def _entry(self, decision_id: str) -> _Entry:
+        if decision_id not in self.entries:
+            raise UnknownDecisionError(f"no plan has decision id {decision_id!r}", field="decision_id")
+        return self.entries[decision_id]
+
+    def get_plan(self, decision_id: str) -> Plan:
+        return self._entry(decision_id).plan
+
+    def values(self) -> dict[ExperienceId, float]:
+        """Posterior mean value of every experience (0, the prior mean, before data)."""
+        return {e: self.learner.predict(e) for e in self.experiences}
+
+    # -- state -------------------------------------------------------------
+    def to_json(self) -> str:
+        """The whole state as JSON; ``MemTrial.from_json`` restores it exactly."""
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "config": self.config.to_dict(),
+            "gate_hash": self.gate_hash,
+            "clock": None if self.clock is None else encode_time(self.clock),
+            "experiences": [
+                [e, None if x.embedding is None else [float(v) for v in x.embedding], x.active] for e, x in self.experiences.items()
+            ],
+            "entries": [
+                {
+                    "plan": entry.plan.to_dict(),
+                    "decision": None if entry.decision is None else entry.decision.to_dict(),
+                    "settlement": None if entry.settlement is None else entry.settlement.to_dict(),
+                }
+                for entry in self.entries.values()
+            ],
+            "records": [list(record) for record in self.records],
+            "auto_scores": {mode.value: list(values) for mode, values in self.learner.scores.items()},
+            "gate": {
+                "pending": [[date, [[e, v] for e, v in values.items()]] for date, values in self.gate.pending.items()],
+                "scores": list(self.gate.scores),
+                "score_dates": list(self.gate.score_dates),
+                "scored_dates": sorted(self.gate.scored_dates, key=str),
+                "log": self.gate.log.to_list(),
+            },
+            "fallback": self.fallback.to_dict(),
+        }
+
+    @classmethod
+    def from_json(cls, text: str) -> MemTrial:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise StateError(f"state is not valid JSON: {error}") from None
+        return cls.from_dict(data)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemTrial:
+        try:
+            if data["version"] != STATE_VERSION:
+                raise StateError(f"state version {data['version']!r} is not supported (expected {STATE_VERSION})", field="version")
+            engine = cls(EngineConfig.from_dict(data["config"]))
+            if engine.gate_hash != data["gate_hash"]:
+                raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
+            engine.clock = None if data["clock"] is None else decode_time(data["clock"])
+            for experience_id, embedding, active in data["experiences"]:
+                engine.add_experience(experience_id, embedding)
+                engine.experiences[experience_id].active = bool(active)
+            for item in data["entries"]:
+                entry = _Entry(Plan.from_dict(item["plan"]))
+                entry.decision = None if item["decision"] is None else Decision.from_dict(item["decision"])
+                entry.settlement = None if item["settlement"] is None else Settlement.from_dict(item["settlement"])
+                engine.entries[entry.plan.decision_id] = entry
+            engine.records = [(str(d), e, float(c)) for d, e, c in data["records"]]
+            for mode, values in data["auto_scores"].items():
+                engine.learner.scores[LearnerMode(mode)] = [float(v) for v in values]
+            gate = data["gate"]
+            engine.gate.pending = {date: {e: float(v) for e, v in values} for date, values in gate["pending"]}
+            engine.gate.scores = [float(v) for v in gate["scores"]]
+            engine.gate.score_dates = list(gate["score_dates"])
+            engine.gate.scored_dates = set(gate["scored_dates"])
+            engine.gate.log = PredictionLog.from_list(engine.gate_hash, gate["log"])
+            engine.fallback = AnchoredMixture.from_dict(data["fallback"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise StateError(f"state is malformed: {error!r}") from None
+        if engine.records:
+            engine.learner.fit(engine.records)
+        return engine
+
+
+def _check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> None:
+    if matrix.ndim != 2 or matrix.shape[1] != n_assets or n_assets < 1:
+        raise InputError(f"{name} must have {n_assets} weights per row (n_assets >= 1), got shape {matrix.shape}", field=name)
+    if not np.all(np.isfinite(matrix)):
+        raise InputError(f"{name} must be finite (no NaN or inf)", field=name)
+    if np.any(matrix < 0):
+        raise InputError(f"{name} must be >= 0 (long only)", field=name)
+    sums = matrix.sum(axis=1)
+    if np.any(np.abs(sums - 1.0) > DRAFT_SUM_TOLERANCE):
+        raise InputError(f"{name} rows must sum to 1, got sums {[round(float(s), 9) for s in sums]}", field=name)
+
+
+def _choose(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
+    """The gated choice between the best designed subset and the anchored mixture."""
+    values = [sum(plan.predictions[e] for e in subset) for subset in plan.subsets]
+    order = sorted(range(len(plan.masks)), key=lambda i: (-values[i], len(plan.subsets[i]), plan.masks[i]))
+    best = order[0]
+    gain = float(values[best])
+    common = {
+        "decision_id": plan.decision_id,
+        "trust": plan.trust,
+        "predictions": dict(plan.predictions),
+        "predicted_gain": gain,
+        "learner_mode": plan.learner_mode,
+        "drafts": drafts,
+    }
+    if plan.trust.is_open and gain > 0.0:
+        decision = Decision(
+            weights=drafts[best].copy(),
+            action=Action.SUBSET,
+            subset=plan.subsets[best],
+            mask=plan.masks[best],
+            q=None,
+            explanation="",
+            **common,  # type: ignore[arg-type]
+        )
+    else:
+        weights = plan.q * plan.reference + (1.0 - plan.q) * drafts.mean(axis=0)
+        decision = Decision(weights=weights, action=Action.MIXTURE, subset=None, mask=None, q=plan.q, explanation="", **common)  # type: ignore[arg-type]
+    return replace(decision, explanation=explain(decision))

@@ -1,0 +1,85 @@
+"""The exception tree of memtrial.
+
+Every error the core raises is a :class:`MemtrialError`, so a caller can catch
+one class at the boundary (the service maps them to HTTP statuses in one
+handler, the CLI to exit codes)::
+
+    MemtrialError
+    ├── ConfigError             a parameter fixed at construction is invalid
+    ├── InputError              a value passed to a call is invalid
+    │   └── InfeasibleMandateError   no portfolio satisfies the mandate
+    ├── LifecycleError          a call that is valid alone but not now
+    │   ├── UnknownDecisionError     no plan has this decision id
+    │   ├── DuplicateError           the id is already taken
+    │   ├── TimeOrderError           a time earlier than the engine's clock
+    │   ├── PrematureSettlementError settled before the decision matured
+    │   └── SettlementConflictError  settled twice with different data
+    └── StateError              serialised state that cannot be restored
+
+Messages say what was wrong, the value, and what was expected.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DuplicateError",
+    "InfeasibleMandateError",
+    "InputError",
+    "LifecycleError",
+    "MemtrialError",
+    "PrematureSettlementError",
+    "SettlementConflictError",
+    "StateError",
+    "TimeOrderError",
+    "UnknownDecisionError",
+]
+
+
+class MemtrialError(Exception):
+    """Base class of every error raised by memtrial."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+class ConfigError(MemtrialError):
+    """A constructor parameter is outside its allowed range."""
+
+
+class InputError(MemtrialError):
+    """An argument of a call is malformed (shape, NaN, sign, unknown id)."""
+
+
+class InfeasibleMandateError(InputError):
+    """The universe admits no portfolio that satisfies the investor's mandate."""
+
+
+class LifecycleError(MemtrialError):
+    """A call arrives in a state where it is not allowed."""
+
+
+class UnknownDecisionError(LifecycleError):
+    """No plan exists for the decision id."""
+
+
+class DuplicateError(LifecycleError):
+    """An id that must be new is already in use."""
+
+
+class TimeOrderError(LifecycleError):
+    """A time lies before the engine's clock (the latest time it has seen)."""
+
+
+class PrematureSettlementError(LifecycleError):
+    """A decision was settled before its maturity."""
+
+
+class SettlementConflictError(LifecycleError):
+    """A decision already settled was settled again with different data."""
+
+
+class StateError(MemtrialError):
+    """Serialised state is malformed or inconsistent."""

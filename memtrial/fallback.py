@@ -1,0 +1,129 @@
+"""The closed action: a KL-anchored mixture of the reference and the draft mean (SPEC 4.6).
+
+The family is ``w(q) = q * w_ref + (1 - q) * mean(drafts)`` for q on a grid of
+201 points in [0, 1]. After each matured date the realised utility of every
+grid mixture is added to a running sum G(q), the count n grows by one and
+``|U_ref - U_mean| / 2`` is added to a running sum S. The chosen q maximises
+
+    G(q) / n - lambda * KL(Bernoulli(q) || Bernoulli(a0)),
+    lambda = lambda0 * (S / n + 1e-6) / sqrt(n),
+
+with a0 = 0.9 (``ftrl``) or 0.5 (``uniform``); with n = 0, q = a0. The
+``ens`` variant always takes the draft mean (q = 0), ``ref`` the reference
+(q = 1). Ties go to the smallest q.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memtrial.errors import ConfigError, InputError, StateError
+
+__all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "mixture_weights"]
+
+GRID: NDArray[np.float64] = np.linspace(0.0, 1.0, 201)
+LAMBDA0 = 4.0
+
+
+class FallbackVariant(StrEnum):
+    FTRL = "ftrl"
+    ENS = "ens"
+    REF = "ref"
+    UNIFORM = "uniform"
+
+
+_ANCHOR = {FallbackVariant.FTRL: 0.9, FallbackVariant.UNIFORM: 0.5}
+
+
+def bernoulli_kl(q: ArrayLike, a0: float) -> NDArray[np.float64]:
+    """KL(Bernoulli(q) || Bernoulli(a0)) with 0 log 0 = 0; a0 in (0, 1)."""
+    q_array = np.asarray(q, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(q_array > 0, q_array * np.log(q_array / a0), 0.0)
+        second = np.where(q_array < 1, (1 - q_array) * np.log((1 - q_array) / (1 - a0)), 0.0)
+    return np.asarray(first + second, dtype=np.float64)
+
+
+def mixture_weights(reference: ArrayLike, draft_mean: ArrayLike, grid: ArrayLike = GRID) -> NDArray[np.float64]:
+    """Weights of every grid mixture, shape (len(grid), n)."""
+    q = np.asarray(grid, dtype=np.float64)[:, None]
+    return np.asarray(q * np.asarray(reference)[None, :] + (1 - q) * np.asarray(draft_mean)[None, :], dtype=np.float64)
+
+
+class AnchoredMixture:
+    """Running statistics of the mixture family and the q they select."""
+
+    def __init__(self, variant: FallbackVariant | str = FallbackVariant.FTRL, lambda0: float = LAMBDA0) -> None:
+        try:
+            self.variant = FallbackVariant(variant)
+        except ValueError:
+            raise ConfigError(
+                f"variant must be one of {[v.value for v in FallbackVariant]}, got {variant!r}", field="fallback"
+            ) from None
+        if not (np.isfinite(lambda0) and lambda0 >= 0):
+            raise ConfigError(f"lambda0 must be finite and >= 0, got {lambda0!r}", field="lambda0")
+        self.lambda0 = float(lambda0)
+        self.gains = np.zeros(GRID.size)
+        self.n_updates = 0
+        self.spread_sum = 0.0
+
+    @property
+    def anchor(self) -> float | None:
+        """a0 of the KL penalty (None for the fixed variants)."""
+        return _ANCHOR.get(self.variant)
+
+    def update(self, mixture_utilities: ArrayLike, reference_utility: float, mean_utility: float) -> None:
+        """Add one matured date: utilities of the 201 mixtures, the reference and the draft mean."""
+        values = np.asarray(mixture_utilities, dtype=np.float64)
+        if values.shape != GRID.shape or not np.all(np.isfinite(values)):
+            raise InputError(f"mixture_utilities must be finite with shape {GRID.shape}", field="mixture_utilities")
+        if not (np.isfinite(reference_utility) and np.isfinite(mean_utility)):
+            raise InputError("reference and draft-mean utilities must be finite", field="utilities")
+        self.gains = self.gains + values
+        self.n_updates += 1
+        self.spread_sum += abs(reference_utility - mean_utility) / 2.0
+
+    @property
+    def penalty(self) -> float:
+        """lambda of the current state (0 before any update)."""
+        if self.n_updates == 0:
+            return 0.0
+        n = self.n_updates
+        return float(self.lambda0 * (self.spread_sum / n + 1e-6) / np.sqrt(n))
+
+    def choose(self) -> float:
+        """The mixture weight q on the reference."""
+        if self.variant is FallbackVariant.ENS:
+            return 0.0
+        if self.variant is FallbackVariant.REF:
+            return 1.0
+        anchor = _ANCHOR[self.variant]
+        if self.n_updates == 0:
+            return anchor
+        objective = self.gains / self.n_updates - self.penalty * bernoulli_kl(GRID, anchor)
+        return float(GRID[int(np.argmax(objective))])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "variant": self.variant.value,
+            "lambda0": self.lambda0,
+            "gains": [float(g) for g in self.gains],
+            "n_updates": self.n_updates,
+            "spread_sum": self.spread_sum,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AnchoredMixture:
+        mixture = cls(data["variant"], data["lambda0"])
+        gains = np.asarray(data["gains"], dtype=np.float64)
+        if gains.shape != GRID.shape:
+            raise StateError(f"fallback gains must have {GRID.size} entries, got {gains.size}", field="fallback")
+        mixture.gains = gains
+        mixture.n_updates = int(data["n_updates"])
+        mixture.spread_sum = float(data["spread_sum"])
+        return mixture

@@ -1,0 +1,266 @@
+"""Records of the decision lifecycle: plan, decision, settlement.
+
+Each converts to and from plain JSON-ready dicts with exact round trips
+(floats are written with ``repr`` precision; times and ids keep their type).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memtrial.errors import InputError, StateError
+from memtrial.trust import TrustDecision
+
+__all__ = [
+    "Action",
+    "Decision",
+    "ExperienceId",
+    "Plan",
+    "Settlement",
+    "Time",
+    "check_experience_id",
+    "decode_time",
+    "encode_time",
+]
+
+ExperienceId = str | int
+Time = int | float | dt.datetime | dt.date
+
+
+def check_experience_id(value: object, field: str = "experience_id") -> ExperienceId:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InputError(f"{field} must be a str or int, got {value!r}", field=field)
+    return value
+
+
+def encode_time(value: Time) -> dict[str, Any]:
+    """A time as a tagged JSON value (exact round trip)."""
+    if isinstance(value, dt.datetime):
+        return {"type": "datetime", "value": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {"type": "date", "value": value.isoformat()}
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"a time must be an int, float, date or datetime, got {value!r}", field="time")
+    if isinstance(value, float) and not np.isfinite(value):
+        raise InputError(f"a time must be finite, got {value!r}", field="time")
+    return {"type": "int" if isinstance(value, int) else "float", "value": value}
+
+
+def decode_time(data: Mapping[str, Any]) -> Time:
+    try:
+        kind, value = data["type"], data["value"]
+        if kind == "datetime":
+            return dt.datetime.fromisoformat(value)
+        if kind == "date":
+            return dt.date.fromisoformat(value)
+        if kind == "int":
+            return int(value)
+        if kind == "float":
+            return float(value)
+    except (KeyError, TypeError, ValueError) as error:
+        raise StateError(f"malformed time {data!r}: {error}", field="time") from None
+    raise StateError(f"unknown time type {kind!r}", field="time")
+
+
+def _floats(values: NDArray[np.float64] | Sequence[float]) -> list[float]:
+    return [float(v) for v in values]
+
+
+class Action(StrEnum):
+    """What a decision acted on."""
+
+    SUBSET = "subset"
+    MIXTURE = "mixture"
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """A planned decision: what was retrieved, what to draft, what was predicted.
+
+    subsets[i] are the experience ids of the i-th draft (design run masks[i]).
+    predictions: frozen predicted value of each retrieved experience (utility
+    units) from ``learner_mode``; trust and q are the gate state and fallback
+    weight frozen at plan time, before any outcome of this decision exists.
+    """
+
+    decision_id: str
+    time: Time
+    maturity: Time
+    experience_ids: tuple[ExperienceId, ...]
+    masks: tuple[int, ...]
+    subsets: tuple[tuple[ExperienceId, ...], ...]
+    predictions: Mapping[ExperienceId, float]
+    mode_predictions: Mapping[str, tuple[float, ...]]
+    learner_mode: str
+    trust: TrustDecision
+    q: float
+    reference: NDArray[np.float64]
+    previous: NDArray[np.float64]
+    risky: NDArray[np.bool_] | None
+    defensive: NDArray[np.bool_] | None
+
+    @property
+    def n_assets(self) -> int:
+        return int(self.reference.shape[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision_id": self.decision_id,
+            "time": encode_time(self.time),
+            "maturity": encode_time(self.maturity),
+            "experience_ids": list(self.experience_ids),
+            "masks": list(self.masks),
+            "predictions": [float(self.predictions[e]) for e in self.experience_ids],
+            "mode_predictions": {mode: list(values) for mode, values in self.mode_predictions.items()},
+            "learner_mode": self.learner_mode,
+            "trust": self.trust.to_dict(),
+            "q": self.q,
+            "reference": _floats(self.reference),
+            "previous": _floats(self.previous),
+            "risky": None if self.risky is None else [bool(x) for x in self.risky],
+            "defensive": None if self.defensive is None else [bool(x) for x in self.defensive],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        ids = tuple(data["experience_ids"])
+        masks = tuple(int(m) for m in data["masks"])
+        return cls(
+            decision_id=str(data["decision_id"]),
+            time=decode_time(data["time"]),
+            maturity=decode_time(data["maturity"]),
+            experience_ids=ids,
+            masks=masks,
+            subsets=tuple(tuple(e for j, e in enumerate(ids) if m >> j & 1) for m in masks),
+            predictions=dict(zip(ids, (float(v) for v in data["predictions"]), strict=True)),
+            mode_predictions={mode: tuple(float(v) for v in values) for mode, values in data["mode_predictions"].items()},
+            learner_mode=str(data["learner_mode"]),
+            trust=TrustDecision.from_dict(data["trust"]),
+            q=float(data["q"]),
+            reference=np.asarray(data["reference"], dtype=np.float64),
+            previous=np.asarray(data["previous"], dtype=np.float64),
+            risky=None if data["risky"] is None else np.asarray(data["risky"], dtype=bool),
+            defensive=None if data["defensive"] is None else np.asarray(data["defensive"], dtype=bool),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The chosen weights and why.
+
+    action SUBSET: ``subset``/``mask`` name the acted-on draft; ``q`` is None.
+    action MIXTURE: weights = q * reference + (1 - q) * mean(drafts).
+    predicted_gain: predicted value of the best designed subset.
+    """
+
+    decision_id: str
+    weights: NDArray[np.float64]
+    action: Action
+    subset: tuple[ExperienceId, ...] | None
+    mask: int | None
+    q: float | None
+    trust: TrustDecision
+    predictions: Mapping[ExperienceId, float]
+    predicted_gain: float
+    learner_mode: str
+    explanation: str
+    drafts: NDArray[np.float64]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision_id": self.decision_id,
+            "weights": _floats(self.weights),
+            "action": self.action.value,
+            "subset": None if self.subset is None else list(self.subset),
+            "mask": self.mask,
+            "q": self.q,
+            "trust": self.trust.to_dict(),
+            "predictions": [[e, float(v)] for e, v in self.predictions.items()],
+            "predicted_gain": self.predicted_gain,
+            "learner_mode": self.learner_mode,
+            "explanation": self.explanation,
+            "drafts": [_floats(row) for row in self.drafts],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Decision:
+        return cls(
+            decision_id=str(data["decision_id"]),
+            weights=np.asarray(data["weights"], dtype=np.float64),
+            action=Action(data["action"]),
+            subset=None if data["subset"] is None else tuple(data["subset"]),
+            mask=data["mask"],
+            q=data["q"],
+            trust=TrustDecision.from_dict(data["trust"]),
+            predictions={e: float(v) for e, v in data["predictions"]},
+            predicted_gain=float(data["predicted_gain"]),
+            learner_mode=str(data["learner_mode"]),
+            explanation=str(data["explanation"]),
+            drafts=np.asarray(data["drafts"], dtype=np.float64),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Settlement:
+    """What a matured decision revealed (utilities in decimal units).
+
+    draft_utilities[i] belongs to design run masks[i]; contributions and
+    centred are keyed by experience id; score is the gate's Pearson score
+    (None when skipped); values are posterior means after the update.
+    """
+
+    decision_id: str
+    settled_at: Time
+    rel_prices: NDArray[np.float64]
+    draft_utilities: NDArray[np.float64]
+    reference_utility: float
+    mean_utility: float
+    chosen_utility: float
+    mixture_utilities: NDArray[np.float64]
+    contributions: Mapping[ExperienceId, float]
+    centred: Mapping[ExperienceId, float]
+    interactions: Mapping[str, float]
+    score: float | None
+    values: Mapping[ExperienceId, float]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "decision_id": self.decision_id,
+            "settled_at": encode_time(self.settled_at),
+            "rel_prices": [_floats(row) for row in self.rel_prices],
+            "draft_utilities": _floats(self.draft_utilities),
+            "reference_utility": self.reference_utility,
+            "mean_utility": self.mean_utility,
+            "chosen_utility": self.chosen_utility,
+            "mixture_utilities": _floats(self.mixture_utilities),
+            "contributions": [[e, float(v)] for e, v in self.contributions.items()],
+            "centred": [[e, float(v)] for e, v in self.centred.items()],
+            "interactions": dict(self.interactions),
+            "score": self.score,
+            "values": [[e, float(v)] for e, v in self.values.items()],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Settlement:
+        return cls(
+            decision_id=str(data["decision_id"]),
+            settled_at=decode_time(data["settled_at"]),
+            rel_prices=np.asarray(data["rel_prices"], dtype=np.float64),
+            draft_utilities=np.asarray(data["draft_utilities"], dtype=np.float64),
+            reference_utility=float(data["reference_utility"]),
+            mean_utility=float(data["mean_utility"]),
+            chosen_utility=float(data["chosen_utility"]),
+            mixture_utilities=np.asarray(data["mixture_utilities"], dtype=np.float64),
+            contributions={e: float(v) for e, v in data["contributions"]},
+            centred={e: float(v) for e, v in data["centred"]},
+            interactions={str(k): float(v) for k, v in data["interactions"].items()},
+            score=data["score"],
+            values={e: float(v) for e, v in data["values"]},
+        )

@@ -1,0 +1,38 @@
+"""Exact cosine retrieval over experience embeddings (the core's brute-force path).
+
+The service retrieves with FAISS and passes the ranked ids to ``plan``; this
+module serves library users and tests, and defines the tie rule: equal scores
+keep the experiences' insertion order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memtrial.errors import InputError
+from memtrial.records import ExperienceId
+
+__all__ = ["top_k"]
+
+
+def top_k(
+    context: NDArray[np.float64], candidates: Sequence[tuple[ExperienceId, NDArray[np.float64] | None]], k: int
+) -> list[ExperienceId]:
+    """Ids of the k candidates most cosine-similar to ``context``, best first."""
+    if context.ndim != 1 or not np.all(np.isfinite(context)):
+        raise InputError(f"context_embedding must be a finite 1-d vector, got shape {context.shape}", field="context_embedding")
+    usable = [(e, v) for e, v in candidates if v is not None]
+    if not usable:
+        return []
+    matrix = np.vstack([v for _, v in usable])
+    if matrix.shape[1] != context.shape[0]:
+        raise InputError(
+            f"context_embedding has {context.shape[0]} dimensions, experiences have {matrix.shape[1]}", field="context_embedding"
+        )
+    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(context)), 1e-300)
+    similarity = (matrix @ context) / np.where(norms > 0, norms, 1.0)
+    order = np.lexsort((np.arange(len(usable)), -similarity))
+    return [usable[i][0] for i in order[:k]]

@@ -1,0 +1,262 @@
+"""Investor mandates, projection onto them, and settlement into utility.
+
+Settlement (SPEC 4.2). Let ``rel[h, i]`` be asset i's close h sessions after
+entry divided by its entry close (h = 1..H). For weights w and the previous
+book ``w_prev``:
+
+    fee    = fee_bp / 1e4 * sum_i |w_i - w_prev_i|        (charged once at entry)
+    path_h = (1 - fee) * sum_i w_i * rel[h, i],  path_0 = 1
+    r_h    = path_h / path_{h-1} - 1                     (r_1 includes the fee)
+    J      = path_H - 1
+    U      = J - (gamma / 2) * H * var(r_1..r_H)         (ddof = 0), H > 1
+    U      = r - (gamma / 2) * r**2,  r = path_1 - 1      H = 1
+
+U is in decimal units; multiply by 100 for percentage points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memtrial.errors import ConfigError, InfeasibleMandateError, InputError
+
+__all__ = [
+    "INVESTORS",
+    "Investor",
+    "nav_paths",
+    "project",
+    "project_simplex",
+    "relative_prices",
+    "utility",
+]
+
+WEIGHT_SUM_TOLERANCE = 1e-6
+FEASIBILITY_TOLERANCE = 1e-12
+
+
+@dataclass(frozen=True, slots=True)
+class Investor:
+    """An investor profile.
+
+    risky_cap: most total weight on risky assets (equities, crypto, real estate).
+    defensive_floor: least total weight on defensive assets (bonds, cash).
+    gamma: risk aversion of the utility.
+    """
+
+    name: str
+    risky_cap: float
+    defensive_floor: float
+    gamma: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.risky_cap <= 1.0:
+            raise ConfigError(f"risky_cap must be in [0, 1], got {self.risky_cap!r}", field="risky_cap")
+        if not 0.0 <= self.defensive_floor <= 1.0:
+            raise ConfigError(
+                f"defensive_floor must be in [0, 1], got {self.defensive_floor!r}", field="defensive_floor"
+            )
+        if not (np.isfinite(self.gamma) and self.gamma >= 0.0):
+            raise ConfigError(f"gamma must be finite and >= 0, got {self.gamma!r}", field="gamma")
+
+
+INVESTORS: dict[str, Investor] = {
+    "conservative": Investor("conservative", risky_cap=0.40, defensive_floor=0.40, gamma=10.0),
+    "balanced": Investor("balanced", risky_cap=0.65, defensive_floor=0.20, gamma=5.0),
+    "aggressive": Investor("aggressive", risky_cap=0.90, defensive_floor=0.05, gamma=2.0),
+}
+
+
+def _as_weight_batch(weights: ArrayLike, name: str) -> tuple[NDArray[np.float64], bool]:
+    """Weights as (b, n) plus whether the input was a single vector."""
+    array = np.asarray(weights, dtype=np.float64)
+    if array.ndim not in (1, 2) or array.shape[-1] == 0:
+        raise InputError(f"{name} must have shape (n,) or (b, n) with n >= 1, got {array.shape}", field=name)
+    if not np.all(np.isfinite(array)):
+        raise InputError(f"{name} must be finite (no NaN or inf)", field=name)
+    return np.atleast_2d(array), array.ndim == 1
+
+
+def project_simplex(points: NDArray[np.float64], total: float) -> NDArray[np.float64]:
+    """Euclidean projection of each row of ``points`` onto {w >= 0, sum w = total}.
+
+    Exact (sort-based); ``points`` has shape (b, p) with p >= 1, ``total`` >= 0.
+    """
+    if total <= 0.0:
+        return np.zeros_like(points)
+    ordered = -np.sort(-points, axis=1)
+    cumulative = np.cumsum(ordered, axis=1) - total
+    index = np.arange(1, points.shape[1] + 1)
+    support = ordered - cumulative / index > 0
+    rho = points.shape[1] - 1 - np.argmax(support[:, ::-1], axis=1)
+    theta = cumulative[np.arange(points.shape[0]), rho] / (rho + 1)
+    return np.asarray(np.maximum(points - theta[:, None], 0.0), dtype=np.float64)
+
+
+def _check_groups(
+    n_assets: int, risky: ArrayLike, defensive: ArrayLike
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    risky_mask = np.asarray(risky, dtype=bool)
+    defensive_mask = np.asarray(defensive, dtype=bool)
+    for name, mask in (("risky", risky_mask), ("defensive", defensive_mask)):
+        if mask.shape != (n_assets,):
+            raise InputError(f"{name} must be a boolean mask of shape ({n_assets},), got {mask.shape}", field=name)
+    overlap = np.flatnonzero(risky_mask & defensive_mask)
+    if overlap.size:
+        raise InputError(
+            f"an asset cannot be both risky and defensive, got both at indices {overlap.tolist()}", field="defensive"
+        )
+    return risky_mask, defensive_mask
+
+
+def project(
+    weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor
+) -> NDArray[np.float64]:
+    """Euclidean projection onto the investor's mandate.
+
+    The mandate is {w >= 0, sum w = 1, sum_risky w <= risky_cap,
+    sum_defensive w >= defensive_floor}. ``weights`` is (n,) or (b, n);
+    ``risky`` and ``defensive`` are disjoint boolean masks of shape (n,).
+
+    Exact: the optimum solves the problem with its active constraints as
+    equalities and the others dropped, and that problem splits into
+    independent simplex projections of the asset groups. Among the candidates
+    of the four possible active sets, the feasible one closest to the input
+    is the projection.
+    """
+    batch, single = _as_weight_batch(weights, "weights")
+    risky_mask, defensive_mask = _check_groups(batch.shape[1], risky, defensive)
+    other_mask = ~(risky_mask | defensive_mask)
+    cap, floor = investor.risky_cap, investor.defensive_floor
+
+    def solve(groups: list[tuple[NDArray[np.bool_], float]]) -> NDArray[np.float64] | None:
+        candidate = np.zeros_like(batch)
+        for mask, total in groups:
+            if not mask.any():
+                if total > FEASIBILITY_TOLERANCE:
+                    return None
+                continue
+            candidate[:, mask] = project_simplex(batch[:, mask], total)
+        return candidate
+
+    rest_of_risky = defensive_mask | other_mask
+    rest_of_defensive = risky_mask | other_mask
+    candidates = [
+        solve([(np.ones_like(risky_mask), 1.0)]),
+        solve([(risky_mask, cap), (rest_of_risky, 1.0 - cap)]),
+        solve([(defensive_mask, floor), (rest_of_defensive, 1.0 - floor)]),
+        solve([(risky_mask, cap), (defensive_mask, floor), (other_mask, 1.0 - cap - floor)])
+        if cap + floor <= 1.0
+        else None,
+    ]
+    best = np.full(batch.shape[0], np.inf)
+    result = np.full_like(batch, np.nan)
+    for candidate in candidates:
+        if candidate is None:
+            continue
+        feasible = (candidate[:, risky_mask].sum(axis=1) <= cap + FEASIBILITY_TOLERANCE) & (
+            candidate[:, defensive_mask].sum(axis=1) >= floor - FEASIBILITY_TOLERANCE
+        )
+        distance = np.where(feasible, ((candidate - batch) ** 2).sum(axis=1), np.inf)
+        better = distance < best
+        best = np.where(better, distance, best)
+        result[better] = candidate[better]
+    if not np.all(np.isfinite(best)):
+        raise InfeasibleMandateError(
+            f"no long-only portfolio of this universe satisfies the {investor.name} mandate "
+            f"(risky <= {cap}, defensive >= {floor}; {int(risky_mask.sum())} risky, "
+            f"{int(defensive_mask.sum())} defensive, {int(other_mask.sum())} other assets)",
+            field="universe",
+        )
+    return result[0] if single else result
+
+
+def relative_prices(
+    closes: ArrayLike | None = None, *, returns: ArrayLike | None = None
+) -> NDArray[np.float64]:
+    """Prices relative to the entry close, shape (H, n).
+
+    Give either ``closes`` of shape (H + 1, n) whose first row is the entry
+    close, or simple per-session ``returns`` of shape (H, n).
+    """
+    if (closes is None) == (returns is None):
+        raise InputError("give exactly one of closes or returns", field="closes")
+    if closes is not None:
+        array = np.asarray(closes, dtype=np.float64)
+        if array.ndim != 2 or array.shape[0] < 2:
+            raise InputError(f"closes must have shape (H + 1, n) with H >= 1, got {array.shape}", field="closes")
+        if not np.all(np.isfinite(array)) or np.any(array <= 0):
+            raise InputError("closes must be finite and > 0", field="closes")
+        return np.asarray(array[1:] / array[0], dtype=np.float64)
+    array = np.asarray(returns, dtype=np.float64)
+    if array.ndim != 2 or array.shape[0] < 1:
+        raise InputError(f"returns must have shape (H, n) with H >= 1, got {array.shape}", field="returns")
+    if not np.all(np.isfinite(array)) or np.any(array <= -1):
+        raise InputError("returns must be finite and > -1", field="returns")
+    return np.asarray(np.cumprod(1.0 + array, axis=0), dtype=np.float64)
+
+
+def _check_settlement(
+    weights: ArrayLike, rel_prices: ArrayLike, prev_weights: ArrayLike, fee_bp: float
+) -> tuple[NDArray[np.float64], bool, NDArray[np.float64], NDArray[np.float64]]:
+    batch, single = _as_weight_batch(weights, "weights")
+    if np.any(batch < 0):
+        raise InputError("weights must be >= 0 (long only)", field="weights")
+    sums = batch.sum(axis=1)
+    if np.any(np.abs(sums - 1.0) > WEIGHT_SUM_TOLERANCE):
+        worst = float(sums[np.argmax(np.abs(sums - 1.0))])
+        raise InputError(f"weights must sum to 1 (fully invested), got a row summing to {worst!r}", field="weights")
+    rel = np.asarray(rel_prices, dtype=np.float64)
+    if rel.ndim != 2 or rel.shape[0] < 1 or rel.shape[1] != batch.shape[1]:
+        raise InputError(
+            f"rel_prices must have shape (H, {batch.shape[1]}) with H >= 1, got {rel.shape}", field="rel_prices"
+        )
+    if not np.all(np.isfinite(rel)) or np.any(rel <= 0):
+        raise InputError("rel_prices must be finite and > 0", field="rel_prices")
+    previous = np.asarray(prev_weights, dtype=np.float64)
+    if previous.shape != (batch.shape[1],) or not np.all(np.isfinite(previous)):
+        raise InputError(f"prev_weights must be finite with shape ({batch.shape[1]},)", field="prev_weights")
+    if not (np.isfinite(fee_bp) and fee_bp >= 0):
+        raise InputError(f"fee_bp must be finite and >= 0, got {fee_bp!r}", field="fee_bp")
+    return batch, single, rel, previous
+
+
+def nav_paths(
+    weights: ArrayLike, rel_prices: ArrayLike, prev_weights: ArrayLike, fee_bp: float = 15.0
+) -> NDArray[np.float64]:
+    """NAV paths ``path_1..path_H`` after the entry fee, shape (b, H) or (H,)."""
+    batch, single, rel, previous = _check_settlement(weights, rel_prices, prev_weights, fee_bp)
+    fee = fee_bp / 1e4 * np.abs(batch - previous).sum(axis=1)
+    paths = (1.0 - fee)[:, None] * (batch @ rel.T)
+    return np.asarray(paths[0] if single else paths, dtype=np.float64)
+
+
+def utility(
+    weights: ArrayLike,
+    rel_prices: ArrayLike,
+    prev_weights: ArrayLike,
+    gamma: float,
+    fee_bp: float = 15.0,
+) -> float | NDArray[np.float64]:
+    """Mean-variance utility of buy-and-hold weights over one price path (decimal units).
+
+    weights: (n,) or (b, n), long only, each row summing to 1.
+    rel_prices: (H, n) closes relative to the entry close.
+    prev_weights: (n,) the book before entry (fees are charged on the change).
+    Returns a float for (n,) weights, else an array of shape (b,).
+    """
+    if not (np.isfinite(gamma) and gamma >= 0):
+        raise InputError(f"gamma must be finite and >= 0, got {gamma!r}", field="gamma")
+    paths = np.atleast_2d(nav_paths(weights, rel_prices, prev_weights, fee_bp))
+    horizon = paths.shape[1]
+    previous_path = np.concatenate([np.ones((paths.shape[0], 1)), paths[:, :-1]], axis=1)
+    returns = paths / previous_path - 1.0
+    if horizon == 1:
+        result = returns[:, 0] - 0.5 * gamma * returns[:, 0] ** 2
+    else:
+        result = (paths[:, -1] - 1.0) - 0.5 * gamma * horizon * returns.var(axis=1)
+    if np.asarray(weights).ndim == 1:
+        return float(result[0])
+    return np.asarray(result, dtype=np.float64)

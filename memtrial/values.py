@@ -1,0 +1,285 @@
+"""Experience values: the empirical-Bayes Fay–Herriot learner (SPEC 4.4).
+
+``EmpiricalBayesLearner.fit(records)`` takes (date, experience_id,
+contribution) records, averages repeats of a (date, experience), centres each
+date, reduces to per-experience means ``m_h`` and counts ``n_h``, estimates
+the noise scale
+
+    s2 = sum_h sum_t (y[t,h] - m_h)**2 / (N - H - (S - 1))
+
+(or the plain variance of all y when that denominator is not positive), and
+fits the Fay–Herriot model of :mod:`memtrial.fayherriot` in units of s.
+
+Modes (:class:`LearnerMode`):
+- ``identity``: no content features (sigma_b2 = 0).
+- ``content``: features z_h = first ``n_components`` principal components of
+  the experiences' embeddings, standardised.
+- ``auto``: fits both and predicts with the one whose frozen predictions
+  scored better prequentially, once each has at least ``min_auto_scores``
+  scores; before that it predicts with ``identity``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memtrial.credit import ContributionRecord, centre_by_date
+from memtrial.errors import ConfigError, InputError, LifecycleError
+from memtrial.fayherriot import FayHerriotFit, fit_fay_herriot
+
+__all__ = [
+    "EmpiricalBayesLearner",
+    "LearnerMode",
+    "ValuePosterior",
+    "content_features",
+]
+
+DEFAULT_COMPONENTS = 8
+MIN_AUTO_SCORES = 10
+
+Record = ContributionRecord | tuple[Hashable, Hashable, float]
+
+
+class LearnerMode(StrEnum):
+    IDENTITY = "identity"
+    CONTENT = "content"
+    AUTO = "auto"
+
+
+class ValuePosterior(NamedTuple):
+    """Posterior mean and standard deviation of an experience's value (utility units)."""
+
+    mean: float
+    sd: float
+
+
+def content_features(embeddings: ArrayLike, n_components: int | None = DEFAULT_COMPONENTS) -> NDArray[np.float64]:
+    """Standardised principal-component scores of the rows of ``embeddings``.
+
+    embeddings: (H, d). Returns (H, p) with p = min(n_components, d, H - 1)
+    minus any zero-variance component; each column has mean 0 and sd 1.
+    Component signs are fixed so each loading vector's largest entry is
+    positive. ``n_components=None`` skips PCA and only standardises.
+    """
+    matrix = np.asarray(embeddings, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise InputError(f"embeddings must have shape (H, d), got {matrix.shape}", field="features")
+    if not np.all(np.isfinite(matrix)):
+        raise InputError("embeddings must be finite", field="features")
+    if matrix.shape[0] == 0:
+        return np.zeros((0, 0))
+    centred = matrix - matrix.mean(axis=0)
+    if n_components is not None and matrix.shape[0] >= 2:
+        n_keep = min(n_components, matrix.shape[1], matrix.shape[0] - 1)
+        _, _, right = np.linalg.svd(centred, full_matrices=False)
+        loadings = right[:n_keep]
+        flip = np.sign(loadings[np.arange(n_keep), np.argmax(np.abs(loadings), axis=1)])
+        centred = centred @ (loadings * flip[:, None]).T
+    elif n_components is not None:
+        centred = np.zeros((matrix.shape[0], 0))
+    scale = centred.std(axis=0)
+    keep = scale > 1e-12 * max(1.0, float(np.abs(matrix).max(initial=0.0)))
+    return np.asarray(centred[:, keep] / scale[keep], dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fit:
+    """One mode's fit in utility units, with the lookup from id to row."""
+
+    index: Mapping[Hashable, int]
+    counts: NDArray[np.int64]
+    scale: float
+    model: FayHerriotFit
+    features: Mapping[Hashable, NDArray[np.float64]]
+
+    def posterior(self, experience_id: Hashable) -> ValuePosterior:
+        row = self.index.get(experience_id)
+        if row is not None:
+            return ValuePosterior(
+                float(self.model.mean[row] * self.scale), float(np.sqrt(self.model.variance[row]) * self.scale)
+            )
+        z = self.features.get(experience_id)
+        variance = self.model.tau2
+        mean = 0.0
+        if z is not None and z.size:
+            mean = float(z @ self.model.beta)
+            variance += float(z @ self.model.beta_cov @ z)
+        return ValuePosterior(mean * self.scale, float(np.sqrt(variance) * self.scale))
+
+
+class EmpiricalBayesLearner:
+    """Pooled value of each experience from its same-day contributions.
+
+    Parameters
+    ----------
+    mode : "identity", "content" or "auto".
+    features : mapping experience id -> embedding vector (d,), all of one d.
+        Experiences without features count as average content (z = 0).
+    n_components : principal components kept (None: use the vectors as given,
+        only standardised).
+    min_auto_scores : scores each mode needs before ``auto`` compares them.
+    """
+
+    def __init__(
+        self,
+        mode: LearnerMode | str = LearnerMode.IDENTITY,
+        features: Mapping[Hashable, ArrayLike] | None = None,
+        n_components: int | None = DEFAULT_COMPONENTS,
+        min_auto_scores: int = MIN_AUTO_SCORES,
+    ) -> None:
+        try:
+            self.mode = LearnerMode(mode)
+        except ValueError:
+            raise ConfigError(
+                f"mode must be one of {[m.value for m in LearnerMode]}, got {mode!r}", field="mode"
+            ) from None
+        if n_components is not None and (isinstance(n_components, bool) or n_components < 1):
+            raise ConfigError(f"n_components must be >= 1 or None, got {n_components!r}", field="n_components")
+        if min_auto_scores < 1:
+            raise ConfigError(f"min_auto_scores must be >= 1, got {min_auto_scores!r}", field="min_auto_scores")
+        self.n_components = n_components
+        self.min_auto_scores = min_auto_scores
+        self.features: dict[Hashable, NDArray[np.float64]] = {}
+        self.scores: dict[LearnerMode, list[float]] = {LearnerMode.IDENTITY: [], LearnerMode.CONTENT: []}
+        self.fits_: dict[LearnerMode, _Fit] = {}
+        self._content_cache: tuple[int, dict[Hashable, NDArray[np.float64]]] | None = None
+        self._features_version = 0
+        for experience_id, vector in (features or {}).items():
+            self.add_features(experience_id, vector)
+
+    # -- features ---------------------------------------------------------
+    def add_features(self, experience_id: Hashable, vector: ArrayLike) -> None:
+        """Set the embedding of one experience (used by ``content`` and ``auto``)."""
+        array = np.asarray(vector, dtype=np.float64)
+        if array.ndim != 1 or not np.all(np.isfinite(array)):
+            raise InputError(f"features of {experience_id!r} must be a finite 1-d vector", field="features")
+        dims = {existing.shape[0] for existing in self.features.values()}
+        if dims and array.shape[0] not in dims:
+            raise InputError(
+                f"features of {experience_id!r} have {array.shape[0]} dimensions, expected {dims.pop()}",
+                field="features",
+            )
+        self.features[experience_id] = array
+        self._features_version += 1
+
+    def remove_features(self, experience_id: Hashable) -> None:
+        if self.features.pop(experience_id, None) is not None:
+            self._features_version += 1
+
+    def content_vectors(self) -> dict[Hashable, NDArray[np.float64]]:
+        """Content features z of every experience with an embedding (cached)."""
+        if self._content_cache is None or self._content_cache[0] != self._features_version:
+            ids = list(self.features)
+            matrix = np.array([self.features[i] for i in ids]) if ids else np.zeros((0, 0))
+            z = content_features(matrix, self.n_components)
+            self._content_cache = (self._features_version, dict(zip(ids, z, strict=True)))
+        return self._content_cache[1]
+
+    # -- fitting ----------------------------------------------------------
+    @property
+    def is_fitted(self) -> bool:
+        return bool(self.fits_)
+
+    def _modes(self) -> tuple[LearnerMode, ...]:
+        if self.mode is LearnerMode.AUTO:
+            return (LearnerMode.IDENTITY, LearnerMode.CONTENT)
+        return (self.mode,)
+
+    def fit(self, records: Iterable[Record]) -> EmpiricalBayesLearner:
+        """Fit every mode this learner needs from all ``records``; returns self."""
+        centred = centre_by_date(records)
+        self.fits_ = {}
+        if centred.n_records == 0:
+            return self
+        n_experiences = len(centred.experience_ids)
+        counts = np.bincount(centred.experience_index, minlength=n_experiences)
+        seen = np.flatnonzero(counts)
+        sums = np.bincount(centred.experience_index, weights=centred.y, minlength=n_experiences)
+        means = sums[seen] / counts[seen]
+        row_of = np.full(n_experiences, -1)
+        row_of[seen] = np.arange(seen.size)
+        residual = centred.y - means[row_of[centred.experience_index]]
+        n_dates = np.unique(centred.date_index).size
+        dof = centred.n_records - seen.size - (n_dates - 1)
+        s2 = float(residual @ residual / dof) if dof > 0 else 0.0
+        if s2 <= 0.0:
+            s2 = float(centred.y.var())
+        ids = [centred.experience_ids[h] for h in seen]
+        index = {experience_id: row for row, experience_id in enumerate(ids)}
+        scale = float(np.sqrt(s2))
+        for mode in self._modes():
+            vectors = self.content_vectors() if mode is LearnerMode.CONTENT else {}
+            dim = next((v.shape[0] for v in vectors.values()), 0)
+            z = np.array([vectors.get(i, np.zeros(dim)) for i in ids]).reshape(len(ids), dim)
+            if scale > 0.0:
+                model = fit_fay_herriot(means / scale, counts[seen].astype(np.float64), z)
+            else:
+                model = _degenerate(len(ids), dim)
+            self.fits_[mode] = _Fit(index, counts[seen], scale if scale > 0 else 0.0, model, vectors)
+        return self
+
+    # -- prediction -------------------------------------------------------
+    @property
+    def selected_mode(self) -> LearnerMode:
+        """The mode whose predictions ``predict`` returns."""
+        if self.mode is not LearnerMode.AUTO:
+            return self.mode
+        identity, content = self.scores[LearnerMode.IDENTITY], self.scores[LearnerMode.CONTENT]
+        if min(len(identity), len(content)) < self.min_auto_scores:
+            return LearnerMode.IDENTITY
+        return LearnerMode.CONTENT if np.mean(content) > np.mean(identity) else LearnerMode.IDENTITY
+
+    def record_score(self, mode: LearnerMode | str, score: float) -> None:
+        """Add a prequential score of ``mode``'s frozen predictions (for ``auto``)."""
+        key = LearnerMode(mode)
+        if key is LearnerMode.AUTO or not np.isfinite(score):
+            raise InputError(f"score needs mode identity or content and a finite value, got {mode!r}, {score!r}")
+        self.scores[key].append(float(score))
+
+    def predict(self, experience_id: Hashable, mode: LearnerMode | str | None = None) -> float:
+        """Posterior mean value (utility units); 0, the prior mean, before any fit."""
+        return self._posterior(experience_id, mode).mean if self.is_fitted else 0.0
+
+    def predict_modes(self, experience_ids: Iterable[Hashable]) -> dict[LearnerMode, tuple[float, ...]]:
+        """Predictions of every mode this learner fits, for frozen registration."""
+        ids = tuple(experience_ids)
+        return {mode: tuple(self.predict(i, mode) for i in ids) for mode in self._modes()}
+
+    def posterior(self, experience_id: Hashable, mode: LearnerMode | str | None = None) -> ValuePosterior:
+        """Posterior (mean, sd) in utility units. Requires a fit."""
+        if not self.is_fitted:
+            raise LifecycleError("the learner has no centred records yet: fit it on dates with >= 2 experiences")
+        return self._posterior(experience_id, mode)
+
+    def count(self, experience_id: Hashable) -> int:
+        """Number of dates the experience has a centred contribution on."""
+        if not self.is_fitted:
+            return 0
+        fit = next(iter(self.fits_.values()))
+        row = fit.index.get(experience_id)
+        return 0 if row is None else int(fit.counts[row])
+
+    def _posterior(self, experience_id: Hashable, mode: LearnerMode | str | None) -> ValuePosterior:
+        key = self.selected_mode if mode is None else LearnerMode(mode)
+        if key not in self.fits_:
+            raise InputError(f"mode {key.value!r} is not fitted by a {self.mode.value!r} learner", field="mode")
+        return self.fits_[key].posterior(experience_id)
+
+
+def _degenerate(n_experiences: int, n_features: int) -> FayHerriotFit:
+    """All centred contributions are zero: every value is exactly zero."""
+    return FayHerriotFit(
+        sigma_b2=0.0,
+        tau2=0.0,
+        log_likelihood=float("nan"),
+        mean=np.zeros(n_experiences),
+        variance=np.zeros(n_experiences),
+        beta=np.zeros(n_features),
+        beta_cov=np.zeros((n_features, n_features)),
+    )

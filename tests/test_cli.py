@@ -1,0 +1,91 @@
+"""The memtrial command line: core commands and lazily mounted sub-commands."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from memtrial import cli
+
+runner = CliRunner()
+
+
+def invoke(args):
+    return runner.invoke(cli.app, args)
+
+
+def test_demo_runs_a_small_world_and_reports_values():
+    result = invoke(["demo", "--decisions", "24", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "memtrial" in result.output and "equal weight" in result.output
+    assert "learned values" in result.output
+    assert "chain intact" in result.output
+
+
+def test_demo_with_an_unknown_gate_fails_with_one_line():
+    result = invoke(["demo", "--decisions", "24", "--gate", "magic"])
+    assert result.exit_code == 2
+    assert "error: test must be one of ['prequential', 'anytime', 'none'], got 'magic'" in result.output
+
+
+def test_version_prints_the_package_version():
+    result = invoke(["version"])
+    assert result.output.strip() == "0.1.0"
+
+
+@pytest.fixture
+def probe_package(tmp_path, monkeypatch):
+    package = tmp_path / "lazyprobe"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        textwrap.dedent(
+            """
+            import typer
+            LOADED = True
+            app = typer.Typer()
+
+            @app.command()
+            def hello(name: str = "world") -> None:
+                print(f"hello {name}")
+
+            @app.command()
+            def bye() -> None:
+                print("bye")
+            """
+        )
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.LAZY_COMMANDS, "probe", ("lazyprobe", "app", "A probe sub-command."))
+    yield
+    sys.modules.pop("lazyprobe", None)
+
+
+def test_lazy_sub_command_is_listed_without_being_imported(probe_package):
+    result = invoke(["--help"])
+    assert result.exit_code == 0
+    assert "A probe sub-command." in result.output
+    assert "lazyprobe" not in sys.modules
+
+
+def test_lazy_sub_command_runs_when_invoked(probe_package):
+    result = invoke(["probe", "hello", "--name", "memtrial"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == "hello memtrial"
+    assert "lazyprobe" in sys.modules
+
+
+def test_missing_sub_command_module_is_not_listed(monkeypatch):
+    monkeypatch.setitem(cli.LAZY_COMMANDS, "ghost", ("no_such_module_here.cli", "app", "Ghost."))
+    assert "Ghost." not in invoke(["--help"]).output
+
+
+def test_help_loads_no_heavy_library():
+    code = (
+        "import sys\nfrom memtrial.cli import app\n"
+        "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
+        "print('LOADED:' + ','.join(m for m in ('torch', 'jax', 'litellm', 'sentence_transformers', 'fastapi', 'sqlalchemy') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip().splitlines()[-1] == "LOADED:"

@@ -1,0 +1,288 @@
+"""memtrial.engine: the plan -> decide -> settle lifecycle."""
+
+import numpy as np
+import pytest
+from world import N_ASSETS, TYPES, World, new_engine, run
+
+from memtrial.engine import EngineConfig, MemTrial
+from memtrial.errors import (
+    ConfigError,
+    DuplicateError,
+    InputError,
+    LifecycleError,
+    PrematureSettlementError,
+    SettlementConflictError,
+    StateError,
+    TimeOrderError,
+    UnknownDecisionError,
+)
+from memtrial.records import Action
+from memtrial.settle import INVESTORS
+from memtrial.trust import GateConfig, TrustStatus
+
+EQUAL = np.full(N_ASSETS, 0.25)
+
+
+def planned(engine=None, decision_id="d1", time=0, maturity=1):
+    engine = engine or new_engine()
+    return engine, engine.plan(decision_id, time, maturity, retrieved=["e00", "e03", "e06", "e09"], n_assets=N_ASSETS)
+
+
+def test_plan_designs_eight_subsets_and_freezes_predictions():
+    engine, plan = planned()
+    assert plan.masks == (0, 3, 5, 6, 9, 10, 12, 15)
+    assert plan.subsets[0] == () and plan.subsets[1] == ("e00", "e03") and plan.subsets[-1] == ("e00", "e03", "e06", "e09")
+    assert plan.predictions == {"e00": 0.0, "e03": 0.0, "e06": 0.0, "e09": 0.0}
+    assert plan.trust.status is TrustStatus.INSUFFICIENT_EVIDENCE
+    assert plan.q == 0.9
+    assert engine.gate.log.entries[-1].kind == "prediction"
+
+
+def test_full_design_plans_sixteen_drafts():
+    _, plan = planned(new_engine(design="full"))
+    assert plan.masks == tuple(range(16))
+
+
+def test_fewer_experiences_than_k_use_the_full_factorial_of_those_available():
+    engine = new_engine()
+    plan = engine.plan("d", 0, 1, retrieved=["e00", "e01"], n_assets=N_ASSETS)
+    assert plan.masks == (0, 1, 2, 3)
+    empty = engine.plan("e", 1, 2, retrieved=[], n_assets=N_ASSETS)
+    assert empty.masks == (0,) and empty.subsets == ((),)
+
+
+def test_closed_gate_decides_the_anchored_mixture():
+    engine, plan = planned()
+    drafts = np.tile([0.7, 0.1, 0.1, 0.1], (8, 1))
+    decision = engine.decide("d1", drafts)
+    assert decision.action is Action.MIXTURE and decision.q == 0.9
+    np.testing.assert_allclose(decision.weights, 0.9 * EQUAL + 0.1 * drafts[0])
+    assert decision.explanation == (
+        "gate prequential: insufficient evidence (0 scores); gate not open: anchored mixture with q = 0.9 on the reference"
+    )
+
+
+def test_open_gate_acts_on_the_subset_with_the_highest_predicted_value():
+    engine = new_engine(gate=GateConfig(test="none"))
+    decisions = run(engine, World(seed=3), range(30))
+    acted = [d for d in decisions if d.action is Action.SUBSET]
+    assert acted, "the ungated engine never acted on a subset"
+    for decision in acted:
+        plan = engine.get_plan(decision.decision_id)
+        sums = [sum(plan.predictions[e] for e in subset) for subset in plan.subsets]
+        assert decision.predicted_gain == max(sums) > 0
+        assert sum(plan.predictions[e] for e in decision.subset) == max(sums)
+        np.testing.assert_array_equal(decision.weights, decision.drafts[plan.masks.index(decision.mask)])
+        assert decision.explanation.startswith("no gate (always open); best subset")
+
+
+def test_useful_experiences_earn_positive_values_and_misleading_ones_negative():
+    engine = new_engine()
+    run(engine, World(seed=1, n_dates=120), range(120))
+    values = engine.values()
+    useful = np.mean([values[e] for e, kind in TYPES.items() if kind > 0])
+    misleading = np.mean([values[e] for e, kind in TYPES.items() if kind < 0])
+    assert useful > 0 > misleading
+
+
+def test_settle_returns_contributions_of_every_retrieved_experience():
+    engine, plan = planned()
+    world = World(seed=0)
+    engine.decide("d1", world.drafts(0, plan.subsets))
+    settlement = engine.settle("d1", world.rel[0])
+    assert list(settlement.contributions) == ["e00", "e03", "e06", "e09"]
+    assert sum(settlement.centred.values()) == pytest.approx(0.0, abs=1e-15)
+    assert list(settlement.interactions) == ["AB = CD", "AC = BD", "AD = BC"]
+    assert settlement.mixture_utilities.shape == (201,)
+    assert settlement.mixture_utilities[-1] == pytest.approx(settlement.reference_utility, abs=1e-15)
+    assert settlement.mixture_utilities[0] == pytest.approx(settlement.mean_utility, abs=1e-15)
+
+
+def test_settle_twice_with_the_same_prices_is_a_no_op():
+    engine, plan = planned()
+    world = World(seed=0)
+    engine.decide("d1", world.drafts(0, plan.subsets))
+    first = engine.settle("d1", world.rel[0])
+    state = engine.to_json()
+    assert engine.settle("d1", world.rel[0].copy()) is first
+    assert engine.to_json() == state
+
+
+def test_settle_twice_with_different_prices_is_rejected():
+    engine, plan = planned()
+    world = World(seed=0)
+    engine.decide("d1", world.drafts(0, plan.subsets))
+    engine.settle("d1", world.rel[0])
+    with pytest.raises(SettlementConflictError, match="decision 'd1' was already settled with different prices"):
+        engine.settle("d1", world.rel[0] * 1.01)
+
+
+def test_settle_before_maturity_is_rejected():
+    engine, plan = planned(maturity=5)
+    engine.decide("d1", World(seed=0).drafts(0, plan.subsets))
+    with pytest.raises(PrematureSettlementError, match="decision 'd1' matures at 5; it cannot be settled at 4"):
+        engine.settle("d1", World(seed=0).rel[0], at=4)
+
+
+def test_settle_before_decide_is_rejected():
+    engine, _ = planned()
+    with pytest.raises(LifecycleError, match="decision 'd1' has no drafts yet: call decide before settle"):
+        engine.settle("d1", World(seed=0).rel[0])
+
+
+def test_unknown_decision_is_rejected():
+    with pytest.raises(UnknownDecisionError, match="no plan has decision id 'nope'"):
+        new_engine().decide("nope", np.tile(EQUAL, (8, 1)))
+
+
+def test_planning_before_the_clock_is_rejected():
+    engine, _ = planned(time=10, maturity=11)
+    with pytest.raises(TimeOrderError, match="time 9 is before the engine's clock 10"):
+        engine.plan("d2", 9, 12, retrieved=["e00"], n_assets=N_ASSETS)
+
+
+def test_settling_moves_the_clock_to_the_maturity():
+    engine, plan = planned(time=0, maturity=3)
+    engine.decide("d1", World(seed=0).drafts(0, plan.subsets))
+    engine.settle("d1", World(seed=0).rel[0])
+    assert engine.clock == 3
+    with pytest.raises(TimeOrderError, match="time 2 is before the engine's clock 3"):
+        engine.plan("d2", 2, 4, retrieved=["e00"], n_assets=N_ASSETS)
+
+
+def test_planning_a_decision_id_twice_is_rejected():
+    engine, _ = planned()
+    with pytest.raises(DuplicateError, match="decision 'd1' is already planned"):
+        planned(engine)
+
+
+def test_maturity_before_time_is_rejected():
+    with pytest.raises(InputError, match="maturity 1 must not be before time 2"):
+        new_engine().plan("d", 2, 1, retrieved=[], n_assets=N_ASSETS)
+
+
+@pytest.mark.parametrize(
+    ("drafts", "message"),
+    [
+        (np.tile(EQUAL, (7, 1)), r"drafts must have one row per designed subset \(8\), got shape \(7, 4\)"),
+        (np.tile([0.5, 0.5, 0.5, -0.5], (8, 1)), r"drafts must be >= 0 \(long only\)"),
+        (np.tile([np.nan, 0.5, 0.25, 0.25], (8, 1)), r"drafts must be finite \(no NaN or inf\)"),
+        (np.tile([0.5, 0.5, 0.5, 0.5], (8, 1)), "drafts rows must sum to 1"),
+        (np.tile([0.5, 0.5], (8, 1)), r"drafts must have 4 weights per row"),
+    ],
+)
+def test_bad_drafts_are_rejected_and_nothing_is_stored(drafts, message):
+    engine, _ = planned()
+    with pytest.raises(InputError, match=message) as error:
+        engine.decide("d1", drafts)
+    assert error.value.field == "drafts"
+    assert engine.entries["d1"].decision is None
+
+
+def test_deciding_again_with_other_drafts_is_rejected():
+    engine, _ = planned()
+    engine.decide("d1", np.tile(EQUAL, (8, 1)))
+    assert engine.decide("d1", np.tile(EQUAL, (8, 1))).q == 0.9
+    with pytest.raises(DuplicateError, match="decision 'd1' was already decided with other drafts"):
+        engine.decide("d1", np.tile([0.4, 0.2, 0.2, 0.2], (8, 1)))
+
+
+def test_drafts_are_projected_onto_the_mandate_when_asset_groups_are_given():
+    engine = MemTrial(investor="conservative")
+    for e in "abcd":
+        engine.add_experience(e)
+    risky, defensive = [True, True, False, False], [False, False, True, True]
+    plan = engine.plan("d", 0, 1, retrieved=list("abcd"), reference=EQUAL, risky=risky, defensive=defensive)
+    decision = engine.decide(plan.decision_id, np.tile([0.5, 0.3, 0.1, 0.1], (8, 1)))
+    np.testing.assert_allclose(decision.drafts[0], [0.3, 0.1, 0.3, 0.3], atol=1e-12)
+    assert engine.config.risk_aversion == INVESTORS["conservative"].gamma
+
+
+def test_asset_groups_without_an_investor_are_rejected():
+    engine = new_engine()
+    with pytest.raises(ConfigError, match="asset groups need an engine investor"):
+        engine.plan("d", 0, 1, retrieved=[], n_assets=2, risky=[True, False], defensive=[False, True])
+
+
+def test_context_retrieval_takes_the_most_similar_and_breaks_ties_by_insertion_order():
+    engine = MemTrial(gamma=2.0, k=2)
+    engine.add_experience("far", [0.0, 1.0])
+    engine.add_experience("tie-1", [1.0, 0.0])
+    engine.add_experience("tie-2", [2.0, 0.0])
+    plan = engine.plan("d", 0, 1, context_embedding=[1.0, 0.1], n_assets=2)
+    assert plan.experience_ids == ("tie-1", "tie-2")
+
+
+def test_retired_experiences_are_not_retrievable():
+    engine = new_engine()
+    engine.retire_experience("e00")
+    with pytest.raises(InputError, match="experience 'e00' is retired"):
+        engine.plan("d", 0, 1, retrieved=["e00"], n_assets=N_ASSETS)
+
+
+def test_engine_config_needs_gamma_or_an_investor():
+    with pytest.raises(ConfigError, match=r"give gamma or an investor \(whose gamma is used\)"):
+        EngineConfig()
+
+
+def test_perturbing_an_outcome_changes_no_decision_made_before_it_matured():
+    world = World(seed=4, n_dates=40)
+    baseline = run(new_engine(learner="identity", gate=GateConfig(test="none")), world, range(40))
+    perturbed_date = 15  # matures at 16.5: first usable by the decision at 17
+    shock = {perturbed_date: world.rel[perturbed_date] * np.array([1.3, 0.7, 1.1, 0.9])}
+    perturbed = run(new_engine(learner="identity", gate=GateConfig(test="none")), world, range(40), rel_override=shock)
+    for t in range(17):
+        np.testing.assert_array_equal(baseline[t].weights, perturbed[t].weights)
+    assert any(not np.array_equal(baseline[t].weights, perturbed[t].weights) for t in range(17, 40))
+
+
+def test_state_json_round_trip_reproduces_the_same_future_decisions():
+    world = World(seed=5, n_dates=70)
+    engine = new_engine(gate=GateConfig(test="anytime"))
+    run(engine, world, range(40))
+    text = engine.to_json()
+    restored = MemTrial.from_json(text)
+    assert restored.to_json() == text
+    original_future = run(engine, world, range(40, 70))
+    restored_future = run(restored, world, range(40, 70))
+    for first, second in zip(original_future, restored_future, strict=True):
+        assert first.to_dict() == second.to_dict()
+    assert engine.to_json() == restored.to_json()
+    assert restored.gate.log.verify().ok
+
+
+def test_state_with_a_changed_gate_config_is_rejected():
+    engine = new_engine()
+    text = engine.to_json().replace('"alpha":0.05', '"alpha":0.2')
+    with pytest.raises(StateError, match="the gate configuration does not match its registered hash"):
+        MemTrial.from_json(text)
+
+
+def test_state_that_is_not_json_is_rejected():
+    with pytest.raises(StateError, match="state is not valid JSON"):
+        MemTrial.from_json("{")
+
+
+def test_datetime_times_round_trip():
+    import datetime as dt
+
+    engine = new_engine()
+    start = dt.datetime(2024, 1, 31, 16, 0, tzinfo=dt.timezone.utc)
+    engine.plan("d", start, start + dt.timedelta(days=28), retrieved=["e00", "e01"], n_assets=N_ASSETS)
+    restored = MemTrial.from_json(engine.to_json())
+    assert restored.get_plan("d").maturity == start + dt.timedelta(days=28)
+    assert restored.clock == start
+
+
+def test_reference_of_another_size_than_n_assets_is_rejected():
+    with pytest.raises(InputError, match="n_assets is 3 but reference has 4 weights"):
+        new_engine().plan("d", 0, 1, retrieved=[], n_assets=3, reference=EQUAL)
+
+
+def test_bad_prices_at_settlement_leave_the_state_untouched():
+    engine, plan = planned()
+    engine.decide("d1", World(seed=0).drafts(0, plan.subsets))
+    before = engine.to_json()
+    with pytest.raises(InputError, match="rel_prices must be finite and > 0"):
+        engine.settle("d1", np.full((20, N_ASSETS), np.nan))
+    assert engine.to_json() == before

@@ -1,0 +1,212 @@
+"""memtrial.trust and memtrial.prereg: gates, pre-registration, the hash chain."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from memtrial.errors import ConfigError, DuplicateError, InputError, UnknownDecisionError
+from memtrial.prereg import LogEntry
+from memtrial.trust import (
+    AnytimeGate,
+    GateConfig,
+    GateTest,
+    PrequentialGate,
+    TrustStatus,
+    UngatedGate,
+    anytime_log_wealth,
+    make_gate,
+    pearson_score,
+    prequential_p_values,
+)
+
+N_RUNS, N_DATES, ALPHA = 2000, 1000, 0.05
+
+
+def ever_open_rates(scores):
+    """Fraction of runs whose gate is open at some date, for both tests, checked at every date."""
+    anytime = (anytime_log_wealth(scores) >= np.log(1 / ALPHA)).any(axis=1).mean()
+    p_values = prequential_p_values(scores)
+    prequential = (p_values[:, 9:] < ALPHA).any(axis=1).mean()
+    return float(anytime), float(prequential)
+
+
+def test_under_the_null_only_the_anytime_gate_keeps_its_level():
+    # Pearson scores of four independent pairs are uniform on [-1, 1] under the null
+    scores = np.random.default_rng(2026).uniform(-1, 1, size=(N_RUNS, N_DATES))
+    anytime, prequential = ever_open_rates(scores)
+    print(f"\never-open rate under the null over {N_DATES} dates x {N_RUNS} runs: anytime {anytime:.4f}, prequential {prequential:.4f}")
+    monte_carlo_sd = np.sqrt(ALPHA * (1 - ALPHA) / N_RUNS)
+    assert anytime <= ALPHA + 3 * monte_carlo_sd
+    assert prequential > ALPHA + 10 * monte_carlo_sd
+    assert prequential > anytime
+
+
+def test_under_a_clear_alternative_both_gates_open():
+    rng = np.random.default_rng(1)
+    scores = np.clip(rng.normal(0.4, 0.35, size=(200, 150)), -1, 1)
+    anytime, prequential = ever_open_rates(scores)
+    print(f"\never-open rate at mean score 0.4 over 150 dates: anytime {anytime:.3f}, prequential {prequential:.3f}")
+    assert anytime == 1.0
+    assert prequential == 1.0
+
+
+def test_prequential_p_values_match_scipy_t_test():
+    x = np.random.default_rng(0).normal(0.1, 0.5, size=30)
+    p = prequential_p_values(x)
+    for t in (5, 12, 29):
+        assert p[t] == pytest.approx(stats.ttest_1samp(x[: t + 1], 0, alternative="greater").pvalue, rel=1e-10)
+
+
+def test_anytime_wealth_is_the_mean_over_bets_of_products():
+    x = np.array([0.5, -0.2, 0.9])
+    bets = (0.1, 0.5)
+    expected = np.mean([np.prod(1 + b * x) for b in bets])
+    assert np.exp(anytime_log_wealth(x, bets)[-1]) == pytest.approx(expected, rel=1e-14)
+
+
+def feed(gate, scores):
+    for t, score in enumerate(scores):
+        predicted = {"a": 0.0, "b": 1.0}
+        gate.register(t, predicted)
+        # two points correlate at +1 or -1; realised order sets the sign
+        gate.score(t, {"a": 0.0, "b": 1.0} if score > 0 else {"a": 1.0, "b": 0.0})
+
+
+def test_prequential_gate_waits_for_ten_scores():
+    gate = PrequentialGate()
+    feed(gate, [1] * 9)
+    decision = gate.decision()
+    assert decision.status is TrustStatus.INSUFFICIENT_EVIDENCE
+    assert (decision.n_scored, decision.statistic) == (9, None)
+    feed_more = PrequentialGate()
+    feed(feed_more, [1] * 10)
+    assert feed_more.decision().is_open
+    assert feed_more.decision().statistic == 0.0
+
+
+def test_anytime_gate_opens_once_wealth_reaches_one_over_alpha():
+    gate = AnytimeGate(alpha=0.05)
+    feed(gate, [1] * 6)
+    assert gate.decision().status is TrustStatus.CLOSED
+    feed(gate := AnytimeGate(alpha=0.05), [1] * 12)
+    decision = gate.decision()
+    assert decision.is_open
+    assert decision.statistic >= 20.0
+    assert decision.threshold == 20.0
+
+
+def test_anytime_gate_closes_again_when_wealth_falls():
+    gate = AnytimeGate(alpha=0.05)
+    feed(gate, [1] * 12 + [-1] * 4)
+    assert gate.decision().status is TrustStatus.CLOSED
+
+
+def test_ungated_gate_is_always_open():
+    assert UngatedGate().decision().is_open
+
+
+def test_constant_predictions_are_skipped_not_scored():
+    gate = PrequentialGate()
+    gate.register("d1", {"a": 0.0, "b": 0.0, "c": 0.0})
+    result = gate.score("d1", {"a": 0.1, "b": -0.2, "c": 0.1})
+    assert result.score is None
+    assert result.skipped == "constant predictions or outcomes"
+    assert gate.scores == []
+
+
+def test_pearson_score_is_none_for_constant_outcomes():
+    assert pearson_score([1, 2, 3], [0, 0, 0]) is None
+    assert pearson_score([1, 2, 3], [2, 4, 6]) == pytest.approx(1.0)
+
+
+def test_registering_a_date_twice_is_rejected():
+    gate = AnytimeGate()
+    gate.register("d1", {"a": 1.0})
+    with pytest.raises(DuplicateError, match="predictions for date 'd1' are already registered"):
+        gate.register("d1", {"a": 2.0})
+
+
+def test_scoring_an_unregistered_date_is_rejected():
+    with pytest.raises(UnknownDecisionError, match="no registered predictions await a score for date 'x'"):
+        PrequentialGate().score("x", {})
+
+
+def test_scoring_other_experiences_than_registered_is_rejected():
+    gate = PrequentialGate()
+    gate.register("d", {"a": 1.0, "b": 2.0})
+    with pytest.raises(InputError, match=r"realised contributions must cover exactly the registered experiences \['a', 'b'\]"):
+        gate.score("d", {"a": 1.0})
+
+
+def test_config_hash_is_stable_and_changes_with_any_setting():
+    first = GateConfig(GateTest.PREQUENTIAL, 0.05, 10)
+    assert first.hash == GateConfig().hash
+    assert len(first.hash) == 64
+    assert GateConfig(alpha=0.01).hash != first.hash
+    assert GateConfig(test="anytime").hash != first.hash
+    assert GateConfig.from_dict(first.to_dict()) == first
+
+
+def test_config_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        GateConfig().alpha = 0.2  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"alpha": 1.5}, r"alpha must be in \(0, 1\), got 1.5"),
+        ({"test": "bayes"}, r"test must be one of \['prequential', 'anytime', 'none'\], got 'bayes'"),
+        ({"min_scores": 1}, "min_scores must be >= 2 for a t-test, got 1"),
+        ({"test": "anytime", "bets": (0.7,)}, r"bets must be a non-empty tuple of values in \(0, 0.5\], got \(0.7,\)"),
+    ],
+)
+def test_gate_config_rejects_bad_settings(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        GateConfig(**settings)
+
+
+def test_make_gate_builds_the_configured_test():
+    assert isinstance(make_gate(GateConfig(test="anytime", alpha=0.1)), AnytimeGate)
+    assert make_gate(GateConfig(test="anytime", alpha=0.1)).config_hash == GateConfig(test="anytime", alpha=0.1).hash
+
+
+def test_log_chain_verifies_and_is_anchored_at_the_config_hash():
+    gate = PrequentialGate()
+    feed(gate, [1, -1, 1])
+    check = gate.log.verify()
+    assert check.ok and check.n_entries == 6
+    assert gate.log.entries[0].prev_hash == GateConfig().hash
+
+
+@pytest.mark.parametrize("position", [0, 3, 5])
+def test_editing_any_stored_prediction_breaks_verification(position):
+    gate = PrequentialGate()
+    feed(gate, [1, -1, 1])
+    entry = gate.log.entries[position]
+    payload = dict(entry.payload)
+    payload["date"] = 99
+    gate.log.entries[position] = LogEntry(entry.index, entry.kind, payload, entry.prev_hash, entry.hash)
+    check = gate.log.verify()
+    assert not check.ok
+    assert check.first_invalid == position
+    assert check.reason == f"entry {position} was modified after it was written"
+
+
+def test_rehashing_an_edited_entry_still_breaks_the_chain():
+    gate = PrequentialGate()
+    feed(gate, [1, 1])
+    entry = gate.log.entries[0]
+    forged = LogEntry(entry.index, entry.kind, {**entry.payload, "predictions": [["a", 5.0], ["b", 1.0]]}, entry.prev_hash, "")
+    gate.log.entries[0] = LogEntry(forged.index, forged.kind, forged.payload, forged.prev_hash, forged.expected_hash())
+    check = gate.log.verify()
+    assert (check.ok, check.first_invalid, check.reason) == (False, 1, "entry 1 does not link to its predecessor")
+
+
+def test_deleting_an_entry_breaks_the_chain():
+    gate = PrequentialGate()
+    feed(gate, [1, 1])
+    del gate.log.entries[1]
+    assert gate.log.verify().first_invalid == 1
