@@ -419,23 +419,40 @@ class MemTrial:
     def get_plan(self, decision_id: str) -> Plan:
         return self._entry(decision_id).plan
 
+    def prune_settled(self) -> int:
+        """Drop settled decisions from memory (their learning is kept); returns how many.
+
+        A pruned decision can no longer be looked up or re-settled here: a
+        store that prunes keeps its own record of settled payloads.
+        """
+        settled = [decision_id for decision_id, entry in self.entries.items() if entry.settlement is not None]
+        for decision_id in settled:
+            del self.entries[decision_id]
+        return len(settled)
+
     def values(self) -> dict[ExperienceId, float]:
         """Posterior mean value of every experience (0, the prior mean, before data)."""
         return {e: self.learner.predict(e) for e in self.experiences}
 
     # -- state -------------------------------------------------------------
-    def to_json(self) -> str:
-        """The whole state as JSON; ``MemTrial.from_json`` restores it exactly."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), allow_nan=False)
+    def to_json(self, *, embeddings: bool = True) -> str:
+        """The whole state as JSON; ``MemTrial.from_json`` restores it exactly.
 
-    def to_dict(self) -> dict[str, Any]:
+        With ``embeddings=False`` the experience embeddings are left out (a
+        store that keeps them elsewhere passes them back to ``from_json``).
+        """
+        return json.dumps(self.to_dict(embeddings=embeddings), sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    def to_dict(self, *, embeddings: bool = True) -> dict[str, Any]:
         return {
+            "embeddings_included": embeddings,
             "version": STATE_VERSION,
             "config": self.config.to_dict(),
             "gate_hash": self.gate_hash,
             "clock": None if self.clock is None else encode_time(self.clock),
             "experiences": [
-                [e, None if x.embedding is None else [float(v) for v in x.embedding], x.active] for e, x in self.experiences.items()
+                [e, None if x.embedding is None or not embeddings else [float(v) for v in x.embedding], x.active]
+                for e, x in self.experiences.items()
             ],
             "entries": [
                 {
@@ -458,15 +475,16 @@ class MemTrial:
         }
 
     @classmethod
-    def from_json(cls, text: str) -> MemTrial:
+    def from_json(cls, text: str, embeddings: Mapping[ExperienceId, ArrayLike] | None = None) -> MemTrial:
+        """Restore a state; ``embeddings`` supplies those left out by ``to_json(embeddings=False)``."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise StateError(f"state is not valid JSON: {error}") from None
-        return cls.from_dict(data)
+        return cls.from_dict(data, embeddings)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemTrial:
+    def from_dict(cls, data: Mapping[str, Any], embeddings: Mapping[ExperienceId, ArrayLike] | None = None) -> MemTrial:
         try:
             if data["version"] != STATE_VERSION:
                 raise StateError(f"state version {data['version']!r} is not supported (expected {STATE_VERSION})", field="version")
@@ -474,7 +492,10 @@ class MemTrial:
             if engine.gate_hash != data["gate_hash"]:
                 raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
             engine.clock = None if data["clock"] is None else decode_time(data["clock"])
+            external = embeddings or {}
             for experience_id, embedding, active in data["experiences"]:
+                if embedding is None and not data["embeddings_included"]:
+                    embedding = external.get(experience_id)
                 engine.add_experience(experience_id, embedding)
                 engine.experiences[experience_id].active = bool(active)
             for item in data["entries"]:

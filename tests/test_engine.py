@@ -286,3 +286,28 @@ def test_bad_prices_at_settlement_leave_the_state_untouched():
     with pytest.raises(InputError, match="rel_prices must be finite and > 0"):
         engine.settle("d1", np.full((20, N_ASSETS), np.nan))
     assert engine.to_json() == before
+
+
+def test_state_without_embeddings_restores_with_embeddings_given_back():
+    engine = MemTrial(gamma=2.0, k=2, learner="content")
+    vectors = {"a": [1.0, 0.0, 0.5], "b": [0.0, 1.0, 0.1], "c": [0.3, 0.3, 0.9]}
+    for experience_id, vector in vectors.items():
+        engine.add_experience(experience_id, vector)
+    text = engine.to_json(embeddings=False)
+    assert "0.9" not in text
+    restored = MemTrial.from_json(text, embeddings=vectors)
+    assert restored.to_json() == engine.to_json()
+
+
+def test_pruned_decisions_are_forgotten_but_their_learning_stays():
+    world = World(seed=6, n_dates=12)
+    engine = new_engine()
+    run(engine, world, range(12))
+    values = engine.values()
+    assert engine.prune_settled() == 10
+    assert len(engine.entries) == 2
+    assert engine.values() == values
+    with pytest.raises(UnknownDecisionError):
+        engine.get_plan("d000")
+    restored = MemTrial.from_json(engine.to_json())
+    assert restored.values() == values
