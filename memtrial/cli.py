@@ -20,7 +20,7 @@ __all__ = ["LAZY_COMMANDS", "app", "main"]
 #: name -> (module, attribute, help). The attribute is a Typer app or a click command.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks."),
-    "serve": ("service.cli", "serve", "Run the REST service."),
+    "serve": ("service.cli", "serve", "Run the REST service (migrates the database first)."),
     "tenants": ("service.cli", "tenants", "Manage tenants and their API keys."),
 }
 

@@ -19,6 +19,7 @@ The whole state round-trips exactly through :meth:`MemTrial.to_json`.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -150,6 +151,11 @@ class _Entry:
     settlement: Settlement | None = None
 
 
+def _show(value: Time | None) -> str:
+    """A time as people write it (ISO 8601 for dates and datetimes)."""
+    return value.isoformat() if isinstance(value, dt.date) else repr(value)
+
+
 def _later_or_equal(first: Time, second: Time, what: str) -> bool:
     try:
         return bool(first >= second)  # type: ignore[operator]
@@ -188,6 +194,12 @@ class MemTrial:
             vector = np.asarray(embedding, dtype=np.float64)
             self.learner.add_features(experience_id, vector)
         self.experiences[experience_id] = _Experience(vector)
+
+    def remove_experience(self, experience_id: ExperienceId) -> None:
+        """Forget an experience: no longer retrievable or valued (past records still centre their dates)."""
+        self._experience(experience_id)
+        del self.experiences[experience_id]
+        self.learner.remove_features(experience_id)
 
     def retire_experience(self, experience_id: ExperienceId) -> None:
         """Stop retrieving an experience; its history and value stay."""
@@ -229,9 +241,9 @@ class MemTrial:
         encode_time(time)
         encode_time(maturity)
         if self.clock is not None and not _later_or_equal(time, self.clock, "time"):
-            raise TimeOrderError(f"time {time!r} is before the engine's clock {self.clock!r}", field="time")
+            raise TimeOrderError(f"time {_show(time)} is before the engine's clock {_show(self.clock)}", field="time")
         if not _later_or_equal(maturity, time, "maturity"):
-            raise InputError(f"maturity {maturity!r} must not be before time {time!r}", field="maturity")
+            raise InputError(f"maturity {_show(maturity)} must not be before time {_show(time)}", field="maturity")
         ids = self._retrieve(retrieved, context_embedding)
         reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
             reference, previous, n_assets, risky, defensive
@@ -352,7 +364,7 @@ class MemTrial:
         encode_time(settled_at)
         if not _later_or_equal(settled_at, plan.maturity, "at"):
             raise PrematureSettlementError(
-                f"decision {decision_id!r} matures at {plan.maturity!r}; it cannot be settled at {settled_at!r}", field="at"
+                f"decision {decision_id!r} matures at {_show(plan.maturity)}; it cannot be settled at {_show(settled_at)}", field="at"
             )
         settlement = self._score(plan, entry.decision, prices, settled_at)
         entry.settlement = settlement
@@ -433,6 +445,14 @@ class MemTrial:
     def values(self) -> dict[ExperienceId, float]:
         """Posterior mean value of every experience (0, the prior mean, before data)."""
         return {e: self.learner.predict(e) for e in self.experiences}
+
+    def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
+        """(mean, sd, n) of an experience's value; sd is None before the learner has data."""
+        self._experience(experience_id)
+        if not self.learner.is_fitted:
+            return 0.0, None, 0
+        mean, sd = self.learner.posterior(experience_id)
+        return mean, sd, self.learner.count(experience_id)
 
     # -- state -------------------------------------------------------------
     def to_json(self, *, embeddings: bool = True) -> str:

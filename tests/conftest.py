@@ -1,7 +1,86 @@
-"""Shared test settings: one thread per numeric library on small CI machines."""
+"""Shared test settings and the service fixtures (run against SQLite and PostgreSQL)."""
 
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
+os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import pytest  # noqa: E402
+
+POSTGRES_URL = os.environ.get("MEMTRIAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+UNIVERSE = [
+    {"asset": "SPY", "asset_class": "equities"},
+    {"asset": "TLT", "asset_class": "bonds"},
+    {"asset": "GLD", "asset_class": "commodities"},
+    {"asset": "BIL", "asset_class": "cash"},
+]
+
+
+def _reset_postgres(url: str) -> None:
+    from sqlalchemy import text
+
+    from service.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+    except Exception as error:  # the service suite must run on PostgreSQL: fail loudly, never skip
+        pytest.fail(f"PostgreSQL at {url} is not reachable ({type(error).__name__}: {error}); start it or set MEMTRIAL_TEST_POSTGRES_URL")
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    """A migrated, empty database of each kind."""
+    from service.migrations import upgrade
+
+    url = f"sqlite:///{tmp_path / 'memtrial.db'}" if request.param == "sqlite" else POSTGRES_URL
+    if request.param == "postgresql":
+        _reset_postgres(url)
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def app(database_url):
+    from service.app import create_app
+    from service.settings import Settings
+
+    return create_app(Settings(database_url=database_url))
+
+
+@pytest.fixture
+def http(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as client:
+        yield client
+
+
+def make_tenant(database_url, name):
+    from service.db import make_engine, make_session_factory, transaction
+    from service.tenancy import create_tenant_with_key
+
+    engine = make_engine(database_url)
+    with transaction(make_session_factory(engine)) as session:
+        _, key = create_tenant_with_key(session, name)
+    engine.dispose()
+    return key
+
+
+@pytest.fixture
+def client(http, database_url):
+    from service.client import MemtrialClient
+
+    return MemtrialClient(api_key=make_tenant(database_url, "acme"), http=http)
+
+
+@pytest.fixture
+def agent(client):
+    return client.create_agent("fund", "balanced", UNIVERSE)

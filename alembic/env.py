@@ -1,0 +1,38 @@
+"""Alembic environment: the URL comes from the caller's config (or MEMTRIAL_DATABASE_URL)."""
+
+from __future__ import annotations
+
+import os
+
+from alembic import context
+from service.db import make_engine, normalise_url
+from service.models import Base
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    url = config.get_main_option("sqlalchemy.url") or os.environ.get("MEMTRIAL_DATABASE_URL", "sqlite:///./memtrial.db")
+    return normalise_url(url)
+
+
+def run_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True, render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_online() -> None:
+    engine = make_engine(_url())
+    with engine.connect() as connection:
+        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
+        with context.begin_transaction():
+            context.run_migrations()
+    engine.dispose()
+
+
+if context.is_offline_mode():
+    run_offline()
+else:
+    run_online()

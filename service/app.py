@@ -1,0 +1,74 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from prometheus_client import Counter, Histogram
+
+from service.db import make_engine, make_session_factory
+from service.deps import RateLimiter, Services
+from service.embeddings import get_embedder
+from service.errors import error_body, install_handlers
+from service.routes import agents, decisions, experiences, health, trust
+from service.settings import Settings
+
+__all__ = ["create_app", "create_app_from_env"]
+
+logger = logging.getLogger("memtrial.service")
+REQUESTS = Counter("memtrial_requests_total", "HTTP requests", ["method", "route", "status"])
+LATENCY = Histogram("memtrial_request_seconds", "HTTP request latency", ["method", "route"])
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings.from_env()
+    engine = make_engine(settings.database_url)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        engine.dispose()
+
+    app = FastAPI(
+        title="memtrial",
+        version="0.1.0",
+        description="Memory credit assignment with trust gating for LLM decision agents.",
+        lifespan=lifespan,
+    )
+    app.state.services = Services(
+        settings=settings,
+        sessions=make_session_factory(engine),
+        embedder=get_embedder(),
+        limiter=RateLimiter(settings.rate_limit_per_minute),
+    )
+    install_handlers(app)
+    for module in (health, agents, experiences, decisions, trust):
+        app.include_router(module.router)
+
+    @app.middleware("http")
+    async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > settings.max_body_bytes):
+            return JSONResponse(
+                error_body("payload_too_large", f"request body exceeds {settings.max_body_bytes} bytes", "body"), status_code=413
+            )
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        LATENCY.labels(request.method, path).observe(time.perf_counter() - start)
+        REQUESTS.labels(request.method, path, str(response.status_code)).inc()
+        logger.info("%s %s %s %.1fms", request.method, path, response.status_code, 1000 * (time.perf_counter() - start))
+        return response
+
+    return app
+
+
+def create_app_from_env() -> FastAPI:
+    """Factory for uvicorn workers (settings from MEMTRIAL_* variables)."""
+    return create_app(Settings.from_env())

@@ -1,0 +1,110 @@
+"""ORM tables (SQLAlchemy 2, typed). Core records convert to and from these at the boundary."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+__all__ = ["Agent", "ApiKey", "Base", "Contribution", "Decision", "Experience", "Tenant", "new_id", "utcnow"]
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {dict[str, Any]: JSON, list[Any]: JSON}
+
+
+class Tenant(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked: Mapped[bool] = mapped_column(Boolean, default=False)
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    gate_hash: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(Text)
+    state_version: Mapped[int] = mapped_column(Integer, default=0)
+    index_version: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Experience(Base):
+    __tablename__ = "experiences"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(32), unique=True, default=new_id)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    text: Mapped[str] = mapped_column(Text)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
+    structured: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    embedding: Mapped[bytes] = mapped_column(LargeBinary)
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (Index("ix_experiences_agent_seq", "agent_id", "seq"),)
+
+
+class Decision(Base):
+    __tablename__ = "decisions"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    id: Mapped[str] = mapped_column(String(32), unique=True, default=new_id)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(16))
+    decision_time: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    maturity: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    request: Mapped[dict[str, Any]] = mapped_column(JSON)
+    plan: Mapped[dict[str, Any]] = mapped_column(JSON)
+    decision: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    settlement: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    settle_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_decisions_agent_seq", "agent_id", "seq"),)
+
+
+class Contribution(Base):
+    __tablename__ = "contributions"
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
+    experience_id: Mapped[str] = mapped_column(String(32))
+    decision_id: Mapped[str] = mapped_column(String(32))
+    decision_time: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True))
+    contribution: Mapped[float] = mapped_column(Float)
+    centred: Mapped[float] = mapped_column(Float)
+
+    __table_args__ = (
+        UniqueConstraint("decision_id", "experience_id", name="uq_contribution_decision_experience"),
+        Index("ix_contributions_agent_experience", "agent_id", "experience_id"),
+    )

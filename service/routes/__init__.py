@@ -1,0 +1,1 @@
+"""HTTP routes, one module per resource; each is thin: load, call the core, save, return."""

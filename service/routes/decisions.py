@@ -1,0 +1,225 @@
+"""Decisions: plan (client or server drafting), drafts, settle, read.
+
+Server drafting runs in three steps so that no database lock is held while
+the LLM answers: plan and commit, draft concurrently, then decide and commit.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+
+from fastapi import APIRouter
+from fastapi.concurrency import run_in_threadpool
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from memtrial.prereg import canonical_json
+from memtrial.records import Decision as CoreDecision
+from memtrial.settle import INVESTORS
+from service.db import transaction
+from service.deps import Services, ServicesDep, TenantDep
+from service.drafting import DraftRequest, draft_all
+from service.errors import ApiError
+from service.models import Agent, Contribution, Decision, Experience, new_id
+from service.schemas import (
+    DecisionCreate,
+    DecisionPublic,
+    DraftsSubmit,
+    PlanPublic,
+    RetrievedPublic,
+    SettlementPublic,
+    SettleRequest,
+    SubsetPublic,
+)
+from service.store import as_utc, load_agent, save_engine
+from service.universe import Universe
+from service.views import trust_public, value_public
+
+router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"])
+
+
+def _decision(session: Session, agent: Agent, decision_id: str) -> Decision:
+    row = session.scalars(select(Decision).where(Decision.id == decision_id, Decision.agent_id == agent.id)).first()
+    if row is None:
+        raise ApiError(404, "not_found", f"decision {decision_id!r} not found", "decision_id")
+    return row
+
+
+def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate) -> tuple[PlanPublic, dict[str, object]]:
+    context = services.embedder.encode([body.context_text])[0]
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        universe = Universe(agent.settings["universe"])
+        reference = None if body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
+        hits = services.indexes.get(session, agent).search(context, 4)
+        engine = services.engines.checkout(session, agent)
+        decision_id = new_id()
+        plan = engine.plan(
+            decision_id,
+            body.decision_time.astimezone(dt.UTC),
+            body.maturity.astimezone(dt.UTC),
+            retrieved=[h for h, _ in hits],
+            reference=reference,
+            n_assets=universe.size,
+            risky=universe.risky,
+            defensive=universe.defensive,
+        )
+        texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))).all())
+        public = PlanPublic(
+            decision_id=decision_id,
+            status="planned",
+            decision_time=plan.time,  # type: ignore[arg-type]
+            maturity=plan.maturity,  # type: ignore[arg-type]
+            retrieved=[RetrievedPublic(id=h, text=texts[h], score=s) for h, s in hits],
+            subsets=[
+                SubsetPublic(index=i, mask=m, experience_ids=list(map(str, subset)), texts=[texts[str(e)] for e in subset])
+                for i, (m, subset) in enumerate(zip(plan.masks, plan.subsets, strict=True))
+            ],
+            predictions={str(e): v for e, v in plan.predictions.items()},
+            learner_mode=plan.learner_mode,
+            trust=trust_public(plan.trust),
+            q=plan.q,
+        )
+        session.add(
+            Decision(
+                id=decision_id,
+                agent_id=agent.id,
+                status="planned",
+                decision_time=plan.time,
+                maturity=plan.maturity,
+                request=body.model_dump(mode="json"),
+                plan=public.model_dump(mode="json"),
+            )
+        )
+        save_engine(session, agent, engine, services.engines)
+        return public, dict(agent.settings)
+
+
+def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[dict[str, float]]) -> DecisionPublic:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = _decision(session, agent, decision_id)
+        if row.status == "settled":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
+        universe = Universe(agent.settings["universe"])
+        matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(drafts)]
+        engine = services.engines.checkout(session, agent)
+        decision = engine.decide(decision_id, matrix)
+        public = _decision_public(row, decision, universe)
+        if row.decision is None:
+            row.decision = public.model_dump(mode="json", exclude={"plan"})
+            row.status = "decided"
+        save_engine(session, agent, engine, services.engines)
+        return public
+
+
+def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) -> DecisionPublic:
+    return DecisionPublic(
+        decision_id=row.id,
+        status="decided",
+        weights=universe.mapping(decision.weights),
+        action=decision.action.value,
+        subset=None if decision.subset is None else [str(e) for e in decision.subset],
+        mask=decision.mask,
+        q=decision.q,
+        trust=trust_public(decision.trust),
+        predictions={str(e): v for e, v in decision.predictions.items()},
+        predicted_gain=decision.predicted_gain,
+        learner_mode=decision.learner_mode,
+        explanation=decision.explanation,
+        drafts=[universe.mapping(d) for d in decision.drafts],
+        plan=PlanPublic(**row.plan),
+    )
+
+
+@router.post("", status_code=201)
+async def create_decision(agent_id: str, body: DecisionCreate, tenant_id: TenantDep, services: ServicesDep) -> PlanPublic | DecisionPublic:
+    if body.drafting == "server":
+        with transaction(services.sessions) as session:
+            drafter = load_agent(session, tenant_id, agent_id, lock=False).settings.get("drafter")
+        if drafter is None:
+            raise ApiError(422, "invalid", "drafting: this agent has no drafter configured; use client drafting", "drafting")
+    plan, settings = await run_in_threadpool(_plan, services, tenant_id, agent_id, body)
+    if body.drafting == "client":
+        return plan
+    universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]
+    investor = INVESTORS[settings["investor"]]
+    mandate = f"{investor.name}: at most {investor.risky_cap:.0%} in risky assets, at least {investor.defensive_floor:.0%} in defensive assets"
+    requests = [DraftRequest(body.context_text, universe, mandate, subset.texts) for subset in plan.subsets]
+    drafts = await draft_all(settings["drafter"], requests, services.settings.llm_timeout_seconds)
+    return await run_in_threadpool(_decide, services, tenant_id, agent_id, plan.decision_id, drafts)
+
+
+@router.post("/{decision_id}/drafts")
+def submit_drafts(agent_id: str, decision_id: str, body: DraftsSubmit, tenant_id: TenantDep, services: ServicesDep) -> DecisionPublic:
+    return _decide(services, tenant_id, agent_id, decision_id, body.drafts)
+
+
+@router.post("/{decision_id}/settle")
+def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant_id: TenantDep, services: ServicesDep) -> SettlementPublic:
+    payload_hash = hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
+    now = dt.datetime.now(dt.UTC)
+    if body.settled_at is not None and body.settled_at > now + dt.timedelta(minutes=1):
+        raise ApiError(422, "invalid", "settled_at: cannot be in the future", "settled_at")
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = _decision(session, agent, decision_id)
+        if row.status == "settled":
+            if row.settle_hash == payload_hash:
+                return SettlementPublic(**(row.settlement or {}))
+            raise ApiError(409, "settlement_conflict", f"decision {decision_id!r} was already settled with a different payload", "body")
+        if row.status != "decided":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} has no drafts yet: post its drafts before settling", "decision_id")
+        universe = Universe(agent.settings["universe"])
+        kind = "prices" if body.prices is not None else "returns"
+        rel = universe.relative_prices(body.prices if body.prices is not None else body.returns or {}, kind)
+        maturity = as_utc(row.maturity)
+        if body.settled_at is None and maturity > now:
+            raise ApiError(
+                409, "premature_settlement", f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet", "settled_at"
+            )
+        settled_at = maturity if body.settled_at is None else body.settled_at.astimezone(dt.UTC)
+        engine = services.engines.checkout(session, agent)
+        settlement = engine.settle(decision_id, rel, at=settled_at)
+        values = {str(e): value_public(engine, str(e)) for e in settlement.contributions}
+        public = SettlementPublic(
+            decision_id=decision_id,
+            status="settled",
+            settled_at=settled_at,
+            draft_utilities=[float(u) for u in settlement.draft_utilities],
+            reference_utility=settlement.reference_utility,
+            draft_mean_utility=settlement.mean_utility,
+            chosen_utility=settlement.chosen_utility,
+            contributions={str(e): c for e, c in settlement.contributions.items()},
+            centred={str(e): c for e, c in settlement.centred.items()},
+            interactions=dict(settlement.interactions),
+            score=settlement.score,
+            values=values,
+        )
+        for experience_id, contribution in settlement.contributions.items():
+            session.add(
+                Contribution(
+                    agent_id=agent.id,
+                    experience_id=str(experience_id),
+                    decision_id=decision_id,
+                    decision_time=row.decision_time,
+                    contribution=contribution,
+                    centred=settlement.centred[experience_id],
+                )
+            )
+        row.status = "settled"
+        row.settlement = public.model_dump(mode="json")
+        row.settle_hash = payload_hash
+        engine.prune_settled()
+        save_engine(session, agent, engine, services.engines)
+        return public
+
+
+@router.get("/{decision_id}")
+def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services: ServicesDep) -> dict[str, object]:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        row = _decision(session, agent, decision_id)
+        return {"decision_id": row.id, "status": row.status, "plan": row.plan, "decision": row.decision, "settlement": row.settlement}
+

@@ -1,0 +1,156 @@
+"""Experiences: add (one or a batch), list, get, search, update metadata, retire, delete."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Response
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.db import transaction
+from service.deps import Services, ServicesDep, TenantDep
+from service.errors import ApiError
+from service.models import Agent, Contribution, Experience
+from service.schemas import (
+    ContributionPublic,
+    ExperienceBatch,
+    ExperienceCreate,
+    ExperienceDetail,
+    ExperienceList,
+    ExperiencePatch,
+    ExperiencePublic,
+    SearchHit,
+    SearchRequest,
+    SearchResult,
+)
+from service.store import as_utc, load_agent, return_engine, save_engine
+from service.views import experience_public
+
+router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"])
+
+
+def _experience(session: Session, agent: Agent, experience_id: str) -> Experience:
+    row = session.scalars(select(Experience).where(Experience.id == experience_id, Experience.agent_id == agent.id)).first()
+    if row is None:
+        raise ApiError(404, "not_found", f"experience {experience_id!r} not found", "experience_id")
+    return row
+
+
+@router.post("", status_code=201)
+def add_experiences(
+    agent_id: str, body: ExperienceCreate | ExperienceBatch, tenant_id: TenantDep, services: ServicesDep
+) -> ExperiencePublic | ExperienceList:
+    items = body.experiences if isinstance(body, ExperienceBatch) else [body]
+    vectors = services.embedder.encode([item.text for item in items])
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        engine = services.engines.checkout(session, agent)
+        rows = [
+            Experience(agent_id=agent.id, text=item.text, meta=item.metadata, structured=item.structured, embedding=vector.tobytes())
+            for item, vector in zip(items, vectors, strict=True)
+        ]
+        session.add_all(rows)
+        session.flush()
+        for row, vector in zip(rows, vectors, strict=True):
+            engine.add_experience(row.id, vector)
+        agent.index_version += 1
+        save_engine(session, agent, engine, services.engines)
+        public = [experience_public(row, engine) for row in rows]
+    if isinstance(body, ExperienceBatch):
+        return ExperienceList(items=public, total=len(public), limit=len(public), offset=0)
+    return public[0]
+
+
+@router.get("")
+def list_experiences(
+    agent_id: str,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    active: bool | None = None,
+) -> ExperienceList:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        condition = [Experience.agent_id == agent.id]
+        if active is not None:
+            condition.append(Experience.active.is_(active))
+        total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
+        rows = session.scalars(select(Experience).where(*condition).order_by(Experience.seq).limit(limit).offset(offset)).all()
+        engine = services.engines.checkout(session, agent)
+        items = [experience_public(row, engine) for row in rows]
+        return_engine(session, agent, engine, services.engines)
+        return ExperienceList(items=items, total=total, limit=limit, offset=offset)
+
+
+@router.get("/{experience_id}")
+def get_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> ExperienceDetail:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        row = _experience(session, agent, experience_id)
+        history = session.scalars(
+            select(Contribution).where(Contribution.agent_id == agent.id, Contribution.experience_id == row.id).order_by(Contribution.seq)
+        ).all()
+        engine = services.engines.checkout(session, agent)
+        public = experience_public(row, engine)
+        return_engine(session, agent, engine, services.engines)
+        contributions = [
+            ContributionPublic(decision_id=c.decision_id, decision_time=as_utc(c.decision_time), contribution=c.contribution, centred=c.centred)
+            for c in history
+        ]
+        return ExperienceDetail(**public.model_dump(), contributions=contributions)
+
+
+@router.patch("/{experience_id}")
+def update_metadata(agent_id: str, experience_id: str, body: ExperiencePatch, tenant_id: TenantDep, services: ServicesDep) -> ExperiencePublic:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = _experience(session, agent, experience_id)
+        row.meta = body.metadata
+        session.flush()
+        engine = services.engines.checkout(session, agent)
+        public = experience_public(row, engine)
+        return_engine(session, agent, engine, services.engines)
+        return public
+
+
+def _change(services: Services, tenant_id: str, agent_id: str, experience_id: str, delete: bool) -> ExperiencePublic | None:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = _experience(session, agent, experience_id)
+        engine = services.engines.checkout(session, agent)
+        if delete:
+            engine.remove_experience(row.id)
+            session.delete(row)
+            public = None
+        else:
+            engine.retire_experience(row.id)
+            row.active = False
+            public = experience_public(row, engine)
+        agent.index_version += 1
+        save_engine(session, agent, engine, services.engines)
+        return public
+
+
+@router.post("/{experience_id}/retire")
+def retire_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> ExperiencePublic:
+    public = _change(services, tenant_id, agent_id, experience_id, delete=False)
+    assert public is not None
+    return public
+
+
+@router.delete("/{experience_id}", status_code=204)
+def delete_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> Response:
+    _change(services, tenant_id, agent_id, experience_id, delete=True)
+    return Response(status_code=204)
+
+
+@router.post("/search")
+def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep, services: ServicesDep) -> SearchResult:
+    query = services.embedder.encode([body.query])[0]
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        hits = services.indexes.get(session, agent).search(query, body.k)
+        texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_([h for h, _ in hits]))).all())
+        return SearchResult(hits=[SearchHit(id=h, text=texts[h], score=s) for h, s in hits])

@@ -1,0 +1,301 @@
+"""Request and response bodies (Pydantic), named by role. Core records convert at the boundary."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from typing import Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+ASSET_CLASSES = ("equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks")
+RISKY_CLASSES = frozenset({"equities", "real_estate", "crypto", "stocks"})
+DEFENSIVE_CLASSES = frozenset({"bonds", "cash"})
+
+AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks"]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- agents ---------------------------------------------------------------
+class Asset(Strict):
+    asset: str = Field(min_length=1, max_length=64)
+    asset_class: AssetClass
+
+
+class GateSettings(Strict):
+    test: Literal["prequential", "anytime", "none"] = "prequential"
+    alpha: float = Field(0.05, gt=0, lt=1)
+    min_scores: int | None = Field(None, ge=1, le=10_000)
+
+
+class DrafterSettings(Strict):
+    model: str = Field(min_length=1, max_length=200, description="litellm model name, e.g. openai/gpt-4o-mini")
+    api_base: str | None = Field(None, max_length=500)
+    api_key: str | None = Field(None, max_length=500, description="stored, never returned")
+    temperature: float = Field(0.7, ge=0, le=2)
+    max_retries: int = Field(2, ge=0, le=5)
+
+
+class AgentCreate(Strict):
+    name: str = Field(min_length=1, max_length=200)
+    investor: Literal["conservative", "balanced", "aggressive"]
+    universe: list[Asset] = Field(min_length=1, max_length=500)
+    design: Literal["half", "full"] = "half"
+    gate: GateSettings = GateSettings()
+    learner: Literal["auto", "identity", "content"] = "auto"
+    fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"
+    fee_bp: float = Field(15.0, ge=0, le=1000)
+    drafter: DrafterSettings | None = None
+
+    @field_validator("universe")
+    @classmethod
+    def _unique_assets(cls, universe: list[Asset]) -> list[Asset]:
+        names = [a.asset for a in universe]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"assets must be unique, repeated: {duplicates}")
+        return universe
+
+
+class GatePublic(BaseModel):
+    test: str
+    alpha: float
+    min_scores: int
+    statistic: str
+    bets: list[float]
+
+
+class AgentPublic(BaseModel):
+    id: str
+    name: str
+    investor: str
+    universe: list[Asset]
+    design: str
+    gate: GatePublic
+    gate_hash: str
+    learner: str
+    fallback: str
+    fee_bp: float
+    drafter: dict[str, Any] | None
+    created_at: dt.datetime
+
+
+# -- experiences ----------------------------------------------------------
+class ExperienceCreate(Strict):
+    text: str = Field(min_length=1, max_length=20_000)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    structured: dict[str, Any] | None = None
+
+
+class ExperienceBatch(Strict):
+    experiences: list[ExperienceCreate] = Field(min_length=1, max_length=1000)
+
+
+class ExperiencePatch(Strict):
+    metadata: dict[str, Any]
+
+
+class ValuePublic(BaseModel):
+    mean: float
+    sd: float | None
+    n: int
+
+
+class ContributionPublic(BaseModel):
+    decision_id: str
+    decision_time: dt.datetime
+    contribution: float
+    centred: float
+
+
+class ExperiencePublic(BaseModel):
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    structured: dict[str, Any] | None
+    active: bool
+    created_at: dt.datetime
+    value: ValuePublic
+
+
+class ExperienceDetail(ExperiencePublic):
+    contributions: list[ContributionPublic]
+
+
+class ExperienceList(BaseModel):
+    items: list[ExperiencePublic]
+    total: int
+    limit: int
+    offset: int
+
+
+class SearchRequest(Strict):
+    query: str = Field(min_length=1, max_length=20_000)
+    k: int = Field(4, ge=1, le=100)
+
+
+class SearchHit(BaseModel):
+    id: str
+    text: str
+    score: float
+
+
+class SearchResult(BaseModel):
+    hits: list[SearchHit]
+
+
+# -- decisions ------------------------------------------------------------
+def _finite_weights(weights: dict[str, float], field: str) -> dict[str, float]:
+    for asset, weight in weights.items():
+        if not math.isfinite(weight):
+            raise ValueError(f"{field} for {asset!r} must be finite, got {weight}")
+        if weight < 0:
+            raise ValueError(f"{field} for {asset!r} must be >= 0 (long only), got {weight}")
+    return weights
+
+
+class DecisionCreate(Strict):
+    decision_time: AwareDatetime
+    maturity: AwareDatetime = Field(description="when the outcome is known (after the horizon's last close)")
+    context_text: str = Field(min_length=1, max_length=50_000)
+    context_features: dict[str, float] = Field(default_factory=dict)
+    reference_weights: dict[str, float] | None = None
+    horizon: int = Field(20, ge=1, le=1000, description="holding horizon in sessions")
+    drafting: Literal["client", "server"] = "client"
+
+    @field_validator("reference_weights")
+    @classmethod
+    def _check_reference(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
+        return None if weights is None else _finite_weights(weights, "reference weight")
+
+    @model_validator(mode="after")
+    def _check_times(self) -> DecisionCreate:
+        if self.maturity < self.decision_time:
+            raise ValueError("maturity must not be before decision_time")
+        return self
+
+
+class RetrievedPublic(BaseModel):
+    id: str
+    text: str
+    score: float
+
+
+class SubsetPublic(BaseModel):
+    index: int
+    mask: int
+    experience_ids: list[str]
+    texts: list[str]
+
+
+class TrustStatePublic(BaseModel):
+    status: str
+    test: str
+    n_scored: int
+    statistic: float | None
+    threshold: float | None
+    mean_score: float | None
+    is_open: bool
+
+
+class PlanPublic(BaseModel):
+    decision_id: str
+    status: str
+    decision_time: dt.datetime
+    maturity: dt.datetime
+    retrieved: list[RetrievedPublic]
+    subsets: list[SubsetPublic]
+    predictions: dict[str, float]
+    learner_mode: str
+    trust: TrustStatePublic
+    q: float
+
+
+class DraftsSubmit(Strict):
+    drafts: list[dict[str, float]] = Field(min_length=1, max_length=64)
+
+    @field_validator("drafts")
+    @classmethod
+    def _check(cls, drafts: list[dict[str, float]]) -> list[dict[str, float]]:
+        for index, draft in enumerate(drafts):
+            _finite_weights(draft, f"drafts[{index}] weight")
+        return drafts
+
+
+class DecisionPublic(BaseModel):
+    decision_id: str
+    status: str
+    weights: dict[str, float]
+    action: str
+    subset: list[str] | None
+    mask: int | None
+    q: float | None
+    trust: TrustStatePublic
+    predictions: dict[str, float]
+    predicted_gain: float
+    learner_mode: str
+    explanation: str
+    drafts: list[dict[str, float]]
+    plan: PlanPublic
+
+
+class SettleRequest(Strict):
+    prices: dict[str, list[float]] | None = Field(None, description="per asset: entry close then one close per session")
+    returns: dict[str, list[float]] | None = Field(None, description="per asset: one simple return per session")
+    settled_at: AwareDatetime | None = Field(None, description="when the outcome became known; default: the maturity (which must have passed)")
+
+    @model_validator(mode="after")
+    def _one_of(self) -> SettleRequest:
+        if (self.prices is None) == (self.returns is None):
+            raise ValueError("give exactly one of prices or returns")
+        series = self.prices if self.prices is not None else self.returns
+        assert series is not None
+        for asset, values in series.items():
+            if not all(math.isfinite(v) for v in values):
+                raise ValueError(f"series for {asset!r} must be finite")
+        return self
+
+
+class SettlementPublic(BaseModel):
+    decision_id: str
+    status: str
+    settled_at: dt.datetime
+    draft_utilities: list[float]
+    reference_utility: float
+    draft_mean_utility: float
+    chosen_utility: float
+    contributions: dict[str, float]
+    centred: dict[str, float]
+    interactions: dict[str, float]
+    score: float | None
+    values: dict[str, ValuePublic]
+
+
+# -- trust and values -----------------------------------------------------
+class ScorePublic(BaseModel):
+    decision_id: str
+    score: float
+    statistic: float | None
+
+
+class TrustPublic(BaseModel):
+    gate: GatePublic
+    gate_hash: str
+    state: TrustStatePublic
+    scores: list[ScorePublic]
+    log: list[dict[str, Any]]
+
+
+class VerifyPublic(BaseModel):
+    ok: bool
+    n_entries: int
+    first_invalid: int | None
+    reason: str | None
+
+
+class ValuesPublic(BaseModel):
+    learner_mode: str
+    values: dict[str, ValuePublic]

@@ -1,0 +1,84 @@
+"""Loading and saving an agent's engine, with a per-process cache.
+
+The engine state lives in the database (``agents.state``, without the
+embeddings, which live in ``experiences``). A worker keeps the last engine it
+saved for each agent together with the state version; a request uses it only
+if the database still holds that version, and takes it out of the cache while
+it works, so a failed request never leaves a half-updated engine behind.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections.abc import Callable
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from memtrial.engine import MemTrial
+from service.errors import ApiError
+from service.models import Agent, Experience
+
+__all__ = ["EngineCache", "as_utc", "load_agent"]
+
+
+def as_utc(value: dt.datetime) -> dt.datetime:
+    """Aware UTC datetime (SQLite returns naive values that were stored as UTC)."""
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+def load_agent(session: Session, tenant_id: str, agent_id: str, *, lock: bool) -> Agent:
+    """The tenant's agent, locked for the transaction when ``lock``; 404 otherwise."""
+    query = select(Agent).where(Agent.id == agent_id, Agent.tenant_id == tenant_id)
+    if lock and session.get_bind().dialect.name == "postgresql":
+        query = query.with_for_update()
+    agent = session.scalars(query).first()
+    if agent is None:
+        raise ApiError(404, "not_found", f"agent {agent_id!r} not found", "agent_id")
+    return agent
+
+
+class EngineCache:
+    def __init__(self) -> None:
+        self._engines: dict[str, tuple[int, MemTrial]] = {}
+        self._lock = threading.Lock()
+
+    def checkout(self, session: Session, agent: Agent) -> MemTrial:
+        """The agent's engine at the database's state version (owned by the caller until ``checkin``)."""
+        with self._lock:
+            cached = self._engines.pop(agent.id, None)
+        if cached is not None and cached[0] == agent.state_version:
+            return cached[1]
+        rows = session.execute(select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)).all()
+        embeddings = {row.id: np.frombuffer(row.embedding, dtype=np.float32) for row in rows}
+        return MemTrial.from_json(agent.state, embeddings=embeddings)
+
+    def checkin(self, agent_id: str, version: int, engine: MemTrial) -> None:
+        with self._lock:
+            current = self._engines.get(agent_id)
+            if current is None or current[0] <= version:
+                self._engines[agent_id] = (version, engine)
+
+    def forget(self, agent_id: str) -> None:
+        with self._lock:
+            self._engines.pop(agent_id, None)
+
+
+def save_engine(session: Session, agent: Agent, engine: MemTrial, cache: EngineCache) -> None:
+    """Write the state and give the engine back to the cache once the transaction commits."""
+    agent.state = engine.to_json(embeddings=False)
+    agent.state_version += 1
+    version = agent.state_version
+    after_commit(session, lambda: cache.checkin(agent.id, version, engine))
+
+
+def return_engine(session: Session, agent: Agent, engine: MemTrial, cache: EngineCache) -> None:
+    """Give back an engine that was only read."""
+    version = agent.state_version
+    after_commit(session, lambda: cache.checkin(agent.id, version, engine))
+
+
+def after_commit(session: Session, callback: Callable[[], None]) -> None:
+    session.info.setdefault("after_commit", []).append(callback)

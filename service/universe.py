@@ -1,0 +1,66 @@
+"""An agent's universe: asset order, mandate groups, and weight maps <-> vectors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from service.errors import ApiError
+from service.schemas import DEFENSIVE_CLASSES, RISKY_CLASSES
+
+__all__ = ["Universe"]
+
+SUM_TOLERANCE = 1e-6
+
+
+class Universe:
+    def __init__(self, assets: Sequence[Mapping[str, Any]]) -> None:
+        self.assets = [str(a["asset"]) for a in assets]
+        self.classes = [str(a["asset_class"]) for a in assets]
+        self.risky = np.array([c in RISKY_CLASSES for c in self.classes])
+        self.defensive = np.array([c in DEFENSIVE_CLASSES for c in self.classes])
+
+    @property
+    def size(self) -> int:
+        return len(self.assets)
+
+    def vector(self, weights: Mapping[str, float], field: str) -> NDArray[np.float64]:
+        """Weights over the universe (missing assets 0); unknown assets and bad sums are 422."""
+        unknown = sorted(set(weights) - set(self.assets))
+        if unknown:
+            raise ApiError(422, "invalid", f"{field}: unknown assets {unknown}", field)
+        vector = np.array([float(weights.get(asset, 0.0)) for asset in self.assets])
+        total = float(vector.sum())
+        if abs(total - 1.0) > SUM_TOLERANCE:
+            raise ApiError(422, "invalid", f"{field}: weights must sum to 1, got {total!r}", field)
+        return vector
+
+    def mapping(self, vector: Sequence[float] | NDArray[np.float64]) -> dict[str, float]:
+        return {asset: float(w) for asset, w in zip(self.assets, vector, strict=True)}
+
+    def relative_prices(self, series: Mapping[str, Sequence[float]], kind: str) -> NDArray[np.float64]:
+        """(H, n) prices relative to entry from closes (H + 1 per asset) or returns (H per asset)."""
+        unknown = sorted(set(series) - set(self.assets))
+        if unknown:
+            raise ApiError(422, "invalid", f"{kind}: unknown assets {unknown}", kind)
+        missing = [asset for asset in self.assets if asset not in series]
+        if missing:
+            raise ApiError(422, "invalid", f"{kind}: missing assets {missing}", f"{kind}.{missing[0]}")
+        lengths = {len(series[asset]) for asset in self.assets}
+        if len(lengths) != 1:
+            raise ApiError(422, "invalid", f"{kind}: every asset needs the same number of values, got lengths {sorted(lengths)}", kind)
+        matrix = np.array([series[asset] for asset in self.assets], dtype=np.float64).T
+        if kind == "prices":
+            if matrix.shape[0] < 2:
+                raise ApiError(422, "invalid", "prices: give the entry close and at least one later close per asset", kind)
+            if np.any(matrix <= 0):
+                raise ApiError(422, "invalid", "prices: closes must be > 0", kind)
+            return np.asarray(matrix[1:] / matrix[0], dtype=np.float64)
+        if matrix.shape[0] < 1:
+            raise ApiError(422, "invalid", "returns: give at least one return per asset", kind)
+        if np.any(matrix <= -1):
+            raise ApiError(422, "invalid", "returns: returns must be > -1", kind)
+        return np.asarray(np.cumprod(1.0 + matrix, axis=0), dtype=np.float64)

@@ -1,0 +1,55 @@
+"""Conversions from ORM rows and core records to response bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memtrial.engine import MemTrial
+from memtrial.trust import TrustDecision
+from service.models import Agent, Experience
+from service.schemas import AgentPublic, ExperiencePublic, GatePublic, TrustStatePublic, ValuePublic
+from service.store import as_utc
+
+__all__ = ["agent_public", "experience_public", "trust_public", "value_public"]
+
+
+def agent_public(agent: Agent) -> AgentPublic:
+    settings: dict[str, Any] = agent.settings
+    drafter = settings.get("drafter")
+    return AgentPublic(
+        id=agent.id,
+        name=agent.name,
+        investor=settings["investor"],
+        universe=settings["universe"],
+        design=settings["design"],
+        gate=GatePublic(**settings["gate"]),
+        gate_hash=agent.gate_hash,
+        learner=settings["learner"],
+        fallback=settings["fallback"],
+        fee_bp=settings["fee_bp"],
+        drafter=None if drafter is None else {k: v for k, v in drafter.items() if k != "api_key"},
+        created_at=as_utc(agent.created_at),
+    )
+
+
+def trust_public(trust: TrustDecision) -> TrustStatePublic:
+    return TrustStatePublic(**trust.to_dict(), is_open=trust.is_open)
+
+
+def value_public(engine: MemTrial, experience_id: str) -> ValuePublic:
+    if experience_id not in engine.experiences:
+        return ValuePublic(mean=0.0, sd=None, n=0)
+    mean, sd, n = engine.posterior(experience_id)
+    return ValuePublic(mean=mean, sd=sd, n=n)
+
+
+def experience_public(row: Experience, engine: MemTrial) -> ExperiencePublic:
+    return ExperiencePublic(
+        id=row.id,
+        text=row.text,
+        metadata=row.meta,
+        structured=row.structured,
+        active=row.active,
+        created_at=as_utc(row.created_at),
+        value=value_public(engine, row.id),
+    )

@@ -1,0 +1,84 @@
+"""A small OpenAI-compatible chat server on 127.0.0.1 for tests (the real HTTP path of litellm).
+
+Answers ``POST /v1/chat/completions`` with weights over the assets listed in
+the prompt, derived from a hash of the prompt, so drafts differ by subset and
+repeat exactly. ``delay`` makes each answer slow (to observe concurrency);
+``malformed`` makes every answer unusable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class FakeLLM:
+    def __init__(self, delay: float = 0.0, malformed: bool = False) -> None:
+        self.delay, self.malformed = delay, malformed
+        self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> FakeLLM:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, prompt: str) -> str:
+        if self.malformed:
+            return "I would rather not say."
+        assets = re.findall(r"^- (\S+) \(", prompt, re.MULTILINE)
+        digest = hashlib.sha256(prompt.encode()).digest()
+        raw = [1 + digest[i % len(digest)] for i in range(len(assets))]
+        return json.dumps({"weights": {a: r / sum(raw) for a, r in zip(assets, raw, strict=True)}})
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *_: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length", "0"))
+                body = json.loads(self.rfile.read(length))
+                with fake._lock:
+                    fake.calls += 1
+                    fake.in_flight += 1
+                    fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+                try:
+                    time.sleep(fake.delay)
+                    content = fake.answer(body["messages"][-1]["content"])
+                finally:
+                    with fake._lock:
+                        fake.in_flight -= 1
+                reply = {
+                    "id": "chatcmpl-fake",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+                }
+                data = json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler

@@ -1,0 +1,80 @@
+"""Service: agents, tenancy and authentication."""
+
+import pytest
+from conftest import UNIVERSE, make_tenant
+
+from memtrial.trust import GateConfig
+from service.client import MemtrialClient, ServiceError
+
+
+def test_create_agent_freezes_the_gate_config_with_its_hash(client):
+    agent = client.create_agent("fund", "conservative", UNIVERSE, gate={"test": "anytime", "alpha": 0.01})
+    assert agent["gate"] == {"test": "anytime", "alpha": 0.01, "min_scores": 1, "statistic": "pearson", "bets": list(GateConfig().bets)}
+    assert agent["gate_hash"] == GateConfig(test="anytime", alpha=0.01).hash
+    assert client.get_agent(agent["id"]) == agent
+
+
+def test_drafter_api_key_is_stored_but_never_returned(client):
+    agent = client.create_agent("fund", "balanced", UNIVERSE, drafter={"model": "openai/x", "api_key": "secret-key"})
+    assert agent["drafter"] == {"model": "openai/x", "api_base": None, "temperature": 0.7, "max_retries": 2}
+    assert "secret-key" not in str(client.get_agent(agent["id"]))
+
+
+def test_another_tenant_sees_404_not_403(client, http, database_url, agent):
+    other = MemtrialClient(api_key=make_tenant(database_url, "other"), http=http)
+    with pytest.raises(ServiceError) as error:
+        other.get_agent(agent["id"])
+    assert (error.value.status, error.value.message) == (404, f"agent {agent['id']!r} not found")
+
+
+def test_missing_api_key_is_401(http, agent):
+    response = http.get(f"/v1/agents/{agent['id']}")
+    assert response.status_code == 401
+    assert response.json() == {
+        "error": {"code": "unauthorized", "message": "missing API key: send 'Authorization: Bearer <key>'", "field": "authorization"}
+    }
+
+
+def test_unknown_api_key_is_401(http, agent):
+    response = http.get(f"/v1/agents/{agent['id']}", headers={"Authorization": "Bearer mt_wrong"})
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == "unknown or revoked API key"
+
+
+def test_unknown_investor_is_422_naming_the_field(client):
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("fund", "reckless", UNIVERSE)
+    assert (error.value.status, error.value.field) == (422, "investor")
+
+
+def test_repeated_assets_are_422(client):
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("fund", "balanced", UNIVERSE + [UNIVERSE[0]])
+    assert error.value.status == 422
+    assert "assets must be unique, repeated: ['SPY']" in error.value.message
+
+
+def test_universe_without_defensive_assets_is_422(client):
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("fund", "balanced", [{"asset": "SPY", "asset_class": "equities"}])
+    assert (error.value.status, error.value.field) == (422, "universe")
+    assert "no long-only portfolio of this universe satisfies the balanced mandate" in error.value.message
+
+
+def test_tenants_create_prints_a_key_once_and_stores_only_its_hash(tmp_path):
+    from typer.testing import CliRunner
+
+    from memtrial.cli import app
+    from service.db import make_engine
+    from service.security import hash_key
+
+    url = f"sqlite:///{tmp_path / 'keys.db'}"
+    result = CliRunner().invoke(app, ["tenants", "create", "acme", "--database-url", url])
+    assert result.exit_code == 0, result.output
+    key = result.output.split("api key: ")[1].strip()
+    with make_engine(url).connect() as connection:
+        stored = [row[0] for row in connection.exec_driver_sql("SELECT key_hash FROM api_keys")]
+    assert stored == [hash_key(key)]
+    again = CliRunner().invoke(app, ["tenants", "create", "acme", "--database-url", url])
+    assert again.exit_code == 2
+    assert "tenant 'acme' already exists" in again.output

@@ -1,0 +1,205 @@
+"""Service: the decision lifecycle over REST (client and server drafting), validation and conflicts."""
+
+import datetime as dt
+import json
+
+import pytest
+from conftest import UNIVERSE
+from fake_llm import FakeLLM
+
+from service.client import ServiceError
+
+ASSETS = [a["asset"] for a in UNIVERSE]
+START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
+LESSONS = [
+    "Bonds rallied when rates were cut.",
+    "Equities dropped after an inflation surprise.",
+    "Gold held up in a banking scare.",
+    "Cash protected the book in a volatile month.",
+    "Momentum in equities persisted for a quarter.",
+]
+DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}
+RETURNS = {"SPY": [0.01, -0.004, 0.006], "TLT": [-0.002, 0.003, 0.001], "GLD": [0.0, 0.002, -0.001], "BIL": [0.0001, 0.0001, 0.0001]}
+
+
+def plan(client, agent, t=0, **kwargs):
+    time = START + dt.timedelta(days=30 * t)
+    return client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: rates fell, equities volatile", **kwargs)
+
+
+@pytest.fixture
+def stocked(client, agent):
+    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    return agent
+
+
+def drafts_for(plan_body):
+    rows = []
+    for subset in plan_body["subsets"]:
+        tilt = len(subset["experience_ids"]) * 0.05
+        rows.append({"SPY": 0.3 + tilt, "TLT": 0.3, "GLD": 0.2 - tilt, "BIL": 0.2})
+    return rows
+
+
+def test_plan_returns_four_retrieved_experiences_and_eight_subsets_with_texts(client, stocked):
+    body = plan(client, stocked)
+    assert body["status"] == "planned" and len(body["retrieved"]) == 4
+    assert [s["mask"] for s in body["subsets"]] == [0, 3, 5, 6, 9, 10, 12, 15]
+    assert body["subsets"][0]["texts"] == [] and len(body["subsets"][-1]["texts"]) == 4
+    assert set(body["predictions"]) == {r["id"] for r in body["retrieved"]}
+    assert body["trust"]["status"] == "insufficient_evidence" and body["q"] == 0.9
+
+
+def test_drafts_give_a_decision_with_weights_and_explanation(client, stocked):
+    body = plan(client, stocked)
+    decision = client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    assert decision["action"] == "mixture" and decision["q"] == 0.9
+    assert set(decision["weights"]) == set(ASSETS)
+    assert sum(decision["weights"].values()) == pytest.approx(1.0)
+    assert decision["explanation"].startswith("gate prequential: insufficient evidence (0 scores)")
+
+
+def test_settle_returns_contributions_and_is_idempotent(client, stocked):
+    body = plan(client, stocked)
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    first = client.settle(stocked["id"], body["decision_id"], returns=RETURNS)
+    assert set(first["contributions"]) == {r["id"] for r in body["retrieved"]}
+    assert sum(first["centred"].values()) == pytest.approx(0.0, abs=1e-15)
+    assert client.settle(stocked["id"], body["decision_id"], returns=RETURNS) == first
+    history = client.get_experience(stocked["id"], body["retrieved"][0]["id"])["contributions"]
+    assert len(history) == 1 and history[0]["decision_id"] == body["decision_id"]
+
+
+def test_settle_with_a_different_payload_is_409(client, stocked):
+    body = plan(client, stocked)
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    client.settle(stocked["id"], body["decision_id"], returns=RETURNS)
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns={**RETURNS, "SPY": [0.02, 0.0, 0.0]})
+    assert (error.value.status, error.value.code) == (409, "settlement_conflict")
+
+
+def test_settle_before_maturity_is_409(client, stocked):
+    body = plan(client, stocked)
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns=RETURNS, settled_at=START + dt.timedelta(days=27))
+    assert (error.value.status, error.value.code, error.value.field) == (409, "premature_settlement", "at")
+
+
+def test_settle_at_a_future_time_is_422(client, stocked):
+    body = plan(client, stocked)
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns=RETURNS, settled_at=dt.datetime.now(dt.UTC) + dt.timedelta(days=3))
+    assert (error.value.status, error.value.message) == (422, "settled_at: cannot be in the future")
+
+
+def test_settle_before_drafts_is_409(client, stocked):
+    body = plan(client, stocked)
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns=RETURNS)
+    assert error.value.status == 409
+    assert error.value.message == f"decision {body['decision_id']!r} has no drafts yet: post its drafts before settling"
+
+
+def test_planning_earlier_than_a_settled_outcome_is_409(client, stocked):
+    body = plan(client, stocked, t=2)
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    client.settle(stocked["id"], body["decision_id"], returns=RETURNS)
+    with pytest.raises(ServiceError) as error:
+        plan(client, stocked, t=1)
+    assert (error.value.status, error.value.code) == (409, "time_order")
+
+
+def test_prices_and_returns_settle_the_same(client, stocked):
+    closes = {asset: [100.0] for asset in ASSETS}
+    for asset, returns in RETURNS.items():
+        for r in returns:
+            closes[asset].append(closes[asset][-1] * (1 + r))
+    outcomes = []
+    for t, kwargs in ((0, {"returns": RETURNS}), (1, {"prices": closes})):
+        body = plan(client, stocked, t=t)
+        client.submit_drafts(stocked["id"], body["decision_id"], [DRAFT] * 8)
+        outcomes.append(client.settle(stocked["id"], body["decision_id"], **kwargs)["reference_utility"])
+    assert outcomes[0] == pytest.approx(outcomes[1], abs=1e-14)
+
+
+@pytest.mark.parametrize(
+    ("drafts", "status", "field", "message"),
+    [
+        ([DRAFT] * 7, 422, "drafts", "drafts must have one row per designed subset (8), got shape (7, 4)"),
+        ([{**DRAFT, "QQQ": 0.0}] * 8, 422, "drafts[0]", "drafts[0]: unknown assets ['QQQ']"),
+        ([{**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 8, 422, "drafts", "drafts: Value error, drafts[0] weight for 'SPY' must be >= 0 (long only), got -0.1"),
+        ([{**DRAFT, "SPY": 0.5}] * 8, 422, "drafts[0]", "drafts[0]: weights must sum to 1, got 1.1"),
+    ],
+)
+def test_bad_drafts_are_rejected_naming_the_field(client, stocked, drafts, status, field, message):
+    body = plan(client, stocked)
+    with pytest.raises(ServiceError) as error:
+        client.submit_drafts(stocked["id"], body["decision_id"], drafts)
+    assert (error.value.status, error.value.field, error.value.message) == (status, field, message)
+    assert client.get_decision(stocked["id"], body["decision_id"])["status"] == "planned"
+
+
+def test_nan_weights_are_rejected(http, client, stocked):
+    body = plan(client, stocked)
+    raw = json.dumps({"drafts": [{**DRAFT, "SPY": float("nan")}] * 8})
+    response = http.post(
+        f"/v1/agents/{stocked['id']}/decisions/{body['decision_id']}/drafts",
+        content=raw,
+        headers={"Authorization": client._headers["Authorization"], "content-type": "application/json"},
+    )
+    assert response.status_code == 422
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_settlement_missing_an_asset_is_422(client, stocked):
+    body = plan(client, stocked)
+    client.submit_drafts(stocked["id"], body["decision_id"], [DRAFT] * 8)
+    partial = {k: v for k, v in RETURNS.items() if k != "GLD"}
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns=partial)
+    assert (error.value.status, error.value.field, error.value.message) == (422, "returns.GLD", "returns: missing assets ['GLD']")
+
+
+def test_maturity_before_decision_time_is_422(client, stocked):
+    with pytest.raises(ServiceError) as error:
+        client.create_decision(stocked["id"], START, START - dt.timedelta(days=1), "x")
+    assert error.value.status == 422
+    assert "maturity must not be before decision_time" in error.value.message
+
+
+def test_naive_decision_time_is_422(client, stocked):
+    with pytest.raises(ServiceError) as error:
+        client.create_decision(stocked["id"], "2021-01-29T21:00:00", "2021-02-26T21:00:00", "x")
+    assert (error.value.status, error.value.field) == (422, "decision_time")
+
+
+def test_server_drafting_issues_the_eight_drafts_concurrently(client, database_url):
+    with FakeLLM(delay=1.5) as llm:  # long enough that every call starts before the first returns
+        agent = client.create_agent("llm", "balanced", UNIVERSE, drafter={"model": "openai/fake", "api_base": llm.api_base, "api_key": "sk-test"})
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+        decision = plan(client, agent, drafting="server")
+    assert decision["status"] == "decided"
+    assert llm.calls == 8
+    assert llm.max_in_flight == 8
+    assert len({json.dumps(d, sort_keys=True) for d in decision["drafts"]}) > 1
+    assert sum(decision["weights"].values()) == pytest.approx(1.0)
+
+
+def test_malformed_llm_answers_are_retried_then_reported_and_the_plan_kept(client):
+    with FakeLLM(malformed=True) as llm:
+        agent = client.create_agent("llm", "balanced", UNIVERSE, drafter={"model": "openai/fake", "api_base": llm.api_base, "max_retries": 1})
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+        with pytest.raises(ServiceError) as error:
+            plan(client, agent, drafting="server")
+    assert (error.value.status, error.value.code) == (502, "malformed_draft")
+    assert "no JSON object in the answer" in error.value.message
+    assert llm.calls == 16
+
+
+def test_server_drafting_without_a_drafter_is_422(client, stocked):
+    with pytest.raises(ServiceError) as error:
+        plan(client, stocked, drafting="server")
+    assert (error.value.status, error.value.field) == (422, "drafting")

@@ -1,0 +1,109 @@
+"""Service: trust state, statistic history, the prediction log, values, operations and migrations."""
+
+import datetime as dt
+
+import pytest
+from conftest import UNIVERSE
+from sqlalchemy import inspect
+
+from service.client import ServiceError
+from service.db import make_engine
+from service.migrations import downgrade, upgrade
+
+START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
+
+
+def run_dates(client, agent, n_dates):
+    client.add_experiences(agent["id"], [{"text": f"lesson {i}: {topic}"} for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit"])])
+    for t in range(n_dates):
+        time = START + dt.timedelta(days=30 * t)
+        body = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: markets {'up' if t % 2 else 'down'}")
+        drafts = [
+            {"SPY": 0.1 + 0.1 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.4 - 0.1 * len(s["experience_ids"]), "BIL": 0.2}
+            for s in body["subsets"]
+        ]
+        client.submit_drafts(agent["id"], body["decision_id"], drafts)
+        returns = {"SPY": [0.01 * ((t % 3) - 1), 0.002], "TLT": [0.001, -0.001], "GLD": [0.003 * (t % 2), 0.0], "BIL": [0.0001, 0.0001]}
+        client.settle(agent["id"], body["decision_id"], returns=returns)
+
+
+def test_trust_reports_scores_statistics_and_the_log(client):
+    agent = client.create_agent("fund", "balanced", UNIVERSE, gate={"test": "anytime"})
+    run_dates(client, agent, 6)
+    trust = client.trust(agent["id"])
+    assert trust["gate_hash"] == agent["gate_hash"]
+    assert trust["state"]["test"] == "anytime"
+    kinds = [entry["kind"] for entry in trust["log"]]
+    assert kinds.count("prediction") == 6 and kinds.count("score") == 6
+    assert trust["log"][0]["prev_hash"] == agent["gate_hash"]
+    for score in trust["scores"]:
+        assert -1 <= score["score"] <= 1 and score["statistic"] > 0
+    assert client.verify(agent["id"]) == {"ok": True, "n_entries": 12, "first_invalid": None, "reason": None}
+
+
+def test_values_show_posterior_mean_sd_and_count(client, agent):
+    run_dates(client, agent, 4)
+    values = client.values(agent["id"])
+    assert values["learner_mode"] == "identity"
+    counted = [v for v in values["values"].values() if v["n"] > 0]
+    assert counted and all(v["sd"] is not None and v["sd"] >= 0 for v in counted)
+
+
+def test_tampering_with_the_stored_log_is_detected(client, agent, database_url):
+    run_dates(client, agent, 2)
+    engine = make_engine(database_url)
+    with engine.begin() as connection:
+        state = connection.exec_driver_sql("SELECT state FROM agents").scalar_one()
+        forged = state.replace('"kind":"prediction"', '"kind":"prediction "', 1)
+        assert forged != state
+        connection.exec_driver_sql("UPDATE agents SET state = %s, state_version = state_version + 1" if "postgresql" in database_url else "UPDATE agents SET state = ?, state_version = state_version + 1", (forged,))
+    engine.dispose()
+    check = client.verify(agent["id"])
+    assert (check["ok"], check["first_invalid"], check["reason"]) == (False, 0, "entry 0 was modified after it was written")
+
+
+def test_health_readiness_and_metrics(client, http):
+    assert client.health() == {"status": "ok"}
+    assert client.ready() == {"status": "ready"}
+    http.get("/healthz")
+    assert 'memtrial_requests_total{method="GET",route="/healthz",status="200"}' in client.metrics()
+
+
+def test_oversized_body_is_413(http, client, agent):
+    response = http.post(
+        f"/v1/agents/{agent['id']}/experiences",
+        content=b'{"text": "' + b"x" * 2_100_000 + b'"}',
+        headers={"Authorization": client._headers["Authorization"], "content-type": "application/json"},
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == {"code": "payload_too_large", "message": "request body exceeds 2000000 bytes", "field": "body"}
+
+
+def test_rate_limit_answers_429(database_url):
+    from fastapi.testclient import TestClient
+    from conftest import make_tenant
+
+    from service.app import create_app
+    from service.client import MemtrialClient
+    from service.settings import Settings
+
+    with TestClient(create_app(Settings(database_url=database_url, rate_limit_per_minute=3))) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "busy"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        client.get_agent(agent["id"])
+        client.get_agent(agent["id"])
+        with pytest.raises(ServiceError) as error:
+            client.get_agent(agent["id"])
+    assert (error.value.status, error.value.code) == (429, "rate_limited")
+
+
+def test_migrations_go_down_to_empty_and_up_again(database_url):
+    engine = make_engine(database_url)
+    assert {"tenants", "api_keys", "agents", "experiences", "decisions", "contributions"} <= set(inspect(engine).get_table_names())
+    downgrade(database_url, "base")
+    engine.dispose()
+    assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
+    upgrade(database_url)
+    engine.dispose()
+    assert "decisions" in inspect(engine).get_table_names()
+    engine.dispose()
