@@ -17,7 +17,7 @@ from typer.core import TyperCommand, TyperGroup
 
 __all__ = ["LAZY_COMMANDS", "app", "main"]
 
-#: name -> (module, attribute, help). The attribute is a Typer app or a click command.
+#: name -> (module, attribute, help). The attribute is a Typer app or a command function.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks."),
     "serve": ("service.cli", "serve", "Run the REST service (migrates the database first)."),
@@ -35,7 +35,11 @@ class _LazyCommand(TyperCommand):
     def load(self) -> Any:
         """The real click command of the sub-command."""
         target: Any = getattr(importlib.import_module(self.module_name), self.attribute)
-        command = typer.main.get_command(target) if isinstance(target, typer.Typer) else target
+        if not isinstance(target, typer.Typer):
+            wrapper = typer.Typer(add_completion=False)
+            wrapper.command(self.name)(target)
+            target = wrapper
+        command = typer.main.get_command(target)
         command.name = self.name
         return command
 
@@ -135,3 +139,7 @@ def _fail(error: Exception) -> typer.Exit:
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()

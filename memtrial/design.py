@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memtrial.errors import ConfigError, InputError
+from memtrial.errors import ConfigError, InputError, parse_choice
 
 __all__ = [
     "AliasChain",
@@ -87,12 +87,7 @@ def full_factorial(k: int) -> list[int]:
 
 def build_design(kind: DesignKind | str, k: int) -> list[int]:
     """Return the masks of the named design."""
-    try:
-        design = DesignKind(kind)
-    except ValueError:
-        raise ConfigError(
-            f"design must be one of {[d.value for d in DesignKind]}, got {kind!r}", field="design"
-        ) from None
+    design = parse_choice(DesignKind, kind, "design")
     return half_fraction(k) if design is DesignKind.HALF else full_factorial(k)
 
 

@@ -42,6 +42,7 @@ from memtrial.errors import (
     StateError,
     TimeOrderError,
     UnknownDecisionError,
+    parse_choice,
 )
 from memtrial.explain import explain
 from memtrial.fallback import GRID, AnchoredMixture, FallbackVariant, mixture_weights
@@ -90,11 +91,7 @@ class EngineConfig:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
             raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
         for name, kind in (("design", DesignKind), ("learner", LearnerMode), ("fallback", FallbackVariant)):
-            value = getattr(self, name)
-            try:
-                object.__setattr__(self, name, kind(value))
-            except ValueError:
-                raise ConfigError(f"{name} must be one of {[m.value for m in kind]}, got {value!r}", field=name) from None
+            object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
         if isinstance(self.investor, str):
             if self.investor not in INVESTORS:
                 raise ConfigError(f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor")

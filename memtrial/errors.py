@@ -21,6 +21,9 @@ Messages say what was wrong, the value, and what was expected.
 
 from __future__ import annotations
 
+from enum import Enum
+from typing import TypeVar
+
 __all__ = [
     "ConfigError",
     "DuplicateError",
@@ -33,7 +36,10 @@ __all__ = [
     "StateError",
     "TimeOrderError",
     "UnknownDecisionError",
+    "parse_choice",
 ]
+
+E = TypeVar("E", bound=Enum)
 
 
 class MemtrialError(Exception):
@@ -83,3 +89,12 @@ class SettlementConflictError(LifecycleError):
 
 class StateError(MemtrialError):
     """Serialised state is malformed or inconsistent."""
+
+
+def parse_choice(kind: type[E], value: object, name: str) -> E:
+    """``kind(value)`` for a StrEnum, or a ConfigError that lists the allowed values."""
+    try:
+        return kind(value)
+    except ValueError:
+        allowed = [member.value for member in kind]
+        raise ConfigError(f"{name} must be one of {allowed}, got {value!r}", field=name) from None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.errors import ConfigError, InputError, StateError
+from memtrial.errors import ConfigError, InputError, StateError, parse_choice
 
 __all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "mixture_weights"]
 
@@ -59,12 +59,7 @@ class AnchoredMixture:
     """Running statistics of the mixture family and the q they select."""
 
     def __init__(self, variant: FallbackVariant | str = FallbackVariant.FTRL, lambda0: float = LAMBDA0) -> None:
-        try:
-            self.variant = FallbackVariant(variant)
-        except ValueError:
-            raise ConfigError(
-                f"variant must be one of {[v.value for v in FallbackVariant]}, got {variant!r}", field="fallback"
-            ) from None
+        self.variant = parse_choice(FallbackVariant, variant, "variant")
         if not (np.isfinite(lambda0) and lambda0 >= 0):
             raise ConfigError(f"lambda0 must be finite and >= 0, got {lambda0!r}", field="lambda0")
         self.lambda0 = float(lambda0)

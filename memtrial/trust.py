@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy.special import stdtr
 
-from memtrial.errors import ConfigError, DuplicateError, InputError, UnknownDecisionError
+from memtrial.errors import ConfigError, DuplicateError, InputError, UnknownDecisionError, parse_choice
 from memtrial.prereg import PredictionLog, canonical_json, sha256_hex
 
 __all__ = [
@@ -80,10 +80,7 @@ class GateConfig:
     bets: tuple[float, ...] = DEFAULT_BETS
 
     def __post_init__(self) -> None:
-        try:
-            object.__setattr__(self, "test", GateTest(self.test))
-        except ValueError:
-            raise ConfigError(f"test must be one of {[t.value for t in GateTest]}, got {self.test!r}", field="test") from None
+        object.__setattr__(self, "test", parse_choice(GateTest, self.test, "test"))
         if not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
             raise ConfigError(f"alpha must be in (0, 1), got {self.alpha!r}", field="alpha")
         object.__setattr__(self, "alpha", float(self.alpha))

@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial.credit import ContributionRecord, centre_by_date
-from memtrial.errors import ConfigError, InputError, LifecycleError
+from memtrial.errors import ConfigError, InputError, LifecycleError, parse_choice
 from memtrial.fayherriot import FayHerriotFit, fit_fay_herriot
 
 __all__ = [
@@ -133,12 +133,7 @@ class EmpiricalBayesLearner:
         n_components: int | None = DEFAULT_COMPONENTS,
         min_auto_scores: int = MIN_AUTO_SCORES,
     ) -> None:
-        try:
-            self.mode = LearnerMode(mode)
-        except ValueError:
-            raise ConfigError(
-                f"mode must be one of {[m.value for m in LearnerMode]}, got {mode!r}", field="mode"
-            ) from None
+        self.mode = parse_choice(LearnerMode, mode, "mode")
         if n_components is not None and (isinstance(n_components, bool) or n_components < 1):
             raise ConfigError(f"n_components must be >= 1 or None, got {n_components!r}", field="n_components")
         if min_auto_scores < 1:

@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi.concurrency import run_in_threadpool
 from prometheus_client import Counter, Histogram
 
 from service.db import make_engine, make_session_factory
 from service.deps import RateLimiter, Services
 from service.embeddings import get_embedder
-from service.errors import error_body, install_handlers
+from service.errors import install_handlers
+from service.limits import BodyLimitMiddleware
 from service.routes import agents, decisions, experiences, health, trust
 from service.settings import Settings
 
@@ -31,6 +32,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.preload_model:  # ready only once the embedding model answers
+            await run_in_threadpool(get_embedder().encode, ["warm-up"])
         yield
         engine.dispose()
 
@@ -52,11 +55,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > settings.max_body_bytes):
-            return JSONResponse(
-                error_body("payload_too_large", f"request body exceeds {settings.max_body_bytes} bytes", "body"), status_code=413
-            )
         start = time.perf_counter()
         response = await call_next(request)
         route = request.scope.get("route")
@@ -66,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         logger.info("%s %s %s %.1fms", request.method, path, response.status_code, 1000 * (time.perf_counter() - start))
         return response
 
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     return app
 
 

@@ -63,6 +63,7 @@ def _field_of(location: tuple[int | str, ...]) -> str:
 
 
 def install_handlers(app: FastAPI) -> None:
+
     @app.exception_handler(ApiError)
     async def _api(_: Request, error: ApiError) -> JSONResponse:
         return JSONResponse(error_body(error.code, error.message, error.field), status_code=error.status)

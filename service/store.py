@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy import select
@@ -19,9 +20,9 @@ from sqlalchemy.orm import Session
 
 from memtrial.engine import MemTrial
 from service.errors import ApiError
-from service.models import Agent, Experience
+from service.models import Agent, Decision, Experience
 
-__all__ = ["EngineCache", "as_utc", "load_agent"]
+__all__ = ["EngineCache", "as_utc", "load_agent", "owned_row", "return_engine", "save_engine"]
 
 
 def as_utc(value: dt.datetime) -> dt.datetime:
@@ -38,6 +39,17 @@ def load_agent(session: Session, tenant_id: str, agent_id: str, *, lock: bool) -
     if agent is None:
         raise ApiError(404, "not_found", f"agent {agent_id!r} not found", "agent_id")
     return agent
+
+
+Row = TypeVar("Row", Experience, Decision)
+
+
+def owned_row(session: Session, model: type[Row], agent: Agent, row_id: str, label: str) -> Row:
+    """The agent's experience or decision with this id; 404 naming it otherwise."""
+    row = session.scalars(select(model).where(model.id == row_id, model.agent_id == agent.id)).first()
+    if row is None:
+        raise ApiError(404, "not_found", f"{label} {row_id!r} not found", f"{label}_id")
+    return row
 
 
 class EngineCache:

@@ -22,3 +22,24 @@ def test_bench_values_writes_timings_and_ratios(tmp_path):
     assert first["dense_over_low_rank"] == first["dense_s"] / first["low_rank_s"]
     assert second["dense_s"] is None
     assert out.with_suffix(".md").read_text().startswith("| records | experiences |")
+
+
+def test_bench_service_writes_overhead_throughput_and_retrieval(tmp_path):
+    out = tmp_path / "service.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_service.py"),
+            "--decisions", "3", "--agents", "1", "--loop-decisions", "2", "--experiences", "50", "--queries", "3", "--out", str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    result = json.loads(out.read_text())
+    assert set(result["overhead"]) == {"plan", "drafts", "settle"}
+    assert result["overhead"]["plan"]["n"] == 3
+    assert result["throughput"]["one_worker"]["requests"] == 6
+    assert result["throughput"]["two_over_one"] > 0
+    assert result["retrieval"]["experiences"] == 50

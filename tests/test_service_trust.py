@@ -107,3 +107,17 @@ def test_migrations_go_down_to_empty_and_up_again(database_url):
     engine.dispose()
     assert "decisions" in inspect(engine).get_table_names()
     engine.dispose()
+
+
+def test_oversized_streamed_body_is_413(http, client, agent):
+    def chunks():
+        for _ in range(30):
+            yield b"x" * 100_000
+
+    response = http.post(
+        f"/v1/agents/{agent['id']}/experiences",
+        content=chunks(),
+        headers={"Authorization": client._headers["Authorization"], "content-type": "application/json"},
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "payload_too_large"

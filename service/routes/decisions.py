@@ -12,7 +12,6 @@ import hashlib
 from fastapi import APIRouter
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
-from sqlalchemy.orm import Session
 
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
@@ -21,7 +20,7 @@ from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
 from service.drafting import DraftRequest, draft_all
 from service.errors import ApiError
-from service.models import Agent, Contribution, Decision, Experience, new_id
+from service.models import Contribution, Decision, Experience, new_id
 from service.schemas import (
     DecisionCreate,
     DecisionPublic,
@@ -32,18 +31,11 @@ from service.schemas import (
     SettleRequest,
     SubsetPublic,
 )
-from service.store import as_utc, load_agent, save_engine
+from service.store import as_utc, load_agent, owned_row, save_engine
 from service.universe import Universe
 from service.views import trust_public, value_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"])
-
-
-def _decision(session: Session, agent: Agent, decision_id: str) -> Decision:
-    row = session.scalars(select(Decision).where(Decision.id == decision_id, Decision.agent_id == agent.id)).first()
-    if row is None:
-        raise ApiError(404, "not_found", f"decision {decision_id!r} not found", "decision_id")
-    return row
 
 
 def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate) -> tuple[PlanPublic, dict[str, object]]:
@@ -99,7 +91,7 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
 def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[dict[str, float]]) -> DecisionPublic:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
-        row = _decision(session, agent, decision_id)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
         universe = Universe(agent.settings["universe"])
@@ -164,7 +156,7 @@ def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant
         raise ApiError(422, "invalid", "settled_at: cannot be in the future", "settled_at")
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
-        row = _decision(session, agent, decision_id)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             if row.settle_hash == payload_hash:
                 return SettlementPublic(**(row.settlement or {}))
@@ -220,6 +212,6 @@ def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant
 def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services: ServicesDep) -> dict[str, object]:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        row = _decision(session, agent, decision_id)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
         return {"decision_id": row.id, "status": row.status, "plan": row.plan, "decision": row.decision, "settlement": row.settlement}
 

@@ -6,12 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Response
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
 
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
-from service.errors import ApiError
-from service.models import Agent, Contribution, Experience
+from service.models import Contribution, Experience
 from service.schemas import (
     ContributionPublic,
     ExperienceBatch,
@@ -24,17 +22,10 @@ from service.schemas import (
     SearchRequest,
     SearchResult,
 )
-from service.store import as_utc, load_agent, return_engine, save_engine
+from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.views import experience_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"])
-
-
-def _experience(session: Session, agent: Agent, experience_id: str) -> Experience:
-    row = session.scalars(select(Experience).where(Experience.id == experience_id, Experience.agent_id == agent.id)).first()
-    if row is None:
-        raise ApiError(404, "not_found", f"experience {experience_id!r} not found", "experience_id")
-    return row
 
 
 @router.post("", status_code=201)
@@ -88,7 +79,7 @@ def list_experiences(
 def get_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> ExperienceDetail:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        row = _experience(session, agent, experience_id)
+        row = owned_row(session, Experience, agent, experience_id, "experience")
         history = session.scalars(
             select(Contribution).where(Contribution.agent_id == agent.id, Contribution.experience_id == row.id).order_by(Contribution.seq)
         ).all()
@@ -106,7 +97,7 @@ def get_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, serv
 def update_metadata(agent_id: str, experience_id: str, body: ExperiencePatch, tenant_id: TenantDep, services: ServicesDep) -> ExperiencePublic:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
-        row = _experience(session, agent, experience_id)
+        row = owned_row(session, Experience, agent, experience_id, "experience")
         row.meta = body.metadata
         session.flush()
         engine = services.engines.checkout(session, agent)
@@ -118,7 +109,7 @@ def update_metadata(agent_id: str, experience_id: str, body: ExperiencePatch, te
 def _change(services: Services, tenant_id: str, agent_id: str, experience_id: str, delete: bool) -> ExperiencePublic | None:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
-        row = _experience(session, agent, experience_id)
+        row = owned_row(session, Experience, agent, experience_id, "experience")
         engine = services.engines.checkout(session, agent)
         if delete:
             engine.remove_experience(row.id)
