@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ from service.deps import RateLimiter, Services
 from service.embeddings import get_embedder
 from service.errors import install_handlers
 from service.limits import BodyLimitMiddleware
+from service.logs import configure_logging
 from service.routes import agents, decisions, experiences, health, trust
 from service.settings import Settings
 
@@ -61,7 +63,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         path = getattr(route, "path", "unmatched")
         LATENCY.labels(request.method, path).observe(time.perf_counter() - start)
         REQUESTS.labels(request.method, path, str(response.status_code)).inc()
-        logger.info("%s %s %s %.1fms", request.method, path, response.status_code, 1000 * (time.perf_counter() - start))
+        elapsed = round(1000 * (time.perf_counter() - start), 2)
+        logger.info("request", extra={"method": request.method, "path": path, "status": response.status_code, "ms": elapsed})
         return response
 
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
@@ -69,5 +72,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def create_app_from_env() -> FastAPI:
-    """Factory for uvicorn workers (settings from MEMTRIAL_* variables)."""
+    """Factory for uvicorn workers (settings from MEMTRIAL_* variables, JSON logs on stderr)."""
+    configure_logging(os.environ.get("MEMTRIAL_LOG_LEVEL", "INFO"))
     return create_app(Settings.from_env())

@@ -78,3 +78,25 @@ def test_tenants_create_prints_a_key_once_and_stores_only_its_hash(tmp_path):
     again = CliRunner().invoke(app, ["tenants", "create", "acme", "--database-url", url])
     assert again.exit_code == 2
     assert "tenant 'acme' already exists" in again.output
+
+
+def test_request_logs_are_json_lines_without_the_api_key(client, agent, caplog):
+    import json
+    import logging
+
+    from service.logs import JsonFormatter
+
+    with caplog.at_level(logging.INFO, logger="memtrial.service"):
+        client.get_agent(agent["id"])
+    record = next(r for r in caplog.records if getattr(r, "path", None) == "/v1/agents/{agent_id}")
+    entry = json.loads(JsonFormatter().format(record))
+    assert (entry["message"], entry["method"], entry["status"]) == ("request", "GET", 200)
+    assert client._headers["Authorization"].split()[1] not in caplog.text
+
+
+@pytest.mark.parametrize("path", ["/decisions/x", "/trust", "/trust/verify", "/values", "/experiences"])
+def test_every_agent_resource_of_another_tenant_is_404(client, http, database_url, agent, path):
+    other = make_tenant(database_url, "other")
+    response = http.get(f"/v1/agents/{agent['id']}{path}", headers={"Authorization": f"Bearer {other}"})
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == f"agent {agent['id']!r} not found"
