@@ -13,6 +13,7 @@ half, and a half plus its fold-over is the full factorial.
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -159,6 +160,11 @@ def aliases(masks: Sequence[int], k: int) -> list[AliasChain]:
     For the k = 4 half fraction: A = BCD, B = ACD, C = ABD, D = ABC, AB = CD,
     AC = BD, AD = BC. For a full factorial every chain is a single effect.
     """
+    return list(_aliases(tuple(validate_masks(masks, k)), k))
+
+
+@functools.lru_cache(maxsize=64)
+def _aliases(masks: tuple[int, ...], k: int) -> tuple[AliasChain, ...]:
     relation = defining_relation(masks, k)
     seen: set[int] = set()
     chains: list[AliasChain] = []
@@ -179,7 +185,7 @@ def aliases(masks: Sequence[int], k: int) -> list[AliasChain]:
                 signs=tuple(sign for _, sign in members),
             )
         )
-    return chains
+    return tuple(chains)
 
 
 def subset_of(mask: int, experience_ids: Sequence[object]) -> tuple[object, ...]:

@@ -21,6 +21,7 @@ Modes (:class:`LearnerMode`):
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,6 +45,8 @@ DEFAULT_COMPONENTS = 8
 MIN_AUTO_SCORES = 10
 
 Record = ContributionRecord | tuple[Hashable, Hashable, float]
+_FIT_CACHE: OrderedDict[tuple[object, ...], tuple[tuple[tuple[Hashable, Hashable, float], ...], dict[LearnerMode, _Fit]]] = OrderedDict()
+_FIT_CACHE_SIZE = 32
 
 
 class LearnerMode(StrEnum):
@@ -145,6 +148,7 @@ class EmpiricalBayesLearner:
         self.fits_: dict[LearnerMode, _Fit] = {}
         self._content_cache: tuple[int, dict[Hashable, NDArray[np.float64]]] | None = None
         self._features_version = 0
+        self._features_hash: tuple[int, int] | None = None
         for experience_id, vector in (features or {}).items():
             self.add_features(experience_id, vector)
 
@@ -187,11 +191,36 @@ class EmpiricalBayesLearner:
         return (self.mode,)
 
     def fit(self, records: Iterable[Record]) -> EmpiricalBayesLearner:
-        """Fit every mode this learner needs from all ``records``; returns self."""
+        """Fit every mode this learner needs from all ``records``; returns self.
+
+        A fit is a pure function of the records, the mode and the features, so
+        learners fed the same records (ablations that share their history) reuse
+        one another's fits from a small per-process cache; equality of the
+        records is checked exactly, not by hash alone.
+        """
+        frozen = tuple(r if isinstance(r, tuple) else (r.date, r.experience_id, r.contribution) for r in records)
+        key = (self.mode, self.n_components, self._features_key(), hash(frozen))
+        cached = _FIT_CACHE.get(key)
+        if cached is not None and cached[0] == frozen:
+            self.fits_ = dict(cached[1])
+            return self
+        self._fit(frozen)
+        _FIT_CACHE[key] = (frozen, dict(self.fits_))
+        while len(_FIT_CACHE) > _FIT_CACHE_SIZE:
+            _FIT_CACHE.popitem(last=False)
+        return self
+
+    def _features_key(self) -> tuple[int, int]:
+        if self._features_hash is None or self._features_hash[0] != self._features_version:
+            digest = hash(tuple((key, vector.tobytes()) for key, vector in self.features.items()))
+            self._features_hash = (self._features_version, digest)
+        return self._features_hash
+
+    def _fit(self, records: tuple[tuple[Hashable, Hashable, float], ...]) -> None:
         centred = centre_by_date(records)
         self.fits_ = {}
         if centred.n_records == 0:
-            return self
+            return
         n_experiences = len(centred.experience_ids)
         counts = np.bincount(centred.experience_index, minlength=n_experiences)
         seen = np.flatnonzero(counts)
@@ -217,7 +246,6 @@ class EmpiricalBayesLearner:
             else:
                 model = _degenerate(len(ids), dim)
             self.fits_[mode] = _Fit(index, counts[seen], scale if scale > 0 else 0.0, model, vectors)
-        return self
 
     # -- prediction -------------------------------------------------------
     @property

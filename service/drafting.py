@@ -96,9 +96,11 @@ async def _one(settings: dict[str, Any], prompt: str, assets: Sequence[str], tim
 async def draft_all(settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float) -> list[dict[str, float]]:
     """All drafts of one decision, concurrently, in the order of ``requests``."""
     assets = [asset for asset, _ in requests[0].universe]
-    try:
-        return list(await asyncio.gather(*(_one(settings, render_prompt(r), assets, timeout) for r in requests)))
-    except ApiError:
-        raise
-    except Exception as error:  # litellm raises many provider-specific types
-        raise ApiError(502, "drafter_unavailable", f"the drafter failed: {type(error).__name__}: {error}", "drafter") from None
+    # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
+    answers = await asyncio.gather(*(_one(settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True)
+    for answer in answers:
+        if isinstance(answer, ApiError):
+            raise answer
+        if isinstance(answer, BaseException):  # litellm raises many provider-specific types
+            raise ApiError(502, "drafter_unavailable", f"the drafter failed: {type(answer).__name__}: {answer}", "drafter")
+    return [answer for answer in answers if isinstance(answer, dict)]

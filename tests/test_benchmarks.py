@@ -43,3 +43,18 @@ def test_bench_service_writes_overhead_throughput_and_retrieval(tmp_path):
     assert result["throughput"]["one_worker"]["requests"] == 6
     assert result["throughput"]["two_over_one"] > 0
     assert result["retrieval"]["experiences"] == 50
+
+
+def test_bench_backtest_reports_both_worker_counts_and_identical_results(tmp_path):
+    out = tmp_path / "backtest.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_backtest.py"), "--worlds", "2", "--methods", "memtrial,no_memory", "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    result = json.loads(out.read_text())
+    assert result["one_worker"]["worlds"] == 2 and result["two_workers"]["worlds"] == 2
+    assert result["identical_results"] is True
+    assert result["two_over_one"] == result["two_workers"]["worlds_per_second"] / result["one_worker"]["worlds_per_second"]

@@ -188,15 +188,17 @@ def test_server_drafting_issues_the_eight_drafts_concurrently(client, database_u
     assert sum(decision["weights"].values()) == pytest.approx(1.0)
 
 
-def test_malformed_llm_answers_are_retried_then_reported_and_the_plan_kept(client):
+def test_malformed_llm_answers_are_retried_then_reported_and_the_plan_kept(client, http):
     with FakeLLM(malformed=True) as llm:
         agent = client.create_agent("llm", "balanced", UNIVERSE, drafter={"model": "openai/fake", "api_base": llm.api_base, "max_retries": 1})
         client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
         with pytest.raises(ServiceError) as error:
             plan(client, agent, drafting="server")
+        planned = http.get(f"/v1/agents/{agent['id']}/values", headers={"Authorization": client._headers["Authorization"]})
+        assert planned.status_code == 200
     assert (error.value.status, error.value.code) == (502, "malformed_draft")
-    assert "no JSON object in the answer" in error.value.message
-    assert llm.calls == 16
+    assert error.value.message == "the drafter's answers were malformed: ['no JSON object in the answer', 'no JSON object in the answer']"
+    assert llm.calls == 16  # every draft was asked twice
 
 
 def test_server_drafting_without_a_drafter_is_422(client, stocked):

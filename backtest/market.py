@@ -1,0 +1,60 @@
+"""A market of asset-class index levels on a session calendar, real or synthetic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from backtest.data import class_indices, load_asset_classes, load_etf_closes
+
+__all__ = ["PLANTEDMEM_CLASSES", "Market", "monthly_decision_sessions"]
+
+PLANTEDMEM_CLASSES = ["equities", "bonds", "cash", "commodities"]
+
+
+@dataclass(frozen=True)
+class Market:
+    """levels: (n_sessions, n_assets) index levels; dates: the sessions."""
+
+    dates: pd.DatetimeIndex
+    levels: NDArray[np.float64]
+    assets: tuple[str, ...]
+
+    @classmethod
+    def from_data(cls, names: list[str] = PLANTEDMEM_CLASSES) -> Market:
+        frame = class_indices(load_etf_closes(), load_asset_classes(), names)
+        return cls(pd.DatetimeIndex(frame.index), frame.to_numpy(), tuple(names))
+
+    @classmethod
+    def synthetic(cls, seed: int = 0, n_sessions: int = 3160, start: str = "2014-01-02") -> Market:
+        """Regime-switching class returns (a calm and a stressed state, persistent)."""
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 7_001]))
+        means = np.array([[0.0006, 0.0001, 0.00005, 0.0002], [-0.0008, 0.0003, 0.00005, 0.0004]])
+        vols = np.array([[0.009, 0.004, 0.0002, 0.010], [0.020, 0.007, 0.0003, 0.016]])
+        state, returns = 0, np.empty((n_sessions, 4))
+        for day in range(n_sessions):
+            if rng.random() < (0.01 if state == 0 else 0.03):
+                state = 1 - state
+            returns[day] = means[state] + vols[state] * rng.standard_normal(4)
+        returns[0] = 0.0
+        dates = pd.bdate_range(start, periods=n_sessions)
+        return cls(dates, np.cumprod(1.0 + returns, axis=0), tuple(PLANTEDMEM_CLASSES))
+
+    def relative(self, session: int, horizon: int) -> NDArray[np.float64]:
+        """(horizon, n) closes of the next sessions relative to the close of ``session``."""
+        return self.levels[session + 1 : session + 1 + horizon] / self.levels[session]
+
+    def daily_returns(self, session: int, lookback: int) -> NDArray[np.float64]:
+        """(lookback, n) daily returns up to and including ``session``."""
+        window = self.levels[session - lookback : session + 1]
+        return window[1:] / window[:-1] - 1.0
+
+
+def monthly_decision_sessions(dates: pd.DatetimeIndex, first_year: int, history: int, horizon: int) -> list[int]:
+    """First session of each month from ``first_year`` on with ``history`` sessions before and ``horizon`` after."""
+    frame = pd.Series(np.arange(len(dates)), index=dates)
+    firsts = frame.groupby([dates.year, dates.month]).first()
+    return [int(i) for i in firsts.to_numpy() if dates[i].year >= first_year and i >= history and i + horizon < len(dates)]

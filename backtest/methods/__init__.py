@@ -1,0 +1,1 @@
+"""Decision methods compared in the backtests; ``registry.METHODS`` maps method ids to factories."""

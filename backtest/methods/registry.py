@@ -1,0 +1,72 @@
+"""Every method of the PlantedMem comparison, by stable id (display names live in the report)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from backtest.methods.base import Method, Scoring
+from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
+from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
+from backtest.methods.simple import DraftMean, DraftPick, EqualWeight, Hedge, MinimumVariance, Reference, SelfConsistency
+from backtest.plantedmem import PlantedMemWorld
+from memtrial.engine import EngineConfig
+from memtrial.trust import GateConfig
+
+__all__ = ["ANCHORED_BASES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHOD_IDS", "build_methods"]
+
+Factory = Callable[[PlantedMemWorld, Scoring, int], Method]
+
+MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
+    "memtrial": {},
+    "memtrial_anytime": {"gate": GateConfig(test="anytime")},
+    "memtrial_content": {"learner": "content"},
+    "memtrial_identity": {"learner": "identity"},
+    "memtrial_no_gate": {"gate": GateConfig(test="none")},
+    "memtrial_closed_ens": {"fallback": "ens"},
+    "memtrial_closed_ref": {"fallback": "ref"},
+    "memtrial_uniform": {"fallback": "uniform"},
+    "memtrial_alpha_0.2": {"gate": GateConfig(alpha=0.2)},
+    "memtrial_alpha_0.01": {"gate": GateConfig(alpha=0.01)},
+    "memtrial_full": {"design": "full"},
+}
+
+
+def _memtrial(method_id: str) -> Factory:
+    def build(world: PlantedMemWorld, scoring: Scoring, seed: int) -> Method:
+        config = EngineConfig(gamma=scoring.gamma, fee_bp=scoring.fee_bp, n_components=None, **MEMTRIAL_VARIANTS[method_id])  # type: ignore[arg-type]
+        return MemTrialMethod(scoring, method_id, config, world.features)
+
+    return build
+
+
+_BASE: dict[str, Factory] = {
+    "equal_weight": lambda w, s, seed: EqualWeight(s),
+    "min_variance": lambda w, s, seed: MinimumVariance(s),
+    "no_memory": lambda w, s, seed: DraftPick(s, "no_memory", 0b0000),
+    "all_four": lambda w, s, seed: DraftPick(s, "all_four", 0b1111),
+    "similarity_top2": lambda w, s, seed: DraftPick(s, "similarity_top2", 0b0011),
+    "self_consistency": lambda w, s, seed: SelfConsistency(s),
+    "draft_mean": lambda w, s, seed: DraftMean(s),
+    "reference": lambda w, s, seed: Reference(s),
+    "outcome_credit": lambda w, s, seed: OutcomeCredit(s, seed),
+    "counterfactual_argmax": lambda w, s, seed: CounterfactualArgmax(s, seed),
+    "uplift_credit": lambda w, s, seed: UpliftCredit(s, seed),
+    "finmem": lambda w, s, seed: FinMem(s, seed),
+    "expel": lambda w, s, seed: ExpeL(s, seed),
+    "reflexion": lambda w, s, seed: Reflexion(s),
+    "hedge": lambda w, s, seed: Hedge(s),
+}
+ANCHORED_BASES = ["similarity_top2", "all_four", "outcome_credit", "finmem", "expel", "reflexion"]
+
+FACTORIES: dict[str, Factory] = {**_BASE}
+FACTORIES.update({method_id: _memtrial(method_id) for method_id in MEMTRIAL_VARIANTS})
+for _base in ANCHORED_BASES:
+    FACTORIES[_base + "_anchored"] = lambda w, s, seed, _base=_base: Anchored(_BASE[_base](w, s, seed))  # type: ignore[misc]
+FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
+
+METHOD_IDS: list[str] = list(FACTORIES)
+
+
+def build_methods(world: PlantedMemWorld, scoring: Scoring, seed: int, method_ids: list[str] | None = None) -> list[Method]:
+    return [FACTORIES[method_id](world, scoring, seed) for method_id in (method_ids or METHOD_IDS)]
+

@@ -1,0 +1,93 @@
+"""Methods that learn nothing about experiences: fixed portfolios and fixed draft picks, and Hedge."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from backtest.methods.base import HALF, Method, Outcome, Scoring
+from backtest.plantedmem import DateContext
+
+__all__ = ["DraftMean", "DraftPick", "EqualWeight", "Hedge", "MinimumVariance", "Reference", "SelfConsistency"]
+
+
+class EqualWeight(Method):
+    id = "equal_weight"
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        n = context.drafts.shape[1]
+        return np.full(n, 1.0 / n)
+
+
+class MinimumVariance(Method):
+    """Long-only minimum variance of the trailing 60 sessions (active set on negative weights)."""
+
+    id = "min_variance"
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        covariance = np.cov(context.history.T) + 1e-10 * np.eye(context.history.shape[1])
+        active = np.ones(covariance.shape[0], dtype=bool)
+        while True:
+            weights = np.zeros(covariance.shape[0])
+            solved = np.linalg.solve(covariance[np.ix_(active, active)], np.ones(active.sum()))
+            weights[active] = solved / solved.sum()
+            if (weights >= 0).all():
+                return weights
+            active[np.argmin(np.where(active, weights, np.inf))] = False
+
+
+class DraftPick(Method):
+    """Always the draft of one designed subset: no memory (mask 0), all four (15), top-2 similarity (3)."""
+
+    def __init__(self, scoring: Scoring, method_id: str, mask: int) -> None:
+        super().__init__(scoring)
+        self.id, self.mask = method_id, mask
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        return np.asarray(context.drafts[self.mask])
+
+
+class DraftMean(Method):
+    id = "draft_mean"
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        return np.asarray(context.drafts[HALF].mean(axis=0))
+
+
+class Reference(Method):
+    id = "reference"
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        return context.reference
+
+
+class SelfConsistency(Method):
+    id = "self_consistency"
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        return context.self_consistency
+
+
+class Hedge(Method):
+    """Exponential weights over {1/N, reference, draft mean, all-four draft, top-2 draft}; learning rate 10 per unit utility."""
+
+    id = "hedge"
+    RATE = 10.0
+
+    def __init__(self, scoring: Scoring) -> None:
+        super().__init__(scoring)
+        self.log_weights = np.zeros(5)
+        self._experts: NDArray[np.float64] | None = None
+
+    def _experts_of(self, context: DateContext) -> NDArray[np.float64]:
+        n = context.drafts.shape[1]
+        return np.vstack([np.full(n, 1.0 / n), context.reference, context.drafts[HALF].mean(axis=0), context.drafts[15], context.drafts[3]])
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        probabilities = np.exp(self.log_weights - self.log_weights.max())
+        probabilities /= probabilities.sum()
+        return np.asarray(probabilities @ self._experts_of(context))
+
+    def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
+        self.log_weights += self.RATE * self.scoring.utility(self._experts_of(outcome.context), outcome.rel)
+

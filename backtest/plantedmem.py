@@ -1,0 +1,146 @@
+"""PlantedMem: a semi-synthetic world where each experience's quality is known (SPEC 5).
+
+Four class indices (equities, bonds, cash, commodities), one decision on the
+first session of each month from 2015 with 60 sessions of history and a
+20-session hold. M experiences: a quarter useful, half neutral, a quarter
+misleading. On each date a useful (misleading) experience points, with
+probability 0.7, at the class with the highest (lowest) return over the hold,
+otherwise at a random class; a neutral one always points at a random class.
+The draft for subset S is ``(1 - beta) * base + beta * mean(pointers of S)``
+with a fresh memory-free base draft each time (the empty subset's draft is its
+base). Retrieval mimics the market confound: each experience has a home regime,
+regime(t) = 1 if equities rose over the last 60 sessions, and the score is
+``[home == regime(t)] + N(0, 0.5**2)``; the top 4 are retrieved.
+Content features: ``z = kappa * type * e_1 + N(0, I_8)``.
+
+Every random draw of a world is made up front from ``SeedSequence(seed)``, so
+all methods see the same retrieved experiences, pointers and drafts (common
+random numbers) and a world is identical whoever runs it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from backtest.market import Market, monthly_decision_sessions
+from memtrial.errors import ConfigError
+
+__all__ = ["HISTORY", "HORIZON", "K", "REGIMES", "UNSCORED", "DateContext", "PlantedMemWorld", "Regime"]
+
+K = 4
+HISTORY = 60
+HORIZON = 20
+UNSCORED = 12
+TYPICAL = np.array([0.40, 0.30, 0.10, 0.20])
+CONCENTRATION = 20.0
+N_FEATURES = 8
+
+
+@dataclass(frozen=True, slots=True)
+class Regime:
+    name: str
+    beta: float
+    n_experiences: int
+    kappa: float
+    all_neutral: bool = False
+
+
+REGIMES: dict[str, Regime] = {
+    r.name: r
+    for r in (
+        Regime("no_influence", 0.0, 12, 0.0),
+        Regime("noise_only", 0.5, 12, 0.0, all_neutral=True),
+        Regime("beta_0.1", 0.1, 12, 0.0),
+        Regime("beta_0.25", 0.25, 12, 0.0),
+        Regime("beta_0.5", 0.5, 12, 0.0),
+        Regime("many_experiences", 0.25, 48, 0.0),
+        Regime("informative_content", 0.25, 48, 1.5),
+    )
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DateContext:
+    """What every method may see at a decision (no outcome of this date).
+
+    drafts: (16, n) the draft of every subset mask of the retrieved four
+    (the half fraction uses rows 0, 3, 5, 6, 9, 10, 12, 15).
+    reference: (n,) mean of eight fresh memory-free drafts.
+    self_consistency: (n,) mean of eight fresh drafts with the top-2 retrieved.
+    history: (60, n) daily class returns up to the decision session.
+    """
+
+    index: int
+    session: int
+    maturity: int
+    scored: bool
+    retrieved: tuple[int, ...]
+    drafts: NDArray[np.float64]
+    reference: NDArray[np.float64]
+    self_consistency: NDArray[np.float64]
+    history: NDArray[np.float64]
+
+
+class PlantedMemWorld:
+    def __init__(self, market: Market, regime: Regime | str, seed: int) -> None:
+        if isinstance(regime, str):
+            if regime not in REGIMES:
+                raise ConfigError(f"regime must be one of {list(REGIMES)}, got {regime!r}", field="regime")
+            regime = REGIMES[regime]
+        self.market, self.regime, self.seed = market, regime, seed
+        self.sessions = monthly_decision_sessions(market.dates, 2015, HISTORY, HORIZON)
+        n_dates, n_assets, m = len(self.sessions), len(market.assets), regime.n_experiences
+        kinds, retrieval, pointers, drafts = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+        quarter = m // 4
+        types = np.array([1] * quarter + [0] * (m - 2 * quarter) + [-1] * quarter)
+        self.types = np.zeros(m, dtype=int) if regime.all_neutral else kinds.permutation(types)
+        self.home = kinds.integers(0, 2, size=m)
+        self.features = regime.kappa * self.types[:, None] * np.eye(N_FEATURES)[0] + kinds.standard_normal((m, N_FEATURES))
+        equities = market.levels[:, 0]
+        self.regime_of_date = np.array([int(equities[s] > equities[s - HISTORY]) for s in self.sessions])
+        scores = (self.home[None, :] == self.regime_of_date[:, None]) + retrieval.normal(0.0, 0.5, size=(n_dates, m))
+        self.retrieved = np.argsort(-scores, axis=1, kind="stable")[:, :K]
+        growth = np.array([market.levels[s + HORIZON] / market.levels[s] for s in self.sessions])
+        best, worst = growth.argmax(axis=1), growth.argmin(axis=1)
+        informed = pointers.random(size=(n_dates, K)) < 0.7
+        random_class = pointers.integers(0, n_assets, size=(n_dates, K))
+        kinds_retrieved = self.types[self.retrieved]
+        target = np.where(kinds_retrieved > 0, best[:, None], np.where(kinds_retrieved < 0, worst[:, None], random_class))
+        self.pointer_class = np.where((kinds_retrieved != 0) & informed, target, random_class)
+        alpha = CONCENTRATION * TYPICAL[:n_assets] / TYPICAL[:n_assets].sum()
+        self.base = drafts.dirichlet(alpha, size=(n_dates, 16))
+        self.reference_draws = drafts.dirichlet(alpha, size=(n_dates, 8))
+        self.consistency_base = drafts.dirichlet(alpha, size=(n_dates, 8))
+        self.n_dates, self.n_assets = n_dates, n_assets
+
+    def _tilted(self, date: int, base: NDArray[np.float64], mask: int) -> NDArray[np.float64]:
+        members = [j for j in range(K) if mask >> j & 1]
+        if not members:
+            return base
+        pointer = np.zeros(self.n_assets)
+        for j in members:
+            pointer[self.pointer_class[date, j]] += 1.0 / len(members)
+        return (1.0 - self.regime.beta) * base + self.regime.beta * pointer
+
+    def context(self, date: int) -> DateContext:
+        session = self.sessions[date]
+        drafts = np.array([self._tilted(date, self.base[date, mask], mask) for mask in range(16)])
+        consistency = np.mean([self._tilted(date, b, 0b0011) for b in self.consistency_base[date]], axis=0)
+        return DateContext(
+            index=date,
+            session=session,
+            maturity=session + HORIZON,
+            scored=date >= UNSCORED,
+            retrieved=tuple(int(e) for e in self.retrieved[date]),
+            drafts=drafts,
+            reference=self.reference_draws[date].mean(axis=0),
+            self_consistency=consistency,
+            history=self.market.daily_returns(session, HISTORY),
+        )
+
+    def outcome(self, date: int) -> NDArray[np.float64]:
+        """(20, n) class levels over the hold relative to the decision close."""
+        return self.market.relative(self.sessions[date], HORIZON)

@@ -1,0 +1,181 @@
+"""Aggregate world results into results.json, a Markdown table and PNG plots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["DISPLAY", "aggregate", "markdown", "plots", "write_report"]
+
+DISPLAY: dict[str, str] = {
+    "equal_weight": "1/N",
+    "min_variance": "Minimum variance",
+    "no_memory": "No memory",
+    "all_four": "All 4 experiences",
+    "similarity_top2": "Similarity top-2",
+    "self_consistency": "Top-2, 8-run self-consistency",
+    "draft_mean": "Draft mean (8 designed)",
+    "reference": "No-memory 8-draw reference",
+    "outcome_credit": "Outcome credit top-2",
+    "counterfactual_argmax": "Counterfactual argmax top-2 (no gate)",
+    "uplift_credit": "Uplift credit top-2",
+    "finmem": "FinMem (adapted)",
+    "expel": "ExpeL (adapted)",
+    "reflexion": "Reflexion (adapted)",
+    "hedge": "Hedge over drafts",
+    "memtrial": "MemTrial (auto, prequential)",
+    "memtrial_anytime": "MemTrial (anytime gate)",
+    "memtrial_content": "MemTrial: content only",
+    "memtrial_identity": "MemTrial: identity",
+    "memtrial_no_gate": "MemTrial: no gate",
+    "memtrial_closed_ens": "MemTrial: closed -> draft mean",
+    "memtrial_closed_ref": "MemTrial: closed -> reference",
+    "memtrial_uniform": "MemTrial: uniform prior",
+    "memtrial_alpha_0.2": "MemTrial: alpha 0.2",
+    "memtrial_alpha_0.01": "MemTrial: alpha 0.01",
+    "memtrial_full": "MemTrial: full 16-draft design",
+    "similarity_top2_anchored": "Similarity top-2 + anchored fallback",
+    "all_four_anchored": "All 4 + anchored fallback",
+    "outcome_credit_anchored": "Outcome credit + anchored fallback",
+    "finmem_anchored": "FinMem + anchored fallback",
+    "expel_anchored": "ExpeL + anchored fallback",
+    "reflexion_anchored": "Reflexion + anchored fallback",
+    "oracle": "Oracle (knows the types; not ranked)",
+}
+UNRANKED = {"oracle"}
+
+
+def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, env: str = "plantedmem") -> dict[str, Any]:
+    """The results.json document: investors -> regimes -> methods -> summary over seeds."""
+    table: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for result in results:
+        spec = result["spec"]
+        grouped.setdefault((spec["investor"], spec["regime"]), []).append(result)
+    for (investor, regime), worlds in grouped.items():
+        worlds = sorted(worlds, key=lambda r: r["spec"]["seed"])
+        methods = worlds[0]["methods"]
+        summary = {}
+        for method_id in methods:
+            per_seed = [w["methods"][method_id]["mean_utility_pp"] for w in worlds]
+            opens = [w["methods"][method_id]["open_rate"] for w in worlds]
+            recoveries = [w["methods"][method_id]["value_recovery"] for w in worlds if w["methods"][method_id]["value_recovery"] is not None]
+            summary[method_id] = {
+                "mean_utility_pp": float(np.mean(per_seed)),
+                "sd_over_seeds": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
+                "per_seed": per_seed,
+                "open_rate": None if opens[0] is None else float(np.mean(opens)),
+                "ever_open_rate": None if opens[0] is None else float(np.mean([o > 0 for o in opens])),
+                "value_recovery": float(np.mean(recoveries)) if recoveries else None,
+            }
+        table.setdefault(investor, {})[regime] = summary
+    return {"env": env, "investors": table, "seeds": list(seeds), "wall_seconds": wall_seconds}
+
+
+def _ranks(cell: dict[str, dict[str, Any]]) -> dict[str, int]:
+    ranked = sorted((m for m in cell if m not in UNRANKED), key=lambda m: -cell[m]["mean_utility_pp"])
+    return {m: i + 1 for i, m in enumerate(ranked)}
+
+
+def markdown(document: dict[str, Any], command: str) -> str:
+    investors = document["investors"]
+    regimes = list(next(iter(investors.values())))
+    methods = list(next(iter(next(iter(investors.values())).values())))
+    lines = [
+        f"# PlantedMem results ({len(document['seeds'])} seeds: {document['seeds'][0]}-{document['seeds'][-1]})",
+        "",
+        f"Command: `{command}`  ",
+        f"Wall time: {document['wall_seconds']:.0f} s on this machine ({len(investors)} investors x {len(regimes)} regimes x {len(document['seeds'])} seeds).",
+        "",
+        "Mean utility per scored decision in percentage points (mean over seeds ± sd over seeds).",
+    ]
+    average: dict[str, list[float]] = {m: [] for m in methods}
+    for investor, cells in investors.items():
+        lines += ["", f"## {investor}", "", "| method | " + " | ".join(regimes) + " | mean |", "|---|" + "---:|" * (len(regimes) + 1)]
+        for method in methods:
+            values = [cells[r][method]["mean_utility_pp"] for r in regimes]
+            average[method].extend(values)
+            row = " | ".join(f"{cells[r][method]['mean_utility_pp']:.3f} ± {cells[r][method]['sd_over_seeds']:.3f}" for r in regimes)
+            lines.append(f"| {DISPLAY.get(method, method)} | {row} | {np.mean(values):.3f} |")
+        ranks = [_ranks(cells[r])["memtrial"] for r in regimes if "memtrial" in cells[r]]
+        if ranks:
+            lines.append(f"| MemTrial's rank (non-oracle) | " + " | ".join(str(x) for x in ranks) + f" | {np.mean(ranks):.1f} |")
+        opens = [cells[r].get("memtrial_anytime", {}).get("ever_open_rate") for r in regimes]
+        if all(o is not None for o in opens):
+            lines.append("| anytime gate: worlds ever open | " + " | ".join(f"{o:.2f}" for o in opens) + " | |")
+        opens = [cells[r].get("memtrial", {}).get("ever_open_rate") for r in regimes]
+        if all(o is not None for o in opens):
+            lines.append("| prequential gate: worlds ever open | " + " | ".join(f"{o:.2f}" for o in opens) + " | |")
+    overall = sorted(((float(np.mean(v)), m) for m, v in average.items() if v), reverse=True)
+    lines += ["", "## Averaged over regimes and investors", "", "| rank | method | mean utility (pp) |", "|---:|---|---:|"]
+    rank = 0
+    for value, method in overall:
+        label = "-" if method in UNRANKED else str(rank := rank + 1)
+        lines.append(f"| {label} | {DISPLAY.get(method, method)} | {value:.4f} |")
+    return "\n".join(lines) + "\n"
+
+
+def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    investors = document["investors"]
+    regimes = list(next(iter(investors.values())))
+    shown = [m for m in ("memtrial", "memtrial_anytime", "outcome_credit", "no_memory", "equal_weight", "draft_mean", "oracle") if m in next(iter(investors.values()))[regimes[0]]]
+    paths = []
+    figure, axes = plt.subplots(1, len(investors), figsize=(6 * len(investors), 4.5), squeeze=False)
+    for axis, (investor, cells) in zip(axes[0], investors.items(), strict=True):
+        for method in shown:
+            axis.plot(range(len(regimes)), [cells[r][method]["mean_utility_pp"] for r in regimes], marker="o", label=DISPLAY.get(method, method))
+        axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
+        axis.set_title(f"{investor}: mean utility (pp)")
+    axes[0][0].legend(fontsize=7)
+    figure.tight_layout()
+    paths.append(folder / "utility_by_regime.png")
+    figure.savefig(paths[-1], dpi=110)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    gated = [m for m in ("memtrial", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01") if m in investors[next(iter(investors))][regimes[0]]]
+    for method in gated:
+        rates = [np.mean([investors[i][r][method]["open_rate"] for i in investors]) for r in regimes]
+        axis.plot(range(len(regimes)), rates, marker="o", label=DISPLAY.get(method, method))
+    axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
+    axis.set_ylabel("share of scored decisions with the gate open")
+    axis.legend(fontsize=7)
+    figure.tight_layout()
+    paths.append(folder / "gate_open_rate_by_regime.png")
+    figure.savefig(paths[-1], dpi=110)
+    plt.close(figure)
+
+    figure, axis = plt.subplots(figsize=(6, 4.5))
+    by_type: dict[int, list[float]] = {-1: [], 0: [], 1: []}
+    for result in results:
+        learned = result.get("learned_values")
+        if learned and result["spec"]["regime"] in ("beta_0.5", "informative_content", "many_experiences", "beta_0.25"):
+            for kind, value in zip(learned["types"], learned["values"], strict=True):
+                by_type[int(kind)].append(100.0 * value)
+    axis.boxplot([by_type[-1], by_type[0], by_type[1]], showfliers=False)
+    axis.set_xticks([1, 2, 3], ["misleading", "neutral", "useful"])
+    axis.set_ylabel("MemTrial learned value (pp)")
+    axis.set_title("learned value vs true type (informative regimes)")
+    figure.tight_layout()
+    paths.append(folder / "learned_value_vs_type.png")
+    figure.savefig(paths[-1], dpi=110)
+    plt.close(figure)
+    return paths
+
+
+def write_report(folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str) -> dict[str, Any]:
+    folder.mkdir(parents=True, exist_ok=True)
+    document = aggregate(results, seeds, wall_seconds)
+    (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")
+    (folder / "results.md").write_text(markdown(document, command))
+    plots(document, results, folder)
+    return document

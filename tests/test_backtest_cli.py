@@ -1,0 +1,41 @@
+"""``memtrial backtest plantedmem`` at tiny size, and its errors."""
+
+import json
+
+from typer.testing import CliRunner
+
+from memtrial.cli import app
+
+
+def test_plantedmem_command_writes_results_table_and_plots(tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        ["backtest", "plantedmem", "--investor", "balanced", "--regimes", "beta_0.5,noise_only", "--seeds", "0-1", "--workers", "1",
+         "--methods", "memtrial,memtrial_anytime,outcome_credit,no_memory,equal_weight,draft_mean,oracle", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "results.json").read_text())
+    assert document["env"] == "plantedmem" and document["seeds"] == [0, 1]
+    cell = document["investors"]["balanced"]["beta_0.5"]["memtrial"]
+    assert set(cell) >= {"mean_utility_pp", "sd_over_seeds", "per_seed", "open_rate"} and len(cell["per_seed"]) == 2
+    assert document["investors"]["balanced"]["noise_only"]["equal_weight"]["open_rate"] is None
+    assert "MemTrial's rank (non-oracle)" in (out / "results.md").read_text()
+    for name in ("utility_by_regime.png", "gate_open_rate_by_regime.png", "learned_value_vs_type.png"):
+        assert (out / name).stat().st_size > 1000
+
+
+def test_missing_price_data_is_reported_with_the_file(tmp_path, monkeypatch):
+    import backtest.runner
+
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(backtest.runner, "_MARKETS", {})
+    result = CliRunner().invoke(app, ["backtest", "plantedmem", "--seeds", "0", "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert f"benchmark data file {tmp_path / 'nowhere' / 'prices' / 'etf_daily_close.csv.gz'} is missing" in result.output
+
+
+def test_unknown_regime_is_rejected(tmp_path):
+    result = CliRunner().invoke(app, ["backtest", "plantedmem", "--regimes", "beta_0.9", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "unknown regimes ['beta_0.9']" in result.output
