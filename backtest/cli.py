@@ -46,6 +46,7 @@ def plantedmem(
     out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
     synthetic_market: bool = typer.Option(False, "--synthetic-market", help="Regime-switching synthetic class returns instead of the price data."),
     methods: str | None = typer.Option(None, help="Comma-separated method ids (default: all)."),
+    learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical (closed form) or bayes (NumPyro, SVI)."),
 ) -> None:
     """PlantedMem: every method, every regime, every investor."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -66,13 +67,15 @@ def plantedmem(
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
     if method_ids is not None and (bad := [m for m in method_ids if m not in METHOD_IDS]):
         raise typer.BadParameter(f"unknown methods {bad}; choose from {METHOD_IDS}")
+    if learner not in ("empirical", "bayes"):
+        raise typer.BadParameter(f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
     seed_list = parse_seeds(seeds)
     try:
         market_for(synthetic_market)
     except MemtrialError as error:
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=2) from None
-    specs = [WorldSpec(r, i, s, synthetic_market, method_ids) for i in investors for r in regime_ids for s in seed_list]
+    specs = [WorldSpec(r, i, s, synthetic_market, method_ids, learner) for i in investors for r in regime_ids for s in seed_list]
     start = time.perf_counter()
     columns = (TextColumn("worlds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     with Progress(*columns, transient=False) as progress:

@@ -35,6 +35,7 @@ class WorldSpec:
     seed: int
     synthetic_market: bool = False
     methods: tuple[str, ...] | None = None
+    value_model: str = "empirical"
 
 
 def market_for(synthetic: bool) -> Market:
@@ -66,7 +67,7 @@ def run_world(
     market = market or market_for(spec.synthetic_market)
     world = PlantedMemWorld(market, spec.regime, spec.seed)
     scoring = Scoring(gamma=INVESTORS[spec.investor].gamma, previous=np.full(world.n_assets, 1.0 / world.n_assets))
-    methods = build_methods(world, scoring, spec.seed, list(spec.methods) if spec.methods else None)
+    methods = build_methods(world, scoring, spec.seed, list(spec.methods) if spec.methods else None, spec.value_model)
     utilities: dict[str, list[float]] = {m.id: [] for m in methods}
     opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
     equal = np.full(world.n_assets, 1.0 / world.n_assets)
@@ -150,9 +151,11 @@ def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) ->
         for index, spec in enumerate(specs):
             yield index, run_world(spec)
         return
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed as completed
 
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    # spawn, not fork: a parent that has loaded JAX (or any threaded library) must not be forked
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(run_world, spec): i for i, spec in enumerate(specs)}
         for future in completed(futures):
             yield futures[future], future.result()

@@ -448,8 +448,8 @@ class MemTrial:
         self._experience(experience_id)
         if not self.learner.is_fitted:
             return 0.0, None, 0
-        mean, sd = self.learner.posterior(experience_id)
-        return mean, sd, self.learner.count(experience_id)
+        posterior = self.learner.posterior(experience_id)
+        return posterior.mean, posterior.sd, self.learner.count(experience_id)
 
     # -- state -------------------------------------------------------------
     def to_json(self, *, embeddings: bool = True) -> str:

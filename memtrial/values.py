@@ -35,11 +35,24 @@ from memtrial.errors import ConfigError, InputError, LifecycleError, parse_choic
 from memtrial.fayherriot import FayHerriotFit, fit_fay_herriot
 
 __all__ = [
+    "BayesLearner",
     "EmpiricalBayesLearner",
     "LearnerMode",
+    "SufficientStatistics",
     "ValuePosterior",
     "content_features",
+    "hierarchical_normal_means",
+    "sufficient_statistics",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The full-Bayes names live in :mod:`memtrial.bayes` (JAX/NumPyro load only when used)."""
+    if name in ("BayesLearner", "hierarchical_normal_means", "BayesPosterior"):
+        from memtrial import bayes
+
+        return getattr(bayes, name)
+    raise AttributeError(f"module 'memtrial.values' has no attribute {name!r}")
 
 DEFAULT_COMPONENTS = 8
 MIN_AUTO_SCORES = 10
@@ -89,6 +102,62 @@ def content_features(embeddings: ArrayLike, n_components: int | None = DEFAULT_C
     scale = centred.std(axis=0)
     keep = scale > 1e-12 * max(1.0, float(np.abs(matrix).max(initial=0.0)))
     return np.asarray(centred[:, keep] / scale[keep], dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class SufficientStatistics:
+    """Per-experience reduction of date-centred contributions (utility units).
+
+    means, counts: (H,) mean centred contribution and number of dates.
+    residual_ss: sum of squared deviations from each experience's mean, with
+    ``dof = N - H - (S - 1)`` degrees of freedom; scale: the noise sd s.
+    """
+
+    experience_ids: tuple[Hashable, ...]
+    means: NDArray[np.float64]
+    counts: NDArray[np.int64]
+    residual_ss: float
+    dof: int
+    scale: float
+
+    def features(self, vectors: Mapping[Hashable, NDArray[np.float64]]) -> NDArray[np.float64]:
+        """(H, p) content features in the order of ``experience_ids`` (z = 0 where missing)."""
+        dim = next((v.shape[0] for v in vectors.values()), 0)
+        rows = [vectors.get(i, np.zeros(dim)) for i in self.experience_ids]
+        return np.array(rows, dtype=np.float64).reshape(len(rows), dim)
+
+
+def sufficient_statistics(records: Iterable[Record]) -> SufficientStatistics | None:
+    """Centre by date, then reduce to per-experience statistics; None without centred records.
+
+    s2 = residual_ss / dof when dof > 0 and that is positive, else the plain
+    variance of all centred contributions (SPEC 4.4).
+    """
+    centred = centre_by_date(records)
+    if centred.n_records == 0:
+        return None
+    n_experiences = len(centred.experience_ids)
+    counts = np.bincount(centred.experience_index, minlength=n_experiences)
+    seen = np.flatnonzero(counts)
+    sums = np.bincount(centred.experience_index, weights=centred.y, minlength=n_experiences)
+    means = sums[seen] / counts[seen]
+    row_of = np.full(n_experiences, -1)
+    row_of[seen] = np.arange(seen.size)
+    residual = centred.y - means[row_of[centred.experience_index]]
+    n_dates = np.unique(centred.date_index).size
+    dof = int(centred.n_records - seen.size - (n_dates - 1))
+    residual_ss = float(residual @ residual)
+    s2 = residual_ss / dof if dof > 0 else 0.0
+    if s2 <= 0.0:
+        s2 = float(centred.y.var())
+    return SufficientStatistics(
+        experience_ids=tuple(centred.experience_ids[h] for h in seen),
+        means=means,
+        counts=counts[seen],
+        residual_ss=residual_ss,
+        dof=dof,
+        scale=float(np.sqrt(s2)),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,35 +286,19 @@ class EmpiricalBayesLearner:
         return self._features_hash
 
     def _fit(self, records: tuple[tuple[Hashable, Hashable, float], ...]) -> None:
-        centred = centre_by_date(records)
         self.fits_ = {}
-        if centred.n_records == 0:
+        stats = sufficient_statistics(records)
+        if stats is None:
             return
-        n_experiences = len(centred.experience_ids)
-        counts = np.bincount(centred.experience_index, minlength=n_experiences)
-        seen = np.flatnonzero(counts)
-        sums = np.bincount(centred.experience_index, weights=centred.y, minlength=n_experiences)
-        means = sums[seen] / counts[seen]
-        row_of = np.full(n_experiences, -1)
-        row_of[seen] = np.arange(seen.size)
-        residual = centred.y - means[row_of[centred.experience_index]]
-        n_dates = np.unique(centred.date_index).size
-        dof = centred.n_records - seen.size - (n_dates - 1)
-        s2 = float(residual @ residual / dof) if dof > 0 else 0.0
-        if s2 <= 0.0:
-            s2 = float(centred.y.var())
-        ids = [centred.experience_ids[h] for h in seen]
-        index = {experience_id: row for row, experience_id in enumerate(ids)}
-        scale = float(np.sqrt(s2))
+        index = {experience_id: row for row, experience_id in enumerate(stats.experience_ids)}
         for mode in self._modes():
             vectors = self.content_vectors() if mode is LearnerMode.CONTENT else {}
-            dim = next((v.shape[0] for v in vectors.values()), 0)
-            z = np.array([vectors.get(i, np.zeros(dim)) for i in ids]).reshape(len(ids), dim)
-            if scale > 0.0:
-                model = fit_fay_herriot(means / scale, counts[seen].astype(np.float64), z)
+            z = stats.features(vectors)
+            if stats.scale > 0.0:
+                model = fit_fay_herriot(stats.means / stats.scale, stats.counts.astype(np.float64), z)
             else:
-                model = _degenerate(len(ids), dim)
-            self.fits_[mode] = _Fit(index, counts[seen], scale if scale > 0 else 0.0, model, vectors)
+                model = _degenerate(len(stats.experience_ids), z.shape[1])
+            self.fits_[mode] = _Fit(index, stats.counts, stats.scale, model, vectors)
 
     # -- prediction -------------------------------------------------------
     @property

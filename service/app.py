@@ -18,7 +18,7 @@ from service.embeddings import get_embedder
 from service.errors import install_handlers
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
-from service.routes import agents, decisions, experiences, health, trust
+from service.routes import agents, decisions, experiences, health, refit, trust
 from service.settings import Settings
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limiter=RateLimiter(settings.rate_limit_per_minute),
     )
     install_handlers(app)
-    for module in (health, agents, experiences, decisions, trust):
+    for module in (health, agents, experiences, decisions, trust, refit):
         app.include_router(module.router)
 
     @app.middleware("http")

@@ -190,3 +190,10 @@ class MemtrialClient:
 
     def values(self, agent_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/agents/{agent_id}/values")  # type: ignore[no-any-return]
+
+    # -- full-Bayes refit --------------------------------------------------------
+    def start_refit(self, agent_id: str, method: str = "nuts") -> dict[str, Any]:
+        return self._request("POST", f"/v1/agents/{agent_id}/refit", {"method": method})  # type: ignore[no-any-return]
+
+    def get_refit(self, agent_id: str, job_id: str) -> dict[str, Any]:
+        return self._request("GET", f"/v1/agents/{agent_id}/refit/{job_id}")  # type: ignore[no-any-return]

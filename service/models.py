@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Agent", "ApiKey", "Base", "Contribution", "Decision", "Experience", "Tenant", "new_id", "utcnow"]
+__all__ = ["Agent", "ApiKey", "Base", "Contribution", "Decision", "Experience", "RefitJob", "Tenant", "new_id", "utcnow"]
 
 
 def new_id() -> str:
@@ -91,6 +91,22 @@ class Decision(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
     __table_args__ = (Index("ix_decisions_agent_seq", "agent_id", "seq"),)
+
+
+class RefitJob(Base):
+    """A background full-Bayes refit of an agent's values and its stored posterior."""
+
+    __tablename__ = "refit_jobs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16))
+    method: Mapped[str] = mapped_column(String(8))
+    state_version: Mapped[int] = mapped_column(Integer)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
 
 class Contribution(Base):

@@ -99,9 +99,14 @@ class ExperiencePatch(Strict):
 
 
 class ValuePublic(BaseModel):
+    """Empirical-Bayes mean and sd; after a full-Bayes refit also its 90% interval and P(v > 0)."""
+
     mean: float
     sd: float | None
     n: int
+    lower: float | None = None
+    upper: float | None = None
+    p_positive: float | None = None
 
 
 class ContributionPublic(BaseModel):

@@ -39,3 +39,15 @@ def test_unknown_regime_is_rejected(tmp_path):
     result = CliRunner().invoke(app, ["backtest", "plantedmem", "--regimes", "beta_0.9", "--out", str(tmp_path)])
     assert result.exit_code == 2
     assert "unknown regimes ['beta_0.9']" in result.output
+
+
+def test_plantedmem_with_the_bayes_learner(tmp_path):
+    out = tmp_path / "bayes"
+    result = CliRunner().invoke(
+        app,
+        ["backtest", "plantedmem", "--investor", "balanced", "--regimes", "beta_0.5", "--seeds", "0", "--synthetic-market",
+         "--methods", "memtrial,no_memory", "--learner", "bayes", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    cell = json.loads((out / "results.json").read_text())["investors"]["balanced"]["beta_0.5"]["memtrial"]
+    assert cell["value_recovery"] is not None and cell["value_recovery"] > 0

@@ -58,3 +58,15 @@ def test_bench_backtest_reports_both_worker_counts_and_identical_results(tmp_pat
     assert result["one_worker"]["worlds"] == 2 and result["two_workers"]["worlds"] == 2
     assert result["identical_results"] is True
     assert result["two_over_one"] == result["two_workers"]["worlds_per_second"] / result["one_worker"]["worlds_per_second"]
+
+
+def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
+    out = tmp_path / "bayes.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_bayes.py"), "--counts", "1,3", "--steps", "50", "--out", str(out)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )
+    result = json.loads(out.read_text())
+    assert [row["worlds"] for row in result["rows"]] == [1, 3]
+    assert all(row["batched_s"] > 0 and row["one_at_a_time_s"] > 0 for row in result["rows"])
+    assert result["device"]

@@ -121,3 +121,28 @@ def test_oversized_streamed_body_is_413(http, client, agent):
     )
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "payload_too_large"
+
+
+def test_refit_runs_in_the_background_and_values_then_show_intervals(client, agent):
+    import time
+
+    run_dates(client, agent, 5)
+    job = client.start_refit(agent["id"], method="svi")
+    assert job["status"] == "running"
+    deadline = time.monotonic() + 240
+    while job["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.5)
+        job = client.get_refit(agent["id"], job["job_id"])
+    assert job["status"] == "done", job["error"]
+    assert job["posterior"]
+    values = client.values(agent["id"])["values"]
+    for experience_id, posterior in job["posterior"].items():
+        shown = values[experience_id]
+        assert (shown["lower"], shown["upper"], shown["p_positive"]) == (posterior["lower"], posterior["upper"], posterior["p_positive"])
+        assert shown["lower"] <= posterior["mean"] <= shown["upper"]
+
+
+def test_unknown_refit_job_is_404(client, agent):
+    with pytest.raises(ServiceError) as error:
+        client.get_refit(agent["id"], "nope")
+    assert (error.value.status, error.value.message) == (404, "refit job 'nope' not found")

@@ -39,6 +39,15 @@ def _memtrial(method_id: str) -> Factory:
     return build
 
 
+def use_bayes_learner(method: MemTrialMethod, features: object) -> None:
+    """Swap the engine's empirical-Bayes learner for the NumPyro model (SVI, so a refit per date stays cheap)."""
+    from memtrial.bayes import BayesLearner
+
+    mode = method.engine.config.learner.value
+    learner = BayesLearner("content" if mode == "auto" else mode, features=dict(enumerate(features)), n_components=None, method="svi", num_samples=500)  # type: ignore[call-overload]
+    method.engine.learner = learner  # type: ignore[assignment]
+
+
 _BASE: dict[str, Factory] = {
     "equal_weight": lambda w, s, seed: EqualWeight(s),
     "min_variance": lambda w, s, seed: MinimumVariance(s),
@@ -67,6 +76,14 @@ FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 METHOD_IDS: list[str] = list(FACTORIES)
 
 
-def build_methods(world: PlantedMemWorld, scoring: Scoring, seed: int, method_ids: list[str] | None = None) -> list[Method]:
-    return [FACTORIES[method_id](world, scoring, seed) for method_id in (method_ids or METHOD_IDS)]
+def build_methods(
+    world: PlantedMemWorld, scoring: Scoring, seed: int, method_ids: list[str] | None = None, value_model: str = "empirical"
+) -> list[Method]:
+    """The methods of a world; ``value_model="bayes"`` gives every MemTrial variant the full-Bayes learner."""
+    methods = [FACTORIES[method_id](world, scoring, seed) for method_id in (method_ids or METHOD_IDS)]
+    if value_model == "bayes":
+        for method in methods:
+            if isinstance(method, MemTrialMethod):
+                use_bayes_learner(method, world.features)
+    return methods
 

@@ -10,6 +10,7 @@ from service.db import transaction
 from service.deps import ServicesDep, TenantDep
 from service.schemas import GatePublic, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
 from service.store import load_agent, return_engine
+from service.routes.refit import latest_posterior
 from service.views import trust_public, value_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["trust"])
@@ -54,6 +55,11 @@ def get_values(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Va
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
         values = {str(e): value_public(engine, str(e)) for e in engine.experiences}
+        for experience_id, interval in latest_posterior(session, agent.id).items():
+            if experience_id in values:
+                values[experience_id] = values[experience_id].model_copy(
+                    update={"lower": interval["lower"], "upper": interval["upper"], "p_positive": interval["p_positive"]}
+                )
         mode = engine.learner.selected_mode.value
         return_engine(session, agent, engine, services.engines)
         return ValuesPublic(learner_mode=mode, values=values)

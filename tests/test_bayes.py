@@ -1,0 +1,86 @@
+"""memtrial.bayes: the full-Bayes value model in NumPyro, checked against published results and the EB learner."""
+
+import numpy as np
+import pytest
+
+from memtrial.bayes import BayesLearner, fit_many, hierarchical_normal_means
+from memtrial.bayes import Problem
+from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
+
+
+def simulate(seed, n_experiences, n_dates, spread=0.01, noise=0.02):
+    rng = np.random.default_rng(seed)
+    truth = rng.normal(0, spread, size=n_experiences)
+    records = []
+    for t in range(n_dates):
+        market = rng.normal(0, 0.05)
+        for h in rng.choice(n_experiences, 4, replace=False):
+            records.append((t, int(h), truth[h] + market + rng.normal(0, noise)))
+    # what a date-centred contribution estimates: (3/4) of the gap to the other experiences' mean
+    target = np.array([0.75 * (truth[h] - np.delete(truth, h).mean()) for h in range(n_experiences)])
+    return records, target
+
+
+def test_eight_schools_reproduce_the_published_posterior_means():
+    result = hierarchical_normal_means([28, 8, -3, 7, -1, 1, 18, 12], [15, 10, 16, 11, 9, 11, 10, 18])
+    print(f"\neight schools: mu {result['mu'][0]:.2f}, tau {result['tau'][0]:.2f}, divergences {result['divergences']}")
+    assert result["mu"][0] == pytest.approx(4.4, abs=0.3)
+    assert result["tau"][0] == pytest.approx(3.6, abs=0.3)
+    assert result["divergences"] == 0
+
+
+def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
+    records, _ = simulate(0, n_experiences=40, n_dates=600)
+    bayes = BayesLearner("identity").fit(records)
+    empirical = EmpiricalBayesLearner("identity").fit(records)
+    full = np.array([bayes.predict(h) for h in range(40)])
+    closed = np.array([empirical.predict(h) for h in range(40)])
+    sd = np.mean([empirical.posterior(h).sd for h in range(40)])
+    print(f"\nNUTS vs closed form: max |diff| {np.abs(full - closed).max():.5f}, mean posterior sd {sd:.5f}")
+    assert np.corrcoef(full, closed)[0, 1] > 0.98
+    assert np.abs(full - closed).max() < 1.5 * sd  # tolerance: one and a half posterior sds, the largest gap
+    assert bayes.divergences_ == 0
+
+
+def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_the_time():
+    records, target = simulate(1, n_experiences=80, n_dates=1200)
+    bayes = BayesLearner("identity").fit(records)
+    posteriors = [bayes.posterior(h) for h in range(80)]
+    coverage = np.mean([p.lower <= t <= p.upper for p, t in zip(posteriors, target, strict=True)])
+    print(f"\n90% interval coverage over 80 experiences: {coverage:.3f}")
+    assert 0.80 <= coverage <= 0.98  # binomial sd at 80 draws is 0.034
+    assert all(0.0 <= p.p_positive <= 1.0 and p.lower < p.mean < p.upper for p in posteriors)
+
+
+def test_content_features_predict_unseen_experiences_with_intervals():
+    rng = np.random.default_rng(2)
+    n_experiences = 60
+    kind = rng.choice([-1.0, 0.0, 1.0], size=n_experiences)
+    features = {h: np.r_[2.0 * kind[h], rng.normal(size=3)] for h in range(n_experiences)}
+    records = [(t, int(h), 0.01 * kind[h] + rng.normal(0, 0.02)) for t in range(500) for h in rng.choice(45, 4, replace=False)]
+    bayes = BayesLearner("content", features=features, n_components=None).fit(records)
+    unseen = np.array([bayes.predict(h) for h in range(45, n_experiences)])
+    assert np.corrcoef(unseen, kind[45:])[0, 1] > 0.8
+    posterior = bayes.posterior(50)
+    assert posterior.lower < posterior.mean < posterior.upper
+
+
+def test_many_problems_of_different_sizes_fit_in_one_batched_call():
+    problems = []
+    closed = []
+    for seed, size in ((3, 12), (4, 30), (5, 48)):
+        records, _ = simulate(seed, n_experiences=size, n_dates=40 * size)
+        stats = sufficient_statistics(records)
+        problems.append(Problem(stats.means / stats.scale, stats.counts.astype(float), np.zeros((size, 0)), stats.residual_ss / stats.scale**2, stats.dof))
+        learner = EmpiricalBayesLearner("identity").fit(records)
+        closed.append(np.array([learner.predict(e) for e in stats.experience_ids]) / stats.scale)
+    samples = fit_many(problems)
+    assert [s.shape for s in samples] == [(1000, 12), (1000, 30), (1000, 48)]
+    for draws, reference in zip(samples, closed, strict=True):
+        assert np.corrcoef(draws.mean(axis=0), reference)[0, 1] > 0.95
+
+
+def test_values_module_exposes_the_bayes_learner_lazily():
+    import memtrial.values
+
+    assert memtrial.values.BayesLearner is BayesLearner
