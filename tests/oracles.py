@@ -23,3 +23,14 @@ def dense_oracle(m, n, z):
     covariance = prior - prior @ np.linalg.solve(v, prior)
     beta = sigma_b2 * z.T @ np.linalg.solve(v, m)
     return table, sigma_b2, tau2, mean, np.diag(covariance), beta
+
+
+def simulate(rng, n_experiences=40, n_dates=300, noise=0.02, spread=0.01):
+    """Planted values, four experiences a date, a shared market move per date and draft noise."""
+    truth = rng.normal(0, spread, size=n_experiences)
+    records = []
+    for t in range(n_dates):
+        market = rng.normal(0, 0.05)
+        for h in rng.choice(n_experiences, 4, replace=False):
+            records.append((t, int(h), truth[h] + market + rng.normal(0, noise)))
+    return truth, records

@@ -2,20 +2,15 @@
 
 import numpy as np
 import pytest
+from oracles import simulate
 
 from memtrial.bayes import BayesLearner, fit_many, hierarchical_normal_means
 from memtrial.bayes import Problem
 from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
 
 
-def simulate(seed, n_experiences, n_dates, spread=0.01, noise=0.02):
-    rng = np.random.default_rng(seed)
-    truth = rng.normal(0, spread, size=n_experiences)
-    records = []
-    for t in range(n_dates):
-        market = rng.normal(0, 0.05)
-        for h in rng.choice(n_experiences, 4, replace=False):
-            records.append((t, int(h), truth[h] + market + rng.normal(0, noise)))
+def simulate_with_target(seed, n_experiences, n_dates):
+    truth, records = simulate(np.random.default_rng(seed), n_experiences, n_dates)
     # what a date-centred contribution estimates: (3/4) of the gap to the other experiences' mean
     target = np.array([0.75 * (truth[h] - np.delete(truth, h).mean()) for h in range(n_experiences)])
     return records, target
@@ -30,7 +25,7 @@ def test_eight_schools_reproduce_the_published_posterior_means():
 
 
 def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
-    records, _ = simulate(0, n_experiences=40, n_dates=600)
+    records, _ = simulate_with_target(0, n_experiences=40, n_dates=600)
     bayes = BayesLearner("identity").fit(records)
     empirical = EmpiricalBayesLearner("identity").fit(records)
     full = np.array([bayes.predict(h) for h in range(40)])
@@ -43,7 +38,7 @@ def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
 
 
 def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_the_time():
-    records, target = simulate(1, n_experiences=80, n_dates=1200)
+    records, target = simulate_with_target(1, n_experiences=80, n_dates=1200)
     bayes = BayesLearner("identity").fit(records)
     posteriors = [bayes.posterior(h) for h in range(80)]
     coverage = np.mean([p.lower <= t <= p.upper for p, t in zip(posteriors, target, strict=True)])
@@ -69,7 +64,7 @@ def test_many_problems_of_different_sizes_fit_in_one_batched_call():
     problems = []
     closed = []
     for seed, size in ((3, 12), (4, 30), (5, 48)):
-        records, _ = simulate(seed, n_experiences=size, n_dates=40 * size)
+        records, _ = simulate_with_target(seed, n_experiences=size, n_dates=40 * size)
         stats = sufficient_statistics(records)
         problems.append(Problem(stats.means / stats.scale, stats.counts.astype(float), np.zeros((size, 0)), stats.residual_ss / stats.scale**2, stats.dof))
         learner = EmpiricalBayesLearner("identity").fit(records)

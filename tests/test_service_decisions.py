@@ -205,3 +205,12 @@ def test_server_drafting_without_a_drafter_is_422(client, stocked):
     with pytest.raises(ServiceError) as error:
         plan(client, stocked, drafting="server")
     assert (error.value.status, error.value.field) == (422, "drafting")
+
+
+def test_an_agent_without_experiences_plans_one_memory_free_draft(client, agent):
+    body = plan(client, agent)
+    assert body["retrieved"] == [] and [s["mask"] for s in body["subsets"]] == [0]
+    decision = client.submit_drafts(agent["id"], body["decision_id"], [DRAFT])
+    assert decision["action"] == "mixture"
+    settled = client.settle(agent["id"], body["decision_id"], returns=RETURNS)
+    assert settled["contributions"] == {} and settled["score"] is None

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from oracles import dense_oracle
+from oracles import dense_oracle, simulate
 
 from memtrial.errors import ConfigError, InputError, LifecycleError
 from memtrial.fayherriot import VARIANCE_GRID, fit_fay_herriot, log_likelihood_table
@@ -29,16 +29,6 @@ def test_low_rank_fit_equals_the_dense_oracle(seed):
     np.testing.assert_allclose(fit.mean, mean, rtol=0, atol=1e-8)
     np.testing.assert_allclose(fit.variance, variance, rtol=0, atol=1e-8)
     np.testing.assert_allclose(fit.beta, beta, rtol=0, atol=1e-8)
-
-
-def simulate(rng, n_experiences=40, n_dates=300, noise=0.02, spread=0.01):
-    truth = rng.normal(0, spread, size=n_experiences)
-    records = []
-    for t in range(n_dates):
-        market = rng.normal(0, 0.05)
-        for h in rng.choice(n_experiences, 4, replace=False):
-            records.append((t, int(h), truth[h] + market + rng.normal(0, noise)))
-    return truth, records
 
 
 def test_learner_posterior_equals_the_dense_oracle_on_its_own_statistics():
