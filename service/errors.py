@@ -11,6 +11,7 @@ import logging
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memtrial.errors import (
@@ -88,6 +89,12 @@ def install_handlers(app: FastAPI) -> None:
     async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(error.status_code, "http_error")
         return JSONResponse(error_body(code, str(error.detail), None), status_code=error.status_code)
+
+    @app.exception_handler(OperationalError)
+    async def _database_down(_: Request, error: OperationalError) -> JSONResponse:
+        logger.error("database unavailable: %s", type(error.orig).__name__ if error.orig is not None else "unknown")
+        message = "the database is unavailable; nothing was changed, retry later"
+        return JSONResponse(error_body("database_unavailable", message, None), status_code=503, headers={"Retry-After": "5"})
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:
