@@ -19,6 +19,7 @@ from service.errors import install_handlers
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.routes import agents, decisions, experiences, health, refit, trust
+from service.schemas import ERROR_RESPONSES
 from service.settings import Settings
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -52,8 +53,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limiter=RateLimiter(settings.rate_limit_per_minute),
     )
     install_handlers(app)
-    for module in (health, agents, experiences, decisions, trust, refit):
-        app.include_router(module.router)
+    app.include_router(health.router, responses={413: ERROR_RESPONSES[413], 503: ERROR_RESPONSES[503]})
+    for module in (agents, experiences, decisions, trust, refit):
+        app.include_router(module.router, responses=ERROR_RESPONSES)
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:

@@ -15,6 +15,33 @@ DEFENSIVE_CLASSES = frozenset({"bonds", "cash"})
 AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks"]
 
 
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+    field: str | None
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: ``{"error": {"code", "message", "field"}}``."""
+
+    error: ErrorDetail
+
+
+_ERROR_MEANINGS = {
+    401: "missing, unknown or revoked API key",
+    404: "no such resource for this tenant",
+    409: "conflict with the agent's state (time order, maturity, a different payload)",
+    413: "request body too large",
+    422: "invalid input; the message names the field and the rule",
+    429: "rate limit for this key reached",
+    502: "the drafter failed or answered malformed drafts",
+    503: "the database is unavailable",
+}
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()
+}
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 import httpx
@@ -21,11 +22,14 @@ class Server:
     def __init__(self, database_url: str, workers: int = 1) -> None:
         self.port = free_port()
         command = [sys.executable, "-m", "memtrial.cli", "serve", "--database-url", database_url, "--port", str(self.port), "--workers", str(workers)]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=os.environ.copy())
+        # the server's logs go to a file: a pipe nobody drains would block its event loop once full
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log, env=os.environ.copy())
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                message = self.process.stderr.read().decode()[-2000:] if self.process.stderr else ""
+                self.log.seek(0)
+                message = self.log.read().decode()[-2000:]
                 self.stop()
                 raise RuntimeError(f"server exited: {message}")
             try:
@@ -43,5 +47,4 @@ class Server:
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
-        if self.process.stderr is not None:
-            self.process.stderr.close()
+        self.log.close()

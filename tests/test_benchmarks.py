@@ -70,3 +70,26 @@ def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
     assert [row["worlds"] for row in result["rows"]] == [1, 3]
     assert all(row["batched_s"] > 0 and row["one_at_a_time_s"] > 0 for row in result["rows"])
     assert result["device"]
+
+
+def test_bench_retrieval_reports_flat_and_hnsw_with_recall(tmp_path):
+    out = tmp_path / "retrieval.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--sizes", "500", "--queries", "20", "--out", str(out)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )
+    row = json.loads(out.read_text())["rows"][0]
+    assert row["experiences"] == 500 and 0.0 <= row["hnsw_recall_at_4"] <= 1.0
+    assert row["flat_p50_ms"] > 0 and row["hnsw_p50_ms"] > 0
+
+
+def test_bench_load_reports_latency_errors_memory_and_drafting_overlap(tmp_path):
+    out = tmp_path / "load.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_load.py"), "--agents", "1", "--decisions", "2", "--postgres", "", "--out", str(out)],
+        check=True, capture_output=True, text=True, timeout=600,
+    )
+    result = json.loads(out.read_text())
+    assert [(r["database"], r["workers"]) for r in result["runs"]] == [("sqlite", 1), ("sqlite", 2)]
+    assert all(r["errors"] == 0 and r["peak_rss_mb"] > 0 and set(r["latency_ms"]) == {"plan", "drafts", "settle"} for r in result["runs"])
+    assert result["server_drafting"]["max_in_flight"] == 8
