@@ -43,3 +43,31 @@ def test_no_operation_answers_5xx_or_breaks_its_schema(tmp_path, capsys):
     with capsys.disabled():
         print(f"\nschema fuzzing: {len(operations)} operations, {calls} generated requests, no 5xx, no schema violation")
     assert len(operations) >= 20
+
+
+def test_cases_found_by_fuzzing_stay_fixed(tmp_path):
+    """Regressions of what fuzzing found: /metrics was documented as JSON, and error statuses
+    (404 for unknown ids among them) were missing from every operation of the schema."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.migrations import upgrade
+    from service.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'regress.db'}"
+    upgrade(url)
+    key = make_tenant(url, "regress")
+    app = create_app(Settings(database_url=url, preload_model=False))
+    document = app.openapi()
+    assert list(document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == ["text/plain"]
+    for path, operations in document["paths"].items():
+        if path.startswith("/v1/"):
+            for method, operation in operations.items():
+                for status in ("401", "404", "409", "422"):
+                    assert status in operation["responses"], (method, path, status)
+                assert operation["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
+    with TestClient(app) as http:
+        response = http.get("/v1/agents/0", headers={"Authorization": f"Bearer {key}"})
+        metrics = http.get("/metrics")
+    assert response.status_code == 404 and response.json()["error"]["field"] == "agent_id"
+    assert metrics.headers["content-type"].startswith("text/plain")
