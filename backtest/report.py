@@ -103,7 +103,7 @@ def markdown(document: dict[str, Any], command: str) -> str:
             lines.append(f"| {DISPLAY.get(method, method)} | {row} | {np.mean(values):.3f} |")
         ranks = [_ranks(cells[r])["memtrial"] for r in regimes if "memtrial" in cells[r]]
         if ranks:
-            lines.append(f"| MemTrial's rank (non-oracle) | " + " | ".join(str(x) for x in ranks) + f" | {np.mean(ranks):.1f} |")
+            lines.append("| MemTrial's rank (non-oracle) | " + " | ".join(str(x) for x in ranks) + f" | {np.mean(ranks):.1f} |")
         opens = [cells[r].get("memtrial_anytime", {}).get("ever_open_rate") for r in regimes]
         if all(o is not None for o in opens):
             lines.append("| anytime gate: worlds ever open | " + " | ".join(f"{o:.2f}" for o in opens) + " | |")

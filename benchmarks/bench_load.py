@@ -29,7 +29,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
 
-from bench_service import RETURNS, START, UNIVERSE, new_agent, new_key, reset_postgres  # noqa: E402
+from bench_service import RETURNS, START, UNIVERSE, new_agent, new_key, reset_postgres, run_concurrently  # noqa: E402
 from fake_llm import FakeLLM  # noqa: E402
 from live_server import Server  # noqa: E402
 
@@ -89,13 +89,7 @@ def load(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, o
                     timings["drafts"].append(drafted - planned)
                     timings["settle"].append(settled - drafted)
 
-        threads = [threading.Thread(target=loop, args=(i,)) for i in range(n_agents)]
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - start
+        wall = run_concurrently(loop, n_agents)
         for client in clients:
             client.close()
     finally:

@@ -25,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -100,6 +101,17 @@ def overhead(url: str, n_decisions: int) -> dict[str, object]:
     return {name: percentiles(values) for name, values in timings.items()}
 
 
+def run_concurrently(loop: Callable[[int], None], n_threads: int) -> float:
+    """Run ``loop(0) .. loop(n - 1)`` in threads at once; the wall time in seconds."""
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(n_threads)]
+    start = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return time.perf_counter() - start
+
+
 def throughput(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, float]:
     server = Server(url, workers=workers)
     try:
@@ -113,13 +125,7 @@ def throughput(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[
         def loop(index: int) -> None:
             counts[index] = decision_loop(clients[index], agents[index], n_decisions, None)
 
-        threads = [threading.Thread(target=loop, args=(i,)) for i in range(n_agents)]
-        start = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - start
+        wall = run_concurrently(loop, n_agents)
         for client in clients:
             client.close()
     finally:

@@ -45,7 +45,7 @@ from memtrial.errors import (
     parse_choice,
 )
 from memtrial.explain import explain
-from memtrial.fallback import GRID, AnchoredMixture, FallbackVariant, mixture_weights
+from memtrial.fallback import AnchoredMixture, FallbackVariant, mixture_weights
 from memtrial.prereg import PredictionLog
 from memtrial.records import (
     Action,

@@ -20,15 +20,12 @@ DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}
 RETURNS = {"SPY": [0.01, -0.004], "TLT": [0.002, 0.001], "GLD": [-0.001, 0.003], "BIL": [0.0001, 0.0001]}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def live(request, tmp_path):
-    url = f"sqlite:///{tmp_path / 'live.db'}" if request.param == "sqlite" else POSTGRES_URL
-    if request.param == "postgresql":
-        _reset_postgres(url)
-    upgrade(url)
-    key = make_tenant(url, "reliability")
-    server = Server(url, workers=2)
-    yield url, key, server
+@pytest.fixture
+def live(database_url):
+    """A live server with 2 workers on each kind of migrated database."""
+    key = make_tenant(database_url, "reliability")
+    server = Server(database_url, workers=2)
+    yield database_url, key, server
     server.stop()
 
 
