@@ -6,7 +6,8 @@ date, about ten records an experience, 384-d embeddings), then times
 - ``learner``: ``EmpiricalBayesLearner("auto").fit(records)`` end to end
   (centring, noise scale, both modes' grid search and posteriors; PCA of the
   embeddings is computed once per feature set and cached, and is timed
-  separately as ``pca``);
+  separately as ``pca``; the cache of identical earlier fits is cleared
+  before each timed fit);
 - ``low_rank``: the Fay–Herriot grid search and posterior alone, on the
   content mode's sufficient statistics;
 - ``dense``: the same grid search and posterior with a dense H x H solve per
@@ -36,7 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from oracles import dense_oracle  # noqa: E402
 
 from memtrial.fayherriot import fit_fay_herriot  # noqa: E402
-from memtrial.values import EmpiricalBayesLearner, LearnerMode, content_features  # noqa: E402
+from memtrial.values import _FIT_CACHE, EmpiricalBayesLearner, LearnerMode, content_features  # noqa: E402
 
 SIZES = (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
 
@@ -68,7 +69,12 @@ def measure(n_records: int, dense_max: int, repeats: int) -> dict[str, object]:
     learner = EmpiricalBayesLearner("auto", features=embeddings)
     pca = best_of(1, lambda: content_features(np.array(list(embeddings.values()))))
     learner.fit(records)  # warms the PCA cache
-    learner_seconds = best_of(repeats, lambda: learner.fit(records))
+
+    def fresh_fit() -> None:
+        _FIT_CACHE.clear()  # time the fit itself, not a lookup of an identical earlier fit
+        learner.fit(records)
+
+    learner_seconds = best_of(repeats, fresh_fit)
     fit = learner.fits_[LearnerMode.CONTENT]
     ids = sorted(fit.index, key=fit.index.get)
     vectors = learner.content_vectors()
