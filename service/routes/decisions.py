@@ -18,7 +18,8 @@ from memtrial.records import Decision as CoreDecision
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
-from service.drafting import DraftRequest, draft_all
+from memtrial.drafting import DraftRequest, Lesson
+from service.drafting import draft_all
 from service.errors import ApiError
 from service.models import Contribution, Decision, Experience, new_id
 from service.schemas import (
@@ -138,7 +139,11 @@ async def create_decision(agent_id: str, body: DecisionCreate, tenant_id: Tenant
     universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]
     investor = INVESTORS[settings["investor"]]
     mandate = f"{investor.name}: at most {investor.risky_cap:.0%} in risky assets, at least {investor.defensive_floor:.0%} in defensive assets"
-    requests = [DraftRequest(body.context_text, universe, mandate, subset.texts) for subset in plan.subsets]
+    assets, classes = (tuple(a for a, _ in universe), tuple(c for _, c in universe))
+    requests = [
+        DraftRequest(body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i)
+        for i, subset in enumerate(plan.subsets)
+    ]
     drafts = await draft_all(settings["drafter"], requests, services.settings.llm_timeout_seconds)
     return await run_in_threadpool(_decide, services, tenant_id, agent_id, plan.decision_id, drafts)
 

@@ -1,0 +1,227 @@
+"""Drafting: how an agent turns a context and a subset of its experiences into weights.
+
+A :class:`Drafter` answers a batch of :class:`DraftRequest` (all of one date,
+over one universe) with one weight vector per request. This module holds the
+protocol, the prompt every LLM drafter sends, the validation of an answer, and
+the offline :class:`AnalogicalDrafter`. Drafters that call a model over the
+network live with their dependencies (``backtest.llm``); the service drafts
+through the same prompt and validation.
+
+Validation never guesses: an answer naming an unknown asset, a negative or
+non-finite weight, or weights summing to zero is malformed (:class:`DraftError`).
+A valid answer is normalised to sum to 1; assets it leaves out get 0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memtrial.errors import ConfigError, InputError
+
+__all__ = [
+    "CLASS_BUDGET",
+    "SYSTEM_PROMPT",
+    "AnalogicalDrafter",
+    "DraftError",
+    "DraftRequest",
+    "Drafter",
+    "Lesson",
+    "parse_weights",
+    "render_prompt",
+    "typical_allocation",
+    "weights_schema",
+]
+
+SYSTEM_PROMPT = (
+    "You are a portfolio allocation assistant. Answer with one JSON object of the form "
+    '{"weights": {"ASSET": weight, ...}} using only the listed assets, non-negative weights summing to 1.'
+)
+
+CLASS_BUDGET: dict[str, float] = {
+    "equities": 0.40,
+    "bonds": 0.25,
+    "commodities": 0.10,
+    "real_estate": 0.08,
+    "cash": 0.10,
+    "crypto": 0.07,
+}
+
+
+class DraftError(InputError):
+    """A drafter's answer could not be used (after its retries)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lesson:
+    """One experience as a drafter sees it.
+
+    text: the lesson in words (what an LLM reads).
+    weights: what was held, by asset; utility: its realised utility (pp);
+    excess: utility minus the same date's reference utility (pp).
+    """
+
+    text: str
+    weights: Mapping[str, float] = field(default_factory=dict)
+    utility: float = 0.0
+    excess: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class DraftRequest:
+    """One draft to make.
+
+    assets/asset_classes: the date's universe, in the order of the answer.
+    date, sample: identify the draw (the designed subset's mask, or a
+    self-consistency sample), so a drafter's randomness and a response cache
+    are keyed by them rather than by call order.
+    """
+
+    context: str
+    assets: tuple[str, ...]
+    asset_classes: tuple[str, ...]
+    mandate: str
+    lessons: tuple[Lesson, ...] = ()
+    date: int = 0
+    sample: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.assets:
+            raise InputError("a draft request needs at least one asset", field="assets")
+        if len(self.asset_classes) != len(self.assets):
+            raise InputError(f"asset_classes has {len(self.asset_classes)} entries for {len(self.assets)} assets", field="asset_classes")
+        if len(set(self.assets)) != len(self.assets):
+            raise InputError("assets must be distinct", field="assets")
+
+
+@runtime_checkable
+class Drafter(Protocol):
+    """Drafts a batch of requests over one universe: (len(requests), n_assets), rows summing to 1."""
+
+    def draft(self, requests: Sequence[DraftRequest]) -> NDArray[np.float64]: ...
+
+
+def render_prompt(request: DraftRequest) -> str:
+    """The user message an LLM drafter sends for ``request``."""
+    assets = "\n".join(f"- {asset} ({asset_class})" for asset, asset_class in zip(request.assets, request.asset_classes, strict=True))
+    if request.lessons:
+        lessons = "\n".join(f"{i + 1}. {lesson.text}" for i, lesson in enumerate(request.lessons))
+    else:
+        lessons = "(none: decide from the context alone)"
+    return (
+        f"Decision context:\n{request.context}\n\nAssets:\n{assets}\n\nMandate: {request.mandate}\n\n"
+        f"Lessons from past decisions:\n{lessons}\n\nReturn the JSON object only."
+    )
+
+
+def weights_schema(assets: Sequence[str]) -> dict[str, object]:
+    """JSON schema of a valid answer over ``assets`` (for constrained decoding)."""
+    return {
+        "type": "object",
+        "properties": {
+            "weights": {
+                "type": "object",
+                "properties": {asset: {"type": "number", "minimum": 0} for asset in assets},
+                "required": list(assets),
+                "additionalProperties": False,
+            }
+        },
+        "required": ["weights"],
+        "additionalProperties": False,
+    }
+
+
+def parse_weights(content: str, assets: Sequence[str]) -> dict[str, float]:
+    """Validated, normalised weights from a model answer; :class:`DraftError` says what is wrong."""
+    match = re.search(r"\{.*\}", content, re.DOTALL)
+    if match is None:
+        raise DraftError("no JSON object in the answer", field="draft")
+    try:
+        data = json.loads(match.group(0))
+    except json.JSONDecodeError as error:
+        raise DraftError(f"the answer's JSON does not parse: {error.msg} at character {error.pos}", field="draft") from None
+    weights = data.get("weights", data) if isinstance(data, dict) else None
+    if not isinstance(weights, dict):
+        raise DraftError("the JSON object has no weights mapping", field="draft")
+    unknown = sorted(set(weights) - set(assets))
+    if unknown:
+        raise DraftError(f"unknown assets {unknown}", field="draft")
+    values: dict[str, float] = {}
+    for asset, raw in weights.items():
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw) or raw < 0:
+            raise DraftError(f"weight of {asset!r} must be a finite number >= 0, got {raw!r}", field="draft")
+        values[asset] = float(raw)
+    total = sum(values.values())
+    if total <= 0:
+        raise DraftError("weights sum to zero", field="draft")
+    return {asset: values.get(asset, 0.0) / total for asset in assets}
+
+
+def typical_allocation(asset_classes: Sequence[str], budget: Mapping[str, float] = CLASS_BUDGET) -> NDArray[np.float64]:
+    """A typical allocation: the class budget renormalised over the classes present, equal within a class."""
+    classes = list(asset_classes)
+    present = sorted(set(classes))
+    unknown = [c for c in present if c not in budget]
+    if unknown:
+        raise InputError(f"asset classes {unknown} have no budget; known: {sorted(budget)}", field="asset_classes")
+    total = sum(budget[c] for c in present)
+    counts = {c: classes.count(c) for c in present}
+    return np.array([budget[c] / total / counts[c] for c in classes])
+
+
+class AnalogicalDrafter:
+    """An offline drafter that reasons by analogy, with no LLM.
+
+    Each draft starts from a fresh memory-free base draw, Dirichlet around the
+    typical allocation with concentration ``20 + 2n``. Each included lesson
+    pulls it along that lesson's deviation from the typical allocation, with
+    sign and strength ``tanh(excess / scale_pp)``: toward what was held when it
+    beat the reference, away when it lost. The tilt is the mean over the
+    lessons, times ``strength``; the result is clipped at 0 and renormalised.
+    A lesson's value is therefore a property of the market (did what worked in
+    a similar state work again?), not planted.
+
+    Draws come from ``SeedSequence([seed, request.date, request.sample])``:
+    a draft does not depend on the order or batch it is requested in.
+    """
+
+    def __init__(self, seed: int, strength: float = 1.0, scale_pp: float = 1.0) -> None:
+        if not (math.isfinite(strength) and strength >= 0):
+            raise ConfigError(f"strength must be finite and >= 0, got {strength!r}", field="strength")
+        if not (math.isfinite(scale_pp) and scale_pp > 0):
+            raise ConfigError(f"scale_pp must be finite and > 0, got {scale_pp!r}", field="scale_pp")
+        self.seed, self.strength, self.scale_pp = seed, strength, scale_pp
+
+    def base(self, request: DraftRequest) -> NDArray[np.float64]:
+        typical = typical_allocation(request.asset_classes)
+        rng = np.random.default_rng(np.random.SeedSequence([self.seed, request.date, request.sample]))
+        return np.asarray(rng.dirichlet((20.0 + 2.0 * len(typical)) * typical))
+
+    def tilt(self, request: DraftRequest) -> NDArray[np.float64]:
+        typical = typical_allocation(request.asset_classes)
+        if not request.lessons:
+            return np.zeros_like(typical)
+        position = {asset: i for i, asset in enumerate(request.assets)}
+        total = np.zeros_like(typical)
+        for lesson in request.lessons:
+            held = np.zeros_like(typical)
+            for asset, weight in lesson.weights.items():
+                if asset in position:
+                    held[position[asset]] = weight
+            if held.sum() > 0:
+                total += math.tanh(lesson.excess / self.scale_pp) * (held / held.sum() - typical)
+        return self.strength * total / len(request.lessons)
+
+    def draft(self, requests: Sequence[DraftRequest]) -> NDArray[np.float64]:
+        rows = []
+        for request in requests:
+            weights = np.clip(self.base(request) + self.tilt(request), 0.0, None)
+            rows.append(weights / weights.sum() if weights.sum() > 0 else typical_allocation(request.asset_classes))
+        return np.array(rows)

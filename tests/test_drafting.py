@@ -1,0 +1,108 @@
+"""The core drafting module: answer validation and the offline analogical drafter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memtrial.drafting import (
+    AnalogicalDrafter,
+    DraftError,
+    DraftRequest,
+    Drafter,
+    Lesson,
+    parse_weights,
+    render_prompt,
+    typical_allocation,
+    weights_schema,
+)
+from memtrial.errors import InputError
+
+ASSETS = ("SPY", "AGG", "GLD", "BIL")
+CLASSES = ("equities", "bonds", "commodities", "cash")
+
+
+def request(lessons: tuple[Lesson, ...] = (), date: int = 3, sample: int = 0) -> DraftRequest:
+    return DraftRequest("calm markets", ASSETS, CLASSES, "balanced", lessons, date=date, sample=sample)
+
+
+def test_parse_weights_normalises_and_fills_missing_assets() -> None:
+    weights = parse_weights('Sure! {"weights": {"SPY": 3, "AGG": 1}} done', ASSETS)
+    assert weights == {"SPY": 0.75, "AGG": 0.25, "GLD": 0.0, "BIL": 0.0}
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ("no json here", "no JSON object"),
+        ('{"weights": {"SPY": 0.5, "AGG": ', "no JSON object"),
+        ('{"weights": {"SPY": 0.5, "AGG": 0.5,}}', "does not parse"),
+        ('{"weights": {"SPY": 0.5, "QQQ": 0.5}}', "unknown assets ['QQQ']"),
+        ('{"weights": {"SPY": -0.1, "AGG": 1.1}}', "weight of 'SPY' must be a finite number >= 0"),
+        ('{"weights": {"SPY": NaN, "AGG": 1}}', "weight of 'SPY'"),
+        ('{"weights": {"SPY": "half"}}', "weight of 'SPY'"),
+        ('{"weights": {"SPY": 0, "AGG": 0}}', "sum to zero"),
+        ('{"weights": [0.5, 0.5]}', "no weights mapping"),
+    ],
+)
+def test_parse_weights_rejects_what_it_cannot_use(answer: str, message: str) -> None:
+    with pytest.raises(DraftError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        parse_weights(answer, ASSETS)
+
+
+def test_prompt_names_every_asset_the_mandate_and_the_lessons() -> None:
+    prompt = render_prompt(request((Lesson("equities helped in calm markets"),)))
+    for asset, asset_class in zip(ASSETS, CLASSES, strict=True):
+        assert f"- {asset} ({asset_class})" in prompt
+    assert "Mandate: balanced" in prompt and "1. equities helped in calm markets" in prompt
+    assert "(none" in render_prompt(request())
+
+
+def test_schema_lists_the_universe() -> None:
+    schema = weights_schema(ASSETS)
+    assert schema["required"] == ["weights"]
+    assert sorted(schema["properties"]["weights"]["required"]) == sorted(ASSETS)  # type: ignore[index]
+
+
+def test_request_validates_its_universe() -> None:
+    with pytest.raises(InputError, match="asset_classes has 1 entries for 4 assets"):
+        DraftRequest("x", ASSETS, ("equities",), "m")
+    with pytest.raises(InputError, match="distinct"):
+        DraftRequest("x", ("SPY", "SPY"), ("equities", "equities"), "m")
+
+
+def test_typical_allocation_spreads_the_class_budget() -> None:
+    typical = typical_allocation(("equities", "equities", "bonds"))
+    assert typical.sum() == pytest.approx(1.0)
+    assert typical[0] == typical[1] and typical[0] + typical[1] == pytest.approx(0.40 / 0.65)
+    with pytest.raises(InputError, match="no budget"):
+        typical_allocation(("art",))
+
+
+def test_analogical_drafts_are_keyed_by_date_and_sample_not_by_call_order() -> None:
+    drafter = AnalogicalDrafter(seed=7)
+    assert isinstance(drafter, Drafter)
+    a, b = request(sample=0), request(sample=5)
+    together = drafter.draft([a, b])
+    assert np.array_equal(together[::-1], drafter.draft([b, a]))
+    assert np.array_equal(together[1], AnalogicalDrafter(seed=7).draft([b])[0])
+    assert not np.array_equal(together[0], together[1])
+    assert np.allclose(together.sum(axis=1), 1.0) and (together >= 0).all()
+    assert not np.array_equal(AnalogicalDrafter(seed=8).draft([a]), drafter.draft([a]))
+
+
+def test_analogical_tilts_toward_good_lessons_and_away_from_bad_ones() -> None:
+    drafter = AnalogicalDrafter(seed=1, strength=1.0, scale_pp=0.5)
+    gold = {"GLD": 1.0}
+    samples = range(200)
+    base = np.mean([drafter.draft([request(sample=s)])[0] for s in samples], axis=0)
+    good = np.mean([drafter.draft([request((Lesson("gold won", gold, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0)
+    bad = np.mean([drafter.draft([request((Lesson("gold lost", gold, -2.0, -1.0),), sample=s)])[0] for s in samples], axis=0)
+    neutral = np.mean([drafter.draft([request((Lesson("gold flat", gold, 0.0, 0.0),), sample=s)])[0] for s in samples], axis=0)
+    gld = ASSETS.index("GLD")
+    assert good[gld] > base[gld] + 0.3
+    assert bad[gld] < base[gld] - 0.05
+    assert np.allclose(neutral, base)
+    # a lesson about assets outside today's universe has no pull
+    elsewhere = np.mean([drafter.draft([request((Lesson("btc won", {"BTC": 1.0}, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0)
+    assert np.allclose(elsewhere, base)
