@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
-from backtest.data import class_indices, load_asset_classes, load_etf_closes
+from backtest.data.prices import class_indices, load_asset_classes, load_etf_closes
 
 __all__ = ["PLANTEDMEM_CLASSES", "Market", "monthly_decision_sessions"]
 

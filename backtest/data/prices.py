@@ -1,4 +1,4 @@
-"""Price data of the benchmarks, read from the shared data folder.
+"""Price panels of the benchmarks, read from the shared data folder.
 
 The folder is ``$MEMTRIAL_DATA`` or ``../shared/data`` beside the checkout.
 Missing files, tickers or classes raise :class:`DataError` naming them.
@@ -14,7 +14,17 @@ import pandas as pd
 
 from memtrial.errors import InputError
 
-__all__ = ["DataError", "class_indices", "data_dir", "load_asset_classes", "load_etf_closes"]
+__all__ = [
+    "ENTRY_SESSIONS",
+    "DataError",
+    "align_to_sessions",
+    "class_indices",
+    "data_dir",
+    "load_asset_classes",
+    "load_crypto_closes",
+    "load_etf_closes",
+    "require_file",
+]
 
 ENTRY_SESSIONS = 20
 
@@ -27,29 +37,63 @@ def data_dir() -> Path:
     configured = os.environ.get("MEMTRIAL_DATA")
     if configured:
         return Path(configured)
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "data"
+    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
-def _require(path: Path) -> Path:
+def require_file(path: Path) -> Path:
     if not path.is_file():
         raise DataError(f"benchmark data file {path} is missing (set MEMTRIAL_DATA to the data folder)", field="data")
     return path
 
 
+def _closes(path: Path) -> pd.DataFrame:
+    require_file(path)
+    try:
+        frame = pd.read_csv(path, parse_dates=["date"]).set_index("date").sort_index()
+    except (ValueError, KeyError) as error:
+        raise DataError(f"{path} is not a close table with a date column: {error}", field="data") from None
+    if frame.index.has_duplicates:
+        raise DataError(f"{path} repeats the dates {sorted(set(frame.index[frame.index.duplicated()].astype(str)))[:5]}", field="data")
+    try:
+        frame = frame.astype(np.float64)
+    except ValueError as error:
+        raise DataError(f"{path} has a close that is not a number: {error}", field="data") from None
+    bad = frame.columns[((frame <= 0) | np.isinf(frame)).any()]
+    if len(bad):
+        raise DataError(f"{path}: closes must be finite and > 0; tickers {list(bad)} break that", field="data")
+    return frame
+
+
 def load_etf_closes(folder: Path | None = None) -> pd.DataFrame:
     """Adjusted daily closes, one row per session (DatetimeIndex), one column per ticker."""
-    path = _require((folder or data_dir()) / "prices" / "etf_daily_close.csv.gz")
-    frame = pd.read_csv(path, parse_dates=["date"]).set_index("date").sort_index()
-    if frame.index.has_duplicates:
-        raise DataError(f"{path} repeats the session dates {sorted(set(frame.index[frame.index.duplicated()].astype(str)))[:5]}", field="data")
-    return frame.astype(np.float64)
+    return _closes((folder or data_dir()) / "prices" / "etf_daily_close.csv.gz")
+
+
+def load_crypto_closes(folder: Path | None = None) -> pd.DataFrame:
+    """Daily crypto closes in USD, one row per calendar day, one column per coin."""
+    return _closes((folder or data_dir()) / "prices" / "crypto_daily_close.csv.gz")
+
+
+def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.DataFrame:
+    """The last close on or before each session date (NaN before a coin's first close).
+
+    A close is carried at most four days (a gap in a coin's data) and never
+    past the table's last date: such sessions stay NaN, so a stale price is
+    never used silently.
+    """
+    last_seen = closes.apply(lambda column: column.index.to_series().where(column.notna()).ffill())
+    aligned = closes.ffill().reindex(sessions, method="ffill")
+    age = pd.DataFrame({c: (sessions - pd.DatetimeIndex(last_seen[c].reindex(sessions, method="ffill"))).days for c in closes.columns}, index=sessions)
+    return aligned.where((age <= 4) & (sessions <= closes.index[-1])[:, None])
 
 
 def load_asset_classes(folder: Path | None = None) -> dict[str, str]:
-    path = _require((folder or data_dir()) / "prices" / "asset_classes.csv")
+    path = require_file((folder or data_dir()) / "prices" / "asset_classes.csv")
     table = pd.read_csv(path)
     if list(table.columns) != ["ticker", "asset_class"]:
         raise DataError(f"{path} must have the columns ticker,asset_class, got {list(table.columns)}", field="data")
+    if table["ticker"].duplicated().any():
+        raise DataError(f"{path} lists the tickers {sorted(table['ticker'][table['ticker'].duplicated()])} twice", field="data")
     return dict(zip(table["ticker"], table["asset_class"], strict=True))
 
 
