@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -29,6 +32,24 @@ def parse_seeds(text: str) -> list[int]:
     except ValueError:
         raise typer.BadParameter(f"seeds must look like 15-114 or 1,2,3, got {text!r}") from None
     return seeds
+
+
+def _check_methods_and_learner(method_ids: tuple[str, ...] | None, known: list[str], learner: str) -> None:
+    if method_ids is not None and (bad := [m for m in method_ids if m not in known]):
+        raise typer.BadParameter(f"unknown methods {bad}; choose from {known}")
+    if learner not in ("empirical", "bayes"):
+        raise typer.BadParameter(f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
+
+
+def _load_or_exit(load: Callable[[], object]) -> None:
+    """Load the benchmark data up front: a missing or malformed file ends the command with its name."""
+    from memtrial.errors import MemtrialError
+
+    try:
+        load()
+    except MemtrialError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
 
 
 @app.callback()
@@ -55,7 +76,6 @@ def plantedmem(
     from backtest.plantedmem import REGIMES
     from backtest.report import write_report
     from backtest.runner import WorldSpec, market_for, run_many
-    from memtrial.errors import MemtrialError
 
     investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
     if any(i not in INVESTOR_CHOICES for i in investors):
@@ -65,16 +85,9 @@ def plantedmem(
     if unknown:
         raise typer.BadParameter(f"unknown regimes {unknown}; choose from {list(REGIMES)}")
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
-    if method_ids is not None and (bad := [m for m in method_ids if m not in METHOD_IDS]):
-        raise typer.BadParameter(f"unknown methods {bad}; choose from {METHOD_IDS}")
-    if learner not in ("empirical", "bayes"):
-        raise typer.BadParameter(f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
+    _check_methods_and_learner(method_ids, METHOD_IDS, learner)
     seed_list = parse_seeds(seeds)
-    try:
-        market_for(synthetic_market)
-    except MemtrialError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=2) from None
+    _load_or_exit(lambda: market_for(synthetic_market))
     specs = [WorldSpec(r, i, s, synthetic_market, method_ids, learner) for i in investors for r in regime_ids for s in seed_list]
     start = time.perf_counter()
     columns = (TextColumn("worlds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
@@ -88,3 +101,140 @@ def plantedmem(
     typer.echo(f"{len(specs)} worlds in {wall:.1f} s; results in {out}/results.json")
     if memtrial_means:
         typer.echo(f"MemTrial mean utility over regimes and investors: {sum(memtrial_means) / len(memtrial_means):.4f} pp")
+
+
+def _real_command(env: str, help_text: str) -> None:
+    def command(
+        drafter: str = typer.Option(
+            "analogical", help="analogical (offline, no LLM), litellm (any model litellm reaches) or smollm2 (the local model of the local-llm extra)."
+        ),
+        model: str | None = typer.Option(None, help="litellm model name, e.g. openai/gpt-4o-mini or openai/smollm2 with --api-base."),
+        api_base: str | None = typer.Option(None, help="Base URL of an OpenAI-compatible server (litellm's api_base)."),
+        cache: Path | None = typer.Option(None, help="Response cache file (SQLite); default OUT/draft_cache.sqlite for litellm."),
+        offline: bool = typer.Option(False, "--offline", help="Replay answers from the cache only; a miss is an error."),
+        json_schema: bool = typer.Option(False, "--json-schema", help="Ask the server to constrain answers to the weights' JSON schema."),
+        investor: str = typer.Option("all", help="aggressive, balanced, conservative or all."),
+        seeds: str = typer.Option("0-19", help="Seeds of the drafter's randomness and the methods' exploration."),
+        workers: int = typer.Option(1, min=1, help="Local worker processes."),
+        scheduler: str | None = typer.Option(None, help="Dask scheduler address (tcp://host:port): run the worlds there."),
+        methods: str | None = typer.Option(None, help="Comma-separated method ids (default: all but the oracle)."),
+        warmup_dates: int | None = typer.Option(None, min=0, help="Keep only the last N warm-up decisions (short runs)."),
+        test_dates: int | None = typer.Option(None, min=1, help="Keep only the first N test decisions (short runs)."),
+        learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical or bayes."),
+        out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
+    ) -> None:
+        _run_real(env, drafter, model, api_base, cache, offline, json_schema, investor, seeds, workers, scheduler, methods, warmup_dates, test_dates, learner, out)
+
+    command.__doc__ = help_text
+    app.command(env)(command)
+
+
+def _run_real(
+    env: str,
+    drafter: str,
+    model: str | None,
+    api_base: str | None,
+    cache: Path | None,
+    offline: bool,
+    json_schema: bool,
+    investor: str,
+    seeds: str,
+    workers: int,
+    scheduler: str | None,
+    methods: str | None,
+    warmup_dates: int | None,
+    test_dates: int | None,
+    learner: str,
+    out: Path,
+) -> None:
+    from backtest.methods.registry import REAL_METHOD_IDS
+    from backtest.realdata import load_setting
+    from backtest.runner import DrafterSpec
+    from memtrial.errors import MemtrialError
+
+    investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
+    if any(i not in INVESTOR_CHOICES for i in investors):
+        raise typer.BadParameter(f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
+    if drafter not in ("analogical", "litellm", "smollm2"):
+        raise typer.BadParameter(f"drafter must be one of ['analogical', 'litellm', 'smollm2'], got {drafter!r}")
+    if drafter == "smollm2" and (model or api_base):
+        raise typer.BadParameter("--model and --api-base do not apply to --drafter smollm2 (it serves its own model)")
+    if drafter == "litellm" and not model:
+        raise typer.BadParameter("--model is required with --drafter litellm")
+    if drafter == "analogical" and (model or api_base or offline):
+        raise typer.BadParameter("--model, --api-base and --offline apply to --drafter litellm only")
+    method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
+    _check_methods_and_learner(method_ids, REAL_METHOD_IDS, learner)
+    if method_ids is not None and "equal_weight" not in method_ids:
+        method_ids = ("equal_weight", *method_ids)
+    seed_list = parse_seeds(seeds)
+    _load_or_exit(lambda: load_setting(env))
+    if drafter != "analogical" and cache is None:
+        cache = out / "draft_cache.sqlite"
+    with contextlib.ExitStack() as stack:
+        if drafter == "smollm2":
+            from backtest.local_llm import MODEL_NAME, LocalModelServer
+
+            model, json_schema = MODEL_NAME, True
+            if not offline:
+                try:
+                    api_base = stack.enter_context(LocalModelServer())
+                except MemtrialError as error:
+                    typer.echo(f"error: {error}", err=True)
+                    raise typer.Exit(code=2) from None
+        kind = "analogical" if drafter == "analogical" else "litellm"
+        spec_of_drafter = DrafterSpec(kind, model, api_base, str(cache.resolve()) if cache else None, offline, json_schema)
+        _run_specs(env, drafter, model, api_base, spec_of_drafter, investors, seed_list, method_ids, learner, warmup_dates, test_dates, workers, scheduler, out)
+
+
+def _run_specs(
+    env: str,
+    drafter: str,
+    model: str | None,
+    api_base: str | None,
+    spec_of_drafter: Any,
+    investors: list[str],
+    seed_list: list[int],
+    method_ids: tuple[str, ...] | None,
+    learner: str,
+    warmup_dates: int | None,
+    test_dates: int | None,
+    workers: int,
+    scheduler: str | None,
+    out: Path,
+) -> None:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from backtest.report_real import write_real_report
+    from backtest.runner import WorldSpec, run_many
+    from memtrial.errors import MemtrialError
+
+    specs = [
+        WorldSpec(env, i, s, methods=method_ids, value_model=learner, env=env, drafter=spec_of_drafter, warmup_dates=warmup_dates, test_dates=test_dates)
+        for i in investors
+        for s in seed_list
+    ]
+    start = time.perf_counter()
+    columns = (TextColumn(f"{env} worlds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    try:
+        with Progress(*columns, transient=False) as progress:
+            task = progress.add_task("worlds", total=len(specs))
+            results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
+    except MemtrialError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
+    wall = time.perf_counter() - start
+    command = "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else f"memtrial backtest {env}"
+    drafter_info = {"kind": drafter, "model": model, "api_base": api_base}
+    document = write_real_report(out, results, seed_list, wall, command, env, drafter_info)
+    typer.echo(f"{len(specs)} worlds in {wall:.1f} s; results in {out}/results.json")
+    for name, cells in document["investors"].items():
+        cell = cells[env]
+        if "memtrial" in cell:
+            gap = cell["memtrial"]["mean_utility_pp"] - cell["equal_weight"]["mean_utility_pp"]
+            typer.echo(f"{name}: MemTrial {cell['memtrial']['mean_utility_pp']:.4f} pp, 1/N {cell['equal_weight']['mean_utility_pp']:.4f} pp ({gap:+.4f})")
+
+
+_real_command("classalloc", "ClassAlloc: five class indices, monthly, warm-up 2015-07..2020-04, test 2020-05 on.")
+_real_command("investorbench", "InvestorBench: HON, JNJ, MSFT, UVV + cash, daily, horizon 1, news in the context; 149 test days.")
+_real_command("portbench", "PortBench-97: 88 ETFs/stocks + 9 crypto, monthly, warm-up 2019-08..2022-12, test 2023-01..2024-11.")

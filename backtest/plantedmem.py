@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from backtest.context import DateContext
 from backtest.market import Market, monthly_decision_sessions
 from memtrial.errors import ConfigError
 
@@ -62,29 +63,9 @@ REGIMES: dict[str, Regime] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class DateContext:
-    """What every method may see at a decision (no outcome of this date).
-
-    drafts: (16, n) the draft of every subset mask of the retrieved four
-    (the half fraction uses rows 0, 3, 5, 6, 9, 10, 12, 15).
-    reference: (n,) mean of eight fresh memory-free drafts.
-    self_consistency: (n,) mean of eight fresh drafts with the top-2 retrieved.
-    history: (60, n) daily class returns up to the decision session.
-    """
-
-    index: int
-    session: int
-    maturity: int
-    scored: bool
-    retrieved: tuple[int, ...]
-    drafts: NDArray[np.float64]
-    reference: NDArray[np.float64]
-    self_consistency: NDArray[np.float64]
-    history: NDArray[np.float64]
-
-
 class PlantedMemWorld:
+    n_components = None  # content features are given (8-d), not learned from embeddings
+
     def __init__(self, market: Market, regime: Regime | str, seed: int) -> None:
         if isinstance(regime, str):
             if regime not in REGIMES:
@@ -115,6 +96,7 @@ class PlantedMemWorld:
         self.reference_draws = drafts.dirichlet(alpha, size=(n_dates, 8))
         self.consistency_base = drafts.dirichlet(alpha, size=(n_dates, 8))
         self.n_dates, self.n_assets = n_dates, n_assets
+        self.equal = np.full(n_assets, 1.0 / n_assets)
 
     def _tilted(self, date: int, base: NDArray[np.float64], mask: int) -> NDArray[np.float64]:
         members = [j for j in range(K) if mask >> j & 1]
@@ -139,6 +121,9 @@ class PlantedMemWorld:
             reference=self.reference_draws[date].mean(axis=0),
             self_consistency=consistency,
             history=self.market.daily_returns(session, HISTORY),
+            previous=self.equal,
+            equal=self.equal,
+            label=str(self.market.dates[session].date()),
         )
 
     def outcome(self, date: int) -> NDArray[np.float64]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DISPLAY", "aggregate", "markdown", "plots", "write_report"]
+__all__ = ["DISPLAY", "aggregate", "markdown", "plots", "save_figure", "write_report"]
 
 DISPLAY: dict[str, str] = {
     "equal_weight": "1/N",
@@ -71,9 +71,31 @@ def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seco
                 "open_rate": None if opens[0] is None else float(np.mean(opens)),
                 "ever_open_rate": None if opens[0] is None else float(np.mean([o > 0 for o in opens])),
                 "value_recovery": float(np.mean(recoveries)) if recoveries else None,
+                **_real_metrics(worlds, method_id),
             }
         table.setdefault(investor, {})[regime] = summary
     return {"env": env, "investors": table, "seeds": list(seeds), "wall_seconds": wall_seconds}
+
+
+def _mean_of(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return float(np.mean(present)) if present else None
+
+
+def _real_metrics(worlds: Sequence[dict[str, Any]], method_id: str) -> dict[str, Any]:
+    """Wealth-path metrics, averaged over seeds (absent from results written before they existed)."""
+    cells = [w["methods"][method_id] for w in worlds]
+    if "returns" not in cells[0]:
+        return {}
+    paths = [np.cumprod(1.0 + np.asarray(c["returns"])) for c in cells if c["returns"]]
+    return {
+        "sharpe": _mean_of([c["sharpe"] for c in cells]),
+        "max_drawdown": _mean_of([c["max_drawdown"] for c in cells]),
+        "final_wealth": _mean_of([c["final_wealth"] for c in cells]),
+        "turnover": _mean_of([c["turnover"] for c in cells]),
+        "draft_calls_per_decision": cells[0]["draft_calls_per_decision"],
+        "wealth_path": np.mean(paths, axis=0).tolist() if paths else [],
+    }
 
 
 def _ranks(cell: dict[str, dict[str, Any]]) -> dict[str, int]:
@@ -119,6 +141,16 @@ def markdown(document: dict[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def save_figure(figure: Any, path: Path, paths: list[Path], dpi: int = 110) -> None:
+    """Lay out, write and close ``figure``; record its path."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    plt.close(figure)
+    paths.append(path)
+
+
 def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
     import matplotlib
 
@@ -136,10 +168,7 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
         axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
         axis.set_title(f"{investor}: mean utility (pp)")
     axes[0][0].legend(fontsize=7)
-    figure.tight_layout()
-    paths.append(folder / "utility_by_regime.png")
-    figure.savefig(paths[-1], dpi=110)
-    plt.close(figure)
+    save_figure(figure, folder / "utility_by_regime.png", paths)
 
     figure, axis = plt.subplots(figsize=(7, 4.5))
     gated = [m for m in ("memtrial", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01") if m in investors[next(iter(investors))][regimes[0]]]
@@ -149,10 +178,7 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
     axis.set_ylabel("share of scored decisions with the gate open")
     axis.legend(fontsize=7)
-    figure.tight_layout()
-    paths.append(folder / "gate_open_rate_by_regime.png")
-    figure.savefig(paths[-1], dpi=110)
-    plt.close(figure)
+    save_figure(figure, folder / "gate_open_rate_by_regime.png", paths)
 
     figure, axis = plt.subplots(figsize=(6, 4.5))
     by_type: dict[int, list[float]] = {-1: [], 0: [], 1: []}
@@ -165,10 +191,7 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     axis.set_xticks([1, 2, 3], ["misleading", "neutral", "useful"])
     axis.set_ylabel("MemTrial learned value (pp)")
     axis.set_title("learned value vs true type (informative regimes)")
-    figure.tight_layout()
-    paths.append(folder / "learned_value_vs_type.png")
-    figure.savefig(paths[-1], dpi=110)
-    plt.close(figure)
+    save_figure(figure, folder / "learned_value_vs_type.png", paths)
     return paths
 
 

@@ -12,30 +12,70 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.stats import spearmanr
 
+from backtest.context import DateContext
 from backtest.market import Market
 from backtest.methods.base import Outcome, Scoring
-from backtest.methods.registry import build_methods
-from backtest.plantedmem import DateContext, PlantedMemWorld
-from memtrial.settle import INVESTORS
+from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS, build_methods
+from backtest.plantedmem import PlantedMemWorld
+from memtrial.drafting import AnalogicalDrafter, Drafter
+from memtrial.errors import ConfigError
+from memtrial.settle import INVESTORS, nav_paths
 
-__all__ = ["WorldSpec", "run_many", "run_world"]
+__all__ = ["DrafterSpec", "WorldSpec", "run_many", "run_world"]
 
 _MARKETS: dict[bool, Market] = {}
+
+# draft calls a method needs per decision (an LLM call each with the litellm drafter)
+DRAFT_CALLS: dict[str, int] = {
+    "equal_weight": 0,
+    "min_variance": 0,
+    "reference": 8,
+    "no_memory": 1,
+    "all_four": 1,
+    "similarity_top2": 1,
+    "self_consistency": 8,
+    "draft_mean": 8,
+    "hedge": 8,
+    "memtrial_full": 16,
+    "oracle": 8,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class DrafterSpec:
+    """How a real-data world drafts: ``analogical`` (offline) or ``litellm`` (model, api_base, cache)."""
+
+    kind: str = "analogical"
+    model: str | None = None
+    api_base: str | None = None
+    cache: str | None = None
+    offline: bool = False
+    json_schema: bool = False
+    timeout: float = 60.0
+    temperature: float = 0.7
 
 
 @dataclass(frozen=True, slots=True)
 class WorldSpec:
+    """One world. ``env`` is plantedmem (``regime`` names the regime) or a real-data setting
+    (``regime`` repeats the setting's name)."""
+
     regime: str
     investor: str
     seed: int
     synthetic_market: bool = False
     methods: tuple[str, ...] | None = None
     value_model: str = "empirical"
+    env: str = "plantedmem"
+    drafter: DrafterSpec = field(default_factory=DrafterSpec)
+    warmup_dates: int | None = None
+    test_dates: int | None = None
 
 
 def market_for(synthetic: bool) -> Market:
@@ -44,8 +84,14 @@ def market_for(synthetic: bool) -> Market:
     return _MARKETS[synthetic]
 
 
-def _recovery(values: dict[int, float] | None, types: np.ndarray) -> float | None:
-    if not values or len(set(types.tolist())) < 2:
+def draft_calls(method_id: str) -> int:
+    if method_id.startswith("memtrial"):
+        return DRAFT_CALLS.get(method_id, 8)
+    return DRAFT_CALLS.get(method_id.removesuffix("_anchored"), 1)
+
+
+def _recovery(values: dict[int, float] | None, types: np.ndarray | None) -> float | None:
+    if not values or types is None or len(set(types.tolist())) < 2:
         return None
     ids = sorted(values)
     estimates = np.array([values[e] for e in ids])
@@ -55,63 +101,171 @@ def _recovery(values: dict[int, float] | None, types: np.ndarray) -> float | Non
     return float(spearmanr(estimates, truth).statistic)
 
 
-def run_world(
-    spec: WorldSpec, market: Market | None = None, perturb: tuple[int, int, float] | None = None, keep_choices: bool = False
-) -> dict[str, Any]:
-    """Run one world; per method: utilities (pp) of the scored dates, gate-open rate, value recovery.
+def make_drafter(spec: WorldSpec, scale_pp: float) -> Drafter:
+    drafter = spec.drafter
+    if drafter.kind == "analogical":
+        return AnalogicalDrafter(spec.seed, scale_pp=scale_pp)
+    if drafter.kind == "litellm":
+        from backtest.llm import LiteLLMDrafter
 
+        if not drafter.model:
+            raise ConfigError("the litellm drafter needs a model", field="model")
+        return LiteLLMDrafter(
+            drafter.model,
+            api_base=drafter.api_base,
+            cache=Path(drafter.cache) if drafter.cache else None,
+            offline=drafter.offline,
+            json_schema=drafter.json_schema,
+            timeout=drafter.timeout,
+            temperature=drafter.temperature,
+        )
+    raise ConfigError(f"drafter must be analogical or litellm, got {drafter.kind!r}", field="drafter")
+
+
+def _make_world(spec: WorldSpec, market: Any, method_ids: list[str]) -> tuple[Any, Drafter | None]:
+    if spec.env == "plantedmem":
+        return PlantedMemWorld(market or market_for(spec.synthetic_market), spec.regime, spec.seed), None
+    from backtest.realdata import RealWorld, load_setting
+
+    setting = (market or load_setting(spec.env)).truncated(spec.warmup_dates, spec.test_dates)
+    drafter = make_drafter(spec, setting.scale_pp)
+    try:
+        world = RealWorld(
+            setting, spec.investor, drafter, full_design="memtrial_full" in method_ids, self_consistency="self_consistency" in method_ids
+        )
+    except BaseException:
+        _close(drafter)
+        raise
+    return world, drafter
+
+
+def _close(drafter: Drafter | None) -> None:
+    close = getattr(drafter, "close", None)
+    if close is not None:
+        close()
+
+
+def _wealth_stats(returns: list[float], periods_per_year: float) -> dict[str, float | None]:
+    if not returns:
+        return {"sharpe": None, "max_drawdown": None, "final_wealth": None}
+    values = np.asarray(returns)
+    wealth = np.cumprod(1.0 + values)
+    peak = np.maximum.accumulate(np.concatenate([[1.0], wealth]))[1:]
+    spread = float(values.std(ddof=1)) if len(values) > 1 else 0.0
+    return {
+        "sharpe": float(values.mean() / spread * np.sqrt(periods_per_year)) if spread > 0 else None,
+        "max_drawdown": float(np.max(1.0 - wealth / peak)),
+        "final_wealth": float(wealth[-1]),
+    }
+
+
+def _turnover(previous: dict[str, float] | None, current: dict[str, float]) -> float | None:
+    if previous is None:
+        return None
+    names = sorted(set(previous) | set(current))  # a fixed order: the sum must not depend on string hashing
+    return 0.5 * float(sum(abs(current.get(a, 0.0) - previous.get(a, 0.0)) for a in names))
+
+
+def run_world(spec: WorldSpec, market: Any = None, perturb: tuple[int, int, float] | None = None, keep_choices: bool = False) -> dict[str, Any]:
+    """Run one world; per method: utilities (pp) and returns of the scored dates, gate-open
+    rate, turnover, Sharpe-like ratio, drawdown and (PlantedMem) value recovery.
+
+    market: the PlantedMem :class:`Market`, or the real-data ``Setting``, to use
+    instead of the loaded one.
     perturb: (date, asset, factor) multiplies that asset's realised prices of
     that date's outcome (for look-ahead tests); keep_choices adds every
     method's weights per date to the result.
     """
-    market = market or market_for(spec.synthetic_market)
-    world = PlantedMemWorld(market, spec.regime, spec.seed)
-    scoring = Scoring(gamma=INVESTORS[spec.investor].gamma, previous=np.full(world.n_assets, 1.0 / world.n_assets))
-    methods = build_methods(world, scoring, spec.seed, list(spec.methods) if spec.methods else None, spec.value_model)
+    default_ids = METHOD_IDS if spec.env == "plantedmem" else REAL_METHOD_IDS
+    method_ids = list(spec.methods) if spec.methods else list(default_ids)
+    world, drafter = _make_world(spec, market, method_ids)
+    try:
+        return _run(spec, world, drafter, method_ids, perturb, keep_choices)
+    finally:
+        _close(drafter)
+
+
+def _run(
+    spec: WorldSpec, world: Any, drafter: Drafter | None, method_ids: list[str], perturb: tuple[int, int, float] | None, keep_choices: bool
+) -> dict[str, Any]:
+    scoring = Scoring(gamma=INVESTORS[spec.investor].gamma)
+    methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model)
     utilities: dict[str, list[float]] = {m.id: [] for m in methods}
+    returns: dict[str, list[float]] = {m.id: [] for m in methods}
+    turnover: dict[str, list[float]] = {m.id: [] for m in methods}
+    held: dict[str, dict[str, float] | None] = {m.id: None for m in methods}
     opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
-    equal = np.full(world.n_assets, 1.0 / world.n_assets)
     pending: list[tuple[DateContext, dict[str, np.ndarray]]] = []
     choices: dict[str, list[list[float]]] = {m.id: [] for m in methods}
+    labels: list[str] = []
+    project = getattr(world, "project_onto_mandate", None)
 
     def settle(context: DateContext, chosen: dict[str, np.ndarray]) -> None:
         rel = world.outcome(context.index)
         if perturb is not None and perturb[0] == context.index:
             rel = rel.copy()
             rel[:, perturb[1]] *= perturb[2]
-        batch = np.vstack([context.drafts, context.reference, equal, *chosen.values()])
-        scores = scoring.utility(batch, rel)
+        # rows nobody drafted (NaN) are scored as the reference; no method reads them
+        drafts = np.where(np.isnan(context.drafts), context.reference, context.drafts)
+        batch = np.vstack([drafts, context.reference, context.equal, *chosen.values()])
+        scores = scoring.utility(batch, rel, context.previous)
+        gains = nav_paths(np.vstack(list(chosen.values())), rel, context.previous, scoring.fee_bp)[:, -1] - 1.0
         outcome = Outcome(context, rel, scores[:16], float(scores[16]), float(scores[17]))
-        for method, value in zip(methods, scores[18:], strict=True):
+        for method, value, gain in zip(methods, scores[18:], gains, strict=True):
             method.observe(outcome, chosen[method.id], float(value))
             if context.scored:
                 utilities[method.id].append(100.0 * float(value))
+                returns[method.id].append(float(gain))
 
     for date in range(world.n_dates):
         context = world.context(date)
+        if context is None:
+            continue
         while pending and pending[0][0].maturity <= context.session:
             settle(*pending.pop(0))
         chosen = {}
+        names = context.assets or tuple(str(i) for i in range(len(context.equal)))
         for method in methods:
-            chosen[method.id] = method.decide(context)
+            weights = method.decide(context)
+            if project is not None:
+                weights = project(date, weights)
+            chosen[method.id] = weights
+            book = dict(zip(names, (float(w) for w in weights), strict=True))
+            if context.scored:
+                if (change := _turnover(held[method.id], book)) is not None:
+                    turnover[method.id].append(change)
+            held[method.id] = book
             if keep_choices:
-                choices[method.id].append(chosen[method.id].tolist())
+                choices[method.id].append(weights.tolist())
             if method.uses_gate and context.scored:
                 opens[method.id].append(bool(method.last_open))
+        if context.scored:
+            labels.append(context.label)
         pending.append((context, chosen))
     for item in pending:
         settle(*item)
+    types = getattr(world, "types", None)
     learned = next((m.values() for m in methods if m.id == "memtrial"), None)
+    periods = getattr(getattr(world, "setting", None), "periods_per_year", 12.0)
+    usage = getattr(drafter, "usage", None)
     return {
         "spec": asdict(spec),
+        "dates": labels,
+        "presented_dates": getattr(world, "presented", world.n_dates),
+        "exclusions": [e.to_dict() for e in getattr(getattr(world, "setting", None), "exclusions", ())],
+        "drafter_usage": None if usage is None else usage.to_dict(),
         "choices": choices if keep_choices else None,
-        "learned_values": None if learned is None else {"types": world.types.tolist(), "values": [learned.get(e, 0.0) for e in range(len(world.types))]},
+        "learned_values": None if learned is None or types is None else {"types": types.tolist(), "values": [learned.get(e, 0.0) for e in range(len(types))]},
         "methods": {
             m.id: {
                 "utilities_pp": utilities[m.id],
+                "returns": returns[m.id],
                 "mean_utility_pp": float(np.mean(utilities[m.id])),
-                "open_rate": float(np.mean(opens[m.id])) if m.id in opens else None,
-                "value_recovery": _recovery(m.values(), world.types),
+                "open_rate": float(np.mean(opens[m.id])) if m.id in opens and opens[m.id] else None,
+                "value_recovery": _recovery(m.values(), types),
+                "turnover": float(np.mean(turnover[m.id])) if turnover[m.id] else None,
+                "draft_calls_per_decision": draft_calls(m.id),
+                **_wealth_stats(returns[m.id], periods),
             }
             for m in methods
         },

@@ -2,8 +2,10 @@
 
 Answers ``POST /v1/chat/completions`` with weights over the assets listed in
 the prompt, derived from a hash of the prompt, so drafts differ by subset and
-repeat exactly. ``delay`` makes each answer slow (to observe concurrency);
-``malformed`` makes every answer unusable.
+repeat exactly. ``delay`` makes each answer slow (to observe concurrency and timeouts);
+``malformed`` makes every answer unusable; ``partial`` cuts every answer's
+JSON short; ``flaky`` answers malformed and valid in turn (first malformed).
+Every request body is kept in ``requests``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeLLM:
-    def __init__(self, delay: float = 0.0, malformed: bool = False) -> None:
-        self.delay, self.malformed = delay, malformed
+    def __init__(self, delay: float = 0.0, malformed: bool = False, partial: bool = False, flaky: bool = False) -> None:
+        self.delay, self.malformed, self.partial, self.flaky = delay, malformed, partial, flaky
+        self.requests: list[dict[str, object]] = []
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -38,13 +41,14 @@ class FakeLLM:
         self.server.shutdown()
         self.server.server_close()
 
-    def answer(self, prompt: str) -> str:
-        if self.malformed:
+    def answer(self, prompt: str, call: int) -> str:
+        if self.malformed or (self.flaky and call % 2 == 1):
             return "I would rather not say."
         assets = re.findall(r"^- (\S+) \(", prompt, re.MULTILINE)
         digest = hashlib.sha256(prompt.encode()).digest()
         raw = [1 + digest[i % len(digest)] for i in range(len(assets))]
-        return json.dumps({"weights": {a: r / sum(raw) for a, r in zip(assets, raw, strict=True)}})
+        text = json.dumps({"weights": {a: r / sum(raw) for a, r in zip(assets, raw, strict=True)}})
+        return text[: len(text) // 2] if self.partial else text
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
@@ -58,11 +62,13 @@ class FakeLLM:
                 body = json.loads(self.rfile.read(length))
                 with fake._lock:
                     fake.calls += 1
+                    call = fake.calls
+                    fake.requests.append(body)
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
                     time.sleep(fake.delay)
-                    content = fake.answer(body["messages"][-1]["content"])
+                    content = fake.answer(body["messages"][-1]["content"], call)
                 finally:
                     with fake._lock:
                         fake.in_flight -= 1
@@ -75,10 +81,13 @@ class FakeLLM:
                     "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
                 }
                 data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout under test)
 
         return Handler

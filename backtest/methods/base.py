@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from backtest.plantedmem import DateContext
+from backtest.context import DateContext
 from memtrial.design import half_fraction
 from memtrial.settle import utility
 
@@ -25,15 +25,14 @@ def pair_mask(first: int, second: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Scoring:
-    """How weights become utility in a world: risk aversion, fee, previous book."""
+    """How weights become utility in a world: risk aversion and fee (the previous book is the date's)."""
 
     gamma: float
-    previous: NDArray[np.float64]
     fee_bp: float = 15.0
 
-    def utility(self, weights: NDArray[np.float64], rel: NDArray[np.float64]) -> NDArray[np.float64]:
+    def utility(self, weights: NDArray[np.float64], rel: NDArray[np.float64], previous: NDArray[np.float64]) -> NDArray[np.float64]:
         batch = np.atleast_2d(weights)
-        return np.asarray(utility(batch / batch.sum(axis=1, keepdims=True), rel, self.previous, self.gamma, self.fee_bp))
+        return np.asarray(utility(batch / batch.sum(axis=1, keepdims=True), rel, previous, self.gamma, self.fee_bp))
 
 
 @dataclass(frozen=True, slots=True)

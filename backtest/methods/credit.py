@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.methods.base import HALF, Method, Outcome, Scoring, pair_mask
-from backtest.plantedmem import DateContext
+from backtest.context import DateContext
 from memtrial.credit import contributions
 
 __all__ = ["CounterfactualArgmax", "ExpeL", "FinMem", "OutcomeCredit", "Reflexion", "UpliftCredit"]

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.methods.base import HALF, Method, Outcome, Scoring
-from backtest.plantedmem import DateContext
+from backtest.context import DateContext
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.fallback import GRID, AnchoredMixture, mixture_weights
 
@@ -24,8 +24,10 @@ class MemTrialMethod(Method):
             self.engine.add_experience(experience, z)
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
+        for experience, embedding in context.added:
+            self.engine.add_experience(experience, embedding)
         plan = self.engine.plan(
-            f"d{context.index}", context.session, context.maturity, retrieved=list(context.retrieved), reference=context.reference, previous=self.scoring.previous
+            f"d{context.index}", context.session, context.maturity, retrieved=list(context.retrieved), reference=context.reference, previous=context.previous
         )
         decision = self.engine.decide(plan.decision_id, context.drafts[list(plan.masks)])
         self.last_open = decision.trust.is_open
@@ -76,7 +78,7 @@ class Anchored(Method):
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
         proposal = self.proposals.pop(outcome.context.index)
-        grid = self.scoring.utility(mixture_weights(outcome.context.reference, proposal, GRID), outcome.rel)
+        grid = self.scoring.utility(mixture_weights(outcome.context.reference, proposal, GRID), outcome.rel, outcome.context.previous)
         self.base.observe(outcome, proposal, float(grid[0]))
         self.mixture.update(grid, float(grid[-1]), float(grid[0]))
 

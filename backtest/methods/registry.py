@@ -1,20 +1,25 @@
-"""Every method of the PlantedMem comparison, by stable id (display names live in the report)."""
+"""Every method of the comparison, by stable id (display names live in the report).
+
+A world gives the factories ``features`` (content features known up front),
+``types`` (true experience types, PlantedMem only) and ``n_components`` (PCA
+components the learner takes from embeddings; None when features are given).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
 from backtest.methods.simple import DraftMean, DraftPick, EqualWeight, Hedge, MinimumVariance, Reference, SelfConsistency
-from backtest.plantedmem import PlantedMemWorld
 from memtrial.engine import EngineConfig
 from memtrial.trust import GateConfig
 
-__all__ = ["ANCHORED_BASES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHOD_IDS", "build_methods"]
+__all__ = ["ANCHORED_BASES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHOD_IDS", "REAL_METHOD_IDS", "build_methods"]
 
-Factory = Callable[[PlantedMemWorld, Scoring, int], Method]
+Factory = Callable[[Any, Scoring, int], Method]
 
 MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial": {},
@@ -32,8 +37,9 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
 
 
 def _memtrial(method_id: str) -> Factory:
-    def build(world: PlantedMemWorld, scoring: Scoring, seed: int) -> Method:
-        config = EngineConfig(gamma=scoring.gamma, fee_bp=scoring.fee_bp, n_components=None, **MEMTRIAL_VARIANTS[method_id])  # type: ignore[arg-type]
+    def build(world: Any, scoring: Scoring, seed: int) -> Method:
+        components = getattr(world, "n_components", None)
+        config = EngineConfig(gamma=scoring.gamma, fee_bp=scoring.fee_bp, n_components=components, **MEMTRIAL_VARIANTS[method_id])  # type: ignore[arg-type]
         return MemTrialMethod(scoring, method_id, config, world.features)
 
     return build
@@ -74,10 +80,12 @@ for _base in ANCHORED_BASES:
 FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 
 METHOD_IDS: list[str] = list(FACTORIES)
+# the real-data settings have no oracle, and their reference is equal weight (already a method)
+REAL_METHOD_IDS: list[str] = [m for m in METHOD_IDS if m not in ("oracle", "reference")]
 
 
 def build_methods(
-    world: PlantedMemWorld, scoring: Scoring, seed: int, method_ids: list[str] | None = None, value_model: str = "empirical"
+    world: Any, scoring: Scoring, seed: int, method_ids: list[str] | None = None, value_model: str = "empirical"
 ) -> list[Method]:
     """The methods of a world; ``value_model="bayes"`` gives every MemTrial variant the full-Bayes learner."""
     methods = [FACTORIES[method_id](world, scoring, seed) for method_id in (method_ids or METHOD_IDS)]

@@ -6,7 +6,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.methods.base import HALF, Method, Outcome, Scoring
-from backtest.plantedmem import DateContext
+from backtest.context import DateContext
 
 __all__ = ["DraftMean", "DraftPick", "EqualWeight", "Hedge", "MinimumVariance", "Reference", "SelfConsistency"]
 
@@ -15,8 +15,7 @@ class EqualWeight(Method):
     id = "equal_weight"
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
-        n = context.drafts.shape[1]
-        return np.full(n, 1.0 / n)
+        return context.equal
 
 
 class MinimumVariance(Method):
@@ -80,8 +79,7 @@ class Hedge(Method):
         self._experts: NDArray[np.float64] | None = None
 
     def _experts_of(self, context: DateContext) -> NDArray[np.float64]:
-        n = context.drafts.shape[1]
-        return np.vstack([np.full(n, 1.0 / n), context.reference, context.drafts[HALF].mean(axis=0), context.drafts[15], context.drafts[3]])
+        return np.vstack([context.equal, context.reference, context.drafts[HALF].mean(axis=0), context.drafts[15], context.drafts[3]])
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         probabilities = np.exp(self.log_weights - self.log_weights.max())
@@ -89,5 +87,5 @@ class Hedge(Method):
         return np.asarray(probabilities @ self._experts_of(context))
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
-        self.log_weights += self.RATE * self.scoring.utility(self._experts_of(outcome.context), outcome.rel)
+        self.log_weights += self.RATE * self.scoring.utility(self._experts_of(outcome.context), outcome.rel, outcome.context.previous)
 

@@ -1,0 +1,43 @@
+"""What a method sees at one decision, in every environment (no outcome of that date)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["DateContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class DateContext:
+    """One decision date.
+
+    drafts: (16, n) the draft of every subset mask of the retrieved four
+    (the half fraction uses rows 0, 3, 5, 6, 9, 10, 12, 15); rows nobody
+    asked for are NaN.
+    reference: (n,) the fallback's anchor; previous: (n,) the book before
+    entry (fees); equal: (n,) equal weight (projected onto the mandate in the
+    real-data settings).
+    self_consistency: (n,) mean of eight fresh drafts with the top-2 retrieved.
+    history: (L, n) daily returns up to the decision session.
+    added: experiences that became available since the previous decision
+    (id, embedding), for methods that register them.
+    assets: the date's universe (empty in PlantedMem, whose four classes never change).
+    """
+
+    index: int
+    session: int
+    maturity: int
+    scored: bool
+    retrieved: tuple[int, ...]
+    drafts: NDArray[np.float64]
+    reference: NDArray[np.float64]
+    self_consistency: NDArray[np.float64]
+    history: NDArray[np.float64]
+    previous: NDArray[np.float64]
+    equal: NDArray[np.float64]
+    added: tuple[tuple[int, NDArray[np.float64]], ...] = ()
+    assets: tuple[str, ...] = ()
+    label: str = ""

@@ -1,0 +1,93 @@
+"""``memtrial backtest classalloc|investorbench|portbench`` at tiny size: analogical and litellm drafting."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memtrial.cli import app
+from tests.fake_llm import FakeLLM
+
+SHORT = ["--investor", "balanced", "--seeds", "0", "--warmup-dates", "8", "--test-dates", "3"]
+
+
+def test_analogical_run_writes_results_table_and_plots(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["backtest", "portbench", *SHORT, "--methods", "memtrial,memtrial_anytime,outcome_credit,no_memory", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "results.json").read_text())
+    assert document["env"] == "portbench" and document["seeds"] == [0] and document["drafter"]["kind"] == "analogical"
+    cell = document["investors"]["balanced"]["portbench"]
+    assert set(cell) == {"equal_weight", "memtrial", "memtrial_anytime", "outcome_credit", "no_memory"}
+    assert set(cell["memtrial"]) >= {"mean_utility_pp", "sd_over_seeds", "per_seed", "open_rate", "sharpe", "max_drawdown", "turnover", "wealth_path"}
+    assert len(cell["memtrial"]["wealth_path"]) == len(document["scored_dates"]) == 3
+    assert document["scored_dates"][0] == "2023-01-03"
+    markdown = (out / "results.md").read_text()
+    assert "# PortBench-97 results (analogical drafter" in markdown and "## Excluded, and why" in markdown
+    for name in ("utility_by_method.png", "wealth_paths_balanced.png", "gate_open_rate.png"):
+        assert (out / name).stat().st_size > 1000
+
+
+def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Path) -> None:
+    methods = ["--methods", "memtrial,no_memory,self_consistency"]
+    with FakeLLM() as fake:
+        first = CliRunner().invoke(
+            app, ["backtest", "investorbench", *SHORT, *methods, "--drafter", "litellm", "--model", "openai/fake", "--api-base", fake.api_base, "--out", str(tmp_path / "a")]
+        )
+        assert first.exit_code == 0, first.output
+        calls = fake.calls
+    document = json.loads((tmp_path / "a" / "results.json").read_text())
+    usage = document["drafter_usage"]
+    assert usage["calls"] == calls > 0 and usage["prompt_tokens"] == 10 * calls and usage["malformed"] == 0
+    # every prompt of the run names the date's universe and carries news in its context
+    assert "CASH (cash)" in fake.requests[0]["messages"][-1]["content"] and "News:" in fake.requests[-1]["messages"][-1]["content"]
+    replay = CliRunner().invoke(
+        app,
+        ["backtest", "investorbench", *SHORT, *methods, "--drafter", "litellm", "--model", "openai/fake", "--offline",
+         "--cache", str(tmp_path / "a" / "draft_cache.sqlite"), "--out", str(tmp_path / "b")],
+    )  # fmt: skip
+    assert replay.exit_code == 0, replay.output
+    again = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert again["investors"] == document["investors"]
+    assert again["drafter_usage"]["calls"] == 0 and again["drafter_usage"]["cache_hits"] == usage["calls"] + usage["cache_hits"]
+
+
+def test_a_drafter_that_only_answers_nonsense_stops_the_run_with_the_reason(tmp_path: Path) -> None:
+    with FakeLLM(malformed=True) as fake:
+        result = CliRunner().invoke(
+            app, ["backtest", "investorbench", *SHORT, "--methods", "memtrial", "--drafter", "litellm", "--model", "openai/fake", "--api-base", fake.api_base, "--out", str(tmp_path)]
+        )
+    assert result.exit_code == 2
+    assert "no usable answer after 3 tries" in result.output and "no JSON object" in result.output
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--drafter", "gpt"], "drafter must be one of"),
+        (["--drafter", "litellm"], "--model is required"),
+        (["--model", "openai/x"], "apply to --drafter litellm only"),
+        (["--investor", "reckless"], "investor must be one of"),
+        (["--methods", "oracle"], "unknown methods ['oracle']"),
+    ],
+)
+def test_bad_options_are_rejected(tmp_path: Path, arguments: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["backtest", "classalloc", *arguments, "--out", str(tmp_path)])
+    words = " ".join(result.output.replace("│", " ").split())  # the error box wraps long messages
+    assert result.exit_code == 2 and message in words
+
+
+def test_missing_investorbench_data_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from backtest.realdata import load_setting
+
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
+    load_setting.cache_clear()
+    try:
+        result = CliRunner().invoke(app, ["backtest", "investorbench", "--out", str(tmp_path / "x")])
+    finally:
+        load_setting.cache_clear()
+    assert result.exit_code == 2
+    assert f"benchmark data file {tmp_path / 'nowhere' / 'investorbench' / 'hon.json'} is missing" in result.output
