@@ -60,6 +60,9 @@ MIN_AUTO_SCORES = 10
 Record = ContributionRecord | tuple[Hashable, Hashable, float]
 _FIT_CACHE: OrderedDict[tuple[object, ...], tuple[tuple[tuple[Hashable, Hashable, float], ...], dict[LearnerMode, _Fit]]] = OrderedDict()
 _FIT_CACHE_SIZE = 32
+# content features (PCA of the embeddings) by features, shared by learners that hold the same embeddings
+_CONTENT_CACHE: OrderedDict[tuple[object, ...], tuple[tuple[Hashable, ...], NDArray[np.float64], dict[Hashable, NDArray[np.float64]]]] = OrderedDict()
+_CONTENT_CACHE_SIZE = 8
 
 
 class LearnerMode(StrEnum):
@@ -241,12 +244,24 @@ class EmpiricalBayesLearner:
             self._features_version += 1
 
     def content_vectors(self) -> dict[Hashable, NDArray[np.float64]]:
-        """Content features z of every experience with an embedding (cached)."""
+        """Content features z of every experience with an embedding (cached).
+
+        Learners holding identical embeddings (ablations of one agent) share
+        one PCA through a small per-process cache, checked for exact equality.
+        """
         if self._content_cache is None or self._content_cache[0] != self._features_version:
-            ids = list(self.features)
+            ids = tuple(self.features)
             matrix = np.array([self.features[i] for i in ids]) if ids else np.zeros((0, 0))
-            z = content_features(matrix, self.n_components)
-            self._content_cache = (self._features_version, dict(zip(ids, z, strict=True)))
+            key = (self.n_components, self._features_key())
+            shared = _CONTENT_CACHE.get(key)
+            if shared is not None and shared[0] == ids and np.array_equal(shared[1], matrix):
+                vectors = shared[2]
+            else:
+                vectors = dict(zip(ids, content_features(matrix, self.n_components), strict=True))
+                _CONTENT_CACHE[key] = (ids, matrix, vectors)
+                while len(_CONTENT_CACHE) > _CONTENT_CACHE_SIZE:
+                    _CONTENT_CACHE.popitem(last=False)
+            self._content_cache = (self._features_version, dict(vectors))
         return self._content_cache[1]
 
     # -- fitting ----------------------------------------------------------
