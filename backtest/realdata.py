@@ -61,6 +61,11 @@ DEFENSIVE = {"bonds", "cash"}
 CLASSALLOC_CLASSES = ["equities", "bonds", "commodities", "real_estate", "cash"]
 K = 4
 CONSISTENCY_SAMPLES = 8
+TASKS = {
+    "classalloc": "Allocate a portfolio across five asset-class indices for the next month (20 sessions, held without rebalancing).",
+    "investorbench": "Allocate a portfolio across four stocks and cash for the next trading session; weigh the day's news and recent returns.",
+    "portbench": "Allocate a portfolio across the listed ETFs, stocks and crypto coins for the next month (20 sessions, held without rebalancing).",
+}
 
 
 @dataclass(frozen=True)
@@ -373,6 +378,7 @@ class RealWorld:
             lessons,
             date=date,
             sample=sample,
+            task=TASKS.get(s.name, ""),
         )
 
     def _project(self, date: int, weights: NDArray[np.float64]) -> NDArray[np.float64]:

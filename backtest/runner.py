@@ -306,7 +306,12 @@ def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) ->
             yield index, run_world(spec)
         return
     import multiprocessing
+    import os
     from concurrent.futures import ProcessPoolExecutor, as_completed as completed
+
+    # one BLAS/OpenMP thread per worker: several workers with several threads each fight over the cores
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(variable, "1")
 
     # spawn, not fork: a parent that has loaded JAX (or any threaded library) must not be forked
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:

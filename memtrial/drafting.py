@@ -82,6 +82,7 @@ class DraftRequest:
     date, sample: identify the draw (the designed subset's mask, or a
     self-consistency sample), so a drafter's randomness and a response cache
     are keyed by them rather than by call order.
+    task: the setting's own instructions (the first part of the prompt).
     """
 
     context: str
@@ -91,6 +92,7 @@ class DraftRequest:
     lessons: tuple[Lesson, ...] = ()
     date: int = 0
     sample: int = 0
+    task: str = ""
 
     def __post_init__(self) -> None:
         if not self.assets:
@@ -115,7 +117,8 @@ def render_prompt(request: DraftRequest) -> str:
         lessons = "\n".join(f"{i + 1}. {lesson.text}" for i, lesson in enumerate(request.lessons))
     else:
         lessons = "(none: decide from the context alone)"
-    return (
+    task = f"Task: {request.task}\n\n" if request.task else ""
+    return task + (
         f"Decision context:\n{request.context}\n\nAssets:\n{assets}\n\nMandate: {request.mandate}\n\n"
         f"Lessons from past decisions:\n{lessons}\n\nReturn the JSON object only."
     )

@@ -41,7 +41,8 @@ def test_drafts_come_over_http_validated_and_accounted(tmp_path: Path) -> None:
 
 
 def test_the_eight_calls_of_a_date_overlap_in_time() -> None:
-    with FakeLLM(delay=1.0) as fake, LiteLLMDrafter(MODEL, api_base=fake.api_base) as drafter:
+    # each answer takes 2.5 s, far longer than litellm needs to send the others, even on a loaded machine
+    with FakeLLM(delay=2.5) as fake, LiteLLMDrafter(MODEL, api_base=fake.api_base) as drafter:
         drafter.draft(requests(date=99, n=1))  # litellm sets its HTTP client up on the first call
         fake.max_in_flight, drafter.call_spans = 0, []
         started = time.perf_counter()
@@ -53,7 +54,7 @@ def test_the_eight_calls_of_a_date_overlap_in_time() -> None:
     assert fake.max_in_flight == 8
     latest_start, earliest_end = max(s for s, _ in spans), min(e for _, e in spans)
     assert latest_start < earliest_end
-    print(f"8 calls of 1 s each: wall {wall:.2f} s, server saw {fake.max_in_flight} in flight")
+    print(f"8 calls of 2.5 s each: wall {wall:.2f} s, server saw {fake.max_in_flight} in flight")
 
 
 def test_malformed_answers_are_retried_then_reported(tmp_path: Path) -> None:
