@@ -183,7 +183,8 @@ def _run_real(
                     typer.echo(f"error: {error}", err=True)
                     raise typer.Exit(code=2) from None
         kind = "analogical" if drafter == "analogical" else "litellm"
-        spec_of_drafter = DrafterSpec(kind, model, api_base, str(cache.resolve()) if cache else None, offline, json_schema)
+        # the weak local model's answers are clipped at 0 (its decoding cannot forbid a minus sign); others are rejected
+        spec_of_drafter = DrafterSpec(kind, model, api_base, str(cache.resolve()) if cache else None, offline, json_schema, drafter == "smollm2")
         _run_specs(env, drafter, model, api_base, spec_of_drafter, investors, seed_list, method_ids, learner, warmup_dates, test_dates, workers, scheduler, out)
 
 

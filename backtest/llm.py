@@ -41,17 +41,25 @@ def cache_key(model: str, prompt: str, sample: int) -> str:
 
 @dataclass
 class Usage:
-    """What a drafter spent: calls made, answers replayed, retries, tokens, cost, time."""
+    """What a drafter spent: calls made, answers replayed, retries, tokens, cost, time.
+
+    call_seconds sums every call's latency (calls overlap, and a server that
+    answers one at a time makes them queue); draft_wall_seconds is the time
+    the run spent waiting for drafts, so draft_wall_seconds / calls is the
+    cost of one draft.
+    """
 
     calls: int = 0
     cache_hits: int = 0
     retries: int = 0
     malformed: int = 0
+    clipped: int = 0
     failed_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     call_seconds: float = 0.0
+    draft_wall_seconds: float = 0.0
 
     def add(self, other: Usage) -> None:
         for name, value in asdict(other).items():
@@ -102,6 +110,8 @@ class LiteLLMDrafter:
 
     json_schema: send the answer's JSON schema as ``response_format`` (for
     servers that constrain decoding, such as a local llama.cpp server).
+    clip_negative: clip negative weights to 0 rather than reject the answer
+    (for weak local models; every clipped answer is counted in ``usage.clipped``).
     """
 
     def __init__(
@@ -118,6 +128,7 @@ class LiteLLMDrafter:
         timeout: float = 60.0,
         concurrency: int = 8,
         json_schema: bool = False,
+        clip_negative: bool = False,
     ) -> None:
         if offline and cache is None:
             raise DraftError("offline replay needs a cache", field="cache")
@@ -126,6 +137,7 @@ class LiteLLMDrafter:
         self.model, self.api_base, self.api_key = model, api_base, api_key
         self.offline, self.temperature, self.max_tokens = offline, temperature, max_tokens
         self.max_retries, self.timeout, self.concurrency, self.json_schema = max_retries, timeout, concurrency, json_schema
+        self.clip_negative = clip_negative
         self.cache = ResponseCache(cache) if cache is not None else None
         self.usage = Usage()
         self.call_spans: list[tuple[float, float]] = []
@@ -180,14 +192,16 @@ class LiteLLMDrafter:
             key = cache_key(self.model, prompt, request.sample)
             cached = self.cache.get(key) if self.cache is not None else None
             if cached is not None:
-                answers[i] = parse_weights(cached, request.assets)
+                answers[i] = parse_weights(cached, request.assets, clip_negative=self.clip_negative)
                 self.usage.cache_hits += 1
             elif self.offline:
                 raise DraftError(f"date {request.date} sample {request.sample}: no cached answer for model {self.model!r} (offline replay)", field="cache")
             else:
                 missing.append((i, request, prompt, key))
         if missing:
+            started = time.perf_counter()
             fresh = self._run(self._draft_all([(r, p, k) for _, r, p, k in missing]))
+            self.usage.draft_wall_seconds += time.perf_counter() - started
             for (i, *_), weights in zip(missing, fresh, strict=True):
                 answers[i] = weights
         return np.array([[a[asset] for asset in r.assets] for a, r in zip(answers, requests, strict=True) if a is not None])
@@ -240,12 +254,14 @@ class LiteLLMDrafter:
             self.usage.completion_tokens += spent.completion_tokens
             self.usage.cost_usd += spent.cost_usd
             content = response.choices[0].message.content or ""
+            notes: list[str] = []
             try:
-                weights = parse_weights(content, request.assets)
+                weights = parse_weights(content, request.assets, clip_negative=self.clip_negative, notes=notes)
             except DraftError as error:
                 self.usage.malformed += 1
                 problems.append(str(error))
                 continue
+            self.usage.clipped += bool(notes)
             if self.cache is not None:
                 self.cache.put(key, self.model, request.sample, content, spent)
             return weights

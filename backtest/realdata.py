@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -102,13 +102,7 @@ class Setting:
         notes = list(self.exclusions)
         if warmup_dates is not None or test_dates is not None:
             notes.append(Exclusion("decision dates", f"run shortened to {len(warm)} warm-up and {len(test)} test dates on request"))
-        return _replace(self, decisions=tuple(warm + test), first_test=len(warm), exclusions=tuple(notes))
-
-
-def _replace(setting: Setting, **changes: object) -> Setting:
-    from dataclasses import replace
-
-    return replace(setting, **changes)  # type: ignore[arg-type]
+        return replace(self, decisions=tuple(warm + test), first_test=len(warm), exclusions=tuple(notes))
 
 
 def mandate_text(investor: Investor) -> str:
@@ -298,7 +292,7 @@ class RealWorld:
             end = start
             while end < self.n_dates and np.array_equal(self.universe[end], self.universe[start]) and end - start < 64:
                 end += 1
-            answers = self.drafter.draft([self._request(d, (), 0) for d in range(start, end)])
+            answers = self.drafter.draft([self.draft_request(d, (), 0) for d in range(start, end)])
             drafted += [self._project(d, answers[d - start]) for d in range(start, end)]
             start = end
         return drafted
@@ -368,7 +362,7 @@ class RealWorld:
         return Lesson(text, {s.assets[m]: float(w) for m, w in zip(members, weights, strict=True)}, value, excess)
 
     # -- drafting ----------------------------------------------------------
-    def _request(self, date: int, lessons: tuple[Lesson, ...], sample: int) -> DraftRequest:
+    def draft_request(self, date: int, lessons: tuple[Lesson, ...], sample: int) -> DraftRequest:
         s, members = self.setting, self.universe[date]
         return DraftRequest(
             self.contexts[date],
@@ -408,10 +402,10 @@ class RealWorld:
         added, self._added = self._added, []
         retrieved = self.bank.search(self.context_vectors[date], K)
         masks = list(range(16)) if self.full_design else list(HALF)
-        requests = [self._request(date, tuple(self.lessons[retrieved[j]] for j in range(K) if mask >> j & 1), mask) for mask in masks]
+        requests = [self.draft_request(date, tuple(self.lessons[retrieved[j]] for j in range(K) if mask >> j & 1), mask) for mask in masks]
         if self.self_consistency:
             top2 = (self.lessons[retrieved[0]], self.lessons[retrieved[1]])
-            requests += [self._request(date, top2, 16 + i) for i in range(CONSISTENCY_SAMPLES)]
+            requests += [self.draft_request(date, top2, 16 + i) for i in range(CONSISTENCY_SAMPLES)]
         answers = self.drafter.draft(requests)
         projected = self._project(date, answers)
         n = len(self.universe[date])

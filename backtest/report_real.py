@@ -108,7 +108,8 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
             "",
             "## Drafter usage",
             "",
-            f"{usage['calls']:.0f} calls ({usage['failed_calls']:.0f} failed, {usage['retries']:.0f} retries, {usage['malformed']:.0f} malformed answers), "
+            f"{usage['calls']:.0f} calls ({usage['failed_calls']:.0f} failed, {usage['retries']:.0f} retries, {usage['malformed']:.0f} malformed answers, "
+            f"{usage.get('clipped', 0):.0f} answers with negative weights clipped to 0), "
             f"{usage['cache_hits']:.0f} answers replayed from the cache; {usage['prompt_tokens']:.0f} prompt and {usage['completion_tokens']:.0f} completion tokens; "
             f"cost ${usage['cost_usd']:.4f}; {usage['call_seconds']:.0f} s inside calls.",
         ]
@@ -117,8 +118,9 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
             parse_rate = (answered - usage["malformed"]) / answered if answered else 0.0
             lines += [
                 "",
-                f"Parse rate (valid answers / answers): {parse_rate:.1%}; seconds per call: {usage['call_seconds'] / usage['calls']:.2f} "
-                f"(calls overlap, so the run's wall time is less than their sum).",
+                f"Parse rate (valid answers / answers): {parse_rate:.1%}; seconds per draft (time spent waiting for drafts / calls): "
+                f"{usage.get('draft_wall_seconds', 0.0) / usage['calls']:.2f}; mean latency of a call: {usage['call_seconds'] / usage['calls']:.2f} s "
+                f"(calls overlap and may queue at the server).",
             ]
     if document["exclusions"]:
         lines += ["", "## Excluded, and why", ""]

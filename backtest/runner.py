@@ -57,6 +57,7 @@ class DrafterSpec:
     cache: str | None = None
     offline: bool = False
     json_schema: bool = False
+    clip_negative: bool = False
     timeout: float = 60.0
     temperature: float = 0.7
 
@@ -116,6 +117,7 @@ def make_drafter(spec: WorldSpec, scale_pp: float) -> Drafter:
             cache=Path(drafter.cache) if drafter.cache else None,
             offline=drafter.offline,
             json_schema=drafter.json_schema,
+            clip_negative=drafter.clip_negative,
             timeout=drafter.timeout,
             temperature=drafter.temperature,
         )
@@ -153,7 +155,8 @@ def _wealth_stats(returns: list[float], periods_per_year: float) -> dict[str, fl
     peak = np.maximum.accumulate(np.concatenate([[1.0], wealth]))[1:]
     spread = float(values.std(ddof=1)) if len(values) > 1 else 0.0
     return {
-        "sharpe": float(values.mean() / spread * np.sqrt(periods_per_year)) if spread > 0 else None,
+        # a book whose returns barely move (all cash, say) has no meaningful ratio
+        "sharpe": float(values.mean() / spread * np.sqrt(periods_per_year)) if spread > 1e-6 else None,
         "max_drawdown": float(np.max(1.0 - wealth / peak)),
         "final_wealth": float(wealth[-1]),
     }

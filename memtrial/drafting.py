@@ -141,8 +141,13 @@ def weights_schema(assets: Sequence[str]) -> dict[str, object]:
     }
 
 
-def parse_weights(content: str, assets: Sequence[str]) -> dict[str, float]:
-    """Validated, normalised weights from a model answer; :class:`DraftError` says what is wrong."""
+def parse_weights(content: str, assets: Sequence[str], *, clip_negative: bool = False, notes: list[str] | None = None) -> dict[str, float]:
+    """Validated, normalised weights from a model answer; :class:`DraftError` says what is wrong.
+
+    clip_negative: set negative weights to 0 instead of rejecting the answer
+    (for weak local models whose constrained decoding cannot forbid a minus
+    sign); each clipping is described in ``notes``.
+    """
     match = re.search(r"\{.*\}", content, re.DOTALL)
     if match is None:
         raise DraftError("no JSON object in the answer", field="draft")
@@ -158,9 +163,13 @@ def parse_weights(content: str, assets: Sequence[str]) -> dict[str, float]:
         raise DraftError(f"unknown assets {unknown}", field="draft")
     values: dict[str, float] = {}
     for asset, raw in weights.items():
-        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw) or raw < 0:
+        if isinstance(raw, bool) or not isinstance(raw, int | float) or not math.isfinite(raw):
             raise DraftError(f"weight of {asset!r} must be a finite number >= 0, got {raw!r}", field="draft")
-        values[asset] = float(raw)
+        if raw < 0 and not clip_negative:
+            raise DraftError(f"weight of {asset!r} must be a finite number >= 0, got {raw!r}", field="draft")
+        if raw < 0 and notes is not None:
+            notes.append(f"clipped the negative weight {raw!r} of {asset!r} to 0")
+        values[asset] = max(float(raw), 0.0)
     total = sum(values.values())
     if total <= 0:
         raise DraftError("weights sum to zero", field="draft")

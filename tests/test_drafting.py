@@ -106,3 +106,14 @@ def test_analogical_tilts_toward_good_lessons_and_away_from_bad_ones() -> None:
     # a lesson about assets outside today's universe has no pull
     elsewhere = np.mean([drafter.draft([request((Lesson("btc won", {"BTC": 1.0}, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0)
     assert np.allclose(elsewhere, base)
+
+
+def test_weak_models_may_have_negative_weights_clipped_and_noted() -> None:
+    notes: list[str] = []
+    weights = parse_weights('{"weights": {"SPY": -0.5, "AGG": 1, "GLD": 3}}', ASSETS, clip_negative=True, notes=notes)
+    assert weights == {"SPY": 0.0, "AGG": 0.25, "GLD": 0.75, "BIL": 0.0}
+    assert notes == ["clipped the negative weight -0.5 of 'SPY' to 0"]
+    with pytest.raises(DraftError, match="sum to zero"):
+        parse_weights('{"weights": {"SPY": -1}}', ASSETS, clip_negative=True)
+    with pytest.raises(DraftError, match="finite"):
+        parse_weights('{"weights": {"SPY": NaN}}', ASSETS, clip_negative=True)

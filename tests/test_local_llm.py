@@ -47,3 +47,18 @@ def test_smollm2_drafts_valid_weights_through_litellm() -> None:
     assert np.allclose(drafts.sum(axis=1), 1.0) and (drafts >= 0).all()
     assert drafter.usage.completion_tokens > 0
     print(f"SmolLM2: {drafter.usage.calls} calls, {drafter.usage.malformed} malformed, {drafter.usage.call_seconds / drafter.usage.calls:.2f} s per call")
+
+
+@needs_runtime
+def test_bench_local_llm_reports_seconds_per_draft_and_parse_rate(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "local.json"
+    subprocess.run([sys.executable, str(root / "benchmarks" / "bench_local_llm.py"), "--drafts", "2", "--out", str(out)], check=True, timeout=600, capture_output=True)
+    result = json.loads(out.read_text())
+    assert result["drafts"] == 2 and result["seconds_per_draft_median"] > 0 and 0 <= result["parse_rate"] <= 1
+    assert "seconds per draft" in out.with_suffix(".md").read_text()

@@ -190,3 +190,14 @@ def test_a_short_run_reports_every_metric() -> None:
         assert cell[key] is not None
     assert cell["draft_calls_per_decision"] == 8 and result["methods"]["no_memory"]["draft_calls_per_decision"] == 1
     assert any("shortened" in e["reason"] for e in result["exclusions"])
+
+
+def test_wealth_statistics() -> None:
+    from backtest.runner import _wealth_stats
+
+    stats = _wealth_stats([0.10, -0.50, 0.20], 12.0)
+    assert stats["final_wealth"] == pytest.approx(1.1 * 0.5 * 1.2)
+    assert stats["max_drawdown"] == pytest.approx(0.5)
+    assert stats["sharpe"] == pytest.approx(np.mean([0.1, -0.5, 0.2]) / np.std([0.1, -0.5, 0.2], ddof=1) * np.sqrt(12))
+    # a book that pays the same fee every day and never moves has no meaningful ratio
+    assert _wealth_stats([-0.0024] * 5, 252.0)["sharpe"] is None
