@@ -149,7 +149,7 @@ def _run_real(
 ) -> None:
     from backtest.methods.registry import REAL_METHOD_IDS
     from backtest.realdata import load_setting
-    from backtest.runner import DrafterSpec
+    from backtest.runner import DrafterSpec, WorldSpec
     from memtrial.errors import MemtrialError
 
     investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
@@ -185,36 +185,21 @@ def _run_real(
         kind = "analogical" if drafter == "analogical" else "litellm"
         # the weak local model's answers are clipped at 0 (its decoding cannot forbid a minus sign); others are rejected
         spec_of_drafter = DrafterSpec(kind, model, api_base, str(cache.resolve()) if cache else None, offline, json_schema, drafter == "smollm2")
-        _run_specs(env, drafter, model, api_base, spec_of_drafter, investors, seed_list, method_ids, learner, warmup_dates, test_dates, workers, scheduler, out)
+        specs = [
+            WorldSpec(env, i, s, methods=method_ids, value_model=learner, env=env, drafter=spec_of_drafter, warmup_dates=warmup_dates, test_dates=test_dates)
+            for i in investors
+            for s in seed_list
+        ]
+        _run_specs(env, specs, seed_list, workers, scheduler, out, {"kind": drafter, "model": model, "api_base": api_base})
 
 
-def _run_specs(
-    env: str,
-    drafter: str,
-    model: str | None,
-    api_base: str | None,
-    spec_of_drafter: Any,
-    investors: list[str],
-    seed_list: list[int],
-    method_ids: tuple[str, ...] | None,
-    learner: str,
-    warmup_dates: int | None,
-    test_dates: int | None,
-    workers: int,
-    scheduler: str | None,
-    out: Path,
-) -> None:
+def _run_specs(env: str, specs: list[Any], seed_list: list[int], workers: int, scheduler: str | None, out: Path, drafter_info: dict[str, Any]) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from backtest.report_real import write_real_report
-    from backtest.runner import WorldSpec, run_many
+    from backtest.runner import run_many
     from memtrial.errors import MemtrialError
 
-    specs = [
-        WorldSpec(env, i, s, methods=method_ids, value_model=learner, env=env, drafter=spec_of_drafter, warmup_dates=warmup_dates, test_dates=test_dates)
-        for i in investors
-        for s in seed_list
-    ]
     start = time.perf_counter()
     columns = (TextColumn(f"{env} worlds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
     try:
@@ -226,7 +211,6 @@ def _run_specs(
         raise typer.Exit(code=2) from None
     wall = time.perf_counter() - start
     command = "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else f"memtrial backtest {env}"
-    drafter_info = {"kind": drafter, "model": model, "api_base": api_base}
     document = write_real_report(out, results, seed_list, wall, command, env, drafter_info)
     typer.echo(f"{len(specs)} worlds in {wall:.1f} s; results in {out}/results.json")
     for name, cells in document["investors"].items():

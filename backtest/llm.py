@@ -61,10 +61,6 @@ class Usage:
     call_seconds: float = 0.0
     draft_wall_seconds: float = 0.0
 
-    def add(self, other: Usage) -> None:
-        for name, value in asdict(other).items():
-            setattr(self, name, getattr(self, name) + value)
-
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
 

@@ -49,11 +49,11 @@ from backtest.data import (
     tradable,
 )
 from backtest.methods.base import HALF
-from memtrial.drafting import DraftRequest, Drafter, Lesson
+from memtrial.drafting import DraftRequest, Drafter, Lesson, mandate_text
 from memtrial.errors import ConfigError
-from memtrial.settle import INVESTORS, Investor, nav_paths, project, utility
+from memtrial.settle import INVESTORS, nav_paths, project, utility
 
-__all__ = ["SETTINGS", "RealWorld", "Setting", "load_setting", "mandate_text"]
+__all__ = ["SETTINGS", "RealWorld", "Setting", "load_setting"]
 
 SETTINGS = ("classalloc", "investorbench", "portbench")
 RISKY = {"equities", "crypto", "real_estate"}
@@ -103,13 +103,6 @@ class Setting:
         if warmup_dates is not None or test_dates is not None:
             notes.append(Exclusion("decision dates", f"run shortened to {len(warm)} warm-up and {len(test)} test dates on request"))
         return replace(self, decisions=tuple(warm + test), first_test=len(warm), exclusions=tuple(notes))
-
-
-def mandate_text(investor: Investor) -> str:
-    return (
-        f"{investor.name} investor: at most {investor.risky_cap:.0%} in risky assets (equities, crypto, real estate), "
-        f"at least {investor.defensive_floor:.0%} in defensive assets (bonds, cash); long only, fully invested."
-    )
 
 
 def _monthly(dates: pd.DatetimeIndex, start: str, end: str, history: int, horizon: int) -> list[int]:

@@ -25,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import ConfigError, InputError
+from memtrial.settle import Investor
 
 __all__ = [
     "CLASS_BUDGET",
@@ -36,6 +37,7 @@ __all__ = [
     "Lesson",
     "parse_weights",
     "render_prompt",
+    "mandate_text",
     "typical_allocation",
     "weights_schema",
 ]
@@ -121,6 +123,14 @@ def render_prompt(request: DraftRequest) -> str:
     return task + (
         f"Decision context:\n{request.context}\n\nAssets:\n{assets}\n\nMandate: {request.mandate}\n\n"
         f"Lessons from past decisions:\n{lessons}\n\nReturn the JSON object only."
+    )
+
+
+def mandate_text(investor: Investor) -> str:
+    """The investor's mandate in words, as every prompt states it."""
+    return (
+        f"{investor.name} investor: at most {investor.risky_cap:.0%} in risky assets (equities, crypto, real estate), "
+        f"at least {investor.defensive_floor:.0%} in defensive assets (bonds, cash); long only, fully invested."
     )
 
 
@@ -211,13 +221,11 @@ class AnalogicalDrafter:
             raise ConfigError(f"scale_pp must be finite and > 0, got {scale_pp!r}", field="scale_pp")
         self.seed, self.strength, self.scale_pp = seed, strength, scale_pp
 
-    def base(self, request: DraftRequest) -> NDArray[np.float64]:
-        typical = typical_allocation(request.asset_classes)
+    def base(self, request: DraftRequest, typical: NDArray[np.float64]) -> NDArray[np.float64]:
         rng = np.random.default_rng(np.random.SeedSequence([self.seed, request.date, request.sample]))
         return np.asarray(rng.dirichlet((20.0 + 2.0 * len(typical)) * typical))
 
-    def tilt(self, request: DraftRequest) -> NDArray[np.float64]:
-        typical = typical_allocation(request.asset_classes)
+    def tilt(self, request: DraftRequest, typical: NDArray[np.float64]) -> NDArray[np.float64]:
         if not request.lessons:
             return np.zeros_like(typical)
         position = {asset: i for i, asset in enumerate(request.assets)}
@@ -234,6 +242,7 @@ class AnalogicalDrafter:
     def draft(self, requests: Sequence[DraftRequest]) -> NDArray[np.float64]:
         rows = []
         for request in requests:
-            weights = np.clip(self.base(request) + self.tilt(request), 0.0, None)
-            rows.append(weights / weights.sum() if weights.sum() > 0 else typical_allocation(request.asset_classes))
+            typical = typical_allocation(request.asset_classes)
+            weights = np.clip(self.base(request, typical) + self.tilt(request, typical), 0.0, None)
+            rows.append(weights / weights.sum() if weights.sum() > 0 else typical)
         return np.array(rows)

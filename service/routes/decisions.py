@@ -18,7 +18,7 @@ from memtrial.records import Decision as CoreDecision
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
-from memtrial.drafting import DraftRequest, Lesson
+from memtrial.drafting import DraftRequest, Lesson, mandate_text
 from service.drafting import draft_all
 from service.errors import ApiError
 from service.models import Contribution, Decision, Experience, new_id
@@ -138,7 +138,7 @@ async def create_decision(agent_id: str, body: DecisionCreate, tenant_id: Tenant
         return plan
     universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]
     investor = INVESTORS[settings["investor"]]
-    mandate = f"{investor.name}: at most {investor.risky_cap:.0%} in risky assets, at least {investor.defensive_floor:.0%} in defensive assets"
+    mandate = mandate_text(investor)
     assets, classes = (tuple(a for a, _ in universe), tuple(c for _, c in universe))
     requests = [
         DraftRequest(body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i)
