@@ -38,7 +38,7 @@ from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
 from numpyro.infer.autoguide import AutoNormal
 
 from memtrial.errors import ConfigError, InputError, LifecycleError, parse_choice
-from memtrial.values import LearnerMode, Record, SufficientStatistics, content_features, sufficient_statistics
+from memtrial.values import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
 
 __all__ = [
     "BayesLearner",
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 CREDIBLE = 0.90
-_FITTED = ("samples_", "stats_", "_index", "_content", "_beta", "_tau", "divergences_")
+_FITTED = ("samples_", "stats_", "_index", "_content", "_beta", "_tau", "divergences_", "statistics")
 _FITS: dict[tuple[object, ...], tuple[tuple[Any, ...], dict[str, Any]]] = {}
 
 
@@ -266,10 +266,31 @@ class BayesLearner:
         self._beta: NDArray[np.float64] | None = None
         self._tau: NDArray[np.float64] | None = None
         self.divergences_ = 0
+        self.statistics = RunningStatistics()
+        self._stale = False
 
     @property
     def is_fitted(self) -> bool:
+        self._refit()
         return self.samples_ is not None
+
+    def update(self, date: Hashable, contributions: Mapping[Any, float]) -> BayesLearner:
+        """Learn from one new date (running statistics; the model is refitted when next asked)."""
+        if self.statistics.add_date(contributions):
+            self._stale = True
+        return self
+
+    def _refit(self) -> None:
+        if self._stale:
+            self._stale = False
+            self._fit_statistics(self.statistics.snapshot())
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"statistics": self.statistics.to_dict(), "mode_scores": {}}
+
+    def load_state_dict(self, data: Mapping[str, Any]) -> None:
+        self.statistics = RunningStatistics.from_dict(data["statistics"])
+        self._stale = True
 
     # -- the engine's learner interface (shared with EmpiricalBayesLearner) ----
     @property
@@ -310,6 +331,7 @@ class BayesLearner:
         cached = _FITS.get(key)
         if cached is not None and cached[0] == frozen:
             self.__dict__.update(cached[1])
+            self._stale = False
             return self
         self._fit(frozen)
         _FITS[key] = (frozen, {name: self.__dict__[name] for name in _FITTED})
@@ -318,7 +340,11 @@ class BayesLearner:
         return self
 
     def _fit(self, records: Iterable[Record]) -> None:
-        stats = sufficient_statistics(records)
+        self.statistics = RunningStatistics.from_records(records)
+        self._stale = False
+        self._fit_statistics(self.statistics.snapshot())
+
+    def _fit_statistics(self, stats: SufficientStatistics | None) -> None:
         self.stats_ = stats
         if stats is None or stats.scale <= 0:
             self.samples_ = None
@@ -341,6 +367,7 @@ class BayesLearner:
 
     def posterior(self, experience_id: Hashable) -> BayesPosterior:
         """Mean, sd, 90% credible interval and P(v > 0) of one value (utility units)."""
+        self._refit()
         if self.samples_ is None:
             raise LifecycleError("the learner has no centred records yet: fit it on dates with >= 2 experiences")
         row = self._index.get(experience_id)
@@ -354,4 +381,4 @@ class BayesLearner:
         return _summary(draws[:, None])[0]
 
     def predict(self, experience_id: Hashable) -> float:
-        return self.posterior(experience_id).mean if self.samples_ is not None else 0.0
+        return self.posterior(experience_id).mean if self.is_fitted else 0.0

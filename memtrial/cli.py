@@ -119,7 +119,7 @@ def demo(
     for experience_id, value in sorted(result.values.items(), key=lambda item: -item[1]):
         values.add_row(experience_id, names[result.types[experience_id]], f"{100 * value:.3f}")
     console.print(values)
-    verification = result.engine.gate.log.verify()
+    verification = result.engine.verify()
     console.print(f"prediction log: {verification.n_entries} entries, chain {'intact' if verification.ok else 'BROKEN'}")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -149,11 +150,22 @@ class CentredRecords:
         return int(self.y.shape[0])
 
 
-def _codes(keys: Sequence[Hashable]) -> tuple[tuple[Hashable, ...], NDArray[np.int64]]:
-    """Integer codes of keys in first-seen order."""
+def _codes(keys: Sequence[Hashable] | NDArray[Any]) -> tuple[tuple[Hashable, ...], NDArray[np.int64]]:
+    """Distinct keys and the integer code of each key: in sorted order for a NumPy
+    array of numbers or strings (one vectorised pass), else in first-seen order."""
+    if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and keys.size and 0 <= keys.min() and keys.max() < 4 * keys.size + 1024:
+        present = np.zeros(int(keys.max()) + 1, dtype=bool)  # small non-negative integers: a lookup table, no sort
+        present[keys] = True
+        distinct = np.flatnonzero(present)
+        table = np.zeros(present.size, dtype=np.int64)
+        table[distinct] = np.arange(distinct.size)
+        return tuple(distinct.tolist()), table[keys].reshape(-1)
+    if isinstance(keys, np.ndarray) and keys.dtype.kind in "iufUS":
+        distinct, codes = np.unique(keys, return_inverse=True)
+        return tuple(distinct.tolist()), codes.astype(np.int64).reshape(-1)
     table: dict[Hashable, int] = {}
-    codes = np.fromiter((table.setdefault(key, len(table)) for key in keys), dtype=np.int64, count=len(keys))
-    return tuple(table), codes
+    found = np.fromiter((table.setdefault(key, len(table)) for key in keys), dtype=np.int64, count=len(keys))
+    return tuple(table), found
 
 
 def centre_by_date(records: Iterable[ContributionRecord | tuple[Hashable, Hashable, float]]) -> CentredRecords:
@@ -183,9 +195,10 @@ def centre_by_date(records: Iterable[ContributionRecord | tuple[Hashable, Hashab
 
 
 def centre_arrays(
-    dates: Sequence[Hashable], experience_ids: Sequence[Hashable], contributions: NDArray[np.float64]
+    dates: Sequence[Hashable] | NDArray[Any], experience_ids: Sequence[Hashable] | NDArray[Any], contributions: NDArray[np.float64]
 ) -> CentredRecords:
-    """Array form of :func:`centre_by_date`."""
+    """Array form of :func:`centre_by_date` (fully vectorised when ``dates`` and
+    ``experience_ids`` are NumPy arrays of numbers or strings)."""
     if not (len(dates) == len(experience_ids) == contributions.shape[0]):
         raise InputError("dates, experience_ids and contributions must have one length", field="records")
     if not np.all(np.isfinite(contributions)):

@@ -14,7 +14,11 @@
   updates the learner, the gate and the fallback. Settling twice with the
   same prices is a no-op; with other prices it is an error.
 
-The whole state round-trips exactly through :meth:`MemTrial.to_json`.
+The whole state round-trips exactly through :meth:`MemTrial.to_json`. The
+engine's running state (learner statistics, gate statistics, the fallback's
+sums, the log's head) is O(experiences); what grows with the number of
+decisions (decision entries, log entries, contribution records) is written
+once, item by item, to a :class:`~memtrial.history.History`.
 """
 
 from __future__ import annotations
@@ -46,7 +50,8 @@ from memtrial.errors import (
 )
 from memtrial.explain import explain
 from memtrial.fallback import AnchoredMixture, FallbackVariant, mixture_weights
-from memtrial.prereg import PredictionLog
+from memtrial.history import DecisionEntry, DetachedHistory, History, InMemoryHistory
+from memtrial.prereg import ChainVerification, LogEntry, verify_chain
 from memtrial.records import (
     Action,
     Decision,
@@ -65,7 +70,7 @@ from memtrial.values import EmpiricalBayesLearner, LearnerMode
 
 __all__ = ["EngineConfig", "MemTrial"]
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 DRAFT_SUM_TOLERANCE = 1e-6
 
 
@@ -75,6 +80,8 @@ class EngineConfig:
 
     gamma: risk aversion of the utility; defaults to the investor's.
     investor: mandate used to project drafts when a plan names asset groups.
+    diagnostics: compute the interaction contrasts of each settlement
+    (diagnostics nobody acts on; a backtest turns them off).
     """
 
     k: int = 4
@@ -86,6 +93,7 @@ class EngineConfig:
     gamma: float | None = None
     fee_bp: float = 15.0
     n_components: int | None = 8
+    diagnostics: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
@@ -124,6 +132,7 @@ class EngineConfig:
             "gamma": self.gamma,
             "fee_bp": self.fee_bp,
             "n_components": self.n_components,
+            "diagnostics": self.diagnostics,
         }
 
     @classmethod
@@ -141,13 +150,6 @@ class _Experience:
     active: bool = True
 
 
-@dataclass(slots=True)
-class _Entry:
-    plan: Plan
-    decision: Decision | None = None
-    settlement: Settlement | None = None
-
-
 def _show(value: Time | None) -> str:
     """A time as people write it (ISO 8601 for dates and datetimes)."""
     return value.isoformat() if isinstance(value, dt.date) else repr(value)
@@ -161,24 +163,46 @@ def _later_or_equal(first: Time, second: Time, what: str) -> bool:
 
 
 class MemTrial:
-    """One agent's memory credit assignment and trust-gated decisions."""
+    """One agent's memory credit assignment and trust-gated decisions.
 
-    def __init__(self, config: EngineConfig | None = None, **settings: Any) -> None:
+    history: where decision entries, log entries and contribution records go
+    (default: an :class:`~memtrial.history.InMemoryHistory`). The engine's own
+    state stays O(experiences) whatever the number of decisions.
+    """
+
+    def __init__(self, config: EngineConfig | None = None, *, history: History | None = None, **settings: Any) -> None:
         if config is not None and settings:
             raise ConfigError("give either config or keyword settings, not both")
         self.config = config if config is not None else EngineConfig(**settings)
+        self.history: History = InMemoryHistory() if history is None else history
         self.learner = EmpiricalBayesLearner(self.config.learner, n_components=self.config.n_components)
-        self.gate: TrustGate = make_gate(self.config.gate)
+        self.gate: TrustGate = make_gate(self.config.gate, sink=self._append_log)
         self.fallback = AnchoredMixture(self.config.fallback)
         self.experiences: dict[ExperienceId, _Experience] = {}
-        self.entries: dict[str, _Entry] = {}
-        self.records: list[tuple[str, ExperienceId, float]] = []
         self.clock: Time | None = None
+
+    def _append_log(self, entry: LogEntry) -> None:
+        self.history.append_log(entry)
 
     @property
     def gate_hash(self) -> str:
         """SHA-256 of the frozen gate configuration (pre-registration)."""
         return self.gate.config_hash
+
+    def _memory(self) -> InMemoryHistory:
+        if not isinstance(self.history, InMemoryHistory):
+            raise StateError("this engine's history is in an external store; ask the store", field="history")
+        return self.history
+
+    @property
+    def entries(self) -> dict[str, DecisionEntry]:
+        """Decision entries by id (in-memory history only)."""
+        return self._memory().entries
+
+    @property
+    def records(self) -> list[tuple[str, ExperienceId, float]]:
+        """Contribution records (decision id, experience id, contribution), in-memory history only."""
+        return self._memory().records
 
     # -- experiences -------------------------------------------------------
     def add_experience(self, experience_id: ExperienceId, embedding: ArrayLike | None = None) -> None:
@@ -233,8 +257,6 @@ class MemTrial:
         """
         if not isinstance(decision_id, str) or not decision_id:
             raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
-        if decision_id in self.entries:
-            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         encode_time(time)
         encode_time(maturity)
         if self.clock is not None and not _later_or_equal(time, self.clock, "time"):
@@ -242,9 +264,9 @@ class MemTrial:
         if not _later_or_equal(maturity, time, "maturity"):
             raise InputError(f"maturity {_show(maturity)} must not be before time {_show(time)}", field="maturity")
         ids = self._retrieve(retrieved, context_embedding)
-        reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
-            reference, previous, n_assets, risky, defensive
-        )
+        reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(reference, previous, n_assets, risky, defensive)
+        if self.history.get(decision_id) is not None:
+            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         k_used = len(ids)
         if k_used == self.config.k:
             masks = design_module.build_design(self.config.design, k_used)
@@ -256,7 +278,7 @@ class MemTrial:
         trust = self.gate.decision()
         if ids:
             details = {"learner_mode": selected.value, "modes": {m.value: list(v) for m, v in mode_predictions.items()}}
-            self.gate.register(decision_id, predictions, details)
+            self.gate.register(decision_id, predictions, details, track=False)
         plan = Plan(
             decision_id=decision_id,
             time=time,
@@ -274,7 +296,7 @@ class MemTrial:
             risky=risky_mask,
             defensive=defensive_mask,
         )
-        self.entries[decision_id] = _Entry(plan)
+        self.history.put(DecisionEntry(plan))
         self.clock = time
         return plan
 
@@ -338,6 +360,7 @@ class MemTrial:
                 return entry.decision
             raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
         entry.decision = _choose(plan, matrix)
+        self.history.put(entry)
         return entry.decision
 
     # -- settle ------------------------------------------------------------
@@ -365,6 +388,7 @@ class MemTrial:
             )
         settlement = self._score(plan, entry.decision, prices, settled_at)
         entry.settlement = settlement
+        self.history.put(entry)
         if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return settlement
@@ -387,12 +411,12 @@ class MemTrial:
             contrast = banzhaf_contrasts(draft_utilities, list(plan.masks), len(ids))
             contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
             centred = dict(zip(ids, (float(c) for c in contrast - contrast.mean()), strict=True))
-            if len(ids) >= 2:
+            if len(ids) >= 2 and self.config.diagnostics:
                 interactions = interaction_contrasts(draft_utilities, list(plan.masks), len(ids))
-            score = self.gate.score(plan.decision_id, centred).score
+            score = self.gate.score_predictions(plan.decision_id, plan.predictions, centred).score
             self._score_modes(plan, centred)
-            self.records.extend((plan.decision_id, e, c) for e, c in contributions.items())
-            self.learner.fit(self.records)
+            self.learner.update(plan.decision_id, contributions)
+            self.history.append_contributions(plan.decision_id, contributions, centred)
         self.fallback.update(mixture_u, reference_u, mean_u)
         return Settlement(
             decision_id=plan.decision_id,
@@ -420,24 +444,28 @@ class MemTrial:
                 self.learner.record_score(mode, value)
 
     # -- queries -----------------------------------------------------------
-    def _entry(self, decision_id: str) -> _Entry:
-        if decision_id not in self.entries:
+    def _entry(self, decision_id: str) -> DecisionEntry:
+        entry = self.history.get(decision_id)
+        if entry is None:
             raise UnknownDecisionError(f"no plan has decision id {decision_id!r}", field="decision_id")
-        return self.entries[decision_id]
+        return entry
 
     def get_plan(self, decision_id: str) -> Plan:
         return self._entry(decision_id).plan
 
     def prune_settled(self) -> int:
-        """Drop settled decisions from memory (their learning is kept); returns how many.
+        """Drop settled decisions from the in-memory history (their learning is kept); returns how many.
 
-        A pruned decision can no longer be looked up or re-settled here: a
-        store that prunes keeps its own record of settled payloads.
+        A pruned decision can no longer be looked up or re-settled here.
         """
-        settled = [decision_id for decision_id, entry in self.entries.items() if entry.settlement is not None]
-        for decision_id in settled:
-            del self.entries[decision_id]
-        return len(settled)
+        return self._memory().prune_settled()
+
+    def verify(self) -> ChainVerification:
+        """Recompute the hash chain of the whole log from the history, and check it ends at the head."""
+        check = verify_chain(self.gate_hash, self.history.log_entries())
+        if check.ok and check.n_entries != self.gate.log.length:
+            return ChainVerification(False, check.n_entries, check.n_entries, f"the store holds {check.n_entries} entries; the engine has written {self.gate.log.length}")
+        return check
 
     def values(self) -> dict[ExperienceId, float]:
         """Posterior mean value of every experience (0, the prior mean, before data)."""
@@ -452,15 +480,18 @@ class MemTrial:
         return posterior.mean, posterior.sd, self.learner.count(experience_id)
 
     # -- state -------------------------------------------------------------
-    def to_json(self, *, embeddings: bool = True) -> str:
-        """The whole state as JSON; ``MemTrial.from_json`` restores it exactly.
+    def to_json(self, *, embeddings: bool = True, history: bool = True) -> str:
+        """The state as JSON; ``MemTrial.from_json`` restores it exactly.
 
-        With ``embeddings=False`` the experience embeddings are left out (a
-        store that keeps them elsewhere passes them back to ``from_json``).
+        embeddings=False leaves the experience embeddings out (a store that
+        keeps them elsewhere passes them back to ``from_json``).
+        history=False leaves the in-memory history out: the compact running
+        state alone, whose size depends on the experiences, not on the number
+        of decisions (a store that keeps the history attaches it again).
         """
-        return json.dumps(self.to_dict(embeddings=embeddings), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return json.dumps(self.to_dict(embeddings=embeddings, history=history), sort_keys=True, separators=(",", ":"), allow_nan=False)
 
-    def to_dict(self, *, embeddings: bool = True) -> dict[str, Any]:
+    def to_dict(self, *, embeddings: bool = True, history: bool = True) -> dict[str, Any]:
         return {
             "embeddings_included": embeddings,
             "version": STATE_VERSION,
@@ -471,41 +502,39 @@ class MemTrial:
                 [e, None if x.embedding is None or not embeddings else [float(v) for v in x.embedding], x.active]
                 for e, x in self.experiences.items()
             ],
-            "entries": [
-                {
-                    "plan": entry.plan.to_dict(),
-                    "decision": None if entry.decision is None else entry.decision.to_dict(),
-                    "settlement": None if entry.settlement is None else entry.settlement.to_dict(),
-                }
-                for entry in self.entries.values()
-            ],
-            "records": [list(record) for record in self.records],
-            "auto_scores": {mode.value: list(values) for mode, values in self.learner.scores.items()},
-            "gate": {
-                "pending": [[date, [[e, v] for e, v in values.items()]] for date, values in self.gate.pending.items()],
-                "scores": list(self.gate.scores),
-                "score_dates": list(self.gate.score_dates),
-                "scored_dates": sorted(self.gate.scored_dates, key=str),
-                "log": self.gate.log.to_list(),
-            },
+            "learner": self.learner.state_dict(),
+            "gate": self.gate.state_dict(),
             "fallback": self.fallback.to_dict(),
+            "history": self._memory().to_dict() if history else None,
         }
 
     @classmethod
-    def from_json(cls, text: str, embeddings: Mapping[ExperienceId, ArrayLike] | None = None) -> MemTrial:
-        """Restore a state; ``embeddings`` supplies those left out by ``to_json(embeddings=False)``."""
+    def from_json(
+        cls, text: str, embeddings: Mapping[ExperienceId, ArrayLike] | None = None, *, history: History | None = None
+    ) -> MemTrial:
+        """Restore a state; ``embeddings`` supplies those left out by ``to_json(embeddings=False)``,
+        ``history`` the store of a state written with ``history=False``."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise StateError(f"state is not valid JSON: {error}") from None
-        return cls.from_dict(data, embeddings)
+        return cls.from_dict(data, embeddings, history=history)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], embeddings: Mapping[ExperienceId, ArrayLike] | None = None) -> MemTrial:
+    def from_dict(
+        cls, data: Mapping[str, Any], embeddings: Mapping[ExperienceId, ArrayLike] | None = None, *, history: History | None = None
+    ) -> MemTrial:
+        """Restore a state of this version, or upgrade a version-1 state (its history moves to an in-memory history)."""
         try:
+            if data["version"] == 1:
+                data = _upgrade_v1_state(data)
             if data["version"] != STATE_VERSION:
                 raise StateError(f"state version {data['version']!r} is not supported (expected {STATE_VERSION})", field="version")
-            engine = cls(EngineConfig.from_dict(data["config"]))
+            stored = data["history"]
+            if stored is not None and history is not None:
+                raise StateError("the state carries its own history; do not pass another", field="history")
+            attached: History = InMemoryHistory.from_dict(stored) if stored is not None else history or DetachedHistory()
+            engine = cls(EngineConfig.from_dict(data["config"]), history=attached)
             if engine.gate_hash != data["gate_hash"]:
                 raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
             engine.clock = None if data["clock"] is None else decode_time(data["clock"])
@@ -515,26 +544,51 @@ class MemTrial:
                     embedding = external.get(experience_id)
                 engine.add_experience(experience_id, embedding)
                 engine.experiences[experience_id].active = bool(active)
-            for item in data["entries"]:
-                entry = _Entry(Plan.from_dict(item["plan"]))
-                entry.decision = None if item["decision"] is None else Decision.from_dict(item["decision"])
-                entry.settlement = None if item["settlement"] is None else Settlement.from_dict(item["settlement"])
-                engine.entries[entry.plan.decision_id] = entry
-            engine.records = [(str(d), e, float(c)) for d, e, c in data["records"]]
-            for mode, values in data["auto_scores"].items():
-                engine.learner.scores[LearnerMode(mode)] = [float(v) for v in values]
-            gate = data["gate"]
-            engine.gate.pending = {date: {e: float(v) for e, v in values} for date, values in gate["pending"]}
-            engine.gate.scores = [float(v) for v in gate["scores"]]
-            engine.gate.score_dates = list(gate["score_dates"])
-            engine.gate.scored_dates = set(gate["scored_dates"])
-            engine.gate.log = PredictionLog.from_list(engine.gate_hash, gate["log"])
+            engine.learner.load_state_dict(data["learner"])
+            engine.gate.load_state_dict(data["gate"])
             engine.fallback = AnchoredMixture.from_dict(data["fallback"])
         except (KeyError, TypeError, ValueError) as error:
             raise StateError(f"state is malformed: {error!r}") from None
-        if engine.records:
-            engine.learner.fit(engine.records)
         return engine
+
+
+def _upgrade_v1_state(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 state (whole history inside) as a version-2 state with an in-memory history.
+
+    The learner's statistics are rebuilt by replaying the records date by
+    date, the gate's by replaying its scores in order, and the log, the
+    entries and the records move to the history unchanged, so the chain and
+    every stored decision stay exactly as they were.
+    """
+    config = EngineConfig.from_dict(data["config"])
+    learner = EmpiricalBayesLearner(config.learner, n_components=config.n_components)
+    by_date: dict[str, dict[ExperienceId, float]] = {}
+    for date, experience_id, contribution in data["records"]:
+        by_date.setdefault(str(date), {})[experience_id] = float(contribution)
+    for date, contributions in by_date.items():
+        learner.update(date, contributions)
+    for mode, values in data["auto_scores"].items():
+        for value in values:
+            learner.record_score(mode, float(value))
+    gate = make_gate(config.gate)
+    for value in data["gate"]["scores"]:
+        gate.statistics.add(float(value))
+    log = data["gate"]["log"]
+    gate_state = gate.state_dict()
+    gate_state["log_length"] = len(log)
+    gate_state["log_head"] = log[-1]["hash"] if log else data["gate_hash"]
+    return {
+        "embeddings_included": data["embeddings_included"],
+        "version": STATE_VERSION,
+        "config": data["config"],
+        "gate_hash": data["gate_hash"],
+        "clock": data["clock"],
+        "experiences": data["experiences"],
+        "learner": learner.state_dict(),
+        "gate": gate_state,
+        "fallback": data["fallback"],
+        "history": {"entries": data["entries"], "log": log, "records": data["records"]},
+    }
 
 
 def _check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> None:

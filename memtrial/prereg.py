@@ -4,20 +4,25 @@ Every prediction and score is appended to a :class:`PredictionLog`. Each
 entry carries the SHA-256 hash of its predecessor (the first one carries the
 hash of the frozen gate configuration), and its own hash covers its index,
 kind, payload and that predecessor hash, so any later edit, insertion,
-deletion or reordering is caught by :meth:`PredictionLog.verify`.
+deletion or reordering is caught by :func:`verify_chain`.
+
+A log keeps only its head (the last hash and the number of entries) as state.
+Each new entry goes to a *sink*: by default the log's own in-memory list, or
+any external append-only store (the service writes one database row per
+entry), so the cost of appending does not grow with the log's length.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from memtrial.errors import InputError, StateError
 
-__all__ = ["ChainVerification", "LogEntry", "PredictionLog", "canonical_json", "sha256_hex"]
+__all__ = ["ChainVerification", "LogEntry", "PredictionLog", "canonical_json", "sha256_hex", "verify_chain"]
 
 
 def canonical_json(value: Any) -> str:
@@ -55,6 +60,13 @@ class LogEntry:
             "hash": self.hash,
         }
 
+    @classmethod
+    def from_dict(cls, item: Mapping[str, Any]) -> LogEntry:
+        try:
+            return cls(int(item["index"]), str(item["kind"]), item["payload"], str(item["prev_hash"]), str(item["hash"]))
+        except (KeyError, TypeError, ValueError) as error:
+            raise StateError(f"prediction log entry is malformed: {error!r}", field="log") from None
+
 
 @dataclass(frozen=True, slots=True)
 class ChainVerification:
@@ -66,47 +78,80 @@ class ChainVerification:
     reason: str | None = None
 
 
-class PredictionLog:
-    """Append-only, hash-chained list of entries anchored at ``genesis``."""
+def verify_chain(genesis: str, entries: Iterable[LogEntry], start: int = 0, previous: str | None = None) -> ChainVerification:
+    """Recompute the chain of ``entries`` (streamed, in index order) from ``genesis``.
 
-    def __init__(self, genesis: str, entries: Sequence[LogEntry] = ()) -> None:
+    ``start``/``previous`` resume a verification at entry ``start`` whose
+    predecessor's hash is ``previous`` (for logs verified page by page).
+    """
+    expected_previous = genesis if previous is None else previous
+    position = start
+    for entry in entries:
+        if entry.index != position:
+            return ChainVerification(False, position + 1, position, f"entry {position} has index {entry.index}")
+        if entry.prev_hash != expected_previous:
+            return ChainVerification(False, position + 1, position, f"entry {position} does not link to its predecessor")
+        if entry.hash != entry.expected_hash():
+            return ChainVerification(False, position + 1, position, f"entry {position} was modified after it was written")
+        expected_previous = entry.hash
+        position += 1
+    return ChainVerification(True, position)
+
+
+class PredictionLog:
+    """Append-only, hash-chained log anchored at ``genesis``.
+
+    State is the head: ``length`` entries so far and the ``head`` hash. With
+    no ``sink`` the entries are kept in :attr:`entries`; with a sink each new
+    entry is handed to it and not kept here.
+    """
+
+    def __init__(
+        self,
+        genesis: str,
+        entries: Sequence[LogEntry] = (),
+        *,
+        sink: Callable[[LogEntry], None] | None = None,
+        length: int | None = None,
+        head: str | None = None,
+    ) -> None:
         self.genesis = genesis
         self.entries: list[LogEntry] = list(entries)
+        self.sink = sink
+        self.length = len(self.entries) if length is None else length
+        self._head = (self.entries[-1].hash if self.entries else genesis) if head is None else head
 
     @property
     def head(self) -> str:
         """Hash of the last entry (the genesis hash when empty)."""
-        return self.entries[-1].hash if self.entries else self.genesis
+        return self._head
 
     def append(self, kind: str, payload: Mapping[str, Any]) -> LogEntry:
         frozen = json.loads(canonical_json(payload))
-        draft = LogEntry(len(self.entries), kind, frozen, self.head, "")
+        draft = LogEntry(self.length, kind, frozen, self._head, "")
         entry = LogEntry(draft.index, kind, frozen, draft.prev_hash, draft.expected_hash())
-        self.entries.append(entry)
+        if self.sink is None:
+            self.entries.append(entry)
+        else:
+            self.sink(entry)
+        self.length += 1
+        self._head = entry.hash
         return entry
 
     def verify(self) -> ChainVerification:
-        previous = self.genesis
-        for position, entry in enumerate(self.entries):
-            if entry.index != position:
-                return ChainVerification(False, len(self.entries), position, f"entry {position} has index {entry.index}")
-            if entry.prev_hash != previous:
-                return ChainVerification(False, len(self.entries), position, f"entry {position} does not link to its predecessor")
-            if entry.hash != entry.expected_hash():
-                return ChainVerification(False, len(self.entries), position, f"entry {position} was modified after it was written")
-            previous = entry.hash
-        return ChainVerification(True, len(self.entries))
+        """Verify the entries kept in memory (a log with a sink is verified where its entries are)."""
+        if self.sink is not None:
+            raise StateError("this log hands its entries to an external store: verify them there with verify_chain", field="log")
+        check = verify_chain(self.genesis, self.entries)
+        if check.ok and check.n_entries == self.length and (not self.entries or self.entries[-1].hash == self._head):
+            return check
+        if check.ok:
+            return ChainVerification(False, len(self.entries), len(self.entries), f"the log holds {len(self.entries)} entries but its head counts {self.length}")
+        return check
 
     def to_list(self) -> list[dict[str, Any]]:
         return [entry.to_dict() for entry in self.entries]
 
     @classmethod
     def from_list(cls, genesis: str, items: Sequence[Mapping[str, Any]]) -> PredictionLog:
-        try:
-            entries = [
-                LogEntry(int(item["index"]), str(item["kind"]), item["payload"], str(item["prev_hash"]), str(item["hash"]))
-                for item in items
-            ]
-        except (KeyError, TypeError, ValueError) as error:
-            raise StateError(f"prediction log entry is malformed: {error!r}", field="log") from None
-        return cls(genesis, entries)
+        return cls(genesis, [LogEntry.from_dict(item) for item in items])

@@ -17,28 +17,30 @@ between those predictions and the realised date-centred contributions
 - ``none``: always open (the "no gate" ablation).
 
 The configuration is frozen when a gate is made and its SHA-256 hash anchors
-the prediction log (:mod:`memtrial.prereg`).
+the prediction log (:mod:`memtrial.prereg`). A gate's state is a handful of
+running sums (:class:`GateStatistics`), so deciding costs the same after ten
+scores or ten million.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import stdtr
-
-from memtrial.errors import ConfigError, DuplicateError, InputError, UnknownDecisionError, parse_choice
-from memtrial.prereg import PredictionLog, canonical_json, sha256_hex
+from memtrial.errors import ConfigError, DuplicateError, InputError, StateError, UnknownDecisionError, parse_choice
+from memtrial.prereg import LogEntry, PredictionLog, canonical_json, sha256_hex
+from memtrial.special import t_sf
 
 __all__ = [
     "DEFAULT_BETS",
     "AnytimeGate",
     "GateConfig",
+    "GateStatistics",
     "GateTest",
     "PrequentialGate",
     "ScoreResult",
@@ -186,6 +188,20 @@ def pearson_score(predicted: ArrayLike, realised: ArrayLike) -> float | None:
     return float(np.clip(value, -1.0, 1.0))
 
 
+def _t_test_p(count: NDArray[np.float64], total: NDArray[np.float64], total_sq: NDArray[np.float64]) -> NDArray[np.float64]:
+    """One-sided t-test p-value of mean > 0 from running sums (count >= 2).
+
+    A sample with zero spread has p = 0 when its mean is > 0, else 1.
+    """
+    mean = total / count
+    with np.errstate(divide="ignore", invalid="ignore"):
+        variance = np.maximum(total_sq - count * mean * mean, 0.0) / (count - 1.0)
+        t = mean / np.sqrt(variance / count)
+    p = t_sf(t, np.maximum(count - 1.0, 1.0))
+    flat = variance <= 1e-15 * np.maximum(total_sq / count, 1e-300)
+    return np.asarray(np.where(flat, np.where(mean > 0, 0.0, 1.0), p), dtype=np.float64)
+
+
 def prequential_p_values(scores: ArrayLike) -> NDArray[np.float64]:
     """One-sided t-test p-value of mean > 0 after each prefix of the last axis.
 
@@ -193,17 +209,16 @@ def prequential_p_values(scores: ArrayLike) -> NDArray[np.float64]:
     prefix with zero spread has p = 0 when its mean is > 0, else 1.
     """
     x = np.asarray(scores, dtype=np.float64)
-    count = np.arange(1, x.shape[-1] + 1, dtype=np.float64)
-    mean = np.cumsum(x, axis=-1) / count
-    sum_sq = np.cumsum(x * x, axis=-1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        variance = np.maximum(sum_sq - count * mean * mean, 0.0) / (count - 1.0)
-        t = mean / np.sqrt(variance / count)
-        p = stdtr(np.maximum(count - 1.0, 1.0), -t)
-    flat = variance <= 1e-15 * np.maximum(sum_sq / count, 1e-300)
-    p = np.where(flat, np.where(mean > 0, 0.0, 1.0), p)
+    count = np.broadcast_to(np.arange(1, x.shape[-1] + 1, dtype=np.float64), x.shape)
+    p = _t_test_p(count, np.cumsum(x, axis=-1), np.cumsum(x * x, axis=-1))
     p[..., 0] = np.nan
-    return np.asarray(p, dtype=np.float64)
+    return p
+
+
+def _mixture_log_wealth(log_growth: NDArray[np.float64]) -> NDArray[np.float64]:
+    """log of the mean over bets (axis -2) of exp(log_growth)."""
+    peak = log_growth.max(axis=-2)
+    return np.asarray(peak + np.log(np.exp(log_growth - peak[..., None, :]).mean(axis=-2)), dtype=np.float64)
 
 
 def anytime_log_wealth(scores: ArrayLike, bets: Sequence[float] = DEFAULT_BETS) -> NDArray[np.float64]:
@@ -212,44 +227,109 @@ def anytime_log_wealth(scores: ArrayLike, bets: Sequence[float] = DEFAULT_BETS) 
     if np.any(np.abs(x) > 1.0):
         raise InputError("anytime scores must lie in [-1, 1]", field="scores")
     grid = np.asarray(bets, dtype=np.float64)
-    log_growth = np.cumsum(np.log1p(x[..., None, :] * grid[:, None]), axis=-1)
-    peak = log_growth.max(axis=-2)
-    mixture = np.log(np.exp(log_growth - peak[..., None, :]).mean(axis=-2))
-    return np.asarray(peak + mixture, dtype=np.float64)
+    return _mixture_log_wealth(np.cumsum(np.log1p(x[..., None, :] * grid[:, None]), axis=-1))
+
+
+class GateStatistics:
+    """Running statistics of the scores: all any test needs, O(1) in their number.
+
+    n_scored, total and total_sq give the t-test (identical to
+    :func:`prequential_p_values` on the whole sequence, whose sums are the
+    same running sums); log_growth[b] = sum_s log(1 + bets[b] r_s) gives the
+    betting e-process (identical to :func:`anytime_log_wealth`).
+    """
+
+    __slots__ = ("bets", "log_growth", "n_scored", "total", "total_sq")
+
+    def __init__(self, bets: Sequence[float] = DEFAULT_BETS) -> None:
+        self.bets = np.asarray(bets, dtype=np.float64)
+        self.n_scored = 0
+        self.total = 0.0
+        self.total_sq = 0.0
+        self.log_growth = np.zeros(self.bets.size)
+
+    def add(self, score: float) -> None:
+        if not (np.isfinite(score) and -1.0 <= score <= 1.0):
+            raise InputError(f"a score must be finite and in [-1, 1], got {score!r}", field="score")
+        self.n_scored += 1
+        self.total += score
+        self.total_sq += score * score
+        self.log_growth = self.log_growth + np.log1p(score * self.bets)
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.total / self.n_scored if self.n_scored else None
+
+    def p_value(self) -> float | None:
+        """The prequential t-test's p-value (None with fewer than 2 scores)."""
+        if self.n_scored < 2:
+            return None
+        return float(_t_test_p(np.array(float(self.n_scored)), np.array(self.total), np.array(self.total_sq)))
+
+    def log_e_value(self) -> float:
+        """log K_t of the betting e-process (0 before any score)."""
+        return float(_mixture_log_wealth(self.log_growth[:, None])[0])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_scored": self.n_scored,
+            "total": self.total,
+            "total_sq": self.total_sq,
+            "log_growth": [float(v) for v in self.log_growth],
+        }
+
+    def load_dict(self, data: Mapping[str, Any]) -> None:
+        growth = np.asarray(data["log_growth"], dtype=np.float64)
+        if growth.shape != self.bets.shape:
+            raise StateError(f"gate statistics need one log growth per bet ({self.bets.size}), got {growth.size}", field="gate")
+        self.n_scored = int(data["n_scored"])
+        self.total = float(data["total"])
+        self.total_sq = float(data["total_sq"])
+        self.log_growth = growth
 
 
 class TrustGate(ABC):
-    """Registers predictions, scores matured dates, logs both in a hash chain."""
+    """Registers predictions, scores matured dates, logs both in a hash chain.
 
-    def __init__(self, config: GateConfig) -> None:
+    The gate's state is :class:`GateStatistics` plus the log's head. It keeps
+    the predictions of registered, unscored dates in ``pending`` for callers
+    that score by date (:meth:`score`); a caller that keeps its predictions
+    itself registers with ``track=False`` and scores with :meth:`score_predictions`.
+    """
+
+    def __init__(self, config: GateConfig, sink: Callable[[LogEntry], None] | None = None) -> None:
         self.config = config
         self.config_hash = config.hash
-        self.log = PredictionLog(self.config_hash)
+        self.log = PredictionLog(self.config_hash, sink=sink)
         self.pending: dict[Hashable, dict[Hashable, float]] = {}
-        self.scores: list[float] = []
-        self.score_dates: list[Hashable] = []
-        self.scored_dates: set[Hashable] = set()
+        self.statistics = GateStatistics(config.bets)
 
     def register(
-        self, date: Hashable, predictions: Mapping[Any, float], details: Mapping[str, Any] | None = None
-    ) -> None:
+        self, date: Hashable, predictions: Mapping[Any, float], details: Mapping[str, Any] | None = None, *, track: bool = True
+    ) -> LogEntry:
         """Freeze the predicted values of a date's experiences before its outcome exists."""
-        if date in self.pending or date in self.scored_dates:
+        if date in self.pending:
             raise DuplicateError(f"predictions for date {date!r} are already registered", field="date")
         values = {key: float(value) for key, value in predictions.items()}
         if not all(np.isfinite(v) for v in values.values()):
             raise InputError("predictions must be finite", field="predictions")
-        self.pending[date] = values
+        if track:
+            self.pending[date] = values
         payload = {"date": date, "predictions": [[key, value] for key, value in values.items()]}
         if details:
             payload["details"] = dict(details)
-        self.log.append("prediction", payload)
+        return self.log.append("prediction", payload)
 
     def score(self, date: Hashable, realised: Mapping[Any, float]) -> ScoreResult:
-        """Score a matured date against its registered predictions."""
+        """Score a matured date against the predictions registered for it."""
         if date not in self.pending:
             raise UnknownDecisionError(f"no registered predictions await a score for date {date!r}", field="date")
-        predicted = self.pending[date]
+        result = self.score_predictions(date, self.pending[date], realised)
+        del self.pending[date]
+        return result
+
+    def score_predictions(self, date: Hashable, predicted: Mapping[Any, float], realised: Mapping[Any, float]) -> ScoreResult:
+        """Score a matured date against its registered ``predicted`` values and log the score."""
         if set(realised) != set(predicted):
             raise InputError(
                 f"realised contributions must cover exactly the registered experiences {sorted(map(str, predicted))}",
@@ -257,38 +337,48 @@ class TrustGate(ABC):
             )
         keys = list(predicted)
         value = pearson_score([predicted[k] for k in keys], [float(realised[k]) for k in keys])
-        del self.pending[date]
-        self.scored_dates.add(date)
         result = ScoreResult(date, value, None if value is not None else "constant predictions or outcomes")
         if value is not None:
-            self.scores.append(value)
-            self.score_dates.append(date)
+            self.statistics.add(value)
         self.log.append(
             "score",
             {"date": date, "score": value, "skipped": result.skipped, "realised": [[k, float(realised[k])] for k in keys]},
         )
         return result
 
+    @property
+    def n_scored(self) -> int:
+        return self.statistics.n_scored
+
     @abstractmethod
     def decision(self) -> TrustDecision:
         """The gate's state given the scores so far."""
 
     def _summary(self) -> tuple[int, float | None]:
-        n_scored = len(self.scores)
-        return n_scored, (float(np.mean(self.scores)) if n_scored else None)
+        return self.statistics.n_scored, self.statistics.mean_score
+
+    def state_dict(self) -> dict[str, Any]:
+        """Running statistics and the log's head: O(1) in the number of scores."""
+        return {"statistics": self.statistics.to_dict(), "log_length": self.log.length, "log_head": self.log.head}
+
+    def load_state_dict(self, data: Mapping[str, Any]) -> None:
+        self.statistics.load_dict(data["statistics"])
+        self.log.length = int(data["log_length"])
+        self.log._head = str(data["log_head"])
 
 
 class PrequentialGate(TrustGate):
     """One-sided t-test of mean score > 0, open when p < alpha with >= min_scores scores."""
 
-    def __init__(self, alpha: float = 0.05, min_scores: int = PREQUENTIAL_MIN_SCORES) -> None:
-        super().__init__(GateConfig(GateTest.PREQUENTIAL, alpha, min_scores))
+    def __init__(self, alpha: float = 0.05, min_scores: int = PREQUENTIAL_MIN_SCORES, sink: Callable[[LogEntry], None] | None = None) -> None:
+        super().__init__(GateConfig(GateTest.PREQUENTIAL, alpha, min_scores), sink)
 
     def decision(self) -> TrustDecision:
         n_scored, mean = self._summary()
         if n_scored < (self.config.min_scores or 0):
             return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.PREQUENTIAL, n_scored, None, self.config.alpha, mean)
-        p_value = float(prequential_p_values(self.scores)[-1])
+        p_value = self.statistics.p_value()
+        assert p_value is not None
         status = TrustStatus.OPEN if p_value < self.config.alpha else TrustStatus.CLOSED
         return TrustDecision(status, GateTest.PREQUENTIAL, n_scored, p_value, self.config.alpha, mean)
 
@@ -296,15 +386,17 @@ class PrequentialGate(TrustGate):
 class AnytimeGate(TrustGate):
     """Betting e-process; open while K_t >= 1/alpha (and >= min_scores scores)."""
 
-    def __init__(self, alpha: float = 0.05, min_scores: int = 1, bets: Sequence[float] = DEFAULT_BETS) -> None:
-        super().__init__(GateConfig(GateTest.ANYTIME, alpha, min_scores, bets=tuple(bets)))
+    def __init__(
+        self, alpha: float = 0.05, min_scores: int = 1, bets: Sequence[float] = DEFAULT_BETS, sink: Callable[[LogEntry], None] | None = None
+    ) -> None:
+        super().__init__(GateConfig(GateTest.ANYTIME, alpha, min_scores, bets=tuple(bets)), sink)
 
     def decision(self) -> TrustDecision:
         n_scored, mean = self._summary()
         threshold = 1.0 / self.config.alpha
         if n_scored < (self.config.min_scores or 0):
             return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.ANYTIME, n_scored, None, threshold, mean)
-        e_value = float(np.exp(anytime_log_wealth(self.scores, self.config.bets)[-1]))
+        e_value = float(np.exp(self.statistics.log_e_value()))
         status = TrustStatus.OPEN if e_value >= threshold else TrustStatus.CLOSED
         return TrustDecision(status, GateTest.ANYTIME, n_scored, e_value, threshold, mean)
 
@@ -312,18 +404,18 @@ class AnytimeGate(TrustGate):
 class UngatedGate(TrustGate):
     """The "no gate" ablation: always open; still logs predictions and scores."""
 
-    def __init__(self) -> None:
-        super().__init__(GateConfig(GateTest.NONE))
+    def __init__(self, sink: Callable[[LogEntry], None] | None = None) -> None:
+        super().__init__(GateConfig(GateTest.NONE), sink)
 
     def decision(self) -> TrustDecision:
         n_scored, mean = self._summary()
         return TrustDecision(TrustStatus.OPEN, GateTest.NONE, n_scored, None, None, mean)
 
 
-def make_gate(config: GateConfig) -> TrustGate:
-    """The gate of a frozen configuration."""
+def make_gate(config: GateConfig, sink: Callable[[LogEntry], None] | None = None) -> TrustGate:
+    """The gate of a frozen configuration; ``sink`` receives its log entries (default: kept in memory)."""
     if config.test is GateTest.PREQUENTIAL:
-        return PrequentialGate(config.alpha, config.min_scores or PREQUENTIAL_MIN_SCORES)
+        return PrequentialGate(config.alpha, config.min_scores or PREQUENTIAL_MIN_SCORES, sink)
     if config.test is GateTest.ANYTIME:
-        return AnytimeGate(config.alpha, config.min_scores or 1, config.bets)
-    return UngatedGate()
+        return AnytimeGate(config.alpha, config.min_scores or 1, config.bets, sink)
+    return UngatedGate(sink)

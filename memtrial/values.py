@@ -1,22 +1,30 @@
 """Experience values: the empirical-Bayes Fay–Herriot learner (SPEC 4.4).
 
-``EmpiricalBayesLearner.fit(records)`` takes (date, experience_id,
-contribution) records, averages repeats of a (date, experience), centres each
-date, reduces to per-experience means ``m_h`` and counts ``n_h``, estimates
-the noise scale
+The learner works on per-experience sufficient statistics of date-centred
+contributions, kept as running sums so that learning from a matured date
+touches only that date's records:
+
+- ``update(date, contributions)`` centres one date's contributions and adds
+  them to the running statistics (count, sum and sum of squared deviations of
+  each experience; numbers of records and dates);
+- ``fit(records)`` replaces the statistics with those of a whole record set
+  (repeats of a (date, experience) averaged first, as SPEC 4.4 says).
+
+From the statistics it estimates the noise scale
 
     s2 = sum_h sum_t (y[t,h] - m_h)**2 / (N - H - (S - 1))
 
 (or the plain variance of all y when that denominator is not positive), and
-fits the Fay–Herriot model of :mod:`memtrial.fayherriot` in units of s.
+fits the Fay–Herriot model of :mod:`memtrial.fayherriot` in units of s. Fits
+are made lazily, when a value is first asked for after a change.
 
 Modes (:class:`LearnerMode`):
 - ``identity``: no content features (sigma_b2 = 0).
 - ``content``: features z_h = first ``n_components`` principal components of
   the experiences' embeddings, standardised.
 - ``auto``: fits both and predicts with the one whose frozen predictions
-  scored better prequentially, once each has at least ``min_auto_scores``
-  scores; before that it predicts with ``identity``.
+  scored better prequentially (higher mean score), once each has at least
+  ``min_auto_scores`` scores; before that it predicts with ``identity``.
 """
 
 from __future__ import annotations
@@ -25,19 +33,20 @@ from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.credit import ContributionRecord, centre_by_date
-from memtrial.errors import ConfigError, InputError, LifecycleError, parse_choice
+from memtrial.credit import CentredRecords, ContributionRecord, centre_arrays, centre_by_date
+from memtrial.errors import ConfigError, InputError, LifecycleError, StateError, parse_choice
 from memtrial.fayherriot import FayHerriotFit, fit_fay_herriot
 
 __all__ = [
     "BayesLearner",
     "EmpiricalBayesLearner",
     "LearnerMode",
+    "RunningStatistics",
     "SufficientStatistics",
     "ValuePosterior",
     "content_features",
@@ -54,12 +63,11 @@ def __getattr__(name: str) -> object:
         return getattr(bayes, name)
     raise AttributeError(f"module 'memtrial.values' has no attribute {name!r}")
 
+
 DEFAULT_COMPONENTS = 8
 MIN_AUTO_SCORES = 10
 
 Record = ContributionRecord | tuple[Hashable, Hashable, float]
-_FIT_CACHE: OrderedDict[tuple[object, ...], tuple[tuple[tuple[Hashable, Hashable, float], ...], dict[LearnerMode, _Fit]]] = OrderedDict()
-_FIT_CACHE_SIZE = 32
 # content features (PCA of the embeddings) by features, shared by learners that hold the same embeddings
 _CONTENT_CACHE: OrderedDict[tuple[object, ...], tuple[tuple[Hashable, ...], NDArray[np.float64], dict[Hashable, NDArray[np.float64]]]] = OrderedDict()
 _CONTENT_CACHE_SIZE = 8
@@ -130,37 +138,164 @@ class SufficientStatistics:
         return np.array(rows, dtype=np.float64).reshape(len(rows), dim)
 
 
+def _noise_scale(residual_ss: float, dof: int, total_ss: float, n_records: int) -> float:
+    """s from the residual sum of squares; the plain variance of all y when that is not usable."""
+    s2 = residual_ss / dof if dof > 0 else 0.0
+    if s2 <= 0.0:
+        s2 = total_ss / n_records if n_records else 0.0
+    return float(np.sqrt(max(s2, 0.0)))
+
+
+class RunningStatistics:
+    """Running per-experience statistics of date-centred contributions.
+
+    For each experience h: n_h (dates), the sum of its centred contributions
+    and M2_h, the sum of squared deviations from its running mean (Welford).
+    Also N (records), S (dates with >= 2 experiences) and the sum and sum of
+    squares of all centred contributions (for the plain-variance fallback).
+    Memory is O(experiences), whatever the number of dates.
+    """
+
+    def __init__(self) -> None:
+        self.index: dict[Hashable, int] = {}
+        self.ids: list[Hashable] = []
+        self.counts: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self.sums: NDArray[np.float64] = np.zeros(0)
+        self.m2: NDArray[np.float64] = np.zeros(0)
+        self.n_records = 0
+        self.n_dates = 0
+        self.total = 0.0
+        self.total_sq = 0.0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def _row(self, experience_id: Hashable) -> int:
+        row = self.index.get(experience_id)
+        if row is None:
+            row = len(self.ids)
+            if row == self.counts.shape[0]:
+                capacity = max(8, 2 * row)
+                self.counts = np.resize(self.counts, capacity)
+                self.sums = np.resize(self.sums, capacity)
+                self.m2 = np.resize(self.m2, capacity)
+                self.counts[row:] = 0
+                self.sums[row:] = 0.0
+                self.m2[row:] = 0.0
+            self.index[experience_id] = row
+            self.ids.append(experience_id)
+        return row
+
+    def add_date(self, contributions: Mapping[Any, float]) -> bool:
+        """Centre one date's contributions (one per experience) and add them.
+
+        Returns False (and changes nothing) for a date with fewer than two
+        experiences, which carries no relative information.
+        """
+        if len(contributions) < 2:
+            return False
+        values = [float(v) for v in contributions.values()]
+        if not all(np.isfinite(v) for v in values):
+            raise InputError("contributions must be finite", field="contributions")
+        date_mean = sum(values) / len(values)
+        for experience_id, value in zip(contributions, values, strict=True):
+            y = value - date_mean
+            row = self._row(experience_id)
+            count = int(self.counts[row])
+            old_mean = self.sums[row] / count if count else 0.0
+            self.counts[row] = count + 1
+            self.sums[row] += y
+            self.m2[row] += (y - old_mean) * (y - self.sums[row] / (count + 1))
+            self.total += y
+            self.total_sq += y * y
+        self.n_records += len(values)
+        self.n_dates += 1
+        return True
+
+    def snapshot(self) -> SufficientStatistics | None:
+        """The statistics the model is fitted on; None before any centred record."""
+        if not self.n_records:
+            return None
+        size = len(self.ids)
+        counts = self.counts[:size].copy()
+        means = self.sums[:size] / counts
+        residual_ss = float(self.m2[:size].sum())
+        dof = self.n_records - size - (self.n_dates - 1)
+        total_ss = self.total_sq - self.total * self.total / self.n_records
+        return SufficientStatistics(tuple(self.ids), means, counts, residual_ss, dof, _noise_scale(residual_ss, dof, total_ss, self.n_records))
+
+    @classmethod
+    def from_records(cls, records: Iterable[Record]) -> RunningStatistics:
+        """Statistics of a whole record set, computed in one vectorised pass."""
+        return cls.from_centred(centre_by_date(records))
+
+    @classmethod
+    def from_arrays(cls, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> RunningStatistics:
+        """Statistics of records given as three aligned arrays (N,): the fast path for large histories."""
+        return cls.from_centred(centre_arrays(np.asarray(dates), np.asarray(experience_ids), np.asarray(contributions, dtype=np.float64)))
+
+    @classmethod
+    def from_centred(cls, centred: CentredRecords) -> RunningStatistics:
+        stats = cls()
+        if centred.n_records == 0:
+            return stats
+        n_experiences = len(centred.experience_ids)
+        counts = np.bincount(centred.experience_index, minlength=n_experiences)
+        seen = np.flatnonzero(counts)
+        sums = np.bincount(centred.experience_index, weights=centred.y, minlength=n_experiences)
+        means = np.zeros(n_experiences)
+        means[seen] = sums[seen] / counts[seen]
+        residual = centred.y - means[centred.experience_index]
+        m2 = np.bincount(centred.experience_index, weights=residual * residual, minlength=n_experiences)
+        stats.ids = [centred.experience_ids[h] for h in seen]
+        stats.index = {e: row for row, e in enumerate(stats.ids)}
+        stats.counts = counts[seen].astype(np.int64)
+        stats.sums = np.asarray(sums[seen], dtype=np.float64)
+        stats.m2 = np.asarray(m2[seen], dtype=np.float64)
+        stats.n_records = centred.n_records
+        stats.n_dates = int(np.count_nonzero(np.bincount(centred.date_index)))
+        stats.total = float(centred.y.sum())
+        stats.total_sq = float(centred.y @ centred.y)
+        return stats
+
+    def to_dict(self) -> dict[str, Any]:
+        size = len(self.ids)
+        return {
+            "ids": list(self.ids),
+            "counts": [int(c) for c in self.counts[:size]],
+            "sums": [float(v) for v in self.sums[:size]],
+            "m2": [float(v) for v in self.m2[:size]],
+            "n_records": self.n_records,
+            "n_dates": self.n_dates,
+            "total": self.total,
+            "total_sq": self.total_sq,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunningStatistics:
+        stats = cls()
+        ids = list(data["ids"])
+        if not (len(ids) == len(data["counts"]) == len(data["sums"]) == len(data["m2"])):
+            raise StateError("learner statistics must have one count, sum and m2 per experience", field="learner")
+        stats.ids = ids
+        stats.index = {e: row for row, e in enumerate(ids)}
+        stats.counts = np.asarray(data["counts"], dtype=np.int64)
+        stats.sums = np.asarray(data["sums"], dtype=np.float64)
+        stats.m2 = np.asarray(data["m2"], dtype=np.float64)
+        stats.n_records = int(data["n_records"])
+        stats.n_dates = int(data["n_dates"])
+        stats.total = float(data["total"])
+        stats.total_sq = float(data["total_sq"])
+        return stats
+
+
 def sufficient_statistics(records: Iterable[Record]) -> SufficientStatistics | None:
     """Centre by date, then reduce to per-experience statistics; None without centred records.
 
     s2 = residual_ss / dof when dof > 0 and that is positive, else the plain
     variance of all centred contributions (SPEC 4.4).
     """
-    centred = centre_by_date(records)
-    if centred.n_records == 0:
-        return None
-    n_experiences = len(centred.experience_ids)
-    counts = np.bincount(centred.experience_index, minlength=n_experiences)
-    seen = np.flatnonzero(counts)
-    sums = np.bincount(centred.experience_index, weights=centred.y, minlength=n_experiences)
-    means = sums[seen] / counts[seen]
-    row_of = np.full(n_experiences, -1)
-    row_of[seen] = np.arange(seen.size)
-    residual = centred.y - means[row_of[centred.experience_index]]
-    n_dates = np.unique(centred.date_index).size
-    dof = int(centred.n_records - seen.size - (n_dates - 1))
-    residual_ss = float(residual @ residual)
-    s2 = residual_ss / dof if dof > 0 else 0.0
-    if s2 <= 0.0:
-        s2 = float(centred.y.var())
-    return SufficientStatistics(
-        experience_ids=tuple(centred.experience_ids[h] for h in seen),
-        means=means,
-        counts=counts[seen],
-        residual_ss=residual_ss,
-        dof=dof,
-        scale=float(np.sqrt(s2)),
-    )
+    return RunningStatistics.from_records(records).snapshot()
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,9 +311,7 @@ class _Fit:
     def posterior(self, experience_id: Hashable) -> ValuePosterior:
         row = self.index.get(experience_id)
         if row is not None:
-            return ValuePosterior(
-                float(self.model.mean[row] * self.scale), float(np.sqrt(self.model.variance[row]) * self.scale)
-            )
+            return ValuePosterior(float(self.model.mean[row] * self.scale), float(np.sqrt(self.model.variance[row]) * self.scale))
         z = self.features.get(experience_id)
         variance = self.model.tau2
         mean = 0.0
@@ -186,6 +319,19 @@ class _Fit:
             mean = float(z @ self.model.beta)
             variance += float(z @ self.model.beta_cov @ z)
         return ValuePosterior(mean * self.scale, float(np.sqrt(variance) * self.scale))
+
+
+class _ModeScores:
+    """Running count and sum of one mode's prequential scores."""
+
+    __slots__ = ("count", "total")
+
+    def __init__(self, count: int = 0, total: float = 0.0) -> None:
+        self.count, self.total = count, total
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count
 
 
 class EmpiricalBayesLearner:
@@ -216,9 +362,12 @@ class EmpiricalBayesLearner:
         self.n_components = n_components
         self.min_auto_scores = min_auto_scores
         self.features: dict[Hashable, NDArray[np.float64]] = {}
-        self.scores: dict[LearnerMode, list[float]] = {LearnerMode.IDENTITY: [], LearnerMode.CONTENT: []}
-        self.fits_: dict[LearnerMode, _Fit] = {}
+        self.statistics = RunningStatistics()
+        self.mode_scores: dict[LearnerMode, _ModeScores] = {LearnerMode.IDENTITY: _ModeScores(), LearnerMode.CONTENT: _ModeScores()}
+        self._fits: dict[LearnerMode, _Fit] = {}
+        self._stale = False
         self._content_cache: tuple[int, dict[Hashable, NDArray[np.float64]]] | None = None
+        self._aligned: tuple[int, NDArray[np.float64]] | None = None
         self._features_version = 0
         self._features_hash: tuple[int, int] | None = None
         for experience_id, vector in (features or {}).items():
@@ -232,16 +381,18 @@ class EmpiricalBayesLearner:
             raise InputError(f"features of {experience_id!r} must be a finite 1-d vector", field="features")
         dims = {existing.shape[0] for existing in self.features.values()}
         if dims and array.shape[0] not in dims:
-            raise InputError(
-                f"features of {experience_id!r} have {array.shape[0]} dimensions, expected {dims.pop()}",
-                field="features",
-            )
+            raise InputError(f"features of {experience_id!r} have {array.shape[0]} dimensions, expected {dims.pop()}", field="features")
         self.features[experience_id] = array
-        self._features_version += 1
+        self._features_changed()
 
     def remove_features(self, experience_id: Hashable) -> None:
         if self.features.pop(experience_id, None) is not None:
-            self._features_version += 1
+            self._features_changed()
+
+    def _features_changed(self) -> None:
+        self._features_version += 1
+        if self.mode is not LearnerMode.IDENTITY:
+            self._stale = True
 
     def content_vectors(self) -> dict[Hashable, NDArray[np.float64]]:
         """Content features z of every experience with an embedding (cached).
@@ -264,75 +415,119 @@ class EmpiricalBayesLearner:
             self._content_cache = (self._features_version, dict(vectors))
         return self._content_cache[1]
 
-    # -- fitting ----------------------------------------------------------
-    @property
-    def is_fitted(self) -> bool:
-        return bool(self.fits_)
-
-    def _modes(self) -> tuple[LearnerMode, ...]:
-        if self.mode is LearnerMode.AUTO:
-            return (LearnerMode.IDENTITY, LearnerMode.CONTENT)
-        return (self.mode,)
-
-    def fit(self, records: Iterable[Record]) -> EmpiricalBayesLearner:
-        """Fit every mode this learner needs from all ``records``; returns self.
-
-        A fit is a pure function of the records, the mode and the features, so
-        learners fed the same records (ablations that share their history) reuse
-        one another's fits from a small per-process cache; equality of the
-        records is checked exactly, not by hash alone.
-        """
-        frozen = tuple(r if isinstance(r, tuple) else (r.date, r.experience_id, r.contribution) for r in records)
-        key = (self.mode, self.n_components, self._features_key(), hash(frozen))
-        cached = _FIT_CACHE.get(key)
-        if cached is not None and cached[0] == frozen:
-            self.fits_ = dict(cached[1])
-            return self
-        self._fit(frozen)
-        _FIT_CACHE[key] = (frozen, dict(self.fits_))
-        while len(_FIT_CACHE) > _FIT_CACHE_SIZE:
-            _FIT_CACHE.popitem(last=False)
-        return self
-
     def _features_key(self) -> tuple[int, int]:
         if self._features_hash is None or self._features_hash[0] != self._features_version:
             digest = hash(tuple((key, vector.tobytes()) for key, vector in self.features.items()))
             self._features_hash = (self._features_version, digest)
         return self._features_hash
 
-    def _fit(self, records: tuple[tuple[Hashable, Hashable, float], ...]) -> None:
-        self.fits_ = {}
-        stats = sufficient_statistics(records)
+    # -- learning ---------------------------------------------------------
+    def update(self, date: Hashable, contributions: Mapping[Any, float]) -> EmpiricalBayesLearner:
+        """Learn from one new date: its contributions, one per experience; returns self.
+
+        Only this date's records are touched. Each date must be given once
+        (the engine guarantees it: one date per decision).
+        """
+        if self.statistics.add_date(contributions):
+            self._stale = True
+        return self
+
+    def fit(self, records: Iterable[Record]) -> EmpiricalBayesLearner:
+        """Replace what was learnt with the statistics of ``records``; returns self.
+
+        records: (date, experience_id, contribution) tuples or
+        :class:`~memtrial.credit.ContributionRecord` s, in any order.
+        """
+        self.statistics = RunningStatistics.from_records(records)
+        self._aligned = None
+        self._stale = True
+        self._refit()
+        return self
+
+    def fit_arrays(self, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> EmpiricalBayesLearner:
+        """:meth:`fit` on records given as three aligned arrays (N,); returns self."""
+        self.statistics = RunningStatistics.from_arrays(dates, experience_ids, contributions)
+        self._aligned = None
+        self._stale = True
+        self._refit()
+        return self
+
+    @property
+    def fits_(self) -> dict[LearnerMode, _Fit]:
+        """The fitted model of every mode (refitted if anything changed)."""
+        self._refit()
+        return self._fits
+
+    @property
+    def is_fitted(self) -> bool:
+        return self.statistics.n_records > 0
+
+    def _modes(self) -> tuple[LearnerMode, ...]:
+        if self.mode is LearnerMode.AUTO:
+            return (LearnerMode.IDENTITY, LearnerMode.CONTENT)
+        return (self.mode,)
+
+    def _refit(self) -> None:
+        if not self._stale:
+            return
+        self._stale = False
+        self._fits = {}
+        stats = self.statistics.snapshot()
         if stats is None:
             return
-        index = {experience_id: row for row, experience_id in enumerate(stats.experience_ids)}
+        index = self.statistics.index
+        counts = stats.counts.astype(np.float64)
         for mode in self._modes():
             vectors = self.content_vectors() if mode is LearnerMode.CONTENT else {}
-            z = stats.features(vectors)
+            z = self._aligned_features(stats.experience_ids) if mode is LearnerMode.CONTENT else np.zeros((len(stats.experience_ids), 0))
             if stats.scale > 0.0:
-                model = fit_fay_herriot(stats.means / stats.scale, stats.counts.astype(np.float64), z)
+                model = fit_fay_herriot(stats.means / stats.scale, counts, z)
             else:
                 model = _degenerate(len(stats.experience_ids), z.shape[1])
-            self.fits_[mode] = _Fit(index, stats.counts, stats.scale, model, vectors)
+            self._fits[mode] = _Fit(index, stats.counts, stats.scale, model, vectors)
 
-    # -- prediction -------------------------------------------------------
+    def _aligned_features(self, ids: tuple[Hashable, ...]) -> NDArray[np.float64]:
+        """(H, p) content features in the statistics' row order (z = 0 without an embedding).
+
+        Rows are only ever appended to the statistics, so the matrix is kept and
+        extended until the features change.
+        """
+        cached = self._aligned
+        if cached is not None and cached[0] == self._features_version and cached[1].shape[0] <= len(ids):
+            matrix = cached[1]
+        else:
+            matrix = np.zeros((0, 0))
+        if matrix.shape[0] < len(ids):
+            vectors = self.content_vectors()
+            dim = next((v.shape[0] for v in vectors.values()), 0)
+            if matrix.shape[0] == 0:
+                matrix = np.zeros((0, dim))
+            rows = [vectors.get(i) for i in ids[matrix.shape[0] :]]
+            extra = np.array([np.zeros(dim) if row is None else row for row in rows], dtype=np.float64).reshape(len(rows), dim)
+            matrix = np.vstack([matrix, extra]) if matrix.shape[0] else extra
+            self._aligned = (self._features_version, matrix)
+        return matrix
+
+    # -- prequential scores (auto mode) --------------------------------------
     @property
     def selected_mode(self) -> LearnerMode:
         """The mode whose predictions ``predict`` returns."""
         if self.mode is not LearnerMode.AUTO:
             return self.mode
-        identity, content = self.scores[LearnerMode.IDENTITY], self.scores[LearnerMode.CONTENT]
-        if min(len(identity), len(content)) < self.min_auto_scores:
+        identity, content = self.mode_scores[LearnerMode.IDENTITY], self.mode_scores[LearnerMode.CONTENT]
+        if min(identity.count, content.count) < self.min_auto_scores:
             return LearnerMode.IDENTITY
-        return LearnerMode.CONTENT if np.mean(content) > np.mean(identity) else LearnerMode.IDENTITY
+        return LearnerMode.CONTENT if content.mean > identity.mean else LearnerMode.IDENTITY
 
     def record_score(self, mode: LearnerMode | str, score: float) -> None:
         """Add a prequential score of ``mode``'s frozen predictions (for ``auto``)."""
         key = LearnerMode(mode)
         if key is LearnerMode.AUTO or not np.isfinite(score):
             raise InputError(f"score needs mode identity or content and a finite value, got {mode!r}, {score!r}")
-        self.scores[key].append(float(score))
+        self.mode_scores[key].count += 1
+        self.mode_scores[key].total += float(score)
 
+    # -- prediction -------------------------------------------------------
     def predict(self, experience_id: Hashable, mode: LearnerMode | str | None = None) -> float:
         """Posterior mean value (utility units); 0, the prior mean, before any fit."""
         return self._posterior(experience_id, mode).mean if self.is_fitted else 0.0
@@ -350,17 +545,30 @@ class EmpiricalBayesLearner:
 
     def count(self, experience_id: Hashable) -> int:
         """Number of dates the experience has a centred contribution on."""
-        if not self.is_fitted:
-            return 0
-        fit = next(iter(self.fits_.values()))
-        row = fit.index.get(experience_id)
-        return 0 if row is None else int(fit.counts[row])
+        row = self.statistics.index.get(experience_id)
+        return 0 if row is None else int(self.statistics.counts[row])
 
     def _posterior(self, experience_id: Hashable, mode: LearnerMode | str | None) -> ValuePosterior:
         key = self.selected_mode if mode is None else LearnerMode(mode)
-        if key not in self.fits_:
+        fits = self.fits_
+        if key not in fits:
             raise InputError(f"mode {key.value!r} is not fitted by a {self.mode.value!r} learner", field="mode")
-        return self.fits_[key].posterior(experience_id)
+        return fits[key].posterior(experience_id)
+
+    # -- state ------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """What the learner has learnt (features excluded): O(experiences)."""
+        return {
+            "statistics": self.statistics.to_dict(),
+            "mode_scores": {mode.value: [scores.count, scores.total] for mode, scores in self.mode_scores.items()},
+        }
+
+    def load_state_dict(self, data: Mapping[str, Any]) -> None:
+        self.statistics = RunningStatistics.from_dict(data["statistics"])
+        self._aligned = None
+        for mode, (count, total) in data["mode_scores"].items():
+            self.mode_scores[LearnerMode(mode)] = _ModeScores(int(count), float(total))
+        self._stale = True
 
 
 def _degenerate(n_experiences: int, n_features: int) -> FayHerriotFit:

@@ -10,7 +10,7 @@ Every method returns the decoded JSON body; an error response raises
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -28,6 +28,11 @@ class ServiceError(Exception):
 
 def _time(value: dt.datetime | str) -> str:
     return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Query parameters without the unset ones."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 class MemtrialClient:
@@ -102,6 +107,28 @@ class MemtrialClient:
     def get_agent(self, agent_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/agents/{agent_id}")  # type: ignore[no-any-return]
 
+    def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> dict[str, Any]:
+        """One page of the tenant's agents: ``{"items", "next_cursor", "limit"}``."""
+        params = _params(limit=limit, cursor=cursor, name=name)
+        return self._request("GET", "/v1/agents", params=params)  # type: ignore[no-any-return]
+
+    def iter_agents(self, *, name: str | None = None, page_size: int = 200) -> Iterator[dict[str, Any]]:
+        """Every agent of the tenant, following the cursors."""
+        return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
+
+    def delete_agent(self, agent_id: str) -> None:
+        """Delete the agent and everything it owns (irreversible)."""
+        self._request("DELETE", f"/v1/agents/{agent_id}")
+
+    def _pages(self, fetch: Callable[[str | None], dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page["items"]
+            cursor = page.get("next_cursor")
+            if cursor is None:
+                return
+
     # -- experiences -----------------------------------------------------------
     def add_experience(self, agent_id: str, text: str, metadata: Mapping[str, Any] | None = None, structured: Mapping[str, Any] | None = None) -> dict[str, Any]:
         body = {"text": text, "metadata": dict(metadata or {}), "structured": None if structured is None else dict(structured)}
@@ -110,11 +137,15 @@ class MemtrialClient:
     def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         return self._request("POST", f"/v1/agents/{agent_id}/experiences", {"experiences": list(experiences)})  # type: ignore[no-any-return]
 
-    def list_experiences(self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None) -> dict[str, Any]:
-        params: dict[str, Any] = {"limit": limit, "offset": offset}
-        if active is not None:
-            params["active"] = str(active).lower()
+    def list_experiences(
+        self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        params = _params(limit=limit, offset=offset or None, cursor=cursor, active=None if active is None else str(active).lower())
         return self._request("GET", f"/v1/agents/{agent_id}/experiences", params=params)  # type: ignore[no-any-return]
+
+    def iter_experiences(self, agent_id: str, *, active: bool | None = None, page_size: int = 200) -> Iterator[dict[str, Any]]:
+        """Every experience of the agent, following the cursors."""
+        return self._pages(lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor))
 
     def get_experience(self, agent_id: str, experience_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/agents/{agent_id}/experiences/{experience_id}")  # type: ignore[no-any-return]
@@ -181,9 +212,35 @@ class MemtrialClient:
     def get_decision(self, agent_id: str, decision_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/agents/{agent_id}/decisions/{decision_id}")  # type: ignore[no-any-return]
 
+    def list_decisions(
+        self,
+        agent_id: str,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        status: str | None = None,
+        maturity_before: dt.datetime | str | None = None,
+    ) -> dict[str, Any]:
+        """One page of the agent's decisions, oldest first: ``{"items", "next_cursor", "limit"}``."""
+        params = _params(limit=limit, cursor=cursor, status=status, maturity_before=None if maturity_before is None else _time(maturity_before))
+        return self._request("GET", f"/v1/agents/{agent_id}/decisions", params=params)  # type: ignore[no-any-return]
+
+    def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> Iterator[dict[str, Any]]:
+        """Every decision of the agent, following the cursors."""
+        return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
+
     # -- trust and values ------------------------------------------------------
-    def trust(self, agent_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}/trust")  # type: ignore[no-any-return]
+    def trust(self, agent_id: str, *, limit: int = 200) -> dict[str, Any]:
+        """Gate, state and the ``limit`` most recent scores with the statistic after each."""
+        return self._request("GET", f"/v1/agents/{agent_id}/trust", params={"limit": limit})  # type: ignore[no-any-return]
+
+    def trust_log(self, agent_id: str, *, limit: int = 200, cursor: str | None = None) -> dict[str, Any]:
+        """One page of the raw hash-chained log: ``{"gate_hash", "n_entries", "items", "next_cursor", "limit"}``."""
+        return self._request("GET", f"/v1/agents/{agent_id}/trust/log", params=_params(limit=limit, cursor=cursor))  # type: ignore[no-any-return]
+
+    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> Iterator[dict[str, Any]]:
+        """Every log entry in index order (to re-verify the chain outside the service)."""
+        return self._pages(lambda cursor: self.trust_log(agent_id, limit=page_size, cursor=cursor))
 
     def verify(self, agent_id: str) -> dict[str, Any]:
         return self._request("GET", f"/v1/agents/{agent_id}/trust/verify")  # type: ignore[no-any-return]

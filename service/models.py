@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import datetime as dt
-import uuid
+import secrets
+import time
 from typing import Any
 
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Agent", "ApiKey", "Base", "Contribution", "Decision", "Experience", "RefitJob", "Tenant", "new_id", "utcnow"]
+__all__ = ["Agent", "ApiKey", "Base", "Contribution", "Decision", "Experience", "LogRow", "RefitJob", "Tenant", "new_id", "utcnow"]
 
 
 def new_id() -> str:
-    return uuid.uuid4().hex
+    """A 32-hex id that sorts by creation time: 48 bits of milliseconds, then 80 random bits."""
+    milliseconds = int(time.time() * 1000)
+    return f"{milliseconds:012x}{secrets.randbits(80):020x}"
 
 
 def utcnow() -> dt.datetime:
@@ -89,8 +92,37 @@ class Decision(Base):
     settlement: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     settle_hash: Mapped[str | None] = mapped_column(String(64), nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    # the engine's own records of this decision (canonical JSON), each written once
+    engine_plan: Mapped[str | None] = mapped_column(Text, nullable=True)
+    engine_decision: Mapped[str | None] = mapped_column(Text, nullable=True)
+    engine_settlement: Mapped[str | None] = mapped_column(Text, nullable=True)
 
-    __table_args__ = (Index("ix_decisions_agent_seq", "agent_id", "seq"),)
+    __table_args__ = (
+        Index("ix_decisions_agent_seq", "agent_id", "seq"),
+        Index("ix_decisions_agent_status_seq", "agent_id", "status", "seq"),
+    )
+
+
+class LogRow(Base):
+    """One entry of an agent's hash-chained prediction log, written once, never updated.
+
+    payload is the entry's canonical JSON (exactly what was hashed); score and
+    statistic (the gate's p-value or e-value after the score) are copies for
+    queries, outside the hash.
+    """
+
+    __tablename__ = "log_entries"
+
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
+    index: Mapped[int] = mapped_column("entry_index", Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(16))
+    decision_id: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[str] = mapped_column(Text)
+    prev_hash: Mapped[str] = mapped_column(String(64))
+    hash: Mapped[str] = mapped_column(String(64))
+    score: Mapped[float | None] = mapped_column(Float, nullable=True)
+    statistic: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
 class RefitJob(Base):
@@ -123,4 +155,5 @@ class Contribution(Base):
     __table_args__ = (
         UniqueConstraint("decision_id", "experience_id", name="uq_contribution_decision_experience"),
         Index("ix_contributions_agent_experience", "agent_id", "experience_id"),
+        Index("ix_contributions_agent_seq", "agent_id", "seq"),
     )

@@ -60,3 +60,7 @@ class IndexCache:
         with self._lock:
             self._indexes[agent.id] = built
         return built
+
+    def forget(self, agent_id: str) -> None:
+        with self._lock:
+            self._indexes.pop(agent_id, None)

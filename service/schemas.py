@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from fastapi import Query
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+
 
 ASSET_CLASSES = ("equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks")
 RISKY_CLASSES = frozenset({"equities", "real_estate", "crypto", "stocks"})
@@ -110,6 +112,17 @@ class AgentPublic(BaseModel):
     created_at: dt.datetime
 
 
+class AgentList(BaseModel):
+    """One page of agents, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
+
+    items: list[AgentPublic]
+    next_cursor: str | None
+    limit: int
+
+
+NameQuery = Annotated[str | None, Query(min_length=1, max_length=200, description="only agents with exactly this name")]
+
+
 # -- experiences ----------------------------------------------------------
 class ExperienceCreate(Strict):
     text: str = Field(min_length=1, max_length=20_000)
@@ -158,10 +171,14 @@ class ExperienceDetail(ExperiencePublic):
 
 
 class ExperienceList(BaseModel):
+    """A page of experiences in insertion order. Page with ``cursor`` (pass ``next_cursor``;
+    null on the last page); ``offset`` paging is kept for older clients."""
+
     items: list[ExperiencePublic]
     total: int
     limit: int
     offset: int
+    next_cursor: str | None = None
 
 
 class SearchRequest(Strict):
@@ -306,6 +323,24 @@ class SettlementPublic(BaseModel):
     values: dict[str, ValuePublic]
 
 
+class DecisionSummary(BaseModel):
+    decision_id: str
+    status: Literal["planned", "decided", "settled"]
+    decision_time: dt.datetime
+    maturity: dt.datetime
+    action: str | None
+    chosen_utility: float | None
+    created_at: dt.datetime
+
+
+class DecisionList(BaseModel):
+    """A page of decisions, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
+
+    items: list[DecisionSummary]
+    next_cursor: str | None
+    limit: int
+
+
 # -- trust and values -----------------------------------------------------
 class ScorePublic(BaseModel):
     decision_id: str
@@ -314,11 +349,35 @@ class ScorePublic(BaseModel):
 
 
 class TrustPublic(BaseModel):
+    """The gate, its state, and its most recent scores (oldest first) with the statistic after each;
+    ``n_scores`` counts them all. The raw log is paged at ``.../trust/log``."""
+
     gate: GatePublic
     gate_hash: str
     state: TrustStatePublic
+    n_scores: int
     scores: list[ScorePublic]
-    log: list[dict[str, Any]]
+
+
+class LogEntryPublic(BaseModel):
+    """One hash-chained entry, exactly as hashed: sha256 of the canonical JSON of
+    {index, kind, payload, prev_hash} (sorted keys, no spaces) is ``hash``."""
+
+    index: int
+    kind: str
+    payload: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class LogPage(BaseModel):
+    """A page of the log in index order; entry 0's prev_hash is the gate hash."""
+
+    gate_hash: str
+    n_entries: int
+    items: list[LogEntryPublic]
+    next_cursor: str | None
+    limit: int
 
 
 class VerifyPublic(BaseModel):

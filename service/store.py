@@ -1,7 +1,9 @@
 """Loading and saving an agent's engine, with a per-process cache.
 
-The engine state lives in the database (``agents.state``, without the
-embeddings, which live in ``experiences``). A worker keeps the last engine it
+The engine's compact running state lives in ``agents.state`` (its size
+depends on the agent's experiences, not on its number of decisions; the
+embeddings live in ``experiences``); its history lives in rows
+(:class:`service.history.SqlHistory`). A worker keeps the last engine it
 saved for each agent together with the state version; a request uses it only
 if the database still holds that version, and takes it out of the cache while
 it works, so a failed request never leaves a half-updated engine behind.
@@ -19,7 +21,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from memtrial.engine import MemTrial
+from memtrial.history import DetachedHistory
 from service.errors import ApiError
+from service.history import SqlHistory
 from service.models import Agent, Decision, Experience
 
 __all__ = ["EngineCache", "as_utc", "load_agent", "owned_row", "return_engine", "save_engine"]
@@ -57,17 +61,22 @@ class EngineCache:
         self._engines: dict[str, tuple[int, MemTrial]] = {}
         self._lock = threading.Lock()
 
-    def checkout(self, session: Session, agent: Agent) -> MemTrial:
-        """The agent's engine at the database's state version (owned by the caller until ``checkin``)."""
+    def checkout(self, session: Session, agent: Agent, rows: dict[str, Decision] | None = None) -> MemTrial:
+        """The agent's engine at the database's state version, its history attached to this
+        transaction (owned by the caller until ``checkin``). rows: decision rows already loaded."""
         with self._lock:
             cached = self._engines.pop(agent.id, None)
         if cached is not None and cached[0] == agent.state_version:
-            return cached[1]
-        rows = session.execute(select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)).all()
-        embeddings = {row.id: np.frombuffer(row.embedding, dtype=np.float32) for row in rows}
-        return MemTrial.from_json(agent.state, embeddings=embeddings)
+            engine = cached[1]
+        else:
+            found = session.execute(select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)).all()
+            embeddings = {row.id: np.frombuffer(row.embedding, dtype=np.float32) for row in found}
+            engine = MemTrial.from_json(agent.state, embeddings=embeddings)
+        engine.history = SqlHistory(session, agent, rows)
+        return engine
 
     def checkin(self, agent_id: str, version: int, engine: MemTrial) -> None:
+        engine.history = DetachedHistory()
         with self._lock:
             current = self._engines.get(agent_id)
             if current is None or current[0] <= version:
@@ -80,7 +89,7 @@ class EngineCache:
 
 def save_engine(session: Session, agent: Agent, engine: MemTrial, cache: EngineCache) -> None:
     """Write the state and give the engine back to the cache once the transaction commits."""
-    agent.state = engine.to_json(embeddings=False)
+    agent.state = engine.to_json(embeddings=False, history=False)
     agent.state_version += 1
     version = agent.state_version
     after_commit(session, lambda: cache.checkin(agent.id, version, engine))

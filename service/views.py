@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 from memtrial.engine import MemTrial
-from memtrial.trust import TrustDecision
+from memtrial.trust import GateTest, TrustDecision, TrustGate
 from service.models import Agent, Experience
 from service.schemas import AgentPublic, ExperiencePublic, GatePublic, TrustStatePublic, ValuePublic
 from service.store import as_utc
 
-__all__ = ["agent_public", "experience_public", "trust_public", "value_public"]
+__all__ = ["agent_public", "experience_public", "gate_statistic", "trust_public", "value_public"]
 
 
 def agent_public(agent: Agent) -> AgentPublic:
@@ -34,6 +36,15 @@ def agent_public(agent: Agent) -> AgentPublic:
 
 def trust_public(trust: TrustDecision) -> TrustStatePublic:
     return TrustStatePublic(**trust.to_dict(), is_open=trust.is_open)
+
+
+def gate_statistic(gate: TrustGate) -> float | None:
+    """The gate's statistic now: the t-test's p-value (from 2 scores) or the e-value; None without a test."""
+    if gate.config.test is GateTest.PREQUENTIAL:
+        return gate.statistics.p_value()
+    if gate.config.test is GateTest.ANYTIME:
+        return math.exp(gate.statistics.log_e_value())
+    return None
 
 
 def value_public(engine: MemTrial, experience_id: str) -> ValuePublic:

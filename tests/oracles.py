@@ -34,3 +34,27 @@ def simulate(rng, n_experiences=40, n_dates=300, noise=0.02, spread=0.01):
         for h in rng.choice(n_experiences, 4, replace=False):
             records.append((t, int(h), truth[h] + market + rng.normal(0, noise)))
     return truth, records
+
+
+def solve_likelihood_table(m, n, features, sigma_grid, tau_grid):
+    """The likelihood table with one p x p solve per (sigma_b2, tau2) (the previous implementation)."""
+    n_experiences, n_features = features.shape
+    d = tau_grid[:, None] + 1.0 / n[None, :]
+    d_inv = 1.0 / d
+    log_det_d = np.log(d).sum(axis=1)
+    quad_d = (m[None, :] ** 2 * d_inv).sum(axis=1)
+    table = np.empty((sigma_grid.size, tau_grid.size))
+    if n_features:
+        gram = np.einsum("th,hp,hq->tpq", d_inv, features, features)
+        cross = (d_inv * m[None, :]) @ features
+    identity = np.eye(n_features)
+    for row, sigma_b2 in enumerate(sigma_grid):
+        if sigma_b2 == 0.0 or n_features == 0:
+            log_det, quad = log_det_d, quad_d
+        else:
+            kernel = identity / sigma_b2 + gram
+            solved = np.linalg.solve(kernel, cross[:, :, None])[:, :, 0]
+            quad = quad_d - (cross * solved).sum(axis=1)
+            log_det = log_det_d + np.linalg.slogdet(identity + sigma_b2 * gram)[1]
+        table[row] = -0.5 * (log_det + quad + n_experiences * np.log(2 * np.pi))
+    return table

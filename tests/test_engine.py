@@ -35,7 +35,7 @@ def test_plan_designs_eight_subsets_and_freezes_predictions():
     assert plan.predictions == {"e00": 0.0, "e03": 0.0, "e06": 0.0, "e09": 0.0}
     assert plan.trust.status is TrustStatus.INSUFFICIENT_EVIDENCE
     assert plan.q == 0.9
-    assert engine.gate.log.entries[-1].kind == "prediction"
+    assert engine.history.log[-1].kind == "prediction"
 
 
 def test_full_design_plans_sixteen_drafts():
@@ -248,7 +248,7 @@ def test_state_json_round_trip_reproduces_the_same_future_decisions():
     for first, second in zip(original_future, restored_future, strict=True):
         assert first.to_dict() == second.to_dict()
     assert engine.to_json() == restored.to_json()
-    assert restored.gate.log.verify().ok
+    assert restored.verify().ok
 
 
 def test_state_with_a_changed_gate_config_is_rejected():

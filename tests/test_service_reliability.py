@@ -59,7 +59,7 @@ def test_fifty_concurrent_identical_settles_apply_exactly_once(live):
         answers = list(pool.map(settle, range(50)))
     assert all(answer == answers[0] for answer in answers)
     assert count(url, "SELECT count(*) FROM contributions WHERE decision_id = :d", d=decision_id) == 4
-    log = setup.trust(agent["id"])["log"]
+    log = list(setup.iter_log(agent["id"]))
     assert [entry["kind"] for entry in log].count("score") == 1
     assert setup.verify(agent["id"])["ok"]
     for client in [setup, *clients]:
@@ -84,7 +84,7 @@ def test_fifty_concurrent_decisions_across_agents_lose_no_update(live):
         list(pool.map(loop, range(5)))
     for agent_id in agents:
         assert count(url, "SELECT count(*) FROM decisions WHERE agent_id = :a AND status = 'settled'", a=agent_id) == 10
-        log = setup.trust(agent_id)["log"]
+        log = list(setup.iter_log(agent_id))
         assert [entry["kind"] for entry in log].count("prediction") == 10
         assert setup.verify(agent_id)["ok"]
     for client in [setup, *clients]:

@@ -33,11 +33,14 @@ def test_trust_reports_scores_statistics_and_the_log(client):
     trust = client.trust(agent["id"])
     assert trust["gate_hash"] == agent["gate_hash"]
     assert trust["state"]["test"] == "anytime"
-    kinds = [entry["kind"] for entry in trust["log"]]
+    log = client.trust_log(agent["id"])
+    kinds = [entry["kind"] for entry in log["items"]]
     assert kinds.count("prediction") == 6 and kinds.count("score") == 6
-    assert trust["log"][0]["prev_hash"] == agent["gate_hash"]
+    assert log["items"][0]["prev_hash"] == agent["gate_hash"] == log["gate_hash"]
+    assert trust["n_scores"] == len(trust["scores"]) == trust["state"]["n_scored"]
     for score in trust["scores"]:
         assert -1 <= score["score"] <= 1 and score["statistic"] > 0
+    assert trust["scores"][-1]["statistic"] == pytest.approx(trust["state"]["statistic"], rel=1e-15)
     assert client.verify(agent["id"]) == {"ok": True, "n_entries": 12, "first_invalid": None, "reason": None}
 
 
@@ -53,10 +56,10 @@ def test_tampering_with_the_stored_log_is_detected(client, agent, database_url):
     run_dates(client, agent, 2)
     engine = make_engine(database_url)
     with engine.begin() as connection:
-        state = connection.exec_driver_sql("SELECT state FROM agents").scalar_one()
-        forged = state.replace('"kind":"prediction"', '"kind":"prediction "', 1)
-        assert forged != state
-        connection.exec_driver_sql("UPDATE agents SET state = %s, state_version = state_version + 1" if "postgresql" in database_url else "UPDATE agents SET state = ?, state_version = state_version + 1", (forged,))
+        payload = connection.exec_driver_sql("SELECT payload FROM log_entries WHERE entry_index = 0").scalar_one()
+        forged = payload.replace('"predictions":[["', '"predictions":[["x', 1)
+        assert forged != payload
+        connection.exec_driver_sql("UPDATE log_entries SET payload = %s WHERE entry_index = 0" if "postgresql" in database_url else "UPDATE log_entries SET payload = ? WHERE entry_index = 0", (forged,))
     engine.dispose()
     check = client.verify(agent["id"])
     assert (check["ok"], check["first_invalid"], check["reason"]) == (False, 0, "entry 0 was modified after it was written")

@@ -113,7 +113,7 @@ def test_constant_predictions_are_skipped_not_scored():
     result = gate.score("d1", {"a": 0.1, "b": -0.2, "c": 0.1})
     assert result.score is None
     assert result.skipped == "constant predictions or outcomes"
-    assert gate.scores == []
+    assert gate.n_scored == 0
 
 
 def test_pearson_score_is_none_for_constant_outcomes():

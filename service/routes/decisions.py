@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 
-from fastapi import APIRouter
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select
 
@@ -21,10 +23,14 @@ from service.deps import Services, ServicesDep, TenantDep
 from memtrial.drafting import DraftRequest, Lesson, mandate_text
 from service.drafting import draft_all
 from service.errors import ApiError
-from service.models import Contribution, Decision, Experience, new_id
+from service.history import SqlHistory
+from service.models import Decision, Experience, new_id
+from service.pagination import CursorQuery, LimitQuery, decode_cursor, encode_cursor
 from service.schemas import (
     DecisionCreate,
+    DecisionList,
     DecisionPublic,
+    DecisionSummary,
     DraftsSubmit,
     PlanPublic,
     RetrievedPublic,
@@ -32,9 +38,9 @@ from service.schemas import (
     SettleRequest,
     SubsetPublic,
 )
-from service.store import as_utc, load_agent, owned_row, save_engine
+from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.universe import Universe
-from service.views import trust_public, value_public
+from service.views import gate_statistic, trust_public, value_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"])
 
@@ -47,7 +53,10 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         reference = None if body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
         hits = services.indexes.get(session, agent).search(context, 4)
         engine = services.engines.checkout(session, agent)
+        history = engine.history
+        assert isinstance(history, SqlHistory)
         decision_id = new_id()
+        history.expect_new(decision_id)
         plan = engine.plan(
             decision_id,
             body.decision_time.astimezone(dt.UTC),
@@ -58,7 +67,8 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
             risky=universe.risky,
             defensive=universe.defensive,
         )
-        texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))).all())
+        with session.no_autoflush:  # the new row is written once, complete, at commit
+            texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))).all())
         public = PlanPublic(
             decision_id=decision_id,
             status="planned",
@@ -74,17 +84,9 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
             trust=trust_public(plan.trust),
             q=plan.q,
         )
-        session.add(
-            Decision(
-                id=decision_id,
-                agent_id=agent.id,
-                status="planned",
-                decision_time=plan.time,
-                maturity=plan.maturity,
-                request=body.model_dump(mode="json"),
-                plan=public.model_dump(mode="json"),
-            )
-        )
+        row = history.rows[decision_id]
+        row.request = body.model_dump(mode="json")
+        row.plan = public.model_dump(mode="json")
         save_engine(session, agent, engine, services.engines)
         return public, dict(agent.settings)
 
@@ -97,13 +99,13 @@ def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str,
             raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
         universe = Universe(agent.settings["universe"])
         matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(drafts)]
-        engine = services.engines.checkout(session, agent)
+        engine = services.engines.checkout(session, agent, {row.id: row})
         decision = engine.decide(decision_id, matrix)
         public = _decision_public(row, decision, universe)
         if row.decision is None:
             row.decision = public.model_dump(mode="json", exclude={"plan"})
             row.status = "decided"
-        save_engine(session, agent, engine, services.engines)
+        return_engine(session, agent, engine, services.engines)  # deciding changes no running state
         return public
 
 
@@ -177,8 +179,12 @@ def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant
                 409, "premature_settlement", f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet", "settled_at"
             )
         settled_at = maturity if body.settled_at is None else body.settled_at.astimezone(dt.UTC)
-        engine = services.engines.checkout(session, agent)
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        history = engine.history
+        assert isinstance(history, SqlHistory)
         settlement = engine.settle(decision_id, rel, at=settled_at)
+        if history.last_score_row is not None:
+            history.last_score_row.statistic = gate_statistic(engine.gate)
         values = {str(e): value_public(engine, str(e)) for e in settlement.contributions}
         public = SettlementPublic(
             decision_id=decision_id,
@@ -194,23 +200,50 @@ def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant
             score=settlement.score,
             values=values,
         )
-        for experience_id, contribution in settlement.contributions.items():
-            session.add(
-                Contribution(
-                    agent_id=agent.id,
-                    experience_id=str(experience_id),
-                    decision_id=decision_id,
-                    decision_time=row.decision_time,
-                    contribution=contribution,
-                    centred=settlement.centred[experience_id],
-                )
-            )
         row.status = "settled"
         row.settlement = public.model_dump(mode="json")
         row.settle_hash = payload_hash
-        engine.prune_settled()
         save_engine(session, agent, engine, services.engines)
         return public
+
+
+@router.get("")
+def list_decisions(
+    agent_id: str,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+    status: Annotated[Literal["planned", "decided", "settled"] | None, Query(description="only decisions in this state")] = None,
+    maturity_before: Annotated[dt.datetime | None, Query(description="only decisions maturing before this time (aware ISO 8601)")] = None,
+) -> DecisionList:
+    """The agent's decisions, oldest first, a page at a time."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        query = select(Decision).where(Decision.agent_id == agent.id)
+        if status is not None:
+            query = query.where(Decision.status == status)
+        if maturity_before is not None:
+            if maturity_before.tzinfo is None:
+                raise ApiError(422, "invalid", "maturity_before: give a timezone (e.g. 2024-01-31T21:00:00Z)", "maturity_before")
+            query = query.where(Decision.maturity < maturity_before.astimezone(dt.UTC))
+        if cursor is not None:
+            query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int))
+        rows = session.scalars(query.order_by(Decision.seq).limit(limit + 1)).all()
+        items = [
+            DecisionSummary(
+                decision_id=row.id,
+                status=row.status,  # type: ignore[arg-type]
+                decision_time=as_utc(row.decision_time),
+                maturity=as_utc(row.maturity),
+                action=None if row.decision is None else row.decision.get("action"),
+                chosen_utility=None if row.settlement is None else row.settlement.get("chosen_utility"),
+                created_at=as_utc(row.created_at),
+            )
+            for row in rows[:limit]
+        ]
+        more = len(rows) > limit
+        return DecisionList(items=items, next_cursor=encode_cursor("decisions", rows[limit - 1].seq) if more else None, limit=limit)
 
 
 @router.get("/{decision_id}")

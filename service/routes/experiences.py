@@ -9,7 +9,9 @@ from sqlalchemy import func, select
 
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
+from service.errors import ApiError
 from service.models import Contribution, Experience
+from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.schemas import (
     ContributionPublic,
     ExperienceBatch,
@@ -26,6 +28,7 @@ from service.store import as_utc, load_agent, owned_row, return_engine, save_eng
 from service.views import experience_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"])
+MAX_OFFSET = 1_000_000_000
 
 
 @router.post("", status_code=201)
@@ -59,20 +62,26 @@ def list_experiences(
     tenant_id: TenantDep,
     services: ServicesDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="legacy paging; prefer cursor")] = 0,
+    cursor: CursorQuery = None,
     active: bool | None = None,
 ) -> ExperienceList:
+    if cursor is not None and offset:
+        raise ApiError(422, "invalid", "offset: give a cursor or an offset, not both", "offset")
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         condition = [Experience.agent_id == agent.id]
         if active is not None:
             condition.append(Experience.active.is_(active))
         total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
-        rows = session.scalars(select(Experience).where(*condition).order_by(Experience.seq).limit(limit).offset(offset)).all()
+        if cursor is not None:
+            condition.append(Experience.seq > decode_cursor(cursor, "experiences", int))
+        rows = session.scalars(select(Experience).where(*condition).order_by(Experience.seq).limit(limit + 1).offset(offset)).all()
         engine = services.engines.checkout(session, agent)
-        items = [experience_public(row, engine) for row in rows]
+        items = [experience_public(row, engine) for row in rows[:limit]]
         return_engine(session, agent, engine, services.engines)
-        return ExperienceList(items=items, total=total, limit=limit, offset=offset)
+        next_cursor = encode_cursor("experiences", rows[limit - 1].seq) if len(rows) > limit else None
+        return ExperienceList(items=items, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
 
 
 @router.get("/{experience_id}")

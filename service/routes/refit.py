@@ -21,7 +21,7 @@ from sqlalchemy import select
 
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
-from service.models import RefitJob
+from service.models import Contribution, RefitJob
 from service.errors import ApiError
 from service.store import as_utc, load_agent, return_engine
 
@@ -84,7 +84,9 @@ def start_refit(agent_id: str, tenant_id: TenantDep, services: ServicesDep, body
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
-        records = list(engine.records)
+        records = [tuple(row) for row in session.execute(
+            select(Contribution.decision_id, Contribution.experience_id, Contribution.contribution).where(Contribution.agent_id == agent.id).order_by(Contribution.seq)
+        )]
         features = {str(e): x.embedding for e, x in engine.experiences.items() if x.embedding is not None}
         return_engine(session, agent, engine, services.engines)
         job = RefitJob(agent_id=agent.id, status="running", method=method, state_version=agent.state_version)

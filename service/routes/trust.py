@@ -1,50 +1,79 @@
-"""Trust and values: gate state, statistic history, the prediction log and its verification."""
+"""Trust and values: gate state, recent scores, the raw log a page at a time, chain verification."""
 
 from __future__ import annotations
 
-import numpy as np
-from fastapi import APIRouter
+from typing import Annotated
 
-from memtrial.trust import GateTest, anytime_log_wealth, prequential_p_values
+from fastapi import APIRouter, Query
+from sqlalchemy import func, select
+
 from service.db import transaction
 from service.deps import ServicesDep, TenantDep
-from service.schemas import GatePublic, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
-from service.store import load_agent, return_engine
+from service.history import read_log
+from service.models import LogRow
+from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.routes.refit import latest_posterior
+from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
+from service.store import load_agent, return_engine
 from service.views import trust_public, value_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["trust"])
 
+MAX_LOG_PAGE = 1000
+
 
 @router.get("/trust")
-def get_trust(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> TrustPublic:
+def get_trust(
+    agent_id: str,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_LOG_PAGE, description="how many of the most recent scores")] = 200,
+) -> TrustPublic:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
         gate = engine.gate
-        scores = list(gate.scores)
-        statistics: list[float | None] = [None] * len(scores)
-        if scores and gate.config.test is GateTest.PREQUENTIAL:
-            statistics = [None if not np.isfinite(p) else float(p) for p in prequential_p_values(scores)]
-        elif scores and gate.config.test is GateTest.ANYTIME:
-            statistics = [float(np.exp(w)) for w in anytime_log_wealth(scores, gate.config.bets)]
+        scored = (LogRow.agent_id == agent.id, LogRow.kind == "score", LogRow.score.is_not(None))
+        recent = session.execute(
+            select(LogRow.decision_id, LogRow.score, LogRow.statistic).where(*scored).order_by(LogRow.index.desc()).limit(limit)
+        ).all()
         public = TrustPublic(
             gate=GatePublic(**gate.config.to_dict()),
             gate_hash=engine.gate_hash,
             state=trust_public(gate.decision()),
-            scores=[ScorePublic(decision_id=str(d), score=s, statistic=t) for d, s, t in zip(gate.score_dates, scores, statistics, strict=True)],
-            log=gate.log.to_list(),
+            n_scores=gate.statistics.n_scored,
+            scores=[ScorePublic(decision_id=row.decision_id, score=row.score, statistic=row.statistic) for row in reversed(recent)],
         )
         return_engine(session, agent, engine, services.engines)
         return public
 
 
+@router.get("/trust/log")
+def get_log(
+    agent_id: str,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_LOG_PAGE, description=f"entries per page (1..{MAX_LOG_PAGE})")] = 200,
+    cursor: CursorQuery = None,
+) -> LogPage:
+    """The raw hash-chained log, a page at a time, for verification outside the service."""
+    start = 0 if cursor is None else int(decode_cursor(cursor, "log", int))
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        total = session.scalar(select(func.count()).select_from(LogRow).where(LogRow.agent_id == agent.id)) or 0
+        entries = list(read_log(session, agent.id, start, limit + 1))
+    items = [LogEntryPublic(index=e.index, kind=e.kind, payload=dict(e.payload), prev_hash=e.prev_hash, hash=e.hash) for e in entries[:limit]]
+    more = len(entries) > limit
+    return LogPage(gate_hash=agent.gate_hash, n_entries=total, items=items, next_cursor=encode_cursor("log", start + limit) if more else None, limit=limit)
+
+
 @router.get("/trust/verify")
 def verify_trust(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> VerifyPublic:
+    """Recompute the whole chain from the stored rows (read page by page) and check it ends at the engine's head."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
-        check = engine.gate.log.verify()
+        check = engine.verify()
         return_engine(session, agent, engine, services.engines)
         return VerifyPublic(ok=check.ok, n_entries=check.n_entries, first_invalid=check.first_invalid, reason=check.reason)
 

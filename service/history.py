@@ -1,0 +1,153 @@
+"""An agent's history in database rows: the engine's :class:`~memtrial.history.History` for the service.
+
+Each decision is one ``decisions`` row whose engine columns are written once
+per stage (plan, decision, settlement); each log entry is one
+``log_entries`` row; each contribution one ``contributions`` row. Nothing is
+rewritten, so a request writes the same number of bytes after ten decisions
+or ten thousand.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from memtrial.history import DecisionEntry
+from memtrial.prereg import LogEntry, canonical_json
+from memtrial.records import Decision as CoreDecision
+from memtrial.records import ExperienceId, Plan, Settlement
+from service.models import Agent, Contribution, Decision, LogRow
+
+__all__ = ["LOG_PAGE", "SqlHistory", "log_entry_of", "read_log"]
+
+LOG_PAGE = 1000
+
+
+def log_entry_of(row: LogRow) -> LogEntry:
+    return LogEntry(row.index, row.kind, json.loads(row.payload), row.prev_hash, row.hash)
+
+
+def read_log(session: Session, agent_id: str, start: int = 0, limit: int | None = None) -> Iterator[LogEntry]:
+    """The agent's log entries from index ``start``, in order, read page by page."""
+    position, remaining = start, limit
+    while remaining is None or remaining > 0:
+        size = LOG_PAGE if remaining is None else min(LOG_PAGE, remaining)
+        rows = session.scalars(
+            select(LogRow).where(LogRow.agent_id == agent_id, LogRow.index >= position).order_by(LogRow.index).limit(size)
+        ).all()
+        for row in rows:
+            yield log_entry_of(row)
+        if len(rows) < size:
+            return
+        position = rows[-1].index + 1
+        if remaining is not None:
+            remaining -= len(rows)
+
+
+def _as_utc(value: Any) -> dt.datetime:
+    if not isinstance(value, dt.datetime):
+        raise TypeError(f"service decisions are timed by datetimes, got {value!r}")
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+class SqlHistory:
+    """The history of one agent inside one transaction.
+
+    rows: decision rows the request has already loaded (by id), so reading an
+    entry back does not query again. ``statistic`` is called after each score
+    to store the gate's statistic beside the entry.
+    """
+
+    def __init__(self, session: Session, agent: Agent, rows: Mapping[str, Decision] | None = None) -> None:
+        self.session = session
+        self.agent = agent
+        self.rows: dict[str, Decision] = dict(rows or {})
+        self.last_score_row: LogRow | None = None
+        self._new: set[str] = set()
+
+    def expect_new(self, decision_id: str) -> None:
+        """The caller made this id fresh: do not look for it (the unique constraint still guards it)."""
+        self._new.add(decision_id)
+
+    def _row(self, decision_id: str) -> Decision | None:
+        row = self.rows.get(decision_id)
+        if row is None and decision_id not in self._new:
+            row = self.session.scalars(select(Decision).where(Decision.id == decision_id, Decision.agent_id == self.agent.id)).first()
+            if row is not None:
+                self.rows[decision_id] = row
+        return row
+
+    def get(self, decision_id: str) -> DecisionEntry | None:
+        row = self._row(decision_id)
+        if row is None or row.engine_plan is None:
+            return None
+        return DecisionEntry(
+            Plan.from_dict(json.loads(row.engine_plan)),
+            None if row.engine_decision is None else CoreDecision.from_dict(json.loads(row.engine_decision)),
+            None if row.engine_settlement is None else Settlement.from_dict(json.loads(row.engine_settlement)),
+        )
+
+    def put(self, entry: DecisionEntry) -> None:
+        row = self._row(entry.decision_id)
+        if row is None:
+            plan = entry.plan
+            row = Decision(
+                id=entry.decision_id,
+                agent_id=self.agent.id,
+                status="planned",
+                decision_time=_as_utc(plan.time),
+                maturity=_as_utc(plan.maturity),
+                request={},
+                plan={},
+            )
+            self.session.add(row)
+            self.rows[entry.decision_id] = row
+        if row.engine_plan is None:
+            row.engine_plan = canonical_json(entry.plan.to_dict())
+        if entry.decision is not None and row.engine_decision is None:
+            row.engine_decision = canonical_json(entry.decision.to_dict())
+        if entry.settlement is not None and row.engine_settlement is None:
+            row.engine_settlement = canonical_json(entry.settlement.to_dict())
+
+    def append_log(self, entry: LogEntry) -> None:
+        payload = entry.payload
+        score = payload.get("score") if entry.kind == "score" else None
+        row = LogRow(
+            agent_id=self.agent.id,
+            index=entry.index,
+            kind=entry.kind,
+            decision_id=str(payload.get("date")),
+            payload=canonical_json(payload),
+            prev_hash=entry.prev_hash,
+            hash=entry.hash,
+            score=score,
+        )
+        self.session.add(row)
+        if score is not None:
+            self.last_score_row = row
+
+    def append_contributions(
+        self, decision_id: str, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
+    ) -> None:
+        row = self._row(decision_id)
+        assert row is not None, "a settled decision has a row"
+        self.session.add_all(
+            Contribution(
+                agent_id=self.agent.id,
+                experience_id=str(experience_id),
+                decision_id=decision_id,
+                decision_time=row.decision_time,
+                contribution=float(value),
+                centred=float(centred[experience_id]),
+            )
+            for experience_id, value in contributions.items()
+        )
+
+    def log_entries(self) -> Iterator[LogEntry]:
+        self.session.flush()
+        return read_log(self.session, self.agent.id)

@@ -1,0 +1,42 @@
+"""Cursor pagination: opaque cursors that name the last row a page returned.
+
+A page is ordered by a unique, immutable key (a sequence number, a log index
+or a time-ordered id) and the next page starts strictly after the cursor, so
+paging visits every row that existed when it began exactly once, whatever is
+inserted meanwhile (new rows sort after the rows already there, or are
+simply not seen).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Annotated
+
+from fastapi import Query
+
+from service.errors import ApiError
+
+__all__ = ["CursorQuery", "LimitQuery", "decode_cursor", "encode_cursor"]
+
+MAX_LIMIT = 200
+LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"rows per page (1..{MAX_LIMIT})")]
+CursorQuery = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
+
+
+def encode_cursor(kind: str, value: int | str) -> str:
+    raw = json.dumps([kind, value], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str]) -> int | str:
+    """The position a cursor names; 422 naming ``cursor`` for anything else."""
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not (isinstance(decoded, list) and len(decoded) == 2 and decoded[0] == kind and type(decoded[1]) is value_type):
+            raise ValueError(cursor)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise ApiError(422, "invalid", f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page", "cursor") from None
+    value: int | str = decoded[1]
+    return value

@@ -1,0 +1,143 @@
+"""The migration to append-only history rows, on a database the previous version wrote.
+
+``fixtures/v1_database.json.gz`` holds every row of a database at schema
+revision 0002 with two agents (300 decisions, 1,184 contributions, logs of 318
+and 278 entries) written by the previous service through its own API, and
+what that service answered for values, trust and verification
+(``fixtures/make_v1_database.py`` tells how it was made).
+"""
+
+import base64
+import datetime as dt
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from conftest import POSTGRES_URL, _reset_postgres
+from sqlalchemy import JSON, Boolean, DateTime, LargeBinary, MetaData, select
+
+from service.db import make_engine
+from service.migrations import downgrade, upgrade
+
+FIXTURE = Path(__file__).parent / "fixtures" / "v1_database.json.gz"
+TABLES = ["tenants", "api_keys", "agents", "experiences", "decisions", "contributions", "refit_jobs"]
+START = dt.datetime(2021, 1, 1, 21, 0, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="module")
+def fixture():
+    with gzip.open(FIXTURE, "rt") as handle:
+        return json.load(handle)
+
+
+def _value(column, raw):
+    if raw is None:
+        return None
+    if isinstance(column.type, JSON):
+        return json.loads(raw)
+    if isinstance(column.type, LargeBinary):
+        return base64.b64decode(raw)
+    if isinstance(column.type, DateTime):
+        return dt.datetime.fromisoformat(raw).replace(tzinfo=dt.UTC)
+    if isinstance(column.type, Boolean):
+        return bool(raw)
+    return raw
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def legacy_url(request, tmp_path, fixture):
+    """A database at revision 0002 holding the fixture's rows."""
+    url = f"sqlite:///{tmp_path / 'legacy.db'}" if request.param == "sqlite" else POSTGRES_URL
+    if request.param == "postgresql":
+        _reset_postgres(url)
+    upgrade(url, fixture["revision"])
+    engine = make_engine(url)
+    metadata = MetaData()
+    metadata.reflect(engine, only=TABLES)
+    with engine.begin() as connection:
+        for name in TABLES:
+            table = metadata.tables[name]
+            rows = [{key: _value(table.c[key], value) for key, value in row.items()} for row in fixture["rows"][name]]
+            if rows:
+                connection.execute(table.insert(), rows)
+    engine.dispose()
+    return url
+
+
+def _client(url, key):
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.client import MemtrialClient
+    from service.settings import Settings
+
+    http = TestClient(create_app(Settings(database_url=url)))
+    return MemtrialClient(api_key=key, http=http)
+
+
+def _states(url):
+    engine = make_engine(url)
+    metadata = MetaData()
+    metadata.reflect(engine, only=["agents"])
+    with engine.connect() as connection:
+        states = dict(connection.execute(select(metadata.tables["agents"].c.id, metadata.tables["agents"].c.state)).all())
+    engine.dispose()
+    return {agent_id: json.loads(state) for agent_id, state in states.items()}
+
+
+def test_upgrade_keeps_values_trust_state_and_the_chain_of_every_agent(legacy_url, fixture):
+    upgrade(legacy_url)
+    client = _client(legacy_url, fixture["api_key"])
+    for agent_id, expected in fixture["expected"].items():
+        assert client.verify(agent_id) == expected["verify"]
+        assert [e["hash"] for e in client.iter_log(agent_id)] == [e["hash"] for e in expected["trust"]["log"]]
+        trust = client.trust(agent_id, limit=1000)
+        state, before = trust["state"], expected["trust"]["state"]
+        assert {k: state[k] for k in ("status", "test", "n_scored", "threshold", "is_open")} == {
+            k: before[k] for k in ("status", "test", "n_scored", "threshold", "is_open")
+        }
+        # the p-value is now computed without SciPy, and the mean score from a running sum: equal to rounding
+        assert state["statistic"] == pytest.approx(before["statistic"], rel=1e-9)
+        assert state["mean_score"] == pytest.approx(before["mean_score"], rel=1e-12)
+        assert [(s["decision_id"], s["score"]) for s in trust["scores"]] == [(s["decision_id"], s["score"]) for s in before["scores"]]
+        statistics = [s["statistic"] for s in trust["scores"]]
+        assert statistics == pytest.approx([s["statistic"] for s in before["scores"]], rel=1e-9, nan_ok=True)
+        values = client.values(agent_id)
+        assert values["learner_mode"] == expected["values"]["learner_mode"]
+        for experience_id, value in expected["values"]["values"].items():
+            now = values["values"][experience_id]
+            assert now["n"] == value["n"]
+            # statistics are now running sums (Welford), not a pass over every record: equal to rounding
+            assert now["mean"] == pytest.approx(value["mean"], rel=1e-9, abs=1e-15)
+            assert now["sd"] == pytest.approx(value["sd"], rel=1e-9)
+
+
+def test_a_migrated_agent_keeps_deciding_and_settling(legacy_url, fixture):
+    upgrade(legacy_url)
+    client = _client(legacy_url, fixture["api_key"])
+    agent_id = next(iter(fixture["expected"]))
+    open_decisions = client.list_decisions(agent_id, status="decided")["items"]
+    assert len(open_decisions) == 1
+    returns = {"SPY": [0.01, -0.002], "TLT": [0.001, 0.0], "GLD": [0.0, 0.002], "BIL": [0.0001, 0.0001]}
+    settled = client.settle(agent_id, open_decisions[0]["decision_id"], returns=returns)
+    assert len(settled["contributions"]) == 4
+    planned = client.list_decisions(agent_id, status="planned")["items"]
+    drafts = [{"SPY": 0.3, "TLT": 0.3, "GLD": 0.2, "BIL": 0.2}] * 8
+    decided = client.submit_drafts(agent_id, planned[0]["decision_id"], drafts)
+    assert decided["status"] == "decided"
+    plan = client.create_decision(agent_id, START, START + dt.timedelta(days=1), "after the migration")
+    client.submit_drafts(agent_id, plan["decision_id"], drafts)
+    client.settle(agent_id, plan["decision_id"], returns=returns)
+    check = client.verify(agent_id)
+    assert check["ok"] and check["n_entries"] == fixture["expected"][agent_id]["verify"]["n_entries"] + 3
+
+
+def test_downgrade_rebuilds_the_previous_state_exactly(legacy_url, fixture):
+    upgrade(legacy_url)
+    compact = _states(legacy_url)
+    assert all(state["version"] == 2 and state["history"] is None for state in compact.values())
+    downgrade(legacy_url, fixture["revision"])
+    rebuilt = _states(legacy_url)
+    original = {row["id"]: json.loads(row["state"]) for row in fixture["rows"]["agents"]}
+    assert rebuilt == original
