@@ -29,14 +29,14 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
 
-from bench_service import RETURNS, START, UNIVERSE, new_agent, new_key, reset_postgres, run_concurrently  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import RETURNS, START, UNIVERSE, new_agent, new_key, reset_postgres, run_concurrently  # noqa: E402
 from fake_llm import FakeLLM  # noqa: E402
 from live_server import Server  # noqa: E402
 
 from service.client import MemtrialClient, ServiceError  # noqa: E402
 from service.migrations import upgrade  # noqa: E402
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 
 class MemoryWatch(threading.Thread):
@@ -110,22 +110,29 @@ def load(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, o
     }
 
 
-def server_drafting(url: str, n_decisions: int) -> dict[str, float]:
-    server = Server(url, workers=1)
-    try:
-        with FakeLLM(delay=0.2) as llm, MemtrialClient(server.url, new_key(url, "drafting")) as client:
-            agent = client.create_agent("llm", "balanced", UNIVERSE, drafter={"model": "openai/fake", "api_base": llm.api_base})
-            client.add_experiences(agent["id"], [{"text": f"lesson {i}"} for i in range(8)])
-            walls = []
-            for t in range(n_decisions + 1):
-                time_t = START + dt.timedelta(days=30 * t)
-                start = time.perf_counter()
-                client.create_decision(agent["id"], time_t, time_t + dt.timedelta(days=28), f"month {t}", drafting="server")
-                if t:  # the first call warms litellm up
-                    walls.append(time.perf_counter() - start)
-            return {"llm_delay_s": 0.2, "drafts_per_decision": 8, "decision_p50_s": float(np.median(walls)), "max_in_flight": llm.max_in_flight, "calls": llm.calls}
-    finally:
-        server.stop()
+def server_drafting(url: str, n_decisions: int, folder: str) -> dict[str, float]:
+    with FakeLLM(delay=0.2) as llm:
+        config = pathlib.Path(folder) / "llm.json"
+        config.write_text(json.dumps({"providers": {"fake": {"models": ["openai/fake"], "api_base": llm.api_base}}}))
+        server = Server(url, workers=1, env={"MEMTRIAL_LLM_CONFIG": str(config)})
+        try:
+            return drafting_loop(server, llm, url, n_decisions)
+        finally:
+            server.stop()
+
+
+def drafting_loop(server: Server, llm: FakeLLM, url: str, n_decisions: int) -> dict[str, float]:
+    with MemtrialClient(server.url, new_key(url, "drafting")) as client:
+        agent = client.create_agent("llm", "balanced", UNIVERSE, drafter={"provider": "fake", "model": "openai/fake"})
+        client.add_experiences(agent["id"], [{"text": f"lesson {i}"} for i in range(8)])
+        walls = []
+        for t in range(n_decisions + 1):
+            time_t = START + dt.timedelta(days=30 * t)
+            start = time.perf_counter()
+            client.create_decision(agent["id"], time_t, time_t + dt.timedelta(days=28), f"month {t}", drafting="server")
+            if t:  # the first call warms litellm up
+                walls.append(time.perf_counter() - start)
+        return {"llm_delay_s": 0.2, "drafts_per_decision": 8, "decision_p50_s": float(np.median(walls)), "max_in_flight": llm.max_in_flight, "calls": llm.calls}
 
 
 def main() -> None:
@@ -151,7 +158,7 @@ def main() -> None:
                 print(json.dumps(run), flush=True)
         url = f"sqlite:///{folder}/drafting.db"
         upgrade(url)
-        result["server_drafting"] = server_drafting(url, 5)
+        result["server_drafting"] = server_drafting(url, 5, folder)
         print(json.dumps(result["server_drafting"]), flush=True)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")

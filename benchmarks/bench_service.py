@@ -1,16 +1,22 @@
-"""Service overhead, throughput and retrieval latency, against a real server on 127.0.0.1.
+"""Request cost over an agent's life: plan, drafts and settle after 20, 1,000 and 5,000 settled decisions.
 
-Measured (LLM time excluded: drafts come from the client):
-- ``overhead``: p50/p99 latency of plan (POST decisions), drafts and settle for a
-  sequence of decisions of one agent with 50 experiences, 1 worker, SQLite;
-- ``throughput``: requests per second of N concurrent agent loops (plan ->
-  drafts -> settle), with 1 worker and with 2 workers, and their ratio, in the
-  same run (SQLite; also PostgreSQL with ``--postgres URL``);
-- ``retrieval``: an agent with 100,000 experiences (random unit vectors written
-  straight into the database): time for a worker to build its FAISS index, then
-  p50/p99 of the search endpoint (query embedding included).
+One agent (4 assets, 12 experiences) loops plan -> drafts -> settle, one
+decision a day, against a real server on 127.0.0.1 (1 worker, LLM excluded:
+drafts come from the client), on SQLite and on PostgreSQL. Every request is
+timed; the report gives p50/p99 of each request over the ``--window``
+decisions that follow each checkpoint, the ratio of the last checkpoint to
+the first, and:
 
-    python benchmarks/bench_service.py --out benchmarks/results/service.json
+- the query embedding's share of plan: p50 of encoding one context text with
+  the same model in this process (1 thread), divided by plan's p50;
+- bytes written per decision, read back from the rows each decision wrote
+  (its decision row, log entries and contribution rows, plus the agent state
+  written twice: at plan and at settle), averaged per window;
+- the agent's state size at each checkpoint.
+
+    python benchmarks/bench_service.py --postgres postgresql://postgres@127.0.0.1:5432/test --out benchmarks/results/service.json
+
+``--postgres`` resets that database's public schema.
 """
 
 from __future__ import annotations
@@ -23,9 +29,7 @@ import pathlib
 import platform
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
 
 import numpy as np
 
@@ -33,198 +37,167 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import UNIVERSE, new_key, percentiles, reset_postgres  # noqa: E402
 from live_server import Server  # noqa: E402
+from sqlalchemy import bindparam, text  # noqa: E402
 
 from service.client import MemtrialClient  # noqa: E402
-from service.db import make_engine, make_session_factory, transaction  # noqa: E402
+from service.db import make_engine  # noqa: E402
 from service.migrations import upgrade  # noqa: E402
-from service.tenancy import create_tenant_with_key  # noqa: E402
 
-UNIVERSE = [
-    {"asset": "SPY", "asset_class": "equities"},
-    {"asset": "TLT", "asset_class": "bonds"},
-    {"asset": "GLD", "asset_class": "commodities"},
-    {"asset": "BIL", "asset_class": "cash"},
-]
-START = dt.datetime(2000, 1, 31, 21, 0, tzinfo=dt.UTC)
-RETURNS = {"SPY": [0.01, -0.003], "TLT": [0.002, 0.001], "GLD": [-0.001, 0.002], "BIL": [0.0001, 0.0001]}
+START = dt.datetime(2000, 1, 3, 21, 0, tzinfo=dt.UTC)
+REQUESTS = ("plan", "drafts", "settle")
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
-    array = np.array(samples) * 1000.0
-    return {"p50_ms": float(np.percentile(array, 50)), "p99_ms": float(np.percentile(array, 99)), "n": len(samples)}
+def context(t: int) -> str:
+    return f"day {t}: equities {'rallied' if t % 3 else 'fell'}, rates {'rose' if t % 5 else 'eased'}, volatility {'high' if t % 2 else 'low'}"
 
 
-def new_key(url: str, name: str) -> str:
+def returns(t: int) -> dict[str, list[float]]:
+    rng = np.random.default_rng(t)
+    return {a["asset"]: rng.normal(0.0003, 0.01, size=1).tolist() for a in UNIVERSE}
+
+
+def bytes_written(url: str, agent_id: str, first: int, count: int, state_bytes: int) -> float:
+    """Mean bytes of the rows each decision in [first, first + count) wrote, plus two state writes."""
     engine = make_engine(url)
-    with transaction(make_session_factory(engine)) as session:
-        _, key = create_tenant_with_key(session, name)
+    length = "length" if url.startswith("sqlite") else "octet_length"
+    columns = ["request", "plan", "decision", "settlement", "engine_plan", "engine_decision", "engine_settlement"]
+    total_row = " + ".join(f"coalesce({length}(CAST({c} AS TEXT)), 0)" for c in columns)
+    with engine.connect() as connection:
+        decisions = connection.execute(
+            text(f"SELECT id, {total_row} FROM decisions WHERE agent_id = :a ORDER BY seq LIMIT :n OFFSET :o"), {"a": agent_id, "n": count, "o": first}
+        ).all()
+        ids = [row[0] for row in decisions]
+        rows = sum(int(row[1]) for row in decisions)
+        logs = connection.execute(
+            text(f"SELECT coalesce(sum({length}(payload) + 2 * 64 + 40), 0) FROM log_entries WHERE agent_id = :a AND decision_id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            ),
+            {"a": agent_id, "ids": ids},
+        ).scalar_one()
+        contributions = connection.execute(
+            text("SELECT count(*) FROM contributions WHERE agent_id = :a AND decision_id IN :ids").bindparams(bindparam("ids", expanding=True)),
+            {"a": agent_id, "ids": ids},
+        ).scalar_one()
     engine.dispose()
-    return key
+    contribution_bytes = 32 + 32 + 32 + 8 + 8 + 8 + 8  # two ids, agent id, time, two floats, seq
+    return (rows + int(logs) + int(contributions) * contribution_bytes) / len(ids) + 2 * state_bytes
 
 
-def new_agent(client: MemtrialClient, n_experiences: int) -> str:
-    agent = client.create_agent("bench", "balanced", UNIVERSE)
-    client.add_experiences(agent["id"], [{"text": f"lesson {i}: regime {i % 7}, class {i % 4}, outcome {'good' if i % 3 else 'bad'}"} for i in range(n_experiences)])
-    return str(agent["id"])
+def state_size(url: str, agent_id: str) -> int:
+    engine = make_engine(url)
+    with engine.connect() as connection:
+        size = int(connection.execute(text("SELECT length(state) FROM agents WHERE id = :a"), {"a": agent_id}).scalar_one())
+    engine.dispose()
+    return size
 
 
-def decision_loop(client: MemtrialClient, agent_id: str, n_decisions: int, timings: dict[str, list[float]] | None, first: int = 0) -> int:
-    """plan -> drafts -> settle for n monthly decisions from month ``first``; returns the number of requests."""
-    for t in range(first, first + n_decisions):
-        time_t = START + dt.timedelta(days=30 * t)
+def agent_life(url: str, checkpoints: list[int], window: int) -> dict[str, object]:
+    server = Server(url, workers=1)
+    timings: dict[str, list[float]] = {name: [] for name in REQUESTS}
+    result: dict[str, object] = {}
+    try:
+        with MemtrialClient(server.url, new_key(url, "life")) as client:
+            agent_id = client.create_agent("long-lived", "balanced", UNIVERSE, gate={"test": "anytime"})["id"]
+            client.add_experiences(agent_id, [{"text": f"lesson {i}: class {i % 4} did {'well' if i % 3 else 'badly'} in regime {i % 5}"} for i in range(12)])
+            total = checkpoints[-1] + window
+            sizes = {}
+            started = time.perf_counter()
+            for t in range(total):
+                if t in checkpoints:
+                    sizes[t] = state_size(url, agent_id)
+                time_t = START + dt.timedelta(days=t)
+                begin = time.perf_counter()
+                plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(hours=20), context(t), horizon=1)
+                planned = time.perf_counter()
+                drafts = [{"SPY": 0.2 + 0.05 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.3 - 0.05 * len(s["experience_ids"]), "BIL": 0.2} for s in plan["subsets"]]
+                client.submit_drafts(agent_id, plan["decision_id"], drafts)
+                drafted = time.perf_counter()
+                client.settle(agent_id, plan["decision_id"], returns=returns(t))
+                settled = time.perf_counter()
+                for name, value in zip(REQUESTS, (planned - begin, drafted - planned, settled - drafted), strict=True):
+                    timings[name].append(value)
+                if t % 500 == 0:
+                    print(f"  {url.split(':')[0]}: {t} decisions in {time.perf_counter() - started:.0f} s", flush=True)
+            assert client.verify(agent_id)["ok"]
+    finally:
+        server.stop()
+    windows = {}
+    for checkpoint in checkpoints:
+        windows[str(checkpoint)] = {
+            **{name: percentiles(timings[name][checkpoint : checkpoint + window]) for name in REQUESTS},
+            "state_bytes": sizes[checkpoint],
+            "bytes_written_per_decision": bytes_written(url, agent_id, checkpoint, window, sizes[checkpoint]),
+        }
+    first, last = str(checkpoints[0]), str(checkpoints[-1])
+    result["checkpoints"] = windows
+    result["last_over_first_p50"] = {name: windows[last][name]["p50_ms"] / windows[first][name]["p50_ms"] for name in REQUESTS}  # type: ignore[index]
+    result["last_over_first_p99"] = {name: windows[last][name]["p99_ms"] / windows[first][name]["p99_ms"] for name in REQUESTS}  # type: ignore[index]
+    return result
+
+
+def embedding_cost(samples: int) -> dict[str, float]:
+    from memtrial.embeddings import get_embedder
+
+    embedder = get_embedder()
+    embedder.encode(["warm-up"])
+    timings = []
+    for t in range(samples):
         start = time.perf_counter()
-        plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(days=28), f"month {t}: markets {'up' if t % 2 else 'down'}")
-        planned = time.perf_counter()
-        drafts = [{"SPY": 0.2 + 0.05 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.3 - 0.05 * len(s["experience_ids"]), "BIL": 0.2} for s in plan["subsets"]]
-        client.submit_drafts(agent_id, plan["decision_id"], drafts)
-        drafted = time.perf_counter()
-        client.settle(agent_id, plan["decision_id"], returns=RETURNS)
-        settled = time.perf_counter()
-        if timings is not None:
-            timings["plan"].append(planned - start)
-            timings["drafts"].append(drafted - planned)
-            timings["settle"].append(settled - drafted)
-    return 3 * n_decisions
-
-
-def overhead(url: str, n_decisions: int) -> dict[str, object]:
-    server = Server(url, workers=1)
-    try:
-        with MemtrialClient(server.url, new_key(url, "overhead")) as client:
-            agent_id = new_agent(client, 50)
-            decision_loop(client, agent_id, 3, None)  # warm-up: model load, first compilation of paths
-            timings: dict[str, list[float]] = {"plan": [], "drafts": [], "settle": []}
-            decision_loop(client, agent_id, n_decisions, timings, first=3)
-    finally:
-        server.stop()
-    return {name: percentiles(values) for name, values in timings.items()}
-
-
-def run_concurrently(loop: Callable[[int], None], n_threads: int) -> float:
-    """Run ``loop(0) .. loop(n - 1)`` in threads at once; the wall time in seconds."""
-    threads = [threading.Thread(target=loop, args=(i,)) for i in range(n_threads)]
-    start = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return time.perf_counter() - start
-
-
-def throughput(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, float]:
-    server = Server(url, workers=workers)
-    try:
-        key = new_key(url, f"throughput-{workers}")
-        clients = [MemtrialClient(server.url, key) for _ in range(n_agents)]
-        agents = [new_agent(client, 20) for client in clients]
-        for client, agent_id in zip(clients, agents, strict=True):
-            client.search_experiences(agent_id, "warm-up")
-        counts = [0] * n_agents
-
-        def loop(index: int) -> None:
-            counts[index] = decision_loop(clients[index], agents[index], n_decisions, None)
-
-        wall = run_concurrently(loop, n_agents)
-        for client in clients:
-            client.close()
-    finally:
-        server.stop()
-    return {"workers": workers, "agents": n_agents, "requests": sum(counts), "seconds": wall, "requests_per_second": sum(counts) / wall}
-
-
-def retrieval(url: str, n_experiences: int, n_queries: int) -> dict[str, object]:
-    key = new_key(url, "retrieval")
-    server = Server(url, workers=1)
-    try:
-        with MemtrialClient(server.url, key) as client:
-            agent_id = client.create_agent("retrieval", "balanced", UNIVERSE)["id"]
-            rng = np.random.default_rng(0)
-            engine = make_engine(url)
-            with engine.begin() as connection:
-                vectors = rng.normal(size=(n_experiences, 384)).astype(np.float32)
-                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-                now = dt.datetime.now(dt.UTC)
-                rows = [
-                    {"id": f"x{i:031d}", "agent_id": agent_id, "text": f"synthetic {i}", "metadata": "{}", "embedding": vectors[i].tobytes(), "active": True, "created_at": now, "updated_at": now}
-                    for i in range(n_experiences)
-                ]
-                from sqlalchemy import insert
-
-                from service.models import Experience
-
-                connection.execute(insert(Experience.__table__), rows)
-                connection.exec_driver_sql("UPDATE agents SET index_version = index_version + 1")
-            engine.dispose()
-            start = time.perf_counter()
-            client.search_experiences(agent_id, "first query builds the index", k=4)
-            build = time.perf_counter() - start
-            samples = []
-            for i in range(n_queries):
-                start = time.perf_counter()
-                client.search_experiences(agent_id, f"query {i} about bonds and rates", k=4)
-                samples.append(time.perf_counter() - start)
-    finally:
-        server.stop()
-    return {"experiences": n_experiences, "first_search_with_index_build_s": build, "search": percentiles(samples)}
-
-
-def reset_postgres(url: str) -> str:
-    engine = make_engine(url)
-    with engine.begin() as connection:
-        connection.exec_driver_sql("DROP SCHEMA IF EXISTS public CASCADE")
-        connection.exec_driver_sql("CREATE SCHEMA public")
-    engine.dispose()
-    upgrade(url)
-    return url
+        embedder.encode([context(t)])
+        timings.append(time.perf_counter() - start)
+    return percentiles(timings)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "service.json")
-    parser.add_argument("--decisions", type=int, default=200)
-    parser.add_argument("--agents", type=int, default=8)
-    parser.add_argument("--loop-decisions", type=int, default=25)
-    parser.add_argument("--experiences", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--postgres", default=None, help="also measure throughput on this PostgreSQL URL (its public schema is reset)")
+    parser.add_argument("--checkpoints", default="20,1000,5000", help="settled decisions before each measured window")
+    parser.add_argument("--window", type=int, default=200, help="decisions measured after each checkpoint")
+    parser.add_argument("--postgres", default=None, help="also run on this PostgreSQL URL (its public schema is reset)")
     args = parser.parse_args()
+    checkpoints = [int(x) for x in args.checkpoints.split(",")]
+    result: dict[str, object] = {
+        "benchmark": "request cost over an agent's life",
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "window": args.window,
+        "databases": {},
+    }
     with tempfile.TemporaryDirectory() as folder:
-        def database(name: str) -> str:
-            url = f"sqlite:///{folder}/{name}.db"
-            upgrade(url)
-            return url
-
-        result: dict[str, object] = {"benchmark": "service", "database": "sqlite", "machine": {"python": platform.python_version(), "cpus": os.cpu_count()}}
-        result["overhead"] = overhead(database("overhead"), args.decisions)
-        print("overhead", json.dumps(result["overhead"]), flush=True)
-        one = throughput(database("one"), 1, args.agents, args.loop_decisions)
-        two = throughput(database("two"), 2, args.agents, args.loop_decisions)
-        result["throughput"] = {"one_worker": one, "two_workers": two, "two_over_one": two["requests_per_second"] / one["requests_per_second"]}
-        print("throughput", json.dumps(result["throughput"]), flush=True)
-        if args.postgres:
-            one = throughput(reset_postgres(args.postgres), 1, args.agents, args.loop_decisions)
-            two = throughput(reset_postgres(args.postgres), 2, args.agents, args.loop_decisions)
-            result["throughput_postgresql"] = {"one_worker": one, "two_workers": two, "two_over_one": two["requests_per_second"] / one["requests_per_second"]}
-            print("throughput_postgresql", json.dumps(result["throughput_postgresql"]), flush=True)
-        result["retrieval"] = retrieval(database("retrieval"), args.experiences, args.queries)
-        print("retrieval", json.dumps(result["retrieval"]), flush=True)
+        url = f"sqlite:///{folder}/life.db"
+        upgrade(url)
+        result["databases"]["sqlite"] = agent_life(url, checkpoints, args.window)  # type: ignore[index]
+    if args.postgres:
+        result["databases"]["postgresql"] = agent_life(reset_postgres(args.postgres), checkpoints, args.window)  # type: ignore[index]
+    embedding = embedding_cost(args.window)
+    result["query_embedding"] = embedding
+    for life in result["databases"].values():  # type: ignore[attr-defined]
+        plan_p50 = life["checkpoints"][str(checkpoints[-1])]["plan"]["p50_ms"]
+        life["embedding_share_of_plan_p50"] = embedding["p50_ms"] / plan_p50
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    overhead_rows = "\n".join(f"| {name} | {v['p50_ms']:.1f} | {v['p99_ms']:.1f} |" for name, v in result["overhead"].items())  # type: ignore[union-attr]
-    tp = result["throughput"]
-    postgres_line = ""
-    if "throughput_postgresql" in result:
-        pg = result["throughput_postgresql"]
-        postgres_line = f" PostgreSQL: {pg['one_worker']['requests_per_second']:.1f} requests/s with 1 worker, {pg['two_workers']['requests_per_second']:.1f} with 2 ({pg['two_over_one']:.2f}x)."  # type: ignore[index]
-    rt = result["retrieval"]
-    table = (
-        "| request | p50 (ms) | p99 (ms) |\n|---|---:|---:|\n" + overhead_rows + "\n\n"
-        f"| workers | requests/s |\n|---:|---:|\n| 1 | {tp['one_worker']['requests_per_second']:.1f} |\n| 2 | {tp['two_workers']['requests_per_second']:.1f} |\n\n"  # type: ignore[index]
-        f"2 workers / 1 worker: {tp['two_over_one']:.2f}x (SQLite).{postgres_line} Search at {rt['experiences']} experiences: "  # type: ignore[index]
-        f"p50 {rt['search']['p50_ms']:.1f} ms, p99 {rt['search']['p99_ms']:.1f} ms; first search with index build {rt['first_search_with_index_build_s']:.2f} s.\n"  # type: ignore[index]
-    )
-    args.out.with_suffix(".md").write_text(table)
+    lines = [
+        f"Window: {args.window} decisions after each checkpoint; one agent, 4 assets, 12 experiences, 1 worker. "
+        f"Query embedding alone: p50 {embedding['p50_ms']:.1f} ms.",
+        "",
+        "| database | settled before | plan p50 / p99 (ms) | drafts p50 / p99 (ms) | settle p50 / p99 (ms) | bytes written per decision | state bytes |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, life in result["databases"].items():  # type: ignore[attr-defined]
+        for checkpoint, row in life["checkpoints"].items():
+            cells = " | ".join(f"{row[r]['p50_ms']:.1f} / {row[r]['p99_ms']:.1f}" for r in REQUESTS)
+            lines.append(f"| {name} | {checkpoint} | {cells} | {row['bytes_written_per_decision']:.0f} | {row['state_bytes']} |")
+    lines.append("")
+    lines.append(f"| database | ratio {checkpoints[-1]} / {checkpoints[0]} (p50) | plan | drafts | settle | embedding share of plan p50 |")
+    lines.append("|---|---|---:|---:|---:|---:|")
+    for name, life in result["databases"].items():  # type: ignore[attr-defined]
+        ratio = life["last_over_first_p50"]
+        lines.append(f"| {name} | | {ratio['plan']:.2f} | {ratio['drafts']:.2f} | {ratio['settle']:.2f} | {life['embedding_share_of_plan_p50']:.0%} |")
+    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")
 
 

@@ -157,9 +157,9 @@ def _codes(keys: Sequence[Hashable] | NDArray[Any]) -> tuple[tuple[Hashable, ...
         present = np.zeros(int(keys.max()) + 1, dtype=bool)  # small non-negative integers: a lookup table, no sort
         present[keys] = True
         distinct = np.flatnonzero(present)
-        table = np.zeros(present.size, dtype=np.int64)
-        table[distinct] = np.arange(distinct.size)
-        return tuple(distinct.tolist()), table[keys].reshape(-1)
+        lookup = np.zeros(present.size, dtype=np.int64)
+        lookup[distinct] = np.arange(distinct.size)
+        return tuple(distinct.tolist()), lookup[keys].reshape(-1)
     if isinstance(keys, np.ndarray) and keys.dtype.kind in "iufUS":
         distinct, codes = np.unique(keys, return_inverse=True)
         return tuple(distinct.tolist()), codes.astype(np.int64).reshape(-1)

@@ -10,9 +10,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["DIMENSION", "Embedder", "get_embedder"]
+__all__ = ["DIMENSION", "MAX_CHARACTERS", "Embedder", "get_embedder"]
 
 DIMENSION = 384
+#: The model reads at most 256 word pieces; longer texts are cut to this many characters before tokenising.
+MAX_CHARACTERS = 2048
+BATCH = 32
 
 
 class Embedder:
@@ -40,11 +43,13 @@ class Embedder:
             return self._model
 
     def encode(self, texts: list[str]) -> NDArray[np.float32]:
+        """(len(texts), 384) normalised vectors; texts past MAX_CHARACTERS are cut (the model would cut them later)."""
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         model = self._load()
+        short = [text[:MAX_CHARACTERS] for text in texts]
         with self._lock:
-            vectors = model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            vectors = model.encode(short, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     @property

@@ -344,10 +344,29 @@ class MemTrial:
         project(equal, risky_mask, defensive_mask, self.config.investor)
         return weights["reference"], weights["previous"], risky_mask, defensive_mask
 
+    def withdraw(self, decision_id: str, reason: str) -> None:
+        """Abandon a planned decision that will never be decided (its drafts could not be made, say).
+
+        Its registered prediction is closed in the log by a ``withdrawal`` entry
+        naming the reason (so the record shows why it was never scored); it can
+        no longer be decided or settled. Withdrawing twice is a no-op.
+        """
+        entry = self._entry(decision_id)
+        if entry.withdrawn is not None:
+            return
+        if entry.decision is not None:
+            raise LifecycleError(f"decision {decision_id!r} was already decided: settle it instead", field="decision_id")
+        if not isinstance(reason, str) or not reason:
+            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        if entry.plan.experience_ids:
+            self.gate.log.append("withdrawal", {"date": decision_id, "reason": reason})
+        entry.withdrawn = reason
+        self.history.put(entry)
+
     # -- decide ------------------------------------------------------------
     def decide(self, decision_id: str, drafts: ArrayLike) -> Decision:
         """Choose weights from one draft per designed subset (rows aligned with ``plan.subsets``)."""
-        entry = self._entry(decision_id)
+        entry = self._live_entry(decision_id)
         plan = entry.plan
         matrix = np.asarray(drafts, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
@@ -371,7 +390,7 @@ class MemTrial:
         the maturity) is when the outcome is known; it must not precede the
         maturity.
         """
-        entry = self._entry(decision_id)
+        entry = self._live_entry(decision_id)
         plan = entry.plan
         prices = np.asarray(rel_prices, dtype=np.float64)
         if entry.settlement is not None:
@@ -448,6 +467,12 @@ class MemTrial:
         entry = self.history.get(decision_id)
         if entry is None:
             raise UnknownDecisionError(f"no plan has decision id {decision_id!r}", field="decision_id")
+        return entry
+
+    def _live_entry(self, decision_id: str) -> DecisionEntry:
+        entry = self._entry(decision_id)
+        if entry.withdrawn is not None:
+            raise LifecycleError(f"decision {decision_id!r} was withdrawn ({entry.withdrawn}); plan a new one", field="decision_id")
         return entry
 
     def get_plan(self, decision_id: str) -> Plan:

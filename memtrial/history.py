@@ -36,17 +36,21 @@ class DecisionEntry:
     plan: Plan
     decision: Decision | None = None
     settlement: Settlement | None = None
+    withdrawn: str | None = None  # why a plan was abandoned before any decision
 
     @property
     def decision_id(self) -> str:
         return self.plan.decision_id
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "plan": self.plan.to_dict(),
             "decision": None if self.decision is None else self.decision.to_dict(),
             "settlement": None if self.settlement is None else self.settlement.to_dict(),
         }
+        if self.withdrawn is not None:
+            data["withdrawn"] = self.withdrawn
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> DecisionEntry:
@@ -54,6 +58,7 @@ class DecisionEntry:
             Plan.from_dict(data["plan"]),
             None if data["decision"] is None else Decision.from_dict(data["decision"]),
             None if data["settlement"] is None else Settlement.from_dict(data["settlement"]),
+            data.get("withdrawn"),
         )
 
 

@@ -230,7 +230,9 @@ class Settlement:
     score: float | None
     values: Mapping[ExperienceId, float]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, mixtures: bool = True) -> dict[str, Any]:
+        """JSON-ready dict; ``mixtures=False`` leaves out the 201 mixture utilities
+        (already added to the fallback's sums; a store may not need them)."""
         return {
             "decision_id": self.decision_id,
             "settled_at": encode_time(self.settled_at),
@@ -239,7 +241,7 @@ class Settlement:
             "reference_utility": self.reference_utility,
             "mean_utility": self.mean_utility,
             "chosen_utility": self.chosen_utility,
-            "mixture_utilities": _floats(self.mixture_utilities),
+            "mixture_utilities": _floats(self.mixture_utilities) if mixtures else None,
             "contributions": [[e, float(v)] for e, v in self.contributions.items()],
             "centred": [[e, float(v)] for e, v in self.centred.items()],
             "interactions": dict(self.interactions),
@@ -257,7 +259,7 @@ class Settlement:
             reference_utility=float(data["reference_utility"]),
             mean_utility=float(data["mean_utility"]),
             chosen_utility=float(data["chosen_utility"]),
-            mixture_utilities=np.asarray(data["mixture_utilities"], dtype=np.float64),
+            mixture_utilities=np.asarray(data["mixture_utilities"] or [], dtype=np.float64),
             contributions={e: float(v) for e, v in data["contributions"]},
             centred={e: float(v) for e, v in data["centred"]},
             interactions={str(k): float(v) for k, v in data["interactions"].items()},

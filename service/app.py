@@ -4,40 +4,55 @@ from __future__ import annotations
 
 import logging
 import os
+import re
+import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI, Request, Response
-from fastapi.concurrency import run_in_threadpool
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
 from prometheus_client import Counter, Histogram
 
 from service.db import make_engine, make_session_factory
-from service.deps import RateLimiter, Services
+from service.deps import KeyCache, Services
 from service.embeddings import get_embedder
 from service.errors import install_handlers
+from service.jobs import RefitRunner
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
-from service.routes import agents, decisions, experiences, health, refit, trust
+from service.providers import load_providers
+from service.ratelimit import SharedRateLimiter
+from service.routes import agents, decisions, experiences, health, llm, refit, trust
 from service.schemas import ERROR_RESPONSES
 from service.settings import Settings
+from service.supervision import watch_supervisor
 
 __all__ = ["create_app", "create_app_from_env"]
 
 logger = logging.getLogger("memtrial.service")
 REQUESTS = Counter("memtrial_requests_total", "HTTP requests", ["method", "route", "status"])
 LATENCY = Histogram("memtrial_request_seconds", "HTTP request latency", ["method", "route"])
+ERRORS = Counter("memtrial_unhandled_errors_total", "Requests that ended in an unhandled error (500)", ["route"])
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, settings.database_timeouts)
+    sessions = make_session_factory(engine)
+    runner = RefitRunner(sessions, settings.refit_queue_size, settings.idempotency_hours)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if settings.preload_model:  # ready only once the embedding model answers
-            await run_in_threadpool(get_embedder().encode, ["warm-up"])
+        if settings.preload_model:  # the port is open at once; /readyz says ready when the model answers
+            threading.Thread(target=services.embedder.encode, args=(["warm-up"],), name="embedder-load", daemon=True).start()
+        runner.start()
         yield
+        runner.stop()
         engine.dispose()
 
     app = FastAPI(
@@ -45,35 +60,78 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version="0.1.0",
         description="Memory credit assignment with trust gating for LLM decision agents.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
-    app.state.services = Services(
+    services = Services(
         settings=settings,
-        sessions=make_session_factory(engine),
+        sessions=sessions,
         embedder=get_embedder(),
-        limiter=RateLimiter(settings.rate_limit_per_minute),
+        providers=load_providers(settings.llm_config),
+        limiter=SharedRateLimiter(settings.rate_limit_file),
+        keys=KeyCache(settings.auth_cache_seconds),
+        jobs=runner,
     )
+    app.state.services = services
     install_handlers(app)
     app.include_router(health.router, responses={413: ERROR_RESPONSES[413], 503: ERROR_RESPONSES[503]})
-    for module in (agents, experiences, decisions, trust, refit):
+    for module in (agents, experiences, decisions, trust, refit, llm):
         app.include_router(module.router, responses=ERROR_RESPONSES)
+    _mount_docs(app)
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        given = request.headers.get("x-request-id", "")
+        request.state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
         start = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        LATENCY.labels(request.method, path).observe(time.perf_counter() - start)
-        REQUESTS.labels(request.method, path, str(response.status_code)).inc()
-        elapsed = round(1000 * (time.perf_counter() - start), 2)
-        logger.info("request", extra={"method": request.method, "path": path, "status": response.status_code, "ms": elapsed})
+        try:
+            response = await call_next(request)
+        except Exception:
+            _record(request, 500, start)
+            ERRORS.labels(_route_of(request)).inc()
+            raise
+        _record(request, response.status_code, start)
+        response.headers["X-Request-ID"] = request.state.request_id
         return response
 
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
     return app
 
 
+def _route_of(request: Request) -> str:
+    return str(getattr(request.scope.get("route"), "path", "unmatched"))
+
+
+def _record(request: Request, status: int, start: float) -> None:
+    path = _route_of(request)
+    LATENCY.labels(request.method, path).observe(time.perf_counter() - start)
+    REQUESTS.labels(request.method, path, str(status)).inc()
+    elapsed = round(1000 * (time.perf_counter() - start), 2)
+    logger.info("request", extra={"request_id": request.state.request_id, "method": request.method, "path": path, "status": status, "ms": elapsed})
+
+
+def _mount_docs(app: FastAPI) -> None:
+    """The interactive API reference, with Swagger UI's assets served from the installed package (no CDN)."""
+    import swagger_ui_bundle
+
+    app.mount("/docs/assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    async def _docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="memtrial API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+
 def create_app_from_env() -> FastAPI:
     """Factory for uvicorn workers (settings from MEMTRIAL_* variables, JSON logs on stderr)."""
-    configure_logging(os.environ.get("MEMTRIAL_LOG_LEVEL", "INFO"))
-    return create_app(Settings.from_env())
+    settings = Settings.from_env()
+    configure_logging(settings.log_level)
+    supervisor = os.environ.get("MEMTRIAL_SUPERVISOR_PID")
+    if supervisor:
+        watch_supervisor(int(supervisor))
+    return create_app(settings)

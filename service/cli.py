@@ -25,16 +25,43 @@ def serve(
     migrate: bool = typer.Option(True, help="Upgrade the database schema before serving."),
 ) -> None:
     """Run the REST service (migrates the database first)."""
+    import socket
+    import tempfile
+
     import uvicorn
 
     from service.migrations import upgrade
+    from service.providers import LLMConfigError, load_providers
+    from service.settings import Settings
 
     url = _database_url(database_url)
     os.environ["MEMTRIAL_DATABASE_URL"] = url
+    try:
+        settings = Settings.from_env()
+        load_providers(settings.llm_config)
+    except (ValueError, LLMConfigError) as error:
+        raise _fail(error) from None
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as error:
+            raise _fail(f"cannot listen on {host}:{port}: {error.strerror}") from None
     if migrate:
         upgrade(url)
+    if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):  # the workers of this server count rate limits together
+        os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = os.path.join(tempfile.mkdtemp(prefix="memtrial-"), "rate-limits")
+    if workers > 1:
+        os.environ["MEMTRIAL_SUPERVISOR_PID"] = str(os.getpid())
     typer.echo(f"memtrial service on http://{host}:{port} (database {url.split('@')[-1]})")
-    uvicorn.run("service.app:create_app_from_env", factory=True, host=host, port=port, workers=workers, log_level="warning")
+    uvicorn.run(
+        "service.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
+    )
 
 
 tenants = typer.Typer(help="Manage tenants and their API keys.", no_args_is_help=True)
@@ -45,23 +72,82 @@ def _tenants() -> None:
     """Manage tenants and their API keys."""
 
 
+def _session(database_url: str | None):  # type: ignore[no-untyped-def]
+    from service.db import make_engine, make_session_factory, transaction
+    from service.migrations import upgrade
+
+    url = _database_url(database_url)
+    upgrade(url)
+    return transaction(make_session_factory(make_engine(url)))
+
+
+def _fail(error: Exception | str) -> typer.Exit:
+    typer.echo(f"error: {error}", err=True)
+    return typer.Exit(code=2)
+
+
 @tenants.command("create")
 def create_tenant(
     name: str = typer.Argument(..., help="Tenant name (unique)."),
     database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP),
 ) -> None:
     """Create a tenant and print its API key (shown once; only its hash is stored)."""
-    from service.db import make_engine, make_session_factory, transaction
-    from service.migrations import upgrade
-    from service.tenancy import TenantExistsError, create_tenant_with_key
+    from service.tenancy import TenantError, create_tenant_with_key
 
-    url = _database_url(database_url)
-    upgrade(url)
     try:
-        with transaction(make_session_factory(make_engine(url))) as session:
+        with _session(database_url) as session:
             tenant_id, key = create_tenant_with_key(session, name)
-    except TenantExistsError as error:
-        typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=2) from None
+    except TenantError as error:
+        raise _fail(error) from None
     typer.echo(f"tenant {name} ({tenant_id})")
+    typer.echo(f"api key: {key}")
+
+
+@tenants.command("list")
+def list_tenants(database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP)) -> None:
+    """List tenants: id, active key prefixes, revoked keys, agents."""
+    from service.tenancy import list_tenants as summaries
+
+    with _session(database_url) as session:
+        rows = summaries(session)
+    if not rows:
+        typer.echo("no tenants")
+        return
+    typer.echo(f"{'name':<24} {'id':<32} {'created':<20} {'active keys':<24} {'revoked':>7} {'agents':>6}")
+    for row in rows:
+        keys = ",".join(row.active_keys) or "-"
+        typer.echo(f"{row.name:<24} {row.id:<32} {row.created_at:%Y-%m-%d %H:%M:%S} {keys:<24} {row.revoked_keys:>7} {row.agents:>6}")
+
+
+@tenants.command("revoke")
+def revoke(
+    name: str = typer.Argument(..., help="Tenant name."),
+    key_prefix: str | None = typer.Option(None, "--key", help="Revoke only the active key starting with this prefix (as `tenants list` shows it)."),
+    database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP),
+) -> None:
+    """Revoke a tenant's API keys (all active ones, or one by prefix). Servers refuse them within 5 s."""
+    from service.tenancy import TenantError, revoke_keys
+
+    try:
+        with _session(database_url) as session:
+            count = revoke_keys(session, name, key_prefix)
+    except TenantError as error:
+        raise _fail(error) from None
+    typer.echo(f"revoked {count} key{'s' if count != 1 else ''} of {name}")
+
+
+@tenants.command("rotate")
+def rotate(
+    name: str = typer.Argument(..., help="Tenant name."),
+    database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP),
+) -> None:
+    """Issue a new API key for a tenant and revoke its other keys; prints the new key once."""
+    from service.tenancy import TenantError, rotate_key
+
+    try:
+        with _session(database_url) as session:
+            key, revoked = rotate_key(session, name)
+    except TenantError as error:
+        raise _fail(error) from None
+    typer.echo(f"revoked {revoked} key{'s' if revoked != 1 else ''} of {name}")
     typer.echo(f"api key: {key}")

@@ -3,18 +3,36 @@
 Every request runs in one transaction. Writers to one agent are serialised:
 on PostgreSQL by ``SELECT ... FOR UPDATE`` of the agent row, on SQLite by
 starting every transaction with ``BEGIN IMMEDIATE`` (one writer at a time).
+
+Nothing waits for the database without a bound (:class:`DatabaseTimeouts`):
+PostgreSQL gets a connect timeout and statement and lock timeouts, SQLite a
+busy timeout, and the pool a checkout timeout; each ends in a 503 with
+``Retry-After``. Statement parameters are kept out of error messages, so no
+experience text or name reaches a log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
-__all__ = ["is_sqlite", "make_engine", "make_session_factory", "normalise_url", "transaction"]
+__all__ = ["DatabaseTimeouts", "is_sqlite", "make_engine", "make_session_factory", "normalise_url", "transaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseTimeouts:
+    """Seconds: connect (PostgreSQL), statement (PostgreSQL; a lock wait counts too),
+    busy (SQLite: waiting for another writer), pool (waiting for a free connection)."""
+
+    connect: float = 5.0
+    statement: float = 10.0
+    busy: float = 10.0
+    pool: float = 5.0
 
 
 def normalise_url(url: str) -> str:
@@ -29,11 +47,27 @@ def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:
     url = normalise_url(url)
+    limits = timeouts or DatabaseTimeouts()
     if not is_sqlite(url):
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
-    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 60})
+        milliseconds = int(1000 * limits.statement)
+        return create_engine(
+            url,
+            pool_pre_ping=True,
+            pool_size=10,
+            max_overflow=20,
+            pool_timeout=limits.pool,
+            hide_parameters=True,
+            connect_args={
+                "connect_timeout": max(1, round(limits.connect)),
+                "options": f"-c statement_timeout={milliseconds} -c lock_timeout={milliseconds} -c idle_in_transaction_session_timeout={4 * milliseconds}",
+            },
+        )
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": limits.busy}, pool_timeout=limits.pool, hide_parameters=True
+    )
+    busy_ms = int(1000 * limits.busy)
 
     @event.listens_for(engine, "connect")
     def _on_connect(connection: Any, _record: Any) -> None:
@@ -42,7 +76,7 @@ def make_engine(url: str) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute(f"PRAGMA busy_timeout={busy_ms}")
         cursor.close()
 
     @event.listens_for(engine, "begin")

@@ -4,46 +4,58 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy import select
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction
 from service.embeddings import Embedder
 from service.errors import ApiError
+from service.jobs import RefitRunner
 from service.models import ApiKey
+from service.providers import Providers
+from service.ratelimit import SharedRateLimiter
 from service.retrieval import IndexCache
 from service.security import hash_key
 from service.settings import Settings
 from service.store import EngineCache
 
-__all__ = ["RateLimiter", "Services", "ServicesDep", "TenantDep"]
+__all__ = ["KeyCache", "Services", "ServicesDep", "TenantDep"]
 
 
-class RateLimiter:
-    """Sliding one-minute window per API key hash (per worker process)."""
+class KeyCache:
+    """API key hash -> tenant id, per process, for at most ``ttl`` seconds (unknown keys for at most 1 s).
 
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
-        self._hits: dict[str, deque[float]] = {}
+    Authentication then costs no database round trip on most requests, and a
+    key revoked in the database is refused everywhere within ``ttl``.
+    """
+
+    NEGATIVE_TTL = 1.0
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self._entries: dict[str, tuple[float, str | None]] = {}
         self._lock = threading.Lock()
 
-    def allow(self, key: str) -> bool:
-        if self.per_minute <= 0:
-            return True
+    def get(self, digest: str, fetch: Callable[[], str | None]) -> str | None:
         now = time.monotonic()
         with self._lock:
-            hits = self._hits.setdefault(key, deque())
-            while hits and now - hits[0] > 60.0:
-                hits.popleft()
-            if len(hits) >= self.per_minute:
-                return False
-            hits.append(now)
-            return True
+            cached = self._entries.get(digest)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        tenant_id = fetch()
+        if self.ttl > 0:
+            lifetime = self.ttl if tenant_id is not None else min(self.ttl, self.NEGATIVE_TTL)
+            with self._lock:
+                if len(self._entries) > 100_000:  # a flood of distinct keys: start again rather than grow
+                    self._entries.clear()
+                self._entries[digest] = (now + lifetime, tenant_id)
+        return tenant_id
 
 
 @dataclass
@@ -51,9 +63,12 @@ class Services:
     settings: Settings
     sessions: sessionmaker[Session]
     embedder: Embedder
+    providers: Providers = field(default_factory=lambda: Providers({}))
     engines: EngineCache = field(default_factory=EngineCache)
     indexes: IndexCache = field(default_factory=IndexCache)
-    limiter: RateLimiter = field(default_factory=lambda: RateLimiter(0))
+    limiter: SharedRateLimiter = field(default_factory=SharedRateLimiter)
+    keys: KeyCache = field(default_factory=lambda: KeyCache(5.0))
+    jobs: RefitRunner | None = None  # type: ignore[assignment]
 
 
 def get_services(request: Request) -> Services:
@@ -62,20 +77,39 @@ def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
+_bearer = HTTPBearer(auto_error=False, description="An API key of your tenant (`memtrial tenants create NAME` prints one).")
 
 
-def get_tenant(request: Request, services: ServicesDep) -> str:
+def _refuse(services: Services, request: Request, message: str) -> ApiError:
+    """401, or 429 once a client address has failed too often (failed attempts are limited too)."""
+    address = request.client.host if request.client else "unknown"
+    verdict = services.limiter.hit(f"auth-failure:{address}", services.settings.auth_failures_per_minute)
+    if not verdict.allowed:
+        return ApiError(429, "rate_limited", "too many requests with a missing or invalid API key from this address", "authorization", retry_after=verdict.retry_after)
+    return ApiError(401, "unauthorized", message, "authorization")
+
+
+def get_tenant(request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> str:
     header = request.headers.get("authorization", "")
-    scheme, _, key = header.partition(" ")
+    scheme, _space, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'", "authorization")
+        raise _refuse(services, request, "missing API key: send 'Authorization: Bearer <key>'")
     digest = hash_key(key.strip())
-    with transaction(services.sessions) as session:
-        tenant_id = session.scalars(select(ApiKey.tenant_id).where(ApiKey.key_hash == digest, ApiKey.revoked.is_(False))).first()
+
+    def fetch() -> str | None:
+        with transaction(services.sessions) as session:
+            found: str | None = session.scalars(select(ApiKey.tenant_id).where(ApiKey.key_hash == digest, ApiKey.revoked.is_(False))).first()
+            return found
+
+    tenant_id = services.keys.get(digest, fetch)
     if tenant_id is None:
-        raise ApiError(401, "unauthorized", "unknown or revoked API key", "authorization")
-    if not services.limiter.allow(digest):
-        raise ApiError(429, "rate_limited", f"more than {services.limiter.per_minute} requests a minute for this key", "authorization")
+        raise _refuse(services, request, "unknown or revoked API key")
+    verdict = services.limiter.hit(f"key:{digest}", services.settings.rate_limit_per_minute)
+    if not verdict.allowed:
+        raise ApiError(
+            429, "rate_limited", f"more than {services.settings.rate_limit_per_minute} requests a minute for this key", "authorization", retry_after=verdict.retry_after
+        )
+    request.state.tenant_id = tenant_id
     return tenant_id
 
 

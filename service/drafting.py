@@ -1,7 +1,11 @@
 """Server-side drafting through litellm: one prompt per designed subset, issued concurrently.
 
-Prompt and validation are the core's (:mod:`memtrial.drafting`): a malformed
-answer is retried, then reported as 502 (never guessed).
+The endpoint and its key are the operator's (:mod:`service.providers`); the
+agent only names a provider and a model. Prompt and validation are the
+core's (:mod:`memtrial.drafting`): a malformed answer is retried, then
+reported as 502 (never guessed). A failed call is reported by kind (timeout,
+no connection, the provider's HTTP status); the provider's error text is
+never echoed.
 """
 
 from __future__ import annotations
@@ -13,20 +17,44 @@ from typing import Any
 
 from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt
 from service.errors import ApiError
+from service.providers import Provider
 
 __all__ = ["DraftRequest", "draft_all", "parse_weights", "render_prompt"]
 
 
-async def _one(settings: dict[str, Any], prompt: str, assets: Sequence[str], timeout: float) -> dict[str, float]:
+def _failure_kind(error: BaseException) -> str:
+    """What went wrong, in words that reveal nothing of the upstream's answer.
+
+    litellm reports a refused connection as an HTTP 500 whose message says
+    "Connection error", so the causes and the message are read (never echoed).
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(chain) < 8:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    names = " ".join(type(e).__name__.lower() for e in chain)
+    text = str(error).lower()
+    if "timeout" in names or "timed out" in text or any(isinstance(e, TimeoutError) for e in chain):
+        return "the provider did not answer in time"
+    if "connect" in names or "connection error" in text:
+        return "the provider could not be reached"
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return f"the provider answered HTTP {status}"
+    return "the provider's call failed"
+
+
+async def _one(provider: Provider, settings: dict[str, Any], prompt: str, assets: Sequence[str], timeout: float) -> dict[str, float]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 
-    problems: list[str] = []
-    for _ in range(int(settings.get("max_retries", 2)) + 1):
+    attempts = int(settings.get("max_retries", 2)) + 1
+    for _ in range(attempts):
         response = await litellm.acompletion(
             model=settings["model"],
-            api_base=settings.get("api_base"),
-            api_key=settings.get("api_key") or "none",
+            api_base=provider.api_base,
+            api_key=provider.api_key() or "none",
             temperature=settings.get("temperature", 0.7),
             messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
             timeout=timeout,
@@ -35,19 +63,19 @@ async def _one(settings: dict[str, Any], prompt: str, assets: Sequence[str], tim
         content = response.choices[0].message.content or ""
         try:
             return parse_weights(content, assets)
-        except DraftError as error:
-            problems.append(str(error))
-    raise ApiError(502, "malformed_draft", f"the drafter's answers were malformed: {problems}", "drafter")
+        except DraftError:
+            continue
+    raise ApiError(502, "malformed_draft", f"the drafter's answers were malformed {attempts} times in a row (model {settings['model']!r})", "drafter")
 
 
-async def draft_all(settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float) -> list[dict[str, float]]:
+async def draft_all(provider: Provider, settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float) -> list[dict[str, float]]:
     """All drafts of one decision, concurrently, in the order of ``requests``."""
     assets = list(requests[0].assets)
     # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
-    answers = await asyncio.gather(*(_one(settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True)
+    answers = await asyncio.gather(*(_one(provider, settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True)
     for answer in answers:
         if isinstance(answer, ApiError):
             raise answer
         if isinstance(answer, BaseException):  # litellm raises many provider-specific types
-            raise ApiError(502, "drafter_unavailable", f"the drafter failed: {type(answer).__name__}: {answer}", "drafter")
+            raise ApiError(502, "drafter_unavailable", f"the drafter failed: {_failure_kind(answer)} (provider {provider.name!r})", "drafter")
     return [answer for answer in answers if isinstance(answer, dict)]

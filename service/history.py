@@ -90,6 +90,7 @@ class SqlHistory:
             Plan.from_dict(json.loads(row.engine_plan)),
             None if row.engine_decision is None else CoreDecision.from_dict(json.loads(row.engine_decision)),
             None if row.engine_settlement is None else Settlement.from_dict(json.loads(row.engine_settlement)),
+            row.failure,
         )
 
     def put(self, entry: DecisionEntry) -> None:
@@ -112,7 +113,10 @@ class SqlHistory:
         if entry.decision is not None and row.engine_decision is None:
             row.engine_decision = canonical_json(entry.decision.to_dict())
         if entry.settlement is not None and row.engine_settlement is None:
-            row.engine_settlement = canonical_json(entry.settlement.to_dict())
+            row.engine_settlement = canonical_json(entry.settlement.to_dict(mixtures=False))
+        if entry.withdrawn is not None and row.failure is None:
+            row.failure = entry.withdrawn
+            row.status = "failed"
 
     def append_log(self, entry: LogEntry) -> None:
         payload = entry.payload

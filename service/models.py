@@ -10,7 +10,20 @@ from typing import Any
 from sqlalchemy import JSON, Boolean, DateTime, Float, ForeignKey, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-__all__ = ["Agent", "ApiKey", "Base", "Contribution", "Decision", "Experience", "LogRow", "RefitJob", "Tenant", "new_id", "utcnow"]
+__all__ = [
+    "Agent",
+    "ApiKey",
+    "Base",
+    "Contribution",
+    "Decision",
+    "Experience",
+    "IdempotencyRecord",
+    "LogRow",
+    "RefitJob",
+    "Tenant",
+    "new_id",
+    "utcnow",
+]
 
 
 def new_id() -> str:
@@ -96,6 +109,7 @@ class Decision(Base):
     engine_plan: Mapped[str | None] = mapped_column(Text, nullable=True)
     engine_decision: Mapped[str | None] = mapped_column(Text, nullable=True)
     engine_settlement: Mapped[str | None] = mapped_column(Text, nullable=True)
+    failure: Mapped[str | None] = mapped_column(Text, nullable=True)  # why a failed decision was withdrawn
 
     __table_args__ = (
         Index("ix_decisions_agent_seq", "agent_id", "seq"),
@@ -139,6 +153,9 @@ class RefitJob(Base):
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     finished_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    # the worker holding the job refreshes this; a job whose heartbeat stops is marked failed
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    worker: Mapped[str | None] = mapped_column(String(64), nullable=True)
 
 
 class Contribution(Base):
@@ -157,3 +174,22 @@ class Contribution(Base):
         Index("ix_contributions_agent_experience", "agent_id", "experience_id"),
         Index("ix_contributions_agent_seq", "agent_id", "seq"),
     )
+
+
+class IdempotencyRecord(Base):
+    """The first answer to a request sent with an ``Idempotency-Key`` (per tenant).
+
+    status_code and response are None while that request is still running.
+    """
+
+    __tablename__ = "idempotency_keys"
+
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    method: Mapped[str] = mapped_column(String(8))
+    path: Mapped[str] = mapped_column(String(300))
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    response: Mapped[str | None] = mapped_column(Text, nullable=True)
+    agent_id: Mapped[str | None] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=True, index=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)

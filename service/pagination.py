@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Annotated
 
 from fastapi import Query
@@ -39,4 +40,6 @@ def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str]) -> 
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise ApiError(422, "invalid", f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page", "cursor") from None
     value: int | str = decoded[1]
+    if isinstance(value, int) and not 0 <= value < 2**63 or isinstance(value, str) and not re.fullmatch(r"[0-9a-f]{32}", value):
+        raise ApiError(422, "invalid", f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page", "cursor")
     return value

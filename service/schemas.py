@@ -7,7 +7,9 @@ import math
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
+
+from service.validation import JsonDocument, Moment, Name, Weight, bounded_text
 
 
 ASSET_CLASSES = ("equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks")
@@ -50,33 +52,47 @@ class Strict(BaseModel):
 
 # -- agents ---------------------------------------------------------------
 class Asset(Strict):
-    asset: str = Field(min_length=1, max_length=64)
+    asset: bounded_text(64)  # type: ignore[valid-type]
     asset_class: AssetClass
 
 
 class GateSettings(Strict):
     test: Literal["prequential", "anytime", "none"] = "prequential"
-    alpha: float = Field(0.05, gt=0, lt=1)
-    min_scores: int | None = Field(None, ge=1, le=10_000)
+    alpha: Weight = Field(0.05, gt=0, lt=1)
+    min_scores: StrictInt | None = Field(None, ge=1, le=10_000)
 
 
 class DrafterSettings(Strict):
-    model: str = Field(min_length=1, max_length=200, description="litellm model name, e.g. openai/gpt-4o-mini")
-    api_base: str | None = Field(None, max_length=500)
-    api_key: str | None = Field(None, max_length=500, description="stored, never returned")
-    temperature: float = Field(0.7, ge=0, le=2)
-    max_retries: int = Field(2, ge=0, le=5)
+    """Server drafting: a model among those the operator configured (``MEMTRIAL_LLM_CONFIG``).
+
+    The endpoint and its key belong to the operator's configuration; a tenant
+    never sends a URL or a key.
+    """
+
+    provider: Name = Field(description="a provider of the server's LLM configuration (GET /v1/llm/providers lists them)")
+    model: Name = Field(description="a model that provider allows, e.g. openai/gpt-4o-mini")
+    temperature: Weight = Field(0.7, ge=0, le=2)
+    max_retries: StrictInt = Field(2, ge=0, le=5)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_endpoint(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in ("api_base", "api_key"):
+                if key in data:
+                    raise ValueError(f"{key} is not accepted: LLM endpoints and their keys are configured by the operator; choose a provider")
+        return data
 
 
 class AgentCreate(Strict):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name
     investor: Literal["conservative", "balanced", "aggressive"]
     universe: list[Asset] = Field(min_length=1, max_length=500)
     design: Literal["half", "full"] = "half"
     gate: GateSettings = GateSettings()
     learner: Literal["auto", "identity", "content"] = "auto"
     fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"
-    fee_bp: float = Field(15.0, ge=0, le=1000)
+    fee_bp: Weight = Field(15.0, ge=0, le=1000)
     drafter: DrafterSettings | None = None
 
     @field_validator("universe")
@@ -112,6 +128,14 @@ class AgentPublic(BaseModel):
     created_at: dt.datetime
 
 
+class AgentPatch(Strict):
+    """What can change after creation: the name and the drafter (the gate and the mandate are frozen)."""
+
+    name: Name | None = None
+    drafter: DrafterSettings | None = None
+    remove_drafter: bool = False
+
+
 class AgentList(BaseModel):
     """One page of agents, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
 
@@ -120,22 +144,44 @@ class AgentList(BaseModel):
     limit: int
 
 
-NameQuery = Annotated[str | None, Query(min_length=1, max_length=200, description="only agents with exactly this name")]
+NameQuery = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]+$", description="only agents with exactly this name")]
 
 
 # -- experiences ----------------------------------------------------------
+MAX_BATCH = 256
+MAX_BATCH_TEXT = 1_000_000
+
+
 class ExperienceCreate(Strict):
-    text: str = Field(min_length=1, max_length=20_000)
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    structured: dict[str, Any] | None = None
+    text: bounded_text(20_000)  # type: ignore[valid-type]
+    metadata: JsonDocument = Field(default_factory=dict)
+    structured: JsonDocument | None = None
 
 
 class ExperienceBatch(Strict):
-    experiences: list[ExperienceCreate] = Field(min_length=1, max_length=1000)
+    experiences: list[ExperienceCreate] = Field(min_length=1, max_length=MAX_BATCH)
+
+    @field_validator("experiences")
+    @classmethod
+    def _bounded(cls, experiences: list[ExperienceCreate]) -> list[ExperienceCreate]:
+        total = sum(len(item.text) for item in experiences)
+        if total > MAX_BATCH_TEXT:
+            raise ValueError(f"a batch may hold at most {MAX_BATCH_TEXT} characters of text, got {total}; send it in parts")
+        return experiences
+
+
+def _experience_body(value: Any) -> str:
+    return "batch" if isinstance(value, dict) and "experiences" in value else "single"
+
+
+#: POST .../experiences takes one experience or a batch; a body with "experiences" is a batch.
+ExperienceInput = Annotated[
+    Annotated[ExperienceCreate, Tag("single")] | Annotated[ExperienceBatch, Tag("batch")], Discriminator(_experience_body)
+]
 
 
 class ExperiencePatch(Strict):
-    metadata: dict[str, Any]
+    metadata: JsonDocument
 
 
 class ValuePublic(BaseModel):
@@ -182,8 +228,8 @@ class ExperienceList(BaseModel):
 
 
 class SearchRequest(Strict):
-    query: str = Field(min_length=1, max_length=20_000)
-    k: int = Field(4, ge=1, le=100)
+    query: bounded_text(20_000)  # type: ignore[valid-type]
+    k: StrictInt = Field(4, ge=1, le=100)
 
 
 class SearchHit(BaseModel):
@@ -207,12 +253,12 @@ def _finite_weights(weights: dict[str, float], field: str) -> dict[str, float]:
 
 
 class DecisionCreate(Strict):
-    decision_time: AwareDatetime
-    maturity: AwareDatetime = Field(description="when the outcome is known (after the horizon's last close)")
-    context_text: str = Field(min_length=1, max_length=50_000)
-    context_features: dict[str, float] = Field(default_factory=dict)
-    reference_weights: dict[str, float] | None = None
-    horizon: int = Field(20, ge=1, le=1000, description="holding horizon in sessions")
+    decision_time: Moment = Field(description="when the decision is made; not later than now plus the server's allowed clock skew")
+    maturity: Moment = Field(description="when the outcome is known (after the horizon's last close)")
+    context_text: bounded_text(50_000)  # type: ignore[valid-type]
+    context_features: dict[Name, Weight] = Field(default_factory=dict, max_length=1000)
+    reference_weights: dict[Name, Weight] | None = None
+    horizon: StrictInt = Field(20, ge=1, le=1000, description="holding horizon in sessions")
     drafting: Literal["client", "server"] = "client"
 
     @field_validator("reference_weights")
@@ -264,7 +310,7 @@ class PlanPublic(BaseModel):
 
 
 class DraftsSubmit(Strict):
-    drafts: list[dict[str, float]] = Field(min_length=1, max_length=64)
+    drafts: list[dict[Name, Weight]] = Field(min_length=1, max_length=64, description="one weight per asset of the universe, every asset named")
 
     @field_validator("drafts")
     @classmethod
@@ -292,9 +338,9 @@ class DecisionPublic(BaseModel):
 
 
 class SettleRequest(Strict):
-    prices: dict[str, list[float]] | None = Field(None, description="per asset: entry close then one close per session")
-    returns: dict[str, list[float]] | None = Field(None, description="per asset: one simple return per session")
-    settled_at: AwareDatetime | None = Field(None, description="when the outcome became known; default: the maturity (which must have passed)")
+    prices: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="per asset: entry close then one close per session")
+    returns: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="per asset: one simple return per session")
+    settled_at: Moment | None = Field(None, description="when the outcome became known; default: the maturity (which must have passed)")
 
     @model_validator(mode="after")
     def _one_of(self) -> SettleRequest:
@@ -325,12 +371,13 @@ class SettlementPublic(BaseModel):
 
 class DecisionSummary(BaseModel):
     decision_id: str
-    status: Literal["planned", "decided", "settled"]
+    status: Literal["planned", "decided", "settled", "failed"]
     decision_time: dt.datetime
     maturity: dt.datetime
     action: str | None
     chosen_utility: float | None
     created_at: dt.datetime
+    failure: str | None = Field(None, description="why a failed decision was withdrawn")
 
 
 class DecisionList(BaseModel):

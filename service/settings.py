@@ -1,45 +1,101 @@
-"""Service settings, read once from the environment."""
+"""Service settings, read once from ``MEMTRIAL_*`` environment variables.
+
+Every setting is a field of :class:`Settings` with its variable, default and
+meaning in the field's metadata; ``docs/configuration.md`` is written from
+them (``python -m service.settings``) and a test keeps the two equal.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["DEFAULT_DATABASE_URL", "Settings"]
+from service.db import DatabaseTimeouts
+
+__all__ = ["DEFAULT_DATABASE_URL", "Settings", "configuration_table"]
 
 DEFAULT_DATABASE_URL = "sqlite:///./memtrial.db"
 
 
-def _int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+def _setting(default: Any, env: str, help: str) -> Any:  # noqa: A002 - the word the table uses
+    return field(default=default, metadata={"env": env, "help": help})
 
 
 @dataclass(frozen=True, slots=True)
 class Settings:
-    """database_url: SQLAlchemy URL (postgresql://... or sqlite:///path).
-    max_body_bytes: larger request bodies get 413.
-    rate_limit_per_minute: requests per API key and worker per minute (0: unlimited).
-    preload_model: load the embedding model at start-up, before serving.
-    """
+    """The service's configuration (see ``docs/configuration.md``)."""
 
-    database_url: str = DEFAULT_DATABASE_URL
-    max_body_bytes: int = 2_000_000
-    rate_limit_per_minute: int = 0
-    llm_timeout_seconds: int = 120
-    preload_model: bool = True
+    database_url: str = _setting(DEFAULT_DATABASE_URL, "MEMTRIAL_DATABASE_URL", "SQLAlchemy URL: `postgresql://user@host/db` or `sqlite:///path` (`memtrial serve --database-url` sets it).")
+    max_body_bytes: int = _setting(2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413.")
+    rate_limit_per_minute: int = _setting(0, "MEMTRIAL_RATE_LIMIT_PER_MINUTE", "Requests per API key per minute, counted across all workers of a server; 0: unlimited. Over it: 429 with `Retry-After`.")
+    auth_failures_per_minute: int = _setting(30, "MEMTRIAL_AUTH_FAILURES_PER_MINUTE", "Requests with a missing, unknown or revoked key per client address per minute, across workers; 0: unlimited.")
+    rate_limit_file: str | None = _setting(None, "MEMTRIAL_RATE_LIMIT_FILE", "File the workers of one server share their rate-limit counters in (`memtrial serve` sets it; unset: counters in this process only).")
+    auth_cache_seconds: float = _setting(5.0, "MEMTRIAL_AUTH_CACHE_SECONDS", "How long a worker trusts its cached key lookup, in [0, 5]: a revoked key is refused everywhere within this time.")
+    llm_config: str | None = _setting(None, "MEMTRIAL_LLM_CONFIG", "JSON file of the LLM providers server drafting may call (endpoints, models, where keys come from); unset: server drafting is off. See docs/configuration.md.")
+    llm_timeout_seconds: int = _setting(120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting.")
+    preload_model: bool = _setting(True, "MEMTRIAL_PRELOAD_MODEL", "Load the embedding model in the background as the server starts (`/readyz` answers 503 until it has); 0: on first use.")
+    max_clock_skew_seconds: int = _setting(300, "MEMTRIAL_MAX_CLOCK_SKEW_SECONDS", "How far in the future a decision_time may lie (a later one is refused: it would lock the agent's clock).")
+    db_connect_timeout: float = _setting(5.0, "MEMTRIAL_DB_CONNECT_TIMEOUT", "Seconds to open a PostgreSQL connection.")
+    db_statement_timeout: float = _setting(10.0, "MEMTRIAL_DB_STATEMENT_TIMEOUT", "Seconds one PostgreSQL statement (or lock wait) may take.")
+    db_busy_timeout: float = _setting(10.0, "MEMTRIAL_DB_BUSY_TIMEOUT", "Seconds a SQLite transaction waits for another writer.")
+    db_pool_timeout: float = _setting(5.0, "MEMTRIAL_DB_POOL_TIMEOUT", "Seconds a request waits for a free database connection.")
+    refit_queue_size: int = _setting(4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running); more get 429.")
+    idempotency_hours: float = _setting(24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept.")
+    shutdown_seconds: float = _setting(10.0, "MEMTRIAL_SHUTDOWN_SECONDS", "On SIGTERM, how long open requests may finish before the server stops.")
+    log_level: str = _setting("INFO", "MEMTRIAL_LOG_LEVEL", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR).")
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.auth_cache_seconds <= 5.0:
+            raise ValueError(f"MEMTRIAL_AUTH_CACHE_SECONDS must be in [0, 5], got {self.auth_cache_seconds!r}")
+        for item in dataclasses.fields(self):
+            value = getattr(self, item.name)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
+                raise ValueError(f"{item.metadata['env']} must be >= 0, got {value!r}")
+        if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+            raise ValueError(f"MEMTRIAL_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
+
+    @property
+    def database_timeouts(self) -> DatabaseTimeouts:
+        return DatabaseTimeouts(self.db_connect_timeout, self.db_statement_timeout, self.db_busy_timeout, self.db_pool_timeout)
 
     @classmethod
     def from_env(cls) -> Settings:
-        return cls(
-            database_url=os.environ.get("MEMTRIAL_DATABASE_URL", DEFAULT_DATABASE_URL),
-            max_body_bytes=_int("MEMTRIAL_MAX_BODY_BYTES", 2_000_000),
-            rate_limit_per_minute=_int("MEMTRIAL_RATE_LIMIT_PER_MINUTE", 0),
-            llm_timeout_seconds=_int("MEMTRIAL_LLM_TIMEOUT_SECONDS", 120),
-            preload_model=os.environ.get("MEMTRIAL_PRELOAD_MODEL", "1") != "0",
-        )
+        values: dict[str, Any] = {}
+        for item in dataclasses.fields(cls):
+            raw = os.environ.get(item.metadata["env"])
+            if raw is not None:
+                values[item.name] = _parse(item, raw)
+        return cls(**values)
+
+
+def _parse(item: dataclasses.Field[Any], raw: str) -> Any:
+    kind = item.type
+    name = item.metadata["env"]
+    try:
+        if kind == "bool":
+            if raw not in ("0", "1", "true", "false"):
+                raise ValueError
+            return raw in ("1", "true")
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be {'0 or 1' if kind == 'bool' else 'an integer' if kind == 'int' else 'a number'}, got {raw!r}") from None
+    return raw
+
+
+def configuration_table() -> str:
+    """The Markdown table of every setting: variable, default, meaning."""
+    lines = ["| variable | default | meaning |", "|---|---|---|"]
+    for item in dataclasses.fields(Settings):
+        default = item.default
+        shown = "unset" if default is None else ("1" if default is True else "0" if default is False else f"`{default}`")
+        lines.append(f"| `{item.metadata['env']}` | {shown} | {item.metadata['help']} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(configuration_table())

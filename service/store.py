@@ -12,6 +12,7 @@ it works, so a failed request never leaves a half-updated engine behind.
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 from collections.abc import Callable
 from typing import TypeVar
@@ -26,7 +27,7 @@ from service.errors import ApiError
 from service.history import SqlHistory
 from service.models import Agent, Decision, Experience
 
-__all__ = ["EngineCache", "as_utc", "load_agent", "owned_row", "return_engine", "save_engine"]
+__all__ = ["EngineCache", "as_utc", "load_agent", "owned_row", "return_engine", "save_engine", "valid_id"]
 
 
 def as_utc(value: dt.datetime) -> dt.datetime:
@@ -34,8 +35,18 @@ def as_utc(value: dt.datetime) -> dt.datetime:
     return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
 
 
+_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def valid_id(value: str) -> bool:
+    """Ids the service makes are 32 lowercase hex digits; anything else names nothing (and never reaches the database)."""
+    return bool(_ID.match(value))
+
+
 def load_agent(session: Session, tenant_id: str, agent_id: str, *, lock: bool) -> Agent:
     """The tenant's agent, locked for the transaction when ``lock``; 404 otherwise."""
+    if not valid_id(agent_id):
+        raise ApiError(404, "not_found", f"agent {agent_id!r} not found", "agent_id")
     query = select(Agent).where(Agent.id == agent_id, Agent.tenant_id == tenant_id)
     if lock and session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update()
@@ -50,6 +61,8 @@ Row = TypeVar("Row", Experience, Decision)
 
 def owned_row(session: Session, model: type[Row], agent: Agent, row_id: str, label: str) -> Row:
     """The agent's experience or decision with this id; 404 naming it otherwise."""
+    if not valid_id(row_id):
+        raise ApiError(404, "not_found", f"{label} {row_id!r} not found", f"{label}_id")
     row = session.scalars(select(model).where(model.id == row_id, model.agent_id == agent.id)).first()
     if row is None:
         raise ApiError(404, "not_found", f"{label} {row_id!r} not found", f"{label}_id")

@@ -28,10 +28,13 @@ class Universe:
         return len(self.assets)
 
     def vector(self, weights: Mapping[str, float], field: str) -> NDArray[np.float64]:
-        """Weights over the universe (missing assets 0); unknown assets and bad sums are 422."""
+        """Weights over the universe; each asset must be named. Unknown or missing assets and bad sums are 422."""
         unknown = sorted(set(weights) - set(self.assets))
         if unknown:
             raise ApiError(422, "invalid", f"{field}: unknown assets {unknown}", field)
+        missing = [asset for asset in self.assets if asset not in weights]
+        if missing:
+            raise ApiError(422, "invalid", f"{field}: missing assets {missing}: give a weight (0 included) for every asset of the universe", field)
         vector = np.array([float(weights.get(asset, 0.0)) for asset in self.assets])
         total = float(vector.sum())
         if abs(total - 1.0) > SUM_TOLERANCE:

@@ -4,8 +4,9 @@ Answers ``POST /v1/chat/completions`` with weights over the assets listed in
 the prompt, derived from a hash of the prompt, so drafts differ by subset and
 repeat exactly. ``delay`` makes each answer slow (to observe concurrency and timeouts);
 ``malformed`` makes every answer unusable; ``partial`` cuts every answer's
-JSON short; ``flaky`` answers malformed and valid in turn (first malformed).
-Every request body is kept in ``requests``.
+JSON short; ``flaky`` answers malformed and valid in turn (first malformed);
+``status`` answers every call with that HTTP status and ``error_body``.
+Every request body is kept in ``requests`` and its headers in ``headers``.
 """
 
 from __future__ import annotations
@@ -19,9 +20,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeLLM:
-    def __init__(self, delay: float = 0.0, malformed: bool = False, partial: bool = False, flaky: bool = False) -> None:
+    def __init__(
+        self, delay: float = 0.0, malformed: bool = False, partial: bool = False, flaky: bool = False, status: int = 200, error_body: str = ""
+    ) -> None:
         self.delay, self.malformed, self.partial, self.flaky = delay, malformed, partial, flaky
+        self.status, self.error_body = status, error_body
         self.requests: list[dict[str, object]] = []
+        self.headers: list[dict[str, str]] = []
         self.calls = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -64,6 +69,7 @@ class FakeLLM:
                     fake.calls += 1
                     call = fake.calls
                     fake.requests.append(body)
+                    fake.headers.append(dict(self.headers.items()))
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
@@ -80,9 +86,9 @@ class FakeLLM:
                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
                 }
-                data = json.dumps(reply).encode()
+                data = json.dumps(reply).encode() if fake.status == 200 else fake.error_body.encode()
                 try:
-                    self.send_response(200)
+                    self.send_response(fake.status)
                     self.send_header("content-type", "application/json")
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()

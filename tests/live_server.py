@@ -19,29 +19,48 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, database_url: str, workers: int = 1) -> None:
-        self.port = free_port()
+    """``memtrial serve`` on ``port`` (a free one by default); ready when ``ready_path`` answers 200."""
+
+    def __init__(
+        self,
+        database_url: str,
+        workers: int = 1,
+        *,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        ready_path: str = "/readyz",
+        migrate: bool = True,
+        timeout: float = 120.0,
+    ) -> None:
+        self.port = port or free_port()
         command = [sys.executable, "-m", "memtrial.cli", "serve", "--database-url", database_url, "--port", str(self.port), "--workers", str(workers)]
+        if not migrate:
+            command.append("--no-migrate")
         # the server's logs go to a file: a pipe nobody drains would block its event loop once full
         self.log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log, env=os.environ.copy())
-        deadline = time.monotonic() + 120
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, **(env or {})})
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                self.log.seek(0)
-                message = self.log.read().decode()[-2000:]
+                message = self.output()[-2000:]
                 self.stop()
                 raise RuntimeError(f"server exited: {message}")
             try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}{ready_path}", timeout=1).status_code == 200:
                     return
             except httpx.HTTPError:
-                time.sleep(0.2)
-        raise RuntimeError("server did not become ready within 120 s")
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"server did not answer {ready_path} within {timeout:g} s")
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def output(self) -> str:
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
 
     def stop(self) -> None:
         if self.process.poll() is None:

@@ -19,30 +19,32 @@ def test_bench_values_writes_timings_and_ratios(tmp_path):
     result = json.loads(out.read_text())
     first, second = result["rows"]
     assert (first["records"], first["experiences"]) == (100, 10)
-    assert first["dense_over_low_rank"] == first["dense_s"] / first["low_rank_s"]
-    assert second["dense_s"] is None
+    assert first["dense_over_core"] == first["dense_s"] / first["core_s"]
+    assert first["dense_max_abs_difference"] <= 1e-9
+    assert first["grid_max_abs_difference"] <= 1e-8 and first["grid_speedup"] == first["grid_solve_s"] / first["grid_s"]
+    assert first["incremental_vs_batch_max_rel_difference"] <= 1e-9
+    assert second["dense_s"] is None and second["update_s"] > 0
     assert out.with_suffix(".md").read_text().startswith("| records | experiences |")
 
 
-def test_bench_service_writes_overhead_throughput_and_retrieval(tmp_path):
+def test_bench_service_reports_latency_at_each_checkpoint_and_bytes_per_decision(tmp_path):
     out = tmp_path / "service.json"
     subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_service.py"),
-            "--decisions", "3", "--agents", "1", "--loop-decisions", "2", "--experiences", "50", "--queries", "3", "--out", str(out),
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_service.py"), "--checkpoints", "2,6", "--window", "3", "--out", str(out)],
         check=True,
         capture_output=True,
         text=True,
         timeout=600,
     )
     result = json.loads(out.read_text())
-    assert set(result["overhead"]) == {"plan", "drafts", "settle"}
-    assert result["overhead"]["plan"]["n"] == 3
-    assert result["throughput"]["one_worker"]["requests"] == 6
-    assert result["throughput"]["two_over_one"] > 0
-    assert result["retrieval"]["experiences"] == 50
+    life = result["databases"]["sqlite"]
+    assert set(life["checkpoints"]) == {"2", "6"}
+    for row in life["checkpoints"].values():
+        assert {"plan", "drafts", "settle"} <= set(row) and row["plan"]["n"] == 3
+        assert row["bytes_written_per_decision"] > 0 and row["state_bytes"] > 0
+    assert set(life["last_over_first_p50"]) == {"plan", "drafts", "settle"}
+    assert 0 < life["embedding_share_of_plan_p50"] < 1
+    assert out.with_suffix(".md").read_text().startswith("Window: 3 decisions")
 
 
 def test_bench_backtest_reports_both_worker_counts_and_identical_results(tmp_path):

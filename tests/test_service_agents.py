@@ -14,10 +14,20 @@ def test_create_agent_freezes_the_gate_config_with_its_hash(client):
     assert client.get_agent(agent["id"]) == agent
 
 
-def test_drafter_api_key_is_stored_but_never_returned(client):
-    agent = client.create_agent("fund", "balanced", UNIVERSE, drafter={"model": "openai/x", "api_key": "secret-key"})
-    assert agent["drafter"] == {"model": "openai/x", "api_base": None, "temperature": 0.7, "max_retries": 2}
-    assert "secret-key" not in str(client.get_agent(agent["id"]))
+@pytest.mark.parametrize("field", ["api_key", "api_base"])
+def test_a_drafter_endpoint_or_key_from_a_tenant_is_refused(client, field):
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("fund", "balanced", UNIVERSE, drafter={"provider": "any", "model": "openai/x", field: "http://127.0.0.1:5432"})
+    assert (error.value.status, error.value.field) == (422, "drafter")
+    assert f"{field} is not accepted: LLM endpoints and their keys are configured by the operator" in error.value.message
+    assert client.list_agents()["items"] == []
+
+
+def test_a_drafter_naming_an_unknown_provider_is_refused(client):
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("fund", "balanced", UNIVERSE, drafter={"provider": "elsewhere", "model": "openai/x"})
+    assert (error.value.status, error.value.field) == (422, "drafter.provider")
+    assert error.value.message == "drafter.provider: 'elsewhere' is not a provider of this server (known: [])"
 
 
 def test_another_tenant_sees_404_not_403(client, http, database_url, agent):

@@ -1,8 +1,16 @@
 """Schema fuzzing: every operation of the service's own OpenAPI schema, authenticated, on SQLite.
 
 Generated requests must never produce a 5xx, and every answer must conform to
-the schema (status codes, content types, response bodies). The number of
-examples per operation is MEMTRIAL_FUZZ_EXAMPLES (default 15 in the suite).
+the schema (status codes, content types, response bodies). Two runs:
+
+- each operation alone, MEMTRIAL_FUZZ_EXAMPLES examples each (default 15);
+- stateful sequences that feed what one call creates (agents, experiences,
+  decisions, jobs) into the next, MEMTRIAL_FUZZ_STATEFUL_EXAMPLES sequences of up
+  to 10 calls (default 20).
+
+The long run (over 10,000 requests)::
+
+    MEMTRIAL_FUZZ_EXAMPLES=300 MEMTRIAL_FUZZ_STATEFUL_EXAMPLES=900 python -m pytest tests/test_service_fuzz.py -s
 """
 
 import os
@@ -13,17 +21,24 @@ from conftest import make_tenant
 from hypothesis import HealthCheck, given, settings
 
 MAX_EXAMPLES = int(os.environ.get("MEMTRIAL_FUZZ_EXAMPLES", "15"))
+STATEFUL_EXAMPLES = int(os.environ.get("MEMTRIAL_FUZZ_STATEFUL_EXAMPLES", "20"))
 
 
-def test_no_operation_answers_5xx_or_breaks_its_schema(tmp_path, capsys):
+def fuzz_app(tmp_path, name):
     from service.app import create_app
     from service.migrations import upgrade
     from service.settings import Settings
 
-    url = f"sqlite:///{tmp_path / 'fuzz.db'}"
+    url = f"sqlite:///{tmp_path / f'{name}.db'}"
     upgrade(url)
     key = make_tenant(url, "fuzz")
-    app = create_app(Settings(database_url=url, preload_model=False))
+    # requests without a key are part of the checks: do not rate-limit them; keep background refits few
+    app = create_app(Settings(database_url=url, preload_model=False, auth_failures_per_minute=0, refit_queue_size=1))
+    return app, key
+
+
+def test_no_operation_answers_5xx_or_breaks_its_schema(tmp_path, capsys):
+    app, key = fuzz_app(tmp_path, "fuzz")
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
     headers = {"Authorization": f"Bearer {key}"}
     operations = [result.ok() for result in schema.get_all_operations()]
@@ -43,6 +58,34 @@ def test_no_operation_answers_5xx_or_breaks_its_schema(tmp_path, capsys):
     with capsys.disabled():
         print(f"\nschema fuzzing: {len(operations)} operations, {calls} generated requests, no 5xx, no schema violation")
     assert len(operations) >= 20
+
+
+def test_stateful_sequences_never_answer_5xx_or_break_the_schema(tmp_path, capsys):
+    from fastapi.testclient import TestClient
+
+    app, key = fuzz_app(tmp_path, "stateful")
+    with TestClient(app):  # the app's lifespan (background threads) runs for the whole test
+        schema = schemathesis.openapi.from_asgi("/openapi.json", app)
+        machine = schema.as_state_machine()
+        produced = {name.split(" -> ")[0] for name in machine.bundles}
+        assert {"POST /v1/agents", "POST /v1/agents/{agent_id}/experiences", "POST /v1/agents/{agent_id}/decisions"} <= produced
+        calls = 0
+
+        class Sequences(machine):  # type: ignore[misc, valid-type]
+            def get_call_kwargs(self, case):
+                return {"headers": {"Authorization": f"Bearer {key}"}}
+
+            def after_call(self, response, case):
+                nonlocal calls
+                calls += 1
+
+            def validate_response(self, response, case, **kwargs):
+                case.validate_response(response, excluded_checks=[checks.positive_data_acceptance])
+
+        Sequences.run(settings=settings(max_examples=STATEFUL_EXAMPLES, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck), database=None))
+    with capsys.disabled():
+        print(f"\nstateful fuzzing: {STATEFUL_EXAMPLES} sequences, {calls} requests, no 5xx, no schema violation")
+    assert calls >= STATEFUL_EXAMPLES
 
 
 def test_cases_found_by_fuzzing_stay_fixed(tmp_path):

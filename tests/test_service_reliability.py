@@ -174,6 +174,7 @@ def test_a_lost_database_answers_503_and_the_service_recovers(tmp_path):
 
 
 VALID_BODIES = {
+    ("patch", "/v1/agents/{agent_id}"): {"name": "renamed"},
     ("post", "/v1/agents/{agent_id}/experiences"): {"text": "x"},
     ("post", "/v1/agents/{agent_id}/experiences/search"): {"query": "x"},
     ("patch", "/v1/agents/{agent_id}/experiences/{experience_id}"): {"metadata": {}},
@@ -203,4 +204,5 @@ def test_no_endpoint_reads_or_writes_another_tenants_agent(app, http, client, da
             checked += 1
     assert checked >= 15
     assert client.get_experience(agent["id"], experience["id"])["text"] == "a private lesson"
+    assert client.get_agent(agent["id"])["name"] == "private"
     assert client.get_decision(agent["id"], decision_id)["status"] == "decided"

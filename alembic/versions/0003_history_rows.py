@@ -197,6 +197,8 @@ def _v1_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]) -
         if item["kind"] == "prediction":
             predictions[payload["date"]] = payload
             continue
+        if item["kind"] != "score":  # a withdrawal: version 1 leaves such a registration pending
+            continue
         date = payload["date"]
         scored_dates.append(date)
         registered = predictions.pop(date)

@@ -1,31 +1,45 @@
-"""Agents: create with a frozen gate configuration, read, list, delete with everything they own."""
+"""Agents: create with a frozen gate configuration, read, list, rename or change the drafter, delete."""
 
 from __future__ import annotations
 
 import numpy as np
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Request, Response
 from sqlalchemy import delete, select
 
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.settle import INVESTORS, project
 from memtrial.trust import GateConfig
 from service.db import transaction
-from service.deps import ServicesDep, TenantDep
-from service.models import Agent, Contribution, Decision, Experience, LogRow, RefitJob
+from service.deps import Services, ServicesDep, TenantDep
+from service.errors import ApiError
+from service.idempotency import Idempotency, IdempotencyKey
+from service.models import Agent, Contribution, Decision, Experience, IdempotencyRecord, LogRow, RefitJob
 from service.pagination import CursorQuery, LimitQuery, decode_cursor, encode_cursor
-from service.schemas import AgentCreate, AgentList, AgentPublic, NameQuery
+from service.requests import StrictJSONRoute
+from service.schemas import AgentCreate, AgentList, AgentPatch, AgentPublic, DrafterSettings, NameQuery
 from service.store import after_commit, load_agent
 from service.universe import Universe
 from service.views import agent_public
 
-router = APIRouter(prefix="/v1/agents", tags=["agents"])
+router = APIRouter(prefix="/v1/agents", tags=["agents"], route_class=StrictJSONRoute)
 
 #: Tables holding an agent's rows, children first (deleting an agent deletes from each).
-OWNED_TABLES = (LogRow, Contribution, Decision, Experience, RefitJob)
+OWNED_TABLES = (LogRow, Contribution, Decision, Experience, RefitJob, IdempotencyRecord)
+
+
+def _check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
+    if drafter is None:
+        return
+    provider = services.providers.get(drafter.provider)
+    if provider is None:
+        known = sorted(services.providers.by_name)
+        raise ApiError(422, "invalid", f"drafter.provider: {drafter.provider!r} is not a provider of this server (known: {known})", "drafter.provider")
+    if not provider.allows(drafter.model):
+        raise ApiError(422, "invalid", f"drafter.model: provider {provider.name!r} does not offer {drafter.model!r} (it offers {list(provider.models)})", "drafter.model")
 
 
 @router.post("", status_code=201)
-def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep) -> AgentPublic:
+def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None) -> AgentPublic:
     gate = GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores)  # type: ignore[arg-type]
     config = EngineConfig(
         design=body.design,  # type: ignore[arg-type]
@@ -37,10 +51,14 @@ def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep)
     )
     universe = Universe([asset.model_dump() for asset in body.universe])
     project(np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor])
+    _check_drafter(services, body.drafter)
     engine = MemTrial(config)
     settings = body.model_dump(mode="json")
     settings["gate"] = gate.to_dict()
+    guard = Idempotency(key, tenant_id, request, body)
     with transaction(services.sessions) as session:
+        if (replayed := guard.replay(session)) is not None:
+            return replayed  # type: ignore[return-value]
         agent = Agent(
             tenant_id=tenant_id,
             name=body.name,
@@ -52,7 +70,10 @@ def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep)
         )
         session.add(agent)
         session.flush()
-        return agent_public(agent)
+        guard.claim(session, agent.id)
+        public = agent_public(agent)
+        guard.complete(201, public)
+        return public
 
 
 @router.get("")
@@ -76,10 +97,26 @@ def get_agent(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Age
         return agent_public(load_agent(session, tenant_id, agent_id, lock=False))
 
 
+@router.patch("/{agent_id}")
+def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services: ServicesDep) -> AgentPublic:
+    """Rename the agent or change its drafter (``remove_drafter`` turns server drafting off)."""
+    if body.drafter is not None and body.remove_drafter:
+        raise ApiError(422, "invalid", "remove_drafter: give a drafter or remove_drafter, not both", "remove_drafter")
+    _check_drafter(services, body.drafter)
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if body.name is not None:
+            agent.name = body.name
+        if body.drafter is not None or body.remove_drafter:
+            agent.settings = {**agent.settings, "drafter": None if body.remove_drafter else body.drafter.model_dump(mode="json")}  # type: ignore[union-attr]
+        session.flush()
+        return agent_public(agent)
+
+
 @router.delete("/{agent_id}", status_code=204)
 def delete_agent(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Response:
     """Delete the agent and everything it owns: experiences and their embeddings, decisions,
-    contributions, log entries, refit jobs. Irreversible."""
+    contributions, log entries, refit jobs, stored idempotent answers. Irreversible."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         for table in OWNED_TABLES:

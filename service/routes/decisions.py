@@ -1,31 +1,35 @@
-"""Decisions: plan (client or server drafting), drafts, settle, read.
+"""Decisions: plan (client or server drafting), drafts, settle, read, list.
 
 Server drafting runs in three steps so that no database lock is held while
 the LLM answers: plan and commit, draft concurrently, then decide and commit.
+If the drafts cannot be made, the plan is withdrawn (status ``failed``, a
+``withdrawal`` entry closes its registered prediction) and the error answers.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
-
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse
 from sqlalchemy import select
 
+from memtrial.drafting import DraftRequest, Lesson, mandate_text
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
-from memtrial.drafting import DraftRequest, Lesson, mandate_text
 from service.drafting import draft_all
-from service.errors import ApiError
+from service.errors import ApiError, error_body
 from service.history import SqlHistory
+from service.idempotency import Idempotency, IdempotencyKey, store_answer
 from service.models import Decision, Experience, new_id
 from service.pagination import CursorQuery, LimitQuery, decode_cursor, encode_cursor
+from service.requests import StrictJSONRoute
 from service.schemas import (
     DecisionCreate,
     DecisionList,
@@ -42,13 +46,26 @@ from service.store import as_utc, load_agent, owned_row, return_engine, save_eng
 from service.universe import Universe
 from service.views import gate_statistic, trust_public, value_public
 
-router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"])
+router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"], route_class=StrictJSONRoute)
+Status = Literal["planned", "decided", "settled", "failed"]
 
 
-def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate) -> tuple[PlanPublic, dict[str, object]]:
+def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency) -> tuple[PlanPublic | JSONResponse, dict[str, object]]:
+    latest = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=services.settings.max_clock_skew_seconds)
+    if body.decision_time > latest:
+        raise ApiError(
+            422,
+            "invalid",
+            f"decision_time: {body.decision_time.isoformat()} is later than now plus the allowed clock skew "
+            f"({services.settings.max_clock_skew_seconds} s): a decision cannot be made in the future",
+            "decision_time",
+        )
     context = services.embedder.encode([body.context_text])[0]
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if (replayed := guard.replay(session)) is not None:
+            return replayed, {}
+        guard.claim(session, agent.id)
         universe = Universe(agent.settings["universe"])
         reference = None if body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
         hits = services.indexes.get(session, agent).search(context, 4)
@@ -59,8 +76,8 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         history.expect_new(decision_id)
         plan = engine.plan(
             decision_id,
-            body.decision_time.astimezone(dt.UTC),
-            body.maturity.astimezone(dt.UTC),
+            body.decision_time,
+            body.maturity,
             retrieved=[h for h, _ in hits],
             reference=reference,
             n_assets=universe.size,
@@ -87,13 +104,18 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         row = history.rows[decision_id]
         row.request = body.model_dump(mode="json")
         row.plan = public.model_dump(mode="json")
+        if body.drafting == "client":
+            guard.complete(201, public)
         save_engine(session, agent, engine, services.engines)
         return public, dict(agent.settings)
 
 
-def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[dict[str, float]]) -> DecisionPublic:
+def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[dict[str, float]], guard: Idempotency) -> DecisionPublic | JSONResponse:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if (replayed := guard.replay(session)) is not None:
+            return replayed
+        guard.claim(session, agent.id)
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
@@ -105,8 +127,25 @@ def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str,
         if row.decision is None:
             row.decision = public.model_dump(mode="json", exclude={"plan"})
             row.status = "decided"
+        guard.complete(200, public)
         return_engine(session, agent, engine, services.engines)  # deciding changes no running state
         return public
+
+
+def _finish_server_decision(services: Services, tenant_id: str, key: str | None, status: int, answer: DecisionPublic | dict[str, object]) -> None:
+    """Store the final answer of a server-drafted decision with its Idempotency-Key."""
+    if key is not None:
+        with transaction(services.sessions) as session:
+            store_answer(session, tenant_id, key, status, answer)
+
+
+def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str) -> None:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        engine.withdraw(decision_id, reason)
+        save_engine(session, agent, engine, services.engines)
 
 
 def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) -> DecisionPublic:
@@ -129,45 +168,76 @@ def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) 
 
 
 @router.post("", status_code=201)
-async def create_decision(agent_id: str, body: DecisionCreate, tenant_id: TenantDep, services: ServicesDep) -> PlanPublic | DecisionPublic:
+async def create_decision(
+    agent_id: str, body: DecisionCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+) -> PlanPublic | DecisionPublic:
+    """Plan a decision. Client drafting answers the plan (post one draft per subset next);
+    server drafting drafts through the agent's provider and answers the decision."""
+    provider = None
     if body.drafting == "server":
         with transaction(services.sessions) as session:
             drafter = load_agent(session, tenant_id, agent_id, lock=False).settings.get("drafter")
         if drafter is None:
             raise ApiError(422, "invalid", "drafting: this agent has no drafter configured; use client drafting", "drafting")
-    plan, settings = await run_in_threadpool(_plan, services, tenant_id, agent_id, body)
-    if body.drafting == "client":
-        return plan
-    universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]
-    investor = INVESTORS[settings["investor"]]
-    mandate = mandate_text(investor)
+        provider = services.providers.get(str(drafter.get("provider")))
+        if provider is None:
+            raise ApiError(422, "invalid", f"drafting: the agent's provider {drafter.get('provider')!r} is not configured on this server; update the agent's drafter", "drafting")
+    guard = Idempotency(key, tenant_id, request, body)
+    plan, settings = await run_in_threadpool(_plan, services, tenant_id, agent_id, body, guard)
+    if isinstance(plan, JSONResponse) or body.drafting == "client":
+        return plan  # type: ignore[return-value]
+    assert provider is not None
+    universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]  # type: ignore[attr-defined]
+    mandate = mandate_text(INVESTORS[str(settings["investor"])])
     assets, classes = (tuple(a for a, _ in universe), tuple(c for _, c in universe))
     requests = [
         DraftRequest(body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i)
         for i, subset in enumerate(plan.subsets)
     ]
-    drafts = await draft_all(settings["drafter"], requests, services.settings.llm_timeout_seconds)
-    return await run_in_threadpool(_decide, services, tenant_id, agent_id, plan.decision_id, drafts)
+    try:
+        drafts = await draft_all(provider, settings["drafter"], requests, services.settings.llm_timeout_seconds)  # type: ignore[arg-type]
+    except ApiError as failure:
+        await run_in_threadpool(_withdraw, services, tenant_id, agent_id, plan.decision_id, failure.message)
+        await run_in_threadpool(_finish_server_decision, services, tenant_id, key, failure.status, error_body(failure.code, failure.message, failure.field))
+        raise
+    decision = await run_in_threadpool(_decide, services, tenant_id, agent_id, plan.decision_id, drafts, Idempotency(None, tenant_id, request, body))
+    assert isinstance(decision, DecisionPublic)
+    await run_in_threadpool(_finish_server_decision, services, tenant_id, key, 201, decision)
+    return decision
 
 
 @router.post("/{decision_id}/drafts")
-def submit_drafts(agent_id: str, decision_id: str, body: DraftsSubmit, tenant_id: TenantDep, services: ServicesDep) -> DecisionPublic:
-    return _decide(services, tenant_id, agent_id, decision_id, body.drafts)
+def submit_drafts(
+    agent_id: str, decision_id: str, body: DraftsSubmit, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+) -> DecisionPublic:
+    """One draft per designed subset, in the plan's order; each names every asset of the universe."""
+    return _decide(services, tenant_id, agent_id, decision_id, body.drafts, Idempotency(key, tenant_id, request, body))  # type: ignore[return-value]
 
 
 @router.post("/{decision_id}/settle")
-def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant_id: TenantDep, services: ServicesDep) -> SettlementPublic:
+def settle_decision(
+    agent_id: str, decision_id: str, body: SettleRequest, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+) -> SettlementPublic:
+    """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
     payload_hash = hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
     now = dt.datetime.now(dt.UTC)
     if body.settled_at is not None and body.settled_at > now + dt.timedelta(minutes=1):
         raise ApiError(422, "invalid", "settled_at: cannot be in the future", "settled_at")
+    guard = Idempotency(key, tenant_id, request, body)
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if (replayed := guard.replay(session)) is not None:
+            return replayed  # type: ignore[return-value]
+        guard.claim(session, agent.id)
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             if row.settle_hash == payload_hash:
-                return SettlementPublic(**(row.settlement or {}))
+                public = SettlementPublic(**(row.settlement or {}))
+                guard.complete(200, public)
+                return public
             raise ApiError(409, "settlement_conflict", f"decision {decision_id!r} was already settled with a different payload", "body")
+        if row.status == "failed":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id")
         if row.status != "decided":
             raise ApiError(409, "conflict", f"decision {decision_id!r} has no drafts yet: post its drafts before settling", "decision_id")
         universe = Universe(agent.settings["universe"])
@@ -178,7 +248,7 @@ def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant
             raise ApiError(
                 409, "premature_settlement", f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet", "settled_at"
             )
-        settled_at = maturity if body.settled_at is None else body.settled_at.astimezone(dt.UTC)
+        settled_at = maturity if body.settled_at is None else body.settled_at
         engine = services.engines.checkout(session, agent, {row.id: row})
         history = engine.history
         assert isinstance(history, SqlHistory)
@@ -203,6 +273,7 @@ def settle_decision(agent_id: str, decision_id: str, body: SettleRequest, tenant
         row.status = "settled"
         row.settlement = public.model_dump(mode="json")
         row.settle_hash = payload_hash
+        guard.complete(200, public)
         save_engine(session, agent, engine, services.engines)
         return public
 
@@ -214,7 +285,7 @@ def list_decisions(
     services: ServicesDep,
     limit: LimitQuery = 50,
     cursor: CursorQuery = None,
-    status: Annotated[Literal["planned", "decided", "settled"] | None, Query(description="only decisions in this state")] = None,
+    status: Annotated[Status | None, Query(description="only decisions in this state")] = None,
     maturity_before: Annotated[dt.datetime | None, Query(description="only decisions maturing before this time (aware ISO 8601)")] = None,
 ) -> DecisionList:
     """The agent's decisions, oldest first, a page at a time."""
@@ -226,7 +297,11 @@ def list_decisions(
         if maturity_before is not None:
             if maturity_before.tzinfo is None:
                 raise ApiError(422, "invalid", "maturity_before: give a timezone (e.g. 2024-01-31T21:00:00Z)", "maturity_before")
-            query = query.where(Decision.maturity < maturity_before.astimezone(dt.UTC))
+            try:
+                bound = maturity_before.astimezone(dt.UTC)
+            except OverflowError:
+                raise ApiError(422, "invalid", "maturity_before: outside the supported range", "maturity_before") from None
+            query = query.where(Decision.maturity < bound)
         if cursor is not None:
             query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int))
         rows = session.scalars(query.order_by(Decision.seq).limit(limit + 1)).all()
@@ -239,6 +314,7 @@ def list_decisions(
                 action=None if row.decision is None else row.decision.get("action"),
                 chosen_utility=None if row.settlement is None else row.settlement.get("chosen_utility"),
                 created_at=as_utc(row.created_at),
+                failure=row.failure,
             )
             for row in rows[:limit]
         ]
@@ -251,5 +327,4 @@ def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         row = owned_row(session, Decision, agent, decision_id, "decision")
-        return {"decision_id": row.id, "status": row.status, "plan": row.plan, "decision": row.decision, "settlement": row.settlement}
-
+        return {"decision_id": row.id, "status": row.status, "failure": row.failure, "plan": row.plan, "decision": row.decision, "settlement": row.settlement}

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy import func, select
 
 from service.db import transaction
 from service.deps import Services, ServicesDep, TenantDep
 from service.errors import ApiError
+from service.idempotency import Idempotency, IdempotencyKey, serialised
 from service.models import Contribution, Experience
 from service.pagination import CursorQuery, decode_cursor, encode_cursor
+from service.requests import StrictJSONRoute
 from service.schemas import (
     ContributionPublic,
     ExperienceBatch,
-    ExperienceCreate,
     ExperienceDetail,
+    ExperienceInput,
     ExperienceList,
     ExperiencePatch,
     ExperiencePublic,
@@ -27,18 +29,27 @@ from service.schemas import (
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.views import experience_public
 
-router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"])
+router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"], route_class=StrictJSONRoute)
 MAX_OFFSET = 1_000_000_000
 
 
 @router.post("", status_code=201)
 def add_experiences(
-    agent_id: str, body: ExperienceCreate | ExperienceBatch, tenant_id: TenantDep, services: ServicesDep
+    agent_id: str, body: ExperienceInput, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
 ) -> ExperiencePublic | ExperienceList:
+    """Add one experience, or a batch (``{"experiences": [...]}``, at most 256 and 1,000,000 characters of text)."""
     items = body.experiences if isinstance(body, ExperienceBatch) else [body]
+    guard = Idempotency(key, tenant_id, request, body)
+    with transaction(services.sessions) as session:
+        load_agent(session, tenant_id, agent_id, lock=False)  # 404 before any embedding work
+        if (replayed := guard.replay(session)) is not None:
+            return replayed  # type: ignore[return-value]
     vectors = services.embedder.encode([item.text for item in items])
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if (replayed := guard.replay(session)) is not None:
+            return replayed  # type: ignore[return-value]
+        guard.claim(session, agent.id)
         engine = services.engines.checkout(session, agent)
         rows = [
             Experience(agent_id=agent.id, text=item.text, meta=item.metadata, structured=item.structured, embedding=vector.tobytes())
@@ -51,9 +62,11 @@ def add_experiences(
         agent.index_version += 1
         save_engine(session, agent, engine, services.engines)
         public = [experience_public(row, engine) for row in rows]
-    if isinstance(body, ExperienceBatch):
-        return ExperienceList(items=public, total=len(public), limit=len(public), offset=0)
-    return public[0]
+        answer: ExperiencePublic | ExperienceList = (
+            ExperienceList(items=public, total=len(public), limit=len(public), offset=0) if isinstance(body, ExperienceBatch) else public[0]
+        )
+        guard.complete(201, answer)
+        return answer
 
 
 @router.get("")
@@ -112,6 +125,7 @@ def update_metadata(agent_id: str, experience_id: str, body: ExperiencePatch, te
         engine = services.engines.checkout(session, agent)
         public = experience_public(row, engine)
         return_engine(session, agent, engine, services.engines)
+        serialised(public)
         return public
 
 
@@ -135,6 +149,7 @@ def _change(services: Services, tenant_id: str, agent_id: str, experience_id: st
 
 @router.post("/{experience_id}/retire")
 def retire_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> ExperiencePublic:
+    """Stop retrieving an experience; its value and history stay (retiring twice is harmless)."""
     public = _change(services, tenant_id, agent_id, experience_id, delete=False)
     assert public is not None
     return public

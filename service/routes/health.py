@@ -1,6 +1,15 @@
-"""Liveness, readiness and Prometheus metrics."""
+"""Liveness, readiness and Prometheus metrics.
+
+``/healthz`` runs on the event loop and touches nothing: it answers while the
+database hangs and every worker thread is busy. ``/readyz`` answers 503 until
+the embedding model has loaded and while the database does not answer a
+``SELECT 1`` within two seconds (checked on a thread of its own).
+"""
 
 from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Response
 from fastapi.responses import PlainTextResponse
@@ -9,25 +18,36 @@ from sqlalchemy import text
 
 from service.deps import ServicesDep
 from service.errors import ApiError
+from service.requests import StrictJSONRoute
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"], route_class=StrictJSONRoute)
+READY_TIMEOUT = 2.0
+_PROBES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="readiness")
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
 @router.get("/readyz")
-def readyz(services: ServicesDep) -> dict[str, str]:
-    try:
+async def readyz(services: ServicesDep) -> dict[str, str]:
+    if services.settings.preload_model and not services.embedder.loaded:
+        raise ApiError(503, "not_ready", "the embedding model is still loading", None, retry_after=2)
+
+    def probe() -> None:
         with services.sessions() as session:
             session.execute(text("SELECT 1"))
+
+    try:
+        await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(_PROBES, probe), READY_TIMEOUT)
+    except TimeoutError:
+        raise ApiError(503, "database_unavailable", f"the database did not answer within {READY_TIMEOUT:g} s", None, retry_after=5) from None
     except Exception as error:
-        raise ApiError(503, "database_unavailable", f"the database does not answer: {type(error).__name__}", None) from None
+        raise ApiError(503, "database_unavailable", f"the database does not answer: {type(error).__name__}", None, retry_after=5) from None
     return {"status": "ready"}
 
 
 @router.get("/metrics", response_class=PlainTextResponse, responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
-def metrics() -> Response:
+async def metrics() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -1,34 +1,36 @@
-"""Full-Bayes refits: ``POST .../refit`` starts a background job; ``GET .../refit/{job}`` reports it.
+"""Full-Bayes refits: ``POST .../refit`` queues a background job; ``GET .../refit/{job}`` reports it.
 
 The job reads the agent's contribution records and embeddings as of the
-moment it was queued, fits the NumPyro model (NUTS by default, or SVI) in a
-worker thread, and stores every experience's posterior (mean, sd, 90%
-interval, P(v > 0)); the values endpoint then shows the latest interval.
+moment it was queued, fits the NumPyro model (NUTS by default, or SVI) in the
+worker's refit thread, and stores every experience's posterior (mean, sd, 90%
+interval, P(v > 0)); the values endpoint then shows the latest interval. A job
+is ``queued``, ``running``, ``done`` or ``failed`` (see :mod:`service.jobs`);
+a worker holds at most ``MEMTRIAL_REFIT_QUEUE_SIZE`` jobs, and answers 429
+beyond that.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import numpy as np
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from service.db import transaction
-from service.deps import Services, ServicesDep, TenantDep
-from service.models import Contribution, RefitJob
+from service.deps import ServicesDep, TenantDep
 from service.errors import ApiError
-from service.store import as_utc, load_agent, return_engine
+from service.idempotency import Idempotency, IdempotencyKey
+from service.models import Contribution, RefitJob
+from service.requests import StrictJSONRoute
+from service.store import as_utc, load_agent, return_engine, valid_id
 
-router = APIRouter(prefix="/v1/agents/{agent_id}/refit", tags=["refit"])
-logger = logging.getLogger("memtrial.service")
-_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="refit")
-_LOCK = threading.Lock()
+router = APIRouter(prefix="/v1/agents/{agent_id}/refit", tags=["refit"], route_class=StrictJSONRoute)
+_FIT_LOCK = threading.Lock()
+QUEUE_FULL_RETRY_SECONDS = 30
 
 
 class RefitCreate(BaseModel):
@@ -38,7 +40,7 @@ class RefitCreate(BaseModel):
 
 class RefitPublic(BaseModel):
     job_id: str
-    status: str
+    status: Literal["queued", "running", "done", "failed"]
     method: str
     created_at: dt.datetime
     finished_at: dt.datetime | None
@@ -49,7 +51,7 @@ class RefitPublic(BaseModel):
 def _public(job: RefitJob) -> RefitPublic:
     return RefitPublic(
         job_id=job.id,
-        status=job.status,
+        status=job.status,  # type: ignore[arg-type]
         method=job.method,
         created_at=as_utc(job.created_at),
         finished_at=None if job.finished_at is None else as_utc(job.finished_at),
@@ -58,51 +60,64 @@ def _public(job: RefitJob) -> RefitPublic:
     )
 
 
-def _run(services: Services, job_id: str, mode: str, records: list[Any], features: dict[str, np.ndarray], method: str) -> None:
-    status, result, error = "done", None, None
-    try:
-        from memtrial.bayes import BayesLearner
+def _fit(mode: str, records: list[Any], features: dict[str, np.ndarray], method: str) -> tuple[str, dict[str, Any] | None, str | None]:
+    from memtrial.bayes import BayesLearner
 
-        with _LOCK:
-            learner = BayesLearner(mode if mode != "auto" else "content", features=features, method=method).fit(records)
-        if learner.stats_ is None or learner.samples_ is None:
-            result = {}
-        else:
-            result = {str(e): learner.posterior(e)._asdict() for e in learner.stats_.experience_ids}
-    except Exception as failure:  # the job reports any failure instead of dying silently
-        logger.exception("refit failed")
-        status, error = "failed", f"{type(failure).__name__}: {failure}"
-    with transaction(services.sessions) as session:
-        job = session.get(RefitJob, job_id)
-        if job is not None:
-            job.status, job.result, job.error, job.finished_at = status, result, error, dt.datetime.now(dt.UTC)
+    with _FIT_LOCK:
+        learner = BayesLearner(mode if mode != "auto" else "content", features=features, method=method).fit(records)
+    if learner.stats_ is None or learner.samples_ is None:
+        return "done", {}, None
+    return "done", {str(e): learner.posterior(e)._asdict() for e in learner.stats_.experience_ids}, None
 
 
 @router.post("", status_code=202)
-def start_refit(agent_id: str, tenant_id: TenantDep, services: ServicesDep, body: RefitCreate | None = None) -> RefitPublic:
+def start_refit(
+    agent_id: str, tenant_id: TenantDep, services: ServicesDep, request: Request, body: RefitCreate | None = None, key: IdempotencyKey = None
+) -> RefitPublic:
     method = (body or RefitCreate()).method
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=False)
-        engine = services.engines.checkout(session, agent)
-        records = [tuple(row) for row in session.execute(
-            select(Contribution.decision_id, Contribution.experience_id, Contribution.contribution).where(Contribution.agent_id == agent.id).order_by(Contribution.seq)
-        )]
-        features = {str(e): x.embedding for e, x in engine.experiences.items() if x.embedding is not None}
-        return_engine(session, agent, engine, services.engines)
-        job = RefitJob(agent_id=agent.id, status="running", method=method, state_version=agent.state_version)
-        session.add(job)
-        session.flush()
-        public = _public(job)
-        mode = agent.settings["learner"]
-    _POOL.submit(_run, services, public.job_id, mode, records, features, method)
-    return public
+    guard = Idempotency(key, tenant_id, request, body or RefitCreate())
+    runner = services.jobs
+    if not runner.reserve():
+        raise ApiError(429, "queue_full", f"this server already holds {runner.capacity} refits; retry when one has finished", None, retry_after=QUEUE_FULL_RETRY_SECONDS)
+    submitted = False
+    try:
+        with transaction(services.sessions) as session:
+            agent = load_agent(session, tenant_id, agent_id, lock=False)
+            if (replayed := guard.replay(session)) is not None:
+                return replayed  # type: ignore[return-value]
+            guard.claim(session, agent.id)
+            engine = services.engines.checkout(session, agent)
+            records = [
+                tuple(row)
+                for row in session.execute(
+                    select(Contribution.decision_id, Contribution.experience_id, Contribution.contribution)
+                    .where(Contribution.agent_id == agent.id)
+                    .order_by(Contribution.seq)
+                )
+            ]
+            features = {str(e): x.embedding for e, x in engine.experiences.items() if x.embedding is not None}
+            return_engine(session, agent, engine, services.engines)
+            job = RefitJob(
+                agent_id=agent.id, status="queued", method=method, state_version=agent.state_version, heartbeat_at=dt.datetime.now(dt.UTC), worker=runner.worker
+            )
+            session.add(job)
+            session.flush()
+            public = _public(job)
+            guard.complete(202, public)
+            mode = str(agent.settings["learner"])
+        runner.submit(public.job_id, lambda: _fit(mode, records, features, method))
+        submitted = True
+        return public
+    finally:
+        if not submitted:
+            runner.release()
 
 
 @router.get("/{job_id}")
 def get_refit(agent_id: str, job_id: str, tenant_id: TenantDep, services: ServicesDep) -> RefitPublic:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        job = session.scalars(select(RefitJob).where(RefitJob.id == job_id, RefitJob.agent_id == agent.id)).first()
+        job = None if not valid_id(job_id) else session.scalars(select(RefitJob).where(RefitJob.id == job_id, RefitJob.agent_id == agent.id)).first()
         if job is None:
             raise ApiError(404, "not_found", f"refit job {job_id!r} not found", "job_id")
         return _public(job)

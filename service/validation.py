@@ -1,0 +1,107 @@
+"""Field types that hold only what can be stored and served back: checked before anything is written.
+
+- :data:`Text` / :func:`text_field`: strings without NUL or lone surrogates;
+- :data:`JsonDocument`: client metadata, at most ``MAX_DEPTH`` levels deep and
+  ``MAX_DOCUMENT_BYTES`` bytes, finite numbers, 64-bit integers;
+- :data:`Weight`: a real number (not a string, not a boolean), finite;
+- :data:`Moment`: an aware datetime between 1900 and 2200 once in UTC.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, AwareDatetime, StrictFloat, StringConstraints
+
+from service.requests import check_text
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "MAX_DEPTH",
+    "MAX_DOCUMENT_BYTES",
+    "JsonDocument",
+    "Moment",
+    "Name",
+    "Text",
+    "Weight",
+    "bounded_text",
+    "check_document",
+]
+
+MAX_DEPTH = 16
+MAX_DOCUMENT_BYTES = 64_000
+INT64 = 2**63
+EARLIEST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
+LATEST = dt.datetime(2200, 1, 1, tzinfo=dt.UTC)
+
+
+def _text(value: str) -> str:
+    return check_text(value, "the text")
+
+
+def _walk(value: Any, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nests deeper than {MAX_DEPTH} levels")
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"keys must be strings, got {type(key).__name__}")
+            check_text(key, "a key")
+            _walk(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, depth + 1)
+    elif isinstance(value, str):
+        check_text(value, "a string")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int):
+        if not -INT64 <= value < INT64:
+            raise ValueError(f"integers must fit in 64 bits, got {value}")
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"numbers must be finite, got {value}")
+    else:
+        raise ValueError(f"holds a {type(value).__name__}, not a JSON value")
+
+
+def check_document(value: dict[str, Any]) -> dict[str, Any]:
+    """A JSON object that serialises and stores: bounded depth and size, finite numbers, clean strings."""
+    _walk(value, 1)
+    size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise ValueError(f"is {size} bytes as JSON, more than {MAX_DOCUMENT_BYTES}")
+    return value
+
+
+def _weight(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"must be finite, got {value}")
+    return value
+
+
+def _moment(value: dt.datetime) -> dt.datetime:
+    try:
+        utc = value.astimezone(dt.UTC)
+    except OverflowError:
+        raise ValueError(f"{value.isoformat()} is outside the supported range (1900 to 2200 UTC)") from None
+    if not EARLIEST <= utc < LATEST:
+        raise ValueError(f"{value.isoformat()} is outside the supported range (1900 to 2200 UTC)")
+    return utc
+
+
+Text = Annotated[str, AfterValidator(_text)]
+
+
+def bounded_text(max_length: int, min_length: int = 1) -> Any:
+    """A :data:`Text` of ``min_length`` to ``max_length`` characters."""
+    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), AfterValidator(_text)]
+
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_text)]
+JsonDocument = Annotated[dict[str, Any], AfterValidator(check_document)]
+Weight = Annotated[StrictFloat, AfterValidator(_weight)]
+Moment = Annotated[AwareDatetime, AfterValidator(_moment)]

@@ -1,0 +1,226 @@
+"""Faults: a database that never answers, a busy database, a killed supervisor, limits shared by workers, refit jobs."""
+
+import datetime as dt
+import os
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+from conftest import UNIVERSE, make_tenant
+from live_server import Server, free_port
+
+from service.client import MemtrialClient, ServiceError
+from service.migrations import upgrade
+
+
+class BlackHole:
+    """A TCP server on 127.0.0.1 that accepts connections and never says a word."""
+
+    def __init__(self) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(256)
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+
+    def close(self) -> None:
+        self.listener.close()
+        for connection in self.held:
+            connection.close()
+
+
+@pytest.fixture
+def black_hole():
+    hole = BlackHole()
+    yield f"postgresql://postgres@127.0.0.1:{hole.port}/test"
+    hole.close()
+
+
+def test_a_database_that_never_answers_gives_503_in_bounded_time_and_healthz_still_answers(black_hole):
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    settings = Settings(database_url=black_hole, db_connect_timeout=2, db_pool_timeout=1, preload_model=False)
+    with TestClient(create_app(settings)) as http:
+        headers = {"Authorization": "Bearer mt_anything"}
+
+        def call(_):
+            start = time.monotonic()
+            response = http.get("/v1/agents", headers=headers)
+            return response, time.monotonic() - start
+
+        with ThreadPoolExecutor(max_workers=40) as pool:
+            pending = [pool.submit(call, i) for i in range(40)]
+            time.sleep(0.3)
+            health_start = time.monotonic()
+            health = http.get("/healthz")
+            health_seconds = time.monotonic() - health_start
+            answers = [future.result() for future in pending]
+        ready = http.get("/readyz")
+    assert health.status_code == 200 and health_seconds < 1.0
+    assert {response.status_code for response, _ in answers} == {503}
+    assert all(response.headers["Retry-After"] == "5" for response, _ in answers)
+    assert max(seconds for _, seconds in answers) < 2 + 1 + 10  # connect timeout, pool timeout, scheduling slack
+    assert ready.status_code == 503
+
+
+def test_a_server_on_a_silent_database_shuts_down_within_its_grace_period(black_hole):
+    env = {"MEMTRIAL_DB_CONNECT_TIMEOUT": "2", "MEMTRIAL_SHUTDOWN_SECONDS": "3", "MEMTRIAL_PRELOAD_MODEL": "0"}
+    server = Server(black_hole, env=env, ready_path="/healthz", migrate=False)
+    try:
+        threads = [threading.Thread(target=lambda: httpx.get(f"{server.url}/v1/agents", headers={"Authorization": "Bearer mt_x"}, timeout=30)) for _ in range(5)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        start = time.monotonic()
+        server.process.send_signal(signal.SIGTERM)
+        server.process.wait(timeout=30)
+        assert time.monotonic() - start < 3 + 2 + 5
+        for thread in threads:
+            thread.join()
+    finally:
+        server.stop()
+
+
+def test_a_sqlite_database_locked_by_another_writer_gives_503_after_the_busy_timeout(tmp_path):
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    path = tmp_path / "busy.db"
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    key = make_tenant(url, "busy")
+    with TestClient(create_app(Settings(database_url=url, db_busy_timeout=0.5, auth_cache_seconds=5))) as http:
+        client = MemtrialClient(api_key=key, http=http)
+        client.list_agents()  # the key is cached: the lock below only blocks the write
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            start = time.monotonic()
+            with pytest.raises(ServiceError) as error:
+                client.create_agent("blocked", "balanced", UNIVERSE)
+            waited = time.monotonic() - start
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert client.create_agent("free again", "balanced", UNIVERSE)["name"] == "free again"
+    assert (error.value.status, error.value.code) == (503, "database_unavailable")
+    assert waited < 0.5 + 5
+
+
+def test_workers_die_with_a_killed_supervisor_and_the_port_can_be_served_again(tmp_path):
+    url = f"sqlite:///{tmp_path / 'supervised.db'}"
+    upgrade(url)
+    port = free_port()
+    server = Server(url, workers=2, port=port)
+    try:
+        os.kill(server.process.pid, signal.SIGKILL)
+        server.process.wait(timeout=10)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{server.url}/healthz", timeout=0.5)
+            except httpx.HTTPError:
+                break
+            time.sleep(0.3)
+        else:
+            pytest.fail("the workers went on serving after their supervisor was killed")
+    finally:
+        server.stop()
+    again = Server(url, workers=1, port=port)
+    try:
+        assert httpx.get(f"{again.url}/healthz", timeout=5).json() == {"status": "ok"}
+    finally:
+        again.stop()
+
+
+def test_rate_limits_count_across_workers_and_say_when_to_retry(tmp_path):
+    url = f"sqlite:///{tmp_path / 'limited.db'}"
+    upgrade(url)
+    key = make_tenant(url, "limited")
+    server = Server(url, workers=2, env={"MEMTRIAL_RATE_LIMIT_PER_MINUTE": "10", "MEMTRIAL_AUTH_FAILURES_PER_MINUTE": "5"})
+    try:
+        statuses = []
+        for _ in range(14):  # a new connection each time, so both workers take requests
+            response = httpx.get(f"{server.url}/v1/agents", headers={"Authorization": f"Bearer {key}", "Connection": "close"}, timeout=10)
+            statuses.append(response.status_code)
+            last = response
+        assert statuses.count(200) == 10 and statuses[10:] == [429] * 4
+        assert 1 <= int(last.headers["Retry-After"]) <= 61
+        failures = [httpx.get(f"{server.url}/v1/agents", headers={"Authorization": "Bearer mt_wrong", "Connection": "close"}, timeout=10) for _ in range(7)]
+        assert [r.status_code for r in failures] == [401] * 5 + [429] * 2
+        assert "Retry-After" in failures[-1].headers
+    finally:
+        server.stop()
+
+
+def test_refit_jobs_are_bounded_queued_then_failed_when_interrupted(database_url, monkeypatch):
+    from fastapi.testclient import TestClient
+
+    import service.routes.refit as refit
+    from service.app import create_app
+    from service.settings import Settings
+
+    release = threading.Event()
+
+    def blocked_fit(*_):
+        release.wait(30)
+        return "done", {}, None
+
+    monkeypatch.setattr(refit, "_fit", blocked_fit)
+    with TestClient(create_app(Settings(database_url=database_url, refit_queue_size=1))) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "refits"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        first = client.start_refit(agent["id"], method="svi")
+        assert first["status"] == "queued"
+        with pytest.raises(ServiceError) as error:
+            client.start_refit(agent["id"], method="svi")
+        assert (error.value.status, error.value.code) == (429, "queue_full")
+        deadline = time.monotonic() + 10
+        while client.get_refit(agent["id"], first["job_id"])["status"] != "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert client.get_refit(agent["id"], first["job_id"])["status"] == "running"
+    release.set()  # the server shut down while the job ran
+    with TestClient(create_app(Settings(database_url=database_url))) as http:
+        job = MemtrialClient(api_key=client._headers["Authorization"].split()[1], http=http).get_refit(agent["id"], first["job_id"])
+    assert job["status"] == "failed" and job["error"] == "interrupted: the server shut down before the job finished"
+
+
+def test_a_job_left_running_by_a_dead_worker_is_failed_when_a_server_starts(database_url):
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.db import make_engine, make_session_factory, transaction
+    from service.models import RefitJob
+    from service.settings import Settings
+
+    with TestClient(create_app(Settings(database_url=database_url))) as http:
+        key = make_tenant(database_url, "orphans")
+        agent = MemtrialClient(api_key=key, http=http).create_agent("fund", "balanced", UNIVERSE)
+    engine = make_engine(database_url)
+    stale = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    with transaction(make_session_factory(engine)) as session:
+        session.add(RefitJob(id="0" * 32, agent_id=agent["id"], status="running", method="nuts", state_version=0, heartbeat_at=stale, worker="gone:1:x"))
+    engine.dispose()
+    with TestClient(create_app(Settings(database_url=database_url))) as http:
+        job = MemtrialClient(api_key=key, http=http).get_refit(agent["id"], "0" * 32)
+    assert job["status"] == "failed" and job["error"] == "interrupted: the worker running the job stopped"
