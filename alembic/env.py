@@ -26,6 +26,10 @@ def run_offline() -> None:
 def run_online() -> None:
     engine = make_engine(_url())
     with engine.connect() as connection:
+        if connection.dialect.name == "sqlite":
+            # a batch migration rebuilds a table (copy, drop, rename): with foreign keys on, dropping
+            # the old table would cascade-delete every child row; the pragma only works outside a transaction
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
         context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
         with context.begin_transaction():
             context.run_migrations()

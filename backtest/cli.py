@@ -12,9 +12,16 @@ from typing import Any
 
 import typer
 
+from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS
+from backtest.plantedmem import REGIMES
+
 app = typer.Typer(help="Offline backtests on PlantedMem and the real-data benchmarks.", no_args_is_help=True)
+data_app = typer.Typer(help="Benchmark data: what is present and where each input is looked for.", no_args_is_help=True)
 
 INVESTOR_CHOICES = ("aggressive", "balanced", "conservative")
+REGIME_HELP = "'all' or comma-separated regime ids: " + ", ".join(REGIMES) + "."
+METHOD_HELP = "Comma-separated method ids (default: all): " + ", ".join(METHOD_IDS) + "."
+REAL_METHOD_HELP = "Comma-separated method ids (default: all but the oracle): " + ", ".join(REAL_METHOD_IDS) + "."
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -60,20 +67,18 @@ def _backtest() -> None:
 @app.command("plantedmem")
 def plantedmem(
     investor: str = typer.Option("all", help="aggressive, balanced, conservative or all."),
-    regimes: str = typer.Option("all", help="'all' or comma-separated regime ids."),
+    regimes: str = typer.Option("all", help=REGIME_HELP),
     seeds: str = typer.Option("15-114", help="Seeds: test 15-114, dev 0-14 (tune only on dev)."),
     workers: int = typer.Option(1, min=1, help="Local worker processes."),
     scheduler: str | None = typer.Option(None, help="Dask scheduler address (tcp://host:port): run the worlds there."),
     out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
     synthetic_market: bool = typer.Option(False, "--synthetic-market", help="Regime-switching synthetic class returns instead of the price data."),
-    methods: str | None = typer.Option(None, help="Comma-separated method ids (default: all)."),
+    methods: str | None = typer.Option(None, help=METHOD_HELP),
     learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical (closed form) or bayes (NumPyro, SVI)."),
 ) -> None:
     """PlantedMem: every method, every regime, every investor."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from backtest.methods.registry import METHOD_IDS
-    from backtest.plantedmem import REGIMES
     from backtest.report import write_report
     from backtest.runner import WorldSpec, market_for, run_many
 
@@ -117,7 +122,7 @@ def _real_command(env: str, help_text: str) -> None:
         seeds: str = typer.Option("0-19", help="Seeds of the drafter's randomness and the methods' exploration."),
         workers: int = typer.Option(1, min=1, help="Local worker processes."),
         scheduler: str | None = typer.Option(None, help="Dask scheduler address (tcp://host:port): run the worlds there."),
-        methods: str | None = typer.Option(None, help="Comma-separated method ids (default: all but the oracle)."),
+        methods: str | None = typer.Option(None, help=REAL_METHOD_HELP),
         warmup_dates: int | None = typer.Option(None, min=0, help="Keep only the last N warm-up decisions (short runs)."),
         test_dates: int | None = typer.Option(None, min=1, help="Keep only the first N test decisions (short runs)."),
         learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical or bayes."),
@@ -223,3 +228,40 @@ def _run_specs(env: str, specs: list[Any], seed_list: list[int], workers: int, s
 _real_command("classalloc", "ClassAlloc: five class indices, monthly, warm-up 2015-07..2020-04, test 2020-05 on.")
 _real_command("investorbench", "InvestorBench: HON, JNJ, MSFT, UVV + cash, daily, horizon 1, news in the context; 149 test days.")
 _real_command("portbench", "PortBench-97: 88 ETFs/stocks + 9 crypto, monthly, warm-up 2019-08..2022-12, test 2023-01..2024-11.")
+
+
+#: Every input of the benchmarks: (path within a data folder, who needs it).
+DATA_INPUTS = (
+    ("prices/etf_daily_close.csv.gz", "plantedmem, classalloc, portbench"),
+    ("prices/crypto_daily_close.csv.gz", "portbench"),
+    ("prices/asset_classes.csv", "plantedmem, classalloc, portbench"),
+    ("investorbench/hon.json", "investorbench"),
+    ("investorbench/jnj.json", "investorbench"),
+    ("investorbench/msft.json", "investorbench"),
+    ("investorbench/uvv.json", "investorbench"),
+)
+
+
+@data_app.callback()
+def _data() -> None:
+    """Benchmark data: what is present and where each input is looked for."""
+
+
+@data_app.command("check")
+def data_check() -> None:
+    """Report every benchmark input: the copy in use, or every place it was looked for (exit 1 if any is missing)."""
+    from backtest.data.prices import candidates
+
+    missing = 0
+    for relative, users in DATA_INPUTS:
+        places = candidates(relative)
+        found = next((p for p in places if p.is_file()), None)
+        if found is not None:
+            typer.echo(f"ok       {relative:36s} {found}  ({users})")
+        else:
+            missing += 1
+            typer.echo(f"missing  {relative:36s} looked in: {', '.join(str(p) for p in places)}  ({users})")
+    if missing:
+        typer.echo(f"{missing} input{'s' if missing > 1 else ''} missing: set MEMTRIAL_DATA to a folder that holds them (InvestorBench's files are not shipped).")
+        raise typer.Exit(code=1)
+    typer.echo("every benchmark input is present")

@@ -97,20 +97,31 @@ class PlantedMemWorld:
         self.consistency_base = drafts.dirichlet(alpha, size=(n_dates, 8))
         self.n_dates, self.n_assets = n_dates, n_assets
         self.equal = np.full(n_assets, 1.0 / n_assets)
+        # every date's sixteen designed drafts and self-consistency mean, built at once
+        pointers = self._pointers()
+        self.drafts = self._tilt(self.base, pointers)
+        self.consistency = self._tilt(self.consistency_base, np.repeat(pointers[:, [0b0011]], self.consistency_base.shape[1], axis=1)).mean(axis=1)
+        self.reference = self.reference_draws.mean(axis=1)
 
-    def _tilted(self, date: int, base: NDArray[np.float64], mask: int) -> NDArray[np.float64]:
-        members = [j for j in range(K) if mask >> j & 1]
-        if not members:
-            return base
-        pointer = np.zeros(self.n_assets)
-        for j in members:
-            pointer[self.pointer_class[date, j]] += 1.0 / len(members)
-        return (1.0 - self.regime.beta) * base + self.regime.beta * pointer
+    def _pointers(self) -> NDArray[np.float64]:
+        """(dates, 16, n): for each mask, the mean of its members' one-hot pointers (members in retrieval order)."""
+        onehot = np.eye(self.n_assets)[self.pointer_class]  # (dates, K, n)
+        bits = (np.arange(16)[:, None] >> np.arange(K)[None, :]) & 1  # (16, K)
+        members = np.maximum(bits.sum(axis=1), 1)
+        pointers = np.zeros((self.n_dates, 16, self.n_assets))
+        for j in range(K):
+            pointers += (bits[:, j] / members)[None, :, None] * onehot[:, j][:, None, :]
+        return pointers
+
+    def _tilt(self, base: NDArray[np.float64], pointers: NDArray[np.float64]) -> NDArray[np.float64]:
+        """(1 - beta) * base + beta * pointer for every subset with members; the empty subset keeps its base."""
+        tilted = (1.0 - self.regime.beta) * base + self.regime.beta * pointers
+        empty = np.all(pointers == 0.0, axis=2, keepdims=True)
+        return np.where(empty, base, tilted)
 
     def context(self, date: int) -> DateContext:
         session = self.sessions[date]
-        drafts = np.array([self._tilted(date, self.base[date, mask], mask) for mask in range(16)])
-        consistency = np.mean([self._tilted(date, b, 0b0011) for b in self.consistency_base[date]], axis=0)
+        drafts, consistency = self.drafts[date], self.consistency[date]
         return DateContext(
             index=date,
             session=session,
@@ -118,7 +129,7 @@ class PlantedMemWorld:
             scored=date >= UNSCORED,
             retrieved=tuple(int(e) for e in self.retrieved[date]),
             drafts=drafts,
-            reference=self.reference_draws[date].mean(axis=0),
+            reference=self.reference[date],
             self_consistency=consistency,
             history=self.market.daily_returns(session, HISTORY),
             previous=self.equal,

@@ -77,6 +77,7 @@ class WorldSpec:
     drafter: DrafterSpec = field(default_factory=DrafterSpec)
     warmup_dates: int | None = None
     test_dates: int | None = None
+    engine: str = "replay"
 
 
 def market_for(synthetic: bool) -> Market:
@@ -162,11 +163,16 @@ def _wealth_stats(returns: list[float], periods_per_year: float) -> dict[str, fl
     }
 
 
-def _turnover(previous: dict[str, float] | None, current: dict[str, float]) -> float | None:
+def _turnover(previous: tuple[tuple[str, ...], np.ndarray] | None, current: tuple[tuple[str, ...], np.ndarray]) -> float | None:
+    """Half the L1 change between two books (names, weights), summed over the sorted union of names."""
     if previous is None:
         return None
-    names = sorted(set(previous) | set(current))  # a fixed order: the sum must not depend on string hashing
-    return 0.5 * float(sum(abs(current.get(a, 0.0) - previous.get(a, 0.0)) for a in names))
+    (old_names, old), (names, new) = previous, current
+    if old_names == names and list(names) == sorted(names):  # the usual case: one universe, already in order
+        return 0.5 * float(sum(abs(x) for x in (new - old).tolist()))
+    before, after = dict(zip(old_names, old.tolist(), strict=True)), dict(zip(names, new.tolist(), strict=True))
+    union = sorted(set(before) | set(after))  # a fixed order: the sum must not depend on string hashing
+    return 0.5 * float(sum(abs(after.get(a, 0.0) - before.get(a, 0.0)) for a in union))
 
 
 def run_world(spec: WorldSpec, market: Any = None, perturb: tuple[int, int, float] | None = None, keep_choices: bool = False) -> dict[str, Any]:
@@ -177,7 +183,7 @@ def run_world(spec: WorldSpec, market: Any = None, perturb: tuple[int, int, floa
     instead of the loaded one.
     perturb: (date, asset, factor) multiplies that asset's realised prices of
     that date's outcome (for look-ahead tests); keep_choices adds every
-    method's weights per date to the result.
+    method's weights and gate state per date and its final values to the result.
     """
     default_ids = METHOD_IDS if spec.env == "plantedmem" else REAL_METHOD_IDS
     method_ids = list(spec.methods) if spec.methods else list(default_ids)
@@ -192,22 +198,29 @@ def _run(
     spec: WorldSpec, world: Any, drafter: Drafter | None, method_ids: list[str], perturb: tuple[int, int, float] | None, keep_choices: bool
 ) -> dict[str, Any]:
     scoring = Scoring(gamma=INVESTORS[spec.investor].gamma)
-    methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model)
-    utilities: dict[str, list[float]] = {m.id: [] for m in methods}
-    returns: dict[str, list[float]] = {m.id: [] for m in methods}
-    turnover: dict[str, list[float]] = {m.id: [] for m in methods}
-    held: dict[str, dict[str, float] | None] = {m.id: None for m in methods}
-    opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
-    pending: list[tuple[DateContext, dict[str, np.ndarray]]] = []
-    choices: dict[str, list[list[float]]] = {m.id: [] for m in methods}
-    labels: list[str] = []
-    project = getattr(world, "project_onto_mandate", None)
+    presented = [c for c in (world.context(date) for date in range(world.n_dates)) if c is not None]
 
-    def settle(context: DateContext, chosen: dict[str, np.ndarray]) -> None:
+    def realised(context: DateContext) -> np.ndarray:
         rel = world.outcome(context.index)
         if perturb is not None and perturb[0] == context.index:
             rel = rel.copy()
             rel[:, perturb[1]] *= perturb[2]
+        return rel
+
+    methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: realised(presented[p]))
+    utilities: dict[str, list[float]] = {m.id: [] for m in methods}
+    returns: dict[str, list[float]] = {m.id: [] for m in methods}
+    turnover: dict[str, list[float]] = {m.id: [] for m in methods}
+    held: dict[str, tuple[tuple[str, ...], np.ndarray] | None] = {m.id: None for m in methods}
+    opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
+    pending: list[tuple[DateContext, dict[str, np.ndarray]]] = []
+    choices: dict[str, list[list[float]]] = {m.id: [] for m in methods}
+    trust_states: dict[str, list[tuple[bool, float | None]]] = {m.id: [] for m in methods if m.uses_gate}
+    labels: list[str] = []
+    project = getattr(world, "project_onto_mandate", None)
+
+    def settle(context: DateContext, chosen: dict[str, np.ndarray]) -> None:
+        rel = realised(context)
         # rows nobody drafted (NaN) are scored as the reference; no method reads them
         drafts = np.where(np.isnan(context.drafts), context.reference, context.drafts)
         batch = np.vstack([drafts, context.reference, context.equal, *chosen.values()])
@@ -220,10 +233,8 @@ def _run(
                 utilities[method.id].append(100.0 * float(value))
                 returns[method.id].append(float(gain))
 
-    for date in range(world.n_dates):
-        context = world.context(date)
-        if context is None:
-            continue
+    for context in presented:
+        date = context.index
         while pending and pending[0][0].maturity <= context.session:
             settle(*pending.pop(0))
         chosen = {}
@@ -233,13 +244,15 @@ def _run(
             if project is not None:
                 weights = project(date, weights)
             chosen[method.id] = weights
-            book = dict(zip(names, (float(w) for w in weights), strict=True))
+            book = (names, np.asarray(weights, dtype=np.float64))
             if context.scored:
                 if (change := _turnover(held[method.id], book)) is not None:
                     turnover[method.id].append(change)
             held[method.id] = book
             if keep_choices:
                 choices[method.id].append(weights.tolist())
+                if method.uses_gate:
+                    trust_states[method.id].append((bool(method.last_open), getattr(method, "last_statistic", None)))
             if method.uses_gate and context.scored:
                 opens[method.id].append(bool(method.last_open))
         if context.scored:
@@ -258,6 +271,8 @@ def _run(
         "exclusions": [e.to_dict() for e in getattr(getattr(world, "setting", None), "exclusions", ())],
         "drafter_usage": None if usage is None else usage.to_dict(),
         "choices": choices if keep_choices else None,
+        "trust_states": trust_states if keep_choices else None,
+        "values": {m.id: m.values() for m in methods} if keep_choices else None,
         "learned_values": None if learned is None or types is None else {"types": types.tolist(), "values": [learned.get(e, 0.0) for e in range(len(types))]},
         "methods": {
             m.id: {

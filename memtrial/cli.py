@@ -20,6 +20,7 @@ __all__ = ["LAZY_COMMANDS", "app", "main"]
 #: name -> (module, attribute, help). The attribute is a Typer app or a command function.
 LAZY_COMMANDS: dict[str, tuple[str, str, str]] = {
     "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks."),
+    "data": ("backtest.cli", "data_app", "Benchmark data: what is present and where each input is looked for."),
     "serve": ("service.cli", "serve", "Run the REST service (migrates the database first)."),
     "tenants": ("service.cli", "tenants", "Manage tenants and their API keys."),
 }

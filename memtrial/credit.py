@@ -32,6 +32,7 @@ __all__ = [
     "centre_arrays",
     "centre_by_date",
     "contributions",
+    "contributions_by_date",
     "interactions",
     "utilities_array",
 ]
@@ -100,8 +101,17 @@ def contributions(
         raise InputError(
             f"experience {bad} must be both in and out of some run of the design", field="masks"
         )
-    sum_in = values @ included
-    sum_out = values @ ~included
+    return np.asarray(contributions_by_date(values[None], included, n_in, n_out)[0], dtype=np.float64)
+
+
+def contributions_by_date(
+    utilities: NDArray[np.float64], included: NDArray[np.bool_], n_in: NDArray[np.int64], n_out: NDArray[np.int64]
+) -> NDArray[np.float64]:
+    """Banzhaf contrasts of D dates of one design at once: utilities (D, runs); included (runs, k)
+    says which experience is in which run; returns (D, k), each date exactly as
+    :func:`contributions` computes it alone (the runs are added one after another)."""
+    sum_in = (utilities[:, :, None] * included[None, :, :]).sum(axis=1)
+    sum_out = (utilities[:, :, None] * ~included[None, :, :]).sum(axis=1)
     return np.asarray(sum_in / n_in - sum_out / n_out, dtype=np.float64)
 
 

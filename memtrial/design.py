@@ -30,6 +30,7 @@ __all__ = [
     "effect_name",
     "fold_over",
     "full_factorial",
+    "plan_masks",
     "half_fraction",
     "subset_of",
     "validate_masks",
@@ -90,6 +91,14 @@ def build_design(kind: DesignKind | str, k: int) -> list[int]:
     """Return the masks of the named design."""
     design = parse_choice(DesignKind, kind, "design")
     return half_fraction(k) if design is DesignKind.HALF else full_factorial(k)
+
+
+def plan_masks(kind: DesignKind | str, k: int, n_retrieved: int) -> list[int]:
+    """The masks a decision drafts: the named design when all ``k`` experiences were
+    retrieved, the full factorial of those there are when fewer, the empty subset alone when none."""
+    if n_retrieved == k:
+        return build_design(kind, n_retrieved)
+    return full_factorial(n_retrieved) if n_retrieved else [0]
 
 
 def validate_masks(masks: Sequence[int], k: int) -> list[int]:

@@ -33,6 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial import design as design_module
+from memtrial.action import choose
 from memtrial.credit import contributions as banzhaf_contrasts
 from memtrial.credit import interactions as interaction_contrasts
 from memtrial.design import DesignKind
@@ -49,7 +50,7 @@ from memtrial.errors import (
     parse_choice,
 )
 from memtrial.explain import explain
-from memtrial.fallback import AnchoredMixture, FallbackVariant, mixture_weights
+from memtrial.fallback import GRID, AnchoredMixture, FallbackVariant
 from memtrial.history import DecisionEntry, DetachedHistory, History, InMemoryHistory
 from memtrial.prereg import ChainVerification, LogEntry, verify_chain
 from memtrial.records import (
@@ -64,7 +65,7 @@ from memtrial.records import (
     encode_time,
 )
 from memtrial.retrieval import top_k
-from memtrial.settle import INVESTORS, Investor, project, utility
+from memtrial.settle import INVESTORS, Investor, mixture_utilities, project, utility
 from memtrial.trust import GateConfig, TrustGate, make_gate, pearson_score
 from memtrial.values import EmpiricalBayesLearner, LearnerMode
 
@@ -267,11 +268,7 @@ class MemTrial:
         reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(reference, previous, n_assets, risky, defensive)
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
-        k_used = len(ids)
-        if k_used == self.config.k:
-            masks = design_module.build_design(self.config.design, k_used)
-        else:
-            masks = design_module.full_factorial(k_used) if k_used else [0]
+        masks = design_module.plan_masks(self.config.design, self.config.k, len(ids))
         mode_predictions = self.learner.predict_modes(ids)
         selected = self.learner.selected_mode
         predictions = dict(zip(ids, mode_predictions[selected], strict=True))
@@ -414,13 +411,13 @@ class MemTrial:
 
     def _score(self, plan: Plan, decision: Decision, prices: NDArray[np.float64], settled_at: Time) -> Settlement:
         draft_mean = decision.drafts.mean(axis=0)
-        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights, mixture_weights(plan.reference, draft_mean)])
+        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights])
         batch = batch / batch.sum(axis=1, keepdims=True)
         scores = np.asarray(utility(batch, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp))
         n_drafts = decision.drafts.shape[0]
         draft_utilities = scores[:n_drafts]
         reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
-        mixture_u = scores[n_drafts + 3 :]
+        mixture_u = mixture_utilities(plan.reference, draft_mean, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp, GRID)
         ids = plan.experience_ids
         contributions: dict[ExperienceId, float] = {}
         centred: dict[ExperienceId, float] = {}
@@ -630,29 +627,18 @@ def _check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> Non
 
 def _choose(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
     """The gated choice between the best designed subset and the anchored mixture."""
-    values = [sum(plan.predictions[e] for e in subset) for subset in plan.subsets]
-    order = sorted(range(len(plan.masks)), key=lambda i: (-values[i], len(plan.subsets[i]), plan.masks[i]))
-    best = order[0]
-    gain = float(values[best])
+    choice = choose(plan.predictions, plan.subsets, plan.masks, plan.trust.is_open, plan.q, plan.reference, drafts)
     common = {
         "decision_id": plan.decision_id,
         "trust": plan.trust,
         "predictions": dict(plan.predictions),
-        "predicted_gain": gain,
+        "predicted_gain": choice.gain,
         "learner_mode": plan.learner_mode,
         "drafts": drafts,
+        "weights": choice.weights,
     }
-    if plan.trust.is_open and gain > 0.0:
-        decision = Decision(
-            weights=drafts[best].copy(),
-            action=Action.SUBSET,
-            subset=plan.subsets[best],
-            mask=plan.masks[best],
-            q=None,
-            explanation="",
-            **common,  # type: ignore[arg-type]
-        )
+    if choice.index is not None:
+        decision = Decision(action=Action.SUBSET, subset=plan.subsets[choice.index], mask=plan.masks[choice.index], q=None, explanation="", **common)  # type: ignore[arg-type]
     else:
-        weights = plan.q * plan.reference + (1.0 - plan.q) * drafts.mean(axis=0)
-        decision = Decision(weights=weights, action=Action.MIXTURE, subset=None, mask=None, q=plan.q, explanation="", **common)  # type: ignore[arg-type]
+        decision = Decision(action=Action.MIXTURE, subset=None, mask=None, q=plan.q, explanation="", **common)  # type: ignore[arg-type]
     return replace(decision, explanation=explain(decision))

@@ -28,6 +28,7 @@ __all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "mixtur
 
 GRID: NDArray[np.float64] = np.linspace(0.0, 1.0, 201)
 LAMBDA0 = 4.0
+_KL_ON_GRID: dict[float, NDArray[np.float64]] = {}
 
 
 class FallbackVariant(StrEnum):
@@ -66,6 +67,7 @@ class AnchoredMixture:
         self.gains = np.zeros(GRID.size)
         self.n_updates = 0
         self.spread_sum = 0.0
+        self._choice: float | None = None  # q of the current state, computed once
 
     @property
     def anchor(self) -> float | None:
@@ -82,6 +84,7 @@ class AnchoredMixture:
         self.gains = self.gains + values
         self.n_updates += 1
         self.spread_sum += abs(reference_utility - mean_utility) / 2.0
+        self._choice = None
 
     @property
     def penalty(self) -> float:
@@ -100,8 +103,13 @@ class AnchoredMixture:
         anchor = _ANCHOR[self.variant]
         if self.n_updates == 0:
             return anchor
-        objective = self.gains / self.n_updates - self.penalty * bernoulli_kl(GRID, anchor)
-        return float(GRID[int(np.argmax(objective))])
+        if self._choice is None:
+            kl = _KL_ON_GRID.get(anchor)
+            if kl is None:
+                kl = _KL_ON_GRID.setdefault(anchor, bernoulli_kl(GRID, anchor))
+            objective = self.gains / self.n_updates - self.penalty * kl
+            self._choice = float(GRID[int(np.argmax(objective))])
+        return self._choice
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,4 +129,5 @@ class AnchoredMixture:
         mixture.gains = gains
         mixture.n_updates = int(data["n_updates"])
         mixture.spread_sum = float(data["spread_sum"])
+        mixture._choice = None
         return mixture

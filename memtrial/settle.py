@@ -30,6 +30,9 @@ __all__ = [
     "project",
     "project_simplex",
     "relative_prices",
+    "mixture_utilities",
+    "mixture_utilities_by_date",
+    "utilities_by_date",
     "utility",
 ]
 
@@ -229,8 +232,72 @@ def nav_paths(
     """NAV paths ``path_1..path_H`` after the entry fee, shape (b, H) or (H,)."""
     batch, single, rel, previous = _check_settlement(weights, rel_prices, prev_weights, fee_bp)
     fee = fee_bp / 1e4 * np.abs(batch - previous).sum(axis=1)
-    paths = (1.0 - fee)[:, None] * (batch @ rel.T)
+    # each row summed on its own (not a matrix product): a row's path does not depend on the batch it is in
+    paths = (1.0 - fee)[:, None] * (batch[:, None, :] * rel[None, :, :]).sum(axis=2)
     return np.asarray(paths[0] if single else paths, dtype=np.float64)
+
+
+def _utility_of_paths(paths: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
+    """U = J - (gamma / 2) Var of each row of NAV paths (b, H) (SPEC 4.2)."""
+    horizon = paths.shape[1]
+    previous_path = np.concatenate([np.ones((paths.shape[0], 1)), paths[:, :-1]], axis=1)
+    returns = paths / previous_path - 1.0
+    if horizon == 1:
+        return np.asarray(returns[:, 0] - 0.5 * gamma * returns[:, 0] ** 2, dtype=np.float64)
+    return np.asarray((paths[:, -1] - 1.0) - 0.5 * gamma * horizon * returns.var(axis=1), dtype=np.float64)
+
+
+def mixture_utilities(
+    reference: ArrayLike,
+    other: ArrayLike,
+    rel_prices: ArrayLike,
+    prev_weights: ArrayLike,
+    gamma: float,
+    fee_bp: float = 15.0,
+    grid: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    """Utility of every mixture ``q * reference + (1 - q) * other`` for q on ``grid`` (default the
+    fallback's 201 points), shape (len(grid),).
+
+    A mixture's NAV before fees is linear in q, ``q * (reference . rel_h) + (1 - q) * (other . rel_h)``,
+    so the whole family costs O(len(grid) * (H + n)), not O(len(grid) * H * n).
+    """
+    if not (np.isfinite(gamma) and gamma >= 0):
+        raise InputError(f"gamma must be finite and >= 0, got {gamma!r}", field="gamma")
+    pair, _, rel, previous = _check_settlement(np.vstack([np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)]), rel_prices, prev_weights, fee_bp)
+    return np.asarray(mixture_utilities_by_date(pair[None, 0], pair[None, 1], rel[None], previous[None], gamma, fee_bp, grid)[0], dtype=np.float64)
+
+
+def mixture_utilities_by_date(
+    reference: NDArray[np.float64],
+    other: NDArray[np.float64],
+    rel_prices: NDArray[np.float64],
+    prev_weights: NDArray[np.float64],
+    gamma: float,
+    fee_bp: float = 15.0,
+    grid: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    """:func:`mixture_utilities` of D dates at once: reference, other, prev_weights (D, n);
+    rel_prices (D, H, n); returns (D, len(grid)), each date exactly as alone (inputs unchecked)."""
+    q = np.linspace(0.0, 1.0, 201) if grid is None else np.asarray(grid, dtype=np.float64)
+    growth_reference = (reference[:, None, :] * rel_prices).sum(axis=2)  # (D, H)
+    growth_other = (other[:, None, :] * rel_prices).sum(axis=2)
+    weights = q[None, :, None] * reference[:, None, :] + (1.0 - q[None, :, None]) * other[:, None, :]  # (D, G, n)
+    fee = fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)  # (D, G)
+    paths = (1.0 - fee)[:, :, None] * (q[None, :, None] * growth_reference[:, None, :] + (1.0 - q[None, :, None]) * growth_other[:, None, :])
+    dates, points, horizon = paths.shape
+    return _utility_of_paths(paths.reshape(dates * points, horizon), float(gamma)).reshape(dates, points)
+
+
+def utilities_by_date(
+    weights: NDArray[np.float64], rel_prices: NDArray[np.float64], prev_weights: NDArray[np.float64], gamma: float, fee_bp: float = 15.0
+) -> NDArray[np.float64]:
+    """:func:`utility` of D dates at once: weights (D, b, n), rel_prices (D, H, n), prev_weights (D, n);
+    returns (D, b), each row exactly as alone (inputs unchecked)."""
+    fee = fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)
+    paths = (1.0 - fee)[:, :, None] * (weights[:, :, None, :] * rel_prices[:, None, :, :]).sum(axis=3)  # (D, b, H)
+    dates, rows, horizon = paths.shape
+    return _utility_of_paths(paths.reshape(dates * rows, horizon), float(gamma)).reshape(dates, rows)
 
 
 def utility(
@@ -249,14 +316,7 @@ def utility(
     """
     if not (np.isfinite(gamma) and gamma >= 0):
         raise InputError(f"gamma must be finite and >= 0, got {gamma!r}", field="gamma")
-    paths = np.atleast_2d(nav_paths(weights, rel_prices, prev_weights, fee_bp))
-    horizon = paths.shape[1]
-    previous_path = np.concatenate([np.ones((paths.shape[0], 1)), paths[:, :-1]], axis=1)
-    returns = paths / previous_path - 1.0
-    if horizon == 1:
-        result = returns[:, 0] - 0.5 * gamma * returns[:, 0] ** 2
-    else:
-        result = (paths[:, -1] - 1.0) - 0.5 * gamma * horizon * returns.var(axis=1)
+    result = _utility_of_paths(np.atleast_2d(nav_paths(weights, rel_prices, prev_weights, fee_bp)), float(gamma))
     if np.asarray(weights).ndim == 1:
         return float(result[0])
     return np.asarray(result, dtype=np.float64)

@@ -95,8 +95,55 @@ def incomplete_beta(a: ArrayLike, b: ArrayLike, x: ArrayLike, complement: ArrayL
     return np.asarray(result, dtype=np.float64)
 
 
+def _scalar_continued_fraction(a: float, b: float, x: float) -> float:
+    """:func:`_continued_fraction` for one value, in plain floats (the per-decision path)."""
+    qab, qap, qam = a + b, a + 1.0, a - 1.0
+    c = 1.0
+    d = 1.0 - qab * x / qap
+    d = 1.0 / (_TINY if abs(d) < _TINY else d)
+    h = d
+    for m in range(1, _MAX_ITERATIONS + 1):
+        m2 = 2.0 * m
+        for numerator in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (_TINY if abs(d) < _TINY else d)
+            c = 1.0 + numerator / c
+            c = _TINY if abs(c) < _TINY else c
+            step = d * c
+            h *= step
+        if abs(step - 1.0) <= _EPS:
+            break
+    return h
+
+
+def _scalar_t_sf(t: float, dof: float) -> float:
+    if math.isnan(t) or math.isnan(dof):
+        return math.nan
+    if math.isinf(t):
+        return 0.0 if t > 0 else 1.0
+    spread = dof + t * t
+    x, y = dof / spread, t * t / spread
+    a, b = 0.5 * dof, 0.5
+    if x <= 0.0:
+        half_tail = 0.0
+    elif y <= 0.0:
+        half_tail = 0.5
+    else:
+        flip = x > (a + 1.0) / (a + b + 2.0)
+        a_c, b_c, x_c, y_c = (b, a, y, x) if flip else (a, b, x, y)
+        # NumPy's elementary functions, as the array path uses, so both paths give the same bits
+        log_x = float(np.log1p(-y_c)) if x_c > 0.5 else float(np.log(x_c))
+        log_y = float(np.log1p(-x_c)) if y_c > 0.5 else float(np.log(y_c))
+        log_front = a_c * log_x + b_c * log_y - float(_log_beta(np.array([a_c]), np.array([b_c]))[0])
+        value = float(np.exp(log_front)) * _scalar_continued_fraction(a_c, b_c, x_c) / a_c
+        half_tail = 0.5 * (1.0 - value if flip else value)
+    return half_tail if t >= 0.0 else 1.0 - half_tail
+
+
 def t_sf(t: ArrayLike, dof: ArrayLike) -> NDArray[np.float64]:
     """P(T > t) for Student's t with ``dof`` > 0 degrees of freedom (broadcast; NaN stays NaN)."""
+    if np.ndim(t) == 0 and np.ndim(dof) == 0:
+        return np.asarray(_scalar_t_sf(float(t), float(dof)))  # type: ignore[arg-type]
     t_, dof_ = np.broadcast_arrays(np.asarray(t, dtype=np.float64), np.asarray(dof, dtype=np.float64))
     result = np.full(t_.shape, np.nan)
     finite = np.isfinite(t_)

@@ -51,7 +51,9 @@ __all__ = [
     "anytime_log_wealth",
     "make_gate",
     "pearson_score",
+    "pearson_scores",
     "prequential_p_values",
+    "trust_decision",
 ]
 
 DEFAULT_BETS: tuple[float, ...] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
@@ -176,16 +178,26 @@ class ScoreResult:
     skipped: str | None = None
 
 
-def pearson_score(predicted: ArrayLike, realised: ArrayLike) -> float | None:
-    """Pearson correlation, or None when either side is constant or has < 2 points."""
+def pearson_scores(predicted: ArrayLike, realised: ArrayLike) -> NDArray[np.float64]:
+    """Pearson correlation of each row pair, shape (R,); NaN where either row is constant or
+    has < 2 points. predicted, realised: (R, k). Each row is computed exactly as
+    :func:`pearson_score` computes it alone."""
     x = np.asarray(predicted, dtype=np.float64)
     y = np.asarray(realised, dtype=np.float64)
-    if x.size < 2 or np.ptp(x) == 0.0 or np.ptp(y) == 0.0:
-        return None
-    x = x - x.mean()
-    y = y - y.mean()
-    value = float(x @ y / np.sqrt((x @ x) * (y @ y)))
-    return float(np.clip(value, -1.0, 1.0))
+    if x.shape[-1] < 2:
+        return np.full(x.shape[0], np.nan)
+    flat = (np.ptp(x, axis=1) == 0.0) | (np.ptp(y, axis=1) == 0.0)
+    x = x - x.mean(axis=1, keepdims=True)
+    y = y - y.mean(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    return np.where(flat, np.nan, np.clip(value, -1.0, 1.0))
+
+
+def pearson_score(predicted: ArrayLike, realised: ArrayLike) -> float | None:
+    """Pearson correlation, or None when either side is constant or has < 2 points."""
+    value = float(pearson_scores(np.asarray(predicted, dtype=np.float64)[None], np.asarray(realised, dtype=np.float64)[None])[0])
+    return None if np.isnan(value) else value
 
 
 def _t_test_p(count: NDArray[np.float64], total: NDArray[np.float64], total_sq: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -216,9 +228,17 @@ def prequential_p_values(scores: ArrayLike) -> NDArray[np.float64]:
 
 
 def _mixture_log_wealth(log_growth: NDArray[np.float64]) -> NDArray[np.float64]:
-    """log of the mean over bets (axis -2) of exp(log_growth)."""
+    """log of the mean over bets (axis -2) of exp(log_growth).
+
+    The mean adds the bets one after another, so a column's value does not
+    depend on how many columns are computed together.
+    """
     peak = log_growth.max(axis=-2)
-    return np.asarray(peak + np.log(np.exp(log_growth - peak[..., None, :]).mean(axis=-2)), dtype=np.float64)
+    scaled = np.exp(log_growth - peak[..., None, :])
+    total = scaled[..., 0, :].copy()
+    for row in range(1, scaled.shape[-2]):
+        total += scaled[..., row, :]
+    return np.asarray(peak + np.log(total / scaled.shape[-2]), dtype=np.float64)
 
 
 def anytime_log_wealth(scores: ArrayLike, bets: Sequence[float] = DEFAULT_BETS) -> NDArray[np.float64]:
@@ -239,7 +259,7 @@ class GateStatistics:
     betting e-process (identical to :func:`anytime_log_wealth`).
     """
 
-    __slots__ = ("bets", "log_growth", "n_scored", "total", "total_sq")
+    __slots__ = ("_cache", "bets", "log_growth", "n_scored", "total", "total_sq")
 
     def __init__(self, bets: Sequence[float] = DEFAULT_BETS) -> None:
         self.bets = np.asarray(bets, dtype=np.float64)
@@ -247,6 +267,7 @@ class GateStatistics:
         self.total = 0.0
         self.total_sq = 0.0
         self.log_growth = np.zeros(self.bets.size)
+        self._cache: dict[str, float | None] = {}  # statistics of the current state, computed once
 
     def add(self, score: float) -> None:
         if not (np.isfinite(score) and -1.0 <= score <= 1.0):
@@ -255,6 +276,7 @@ class GateStatistics:
         self.total += score
         self.total_sq += score * score
         self.log_growth = self.log_growth + np.log1p(score * self.bets)
+        self._cache.clear()
 
     @property
     def mean_score(self) -> float | None:
@@ -264,11 +286,17 @@ class GateStatistics:
         """The prequential t-test's p-value (None with fewer than 2 scores)."""
         if self.n_scored < 2:
             return None
-        return float(_t_test_p(np.array(float(self.n_scored)), np.array(self.total), np.array(self.total_sq)))
+        if "p" not in self._cache:
+            self._cache["p"] = float(_t_test_p(np.array(float(self.n_scored)), np.array(self.total), np.array(self.total_sq)))
+        return self._cache["p"]
 
     def log_e_value(self) -> float:
         """log K_t of the betting e-process (0 before any score)."""
-        return float(_mixture_log_wealth(self.log_growth[:, None])[0])
+        if "log_e" not in self._cache:
+            self._cache["log_e"] = float(_mixture_log_wealth(self.log_growth[:, None])[0])
+        value = self._cache["log_e"]
+        assert value is not None
+        return value
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -286,6 +314,7 @@ class GateStatistics:
         self.total = float(data["total"])
         self.total_sq = float(data["total_sq"])
         self.log_growth = growth
+        self._cache.clear()
 
 
 class TrustGate(ABC):
@@ -354,9 +383,6 @@ class TrustGate(ABC):
     def decision(self) -> TrustDecision:
         """The gate's state given the scores so far."""
 
-    def _summary(self) -> tuple[int, float | None]:
-        return self.statistics.n_scored, self.statistics.mean_score
-
     def state_dict(self) -> dict[str, Any]:
         """Running statistics and the log's head: O(1) in the number of scores."""
         return {"statistics": self.statistics.to_dict(), "log_length": self.log.length, "log_head": self.log.head}
@@ -367,6 +393,30 @@ class TrustGate(ABC):
         self.log._head = str(data["log_head"])
 
 
+def trust_decision(config: GateConfig, statistics: GateStatistics) -> TrustDecision:
+    """The state of a gate with ``config`` after the scores summarised in ``statistics``.
+
+    One function for every way of running the method (a gate object, a batch
+    replay of a whole world), so both decide the same way.
+    """
+    n_scored, mean = statistics.n_scored, statistics.mean_score
+    if config.test is GateTest.NONE:
+        return TrustDecision(TrustStatus.OPEN, GateTest.NONE, n_scored, None, None, mean)
+    if config.test is GateTest.PREQUENTIAL:
+        if n_scored < (config.min_scores or 0):
+            return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.PREQUENTIAL, n_scored, None, config.alpha, mean)
+        p_value = statistics.p_value()
+        assert p_value is not None
+        status = TrustStatus.OPEN if p_value < config.alpha else TrustStatus.CLOSED
+        return TrustDecision(status, GateTest.PREQUENTIAL, n_scored, p_value, config.alpha, mean)
+    threshold = 1.0 / config.alpha
+    if n_scored < (config.min_scores or 0):
+        return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.ANYTIME, n_scored, None, threshold, mean)
+    e_value = float(np.exp(statistics.log_e_value()))
+    status = TrustStatus.OPEN if e_value >= threshold else TrustStatus.CLOSED
+    return TrustDecision(status, GateTest.ANYTIME, n_scored, e_value, threshold, mean)
+
+
 class PrequentialGate(TrustGate):
     """One-sided t-test of mean score > 0, open when p < alpha with >= min_scores scores."""
 
@@ -374,13 +424,7 @@ class PrequentialGate(TrustGate):
         super().__init__(GateConfig(GateTest.PREQUENTIAL, alpha, min_scores), sink)
 
     def decision(self) -> TrustDecision:
-        n_scored, mean = self._summary()
-        if n_scored < (self.config.min_scores or 0):
-            return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.PREQUENTIAL, n_scored, None, self.config.alpha, mean)
-        p_value = self.statistics.p_value()
-        assert p_value is not None
-        status = TrustStatus.OPEN if p_value < self.config.alpha else TrustStatus.CLOSED
-        return TrustDecision(status, GateTest.PREQUENTIAL, n_scored, p_value, self.config.alpha, mean)
+        return trust_decision(self.config, self.statistics)
 
 
 class AnytimeGate(TrustGate):
@@ -392,13 +436,7 @@ class AnytimeGate(TrustGate):
         super().__init__(GateConfig(GateTest.ANYTIME, alpha, min_scores, bets=tuple(bets)), sink)
 
     def decision(self) -> TrustDecision:
-        n_scored, mean = self._summary()
-        threshold = 1.0 / self.config.alpha
-        if n_scored < (self.config.min_scores or 0):
-            return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.ANYTIME, n_scored, None, threshold, mean)
-        e_value = float(np.exp(self.statistics.log_e_value()))
-        status = TrustStatus.OPEN if e_value >= threshold else TrustStatus.CLOSED
-        return TrustDecision(status, GateTest.ANYTIME, n_scored, e_value, threshold, mean)
+        return trust_decision(self.config, self.statistics)
 
 
 class UngatedGate(TrustGate):
@@ -408,8 +446,7 @@ class UngatedGate(TrustGate):
         super().__init__(GateConfig(GateTest.NONE), sink)
 
     def decision(self) -> TrustDecision:
-        n_scored, mean = self._summary()
-        return TrustDecision(TrustStatus.OPEN, GateTest.NONE, n_scored, None, None, mean)
+        return trust_decision(self.config, self.statistics)
 
 
 def make_gate(config: GateConfig, sink: Callable[[LogEntry], None] | None = None) -> TrustGate:

@@ -67,7 +67,10 @@ class Agent(Base):
     name: Mapped[str] = mapped_column(String(200))
     settings: Mapped[dict[str, Any]] = mapped_column(JSON)
     gate_hash: Mapped[str] = mapped_column(String(64))
-    state: Mapped[str] = mapped_column(Text)
+    # the engine's running state, read only when a worker's cached engine is stale; what a plan
+    # changes (the clock and the log's head) lives in ``head``, so a plan rewrites a few bytes
+    state: Mapped[str] = mapped_column(Text, deferred=True)
+    head: Mapped[str | None] = mapped_column(Text, nullable=True)
     state_version: Mapped[int] = mapped_column(Integer, default=0)
     index_version: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

@@ -12,6 +12,7 @@ it works, so a failed request never leaves a half-updated engine behind.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
 import threading
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from memtrial.engine import MemTrial
 from memtrial.history import DetachedHistory
+from memtrial.records import encode_time
 from service.errors import ApiError
 from service.history import SqlHistory
 from service.models import Agent, Decision, Experience
@@ -84,7 +86,12 @@ class EngineCache:
         else:
             found = session.execute(select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)).all()
             embeddings = {row.id: np.frombuffer(row.embedding, dtype=np.float32) for row in found}
-            engine = MemTrial.from_json(agent.state, embeddings=embeddings)
+            state = json.loads(agent.state)
+            if agent.head is not None:  # what plans changed since the running state was written
+                head = json.loads(agent.head)
+                state["clock"] = head["clock"]
+                state["gate"]["log_length"], state["gate"]["log_head"] = head["log_length"], head["log_head"]
+            engine = MemTrial.from_dict(state, embeddings=embeddings)
         engine.history = SqlHistory(session, agent, rows)
         return engine
 
@@ -100,9 +107,18 @@ class EngineCache:
             self._engines.pop(agent_id, None)
 
 
-def save_engine(session: Session, agent: Agent, engine: MemTrial, cache: EngineCache) -> None:
-    """Write the state and give the engine back to the cache once the transaction commits."""
-    agent.state = engine.to_json(embeddings=False, history=False)
+def save_engine(session: Session, agent: Agent, engine: MemTrial, cache: EngineCache, *, head_only: bool = False) -> None:
+    """Write the state and give the engine back to the cache once the transaction commits.
+
+    head_only: the request changed only the engine's clock and the log's head
+    (a plan): write those few bytes, not the whole running state.
+    """
+    head = {"clock": None if engine.clock is None else encode_time(engine.clock), "log_length": engine.gate.log.length, "log_head": engine.gate.log.head}
+    if head_only:
+        agent.head = json.dumps(head, sort_keys=True, separators=(",", ":"))
+    else:
+        agent.state = engine.to_json(embeddings=False, history=False)
+        agent.head = None
     agent.state_version += 1
     version = agent.state_version
     after_commit(session, lambda: cache.checkin(agent.id, version, engine))

@@ -84,3 +84,39 @@ def client(http, database_url):
 @pytest.fixture
 def agent(client):
     return client.create_agent("fund", "balanced", UNIVERSE)
+
+
+@pytest.fixture(scope="session")
+def investorbench_folder(tmp_path_factory):
+    """A data folder holding the project's own InvestorBench-format fixture (not the real files)."""
+    from backtest.data.fixture import write_investorbench_fixture
+
+    return write_investorbench_fixture(tmp_path_factory.mktemp("data"), seed=0)
+
+
+@pytest.fixture
+def investorbench_fixture(investorbench_folder, monkeypatch):
+    """MEMTRIAL_DATA points at the fixture; no real file beside the checkout is consulted."""
+    import backtest.data.prices as prices
+    from backtest.realdata import load_setting
+
+    monkeypatch.setenv("MEMTRIAL_DATA", str(investorbench_folder))
+    monkeypatch.setattr(prices, "beside_checkout", lambda: investorbench_folder / "none")
+    load_setting.cache_clear()
+    yield investorbench_folder
+    load_setting.cache_clear()
+
+
+@pytest.fixture
+def real_investorbench(monkeypatch):
+    """The real InvestorBench files, where a data folder holds them; otherwise the test is skipped, loudly."""
+    from backtest.data.prices import candidates
+    from backtest.realdata import load_setting
+
+    found = next((p for p in candidates("investorbench/hon.json") if p.is_file()), None)
+    if found is None:
+        pytest.skip("REAL INVESTORBENCH FILES NOT PRESENT: set MEMTRIAL_DATA to a folder holding investorbench/*.json to run this check")
+    monkeypatch.setenv("MEMTRIAL_DATA", str(found.parent.parent))
+    load_setting.cache_clear()
+    yield found.parent
+    load_setting.cache_clear()

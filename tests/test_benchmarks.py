@@ -47,19 +47,22 @@ def test_bench_service_reports_latency_at_each_checkpoint_and_bytes_per_decision
     assert out.with_suffix(".md").read_text().startswith("Window: 3 decisions")
 
 
-def test_bench_backtest_reports_both_worker_counts_and_identical_results(tmp_path):
+def test_bench_backtest_reports_replay_against_online_and_both_worker_counts(tmp_path):
     out = tmp_path / "backtest.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_backtest.py"), "--worlds", "2", "--methods", "memtrial,no_memory", "--out", str(out)],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_backtest.py"), "--worlds", "2", "--out", str(out)],
         check=True,
         capture_output=True,
         text=True,
         timeout=600,
     )
     result = json.loads(out.read_text())
-    assert result["one_worker"]["worlds"] == 2 and result["two_workers"]["worlds"] == 2
-    assert result["identical_results"] is True
-    assert result["two_over_one"] == result["two_workers"]["worlds_per_second"] / result["one_worker"]["worlds_per_second"]
+    for name in ("memtrial", "all_methods"):
+        block = result[name]
+        assert block["online"]["worlds"] == block["replay"]["worlds"] == 2
+        assert block["identical_results"] is True
+        assert block["replay_over_online"] == block["replay"]["worlds_per_second"] / block["online"]["worlds_per_second"]
+    assert result["workers"]["identical_results"] is True and result["workers"]["two_workers"]["worlds"] == 2
 
 
 def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
@@ -74,15 +77,18 @@ def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
     assert result["device"]
 
 
-def test_bench_retrieval_reports_flat_and_hnsw_with_recall(tmp_path):
+def test_bench_retrieval_reports_exact_hnsw_ivf_with_recall_and_the_service(tmp_path):
     out = tmp_path / "retrieval.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--sizes", "500", "--queries", "20", "--out", str(out)],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--sizes", "300", "--queries", "20", "--service-queries", "3", "--out", str(out)],
         check=True, capture_output=True, text=True, timeout=600,
     )
-    row = json.loads(out.read_text())["rows"][0]
-    assert row["experiences"] == 500 and 0.0 <= row["hnsw_recall_at_4"] <= 1.0
-    assert row["flat_p50_ms"] > 0 and row["hnsw_p50_ms"] > 0
+    result = json.loads(out.read_text())
+    row = result["rows"][0]
+    assert row["experiences"] == 300 and row["indexes"]["exact"]["recall_at_4"] == 1.0
+    assert {"hnsw_m32_ef64", "hnsw_m32_ef128"} <= set(row["indexes"]) and any(name.startswith("ivf") for name in row["indexes"])
+    assert all(0.0 <= value["recall_at_4"] <= 1.0 and value["p50_ms"] > 0 for value in row["indexes"].values())
+    assert result["service"]["experiences"] == 300 and result["service"]["p50_ms"] > 0
 
 
 def test_bench_load_reports_latency_errors_memory_and_drafting_overlap(tmp_path):

@@ -25,8 +25,6 @@ from backtest.runner import WorldSpec, run_world
 from memtrial.drafting import AnalogicalDrafter
 from memtrial.settle import INVESTORS
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-
 
 def test_class_index_built_by_hand_for_two_dates_equals_the_loader() -> None:
     closes, classes = load_etf_closes(), load_asset_classes()
@@ -50,7 +48,7 @@ def test_class_index_built_by_hand_for_two_dates_equals_the_loader() -> None:
     assert frame.loc[second, "real_estate"] == pytest.approx(level, rel=1e-12)
 
 
-def test_investorbench_test_window_has_exactly_149_next_day_returns() -> None:
+def test_investorbench_test_window_has_exactly_149_next_day_returns(real_investorbench: Path) -> None:
     setting = load_setting("investorbench")
     test = setting.decisions[setting.first_test :]
     assert len(test) == setting.n_test == 149
@@ -73,7 +71,15 @@ def test_classalloc_and_portbench_windows() -> None:
     assert months[0] == "2019-08" and months[portbench.first_test] == "2023-01" and months[-1] == "2024-11"
 
 
-def test_missing_data_names_the_file_the_ticker_or_the_date(tmp_path: Path) -> None:
+def test_investorbench_fixture_has_the_real_format_and_windows(investorbench_fixture: Path) -> None:
+    setting = load_setting("investorbench")
+    assert setting.assets == ("HON", "JNJ", "MSFT", "UVV", "CASH") and setting.horizon == 1
+    test = setting.decisions[setting.first_test :]
+    assert str(setting.dates[test[0]].date()) == "2020-10-01" and str(setting.dates[setting.decisions[0]].date()) == "2020-07-01"
+    assert all(setting.news[t] for t in ("HON", "JNJ", "MSFT", "UVV"))
+
+
+def test_missing_data_names_the_file_the_ticker_or_the_date(tmp_path: Path, investorbench_fixture: Path) -> None:
     classes = load_asset_classes()
     del classes["XLRE"]
     with pytest.raises(DataError, match=r"tickers without an asset class: \['XLRE'\]"):
@@ -81,10 +87,10 @@ def test_missing_data_names_the_file_the_ticker_or_the_date(tmp_path: Path) -> N
     folder = tmp_path / "investorbench"
     folder.mkdir()
     for ticker in ("hon", "jnj", "msft"):
-        shutil.copy(DATA / "investorbench" / f"{ticker}.json", folder / f"{ticker}.json")
+        shutil.copy(investorbench_fixture / "investorbench" / f"{ticker}.json", folder / f"{ticker}.json")
     with pytest.raises(DataError, match=r"investorbench/uvv\.json is missing"):
         load_investorbench(folder=tmp_path)
-    uvv = json.loads((DATA / "investorbench" / "uvv.json").read_text())
+    uvv = json.loads((investorbench_fixture / "investorbench" / "uvv.json").read_text())
     del uvv["2020-11-02"]
     (folder / "uvv.json").write_text(json.dumps(uvv))
     with pytest.raises(DataError, match=r"uvv\.json has no entry for 2020-11-02"):
@@ -180,7 +186,7 @@ def test_a_change_to_later_prices_changes_no_earlier_decision() -> None:
     assert any(base["choices"][m][before:] != changed["choices"][m][before:] for m in methods)
 
 
-def test_a_short_run_reports_every_metric() -> None:
+def test_a_short_run_reports_every_metric(investorbench_fixture: Path) -> None:
     spec = WorldSpec("investorbench", "balanced", 0, methods=("equal_weight", "memtrial", "outcome_credit", "no_memory"), env="investorbench", warmup_dates=10, test_dates=5)
     result = run_world(spec)
     assert len(result["dates"]) == 5 and result["dates"][0] == "2020-10-01"

@@ -31,7 +31,7 @@ def test_analogical_run_writes_results_table_and_plots(tmp_path: Path) -> None:
         assert (out / name).stat().st_size > 1000
 
 
-def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Path) -> None:
+def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Path, investorbench_fixture: Path) -> None:
     methods = ["--methods", "memtrial,no_memory,self_consistency"]
     with FakeLLM() as fake:
         first = CliRunner().invoke(
@@ -55,7 +55,7 @@ def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Pa
     assert again["drafter_usage"]["calls"] == 0 and again["drafter_usage"]["cache_hits"] == usage["calls"] + usage["cache_hits"]
 
 
-def test_a_drafter_that_only_answers_nonsense_stops_the_run_with_the_reason(tmp_path: Path) -> None:
+def test_a_drafter_that_only_answers_nonsense_stops_the_run_with_the_reason(tmp_path: Path, investorbench_fixture: Path) -> None:
     with FakeLLM(malformed=True) as fake:
         result = CliRunner().invoke(
             app, ["backtest", "investorbench", *SHORT, "--methods", "memtrial", "--drafter", "litellm", "--model", "openai/fake", "--api-base", fake.api_base, "--out", str(tmp_path)]
@@ -81,13 +81,16 @@ def test_bad_options_are_rejected(tmp_path: Path, arguments: list[str], message:
 
 
 def test_missing_investorbench_data_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import backtest.data.prices as prices
     from backtest.realdata import load_setting
 
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(prices, "beside_checkout", lambda: tmp_path / "beside")
     load_setting.cache_clear()
     try:
         result = CliRunner().invoke(app, ["backtest", "investorbench", "--out", str(tmp_path / "x")])
     finally:
         load_setting.cache_clear()
     assert result.exit_code == 2
-    assert f"benchmark data file {tmp_path / 'nowhere' / 'investorbench' / 'hon.json'} is missing" in result.output
+    assert "benchmark data file investorbench/hon.json is missing: looked in" in result.output
+    assert str(tmp_path / "nowhere" / "investorbench" / "hon.json") in result.output

@@ -14,14 +14,15 @@ START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
 
 
 def run_dates(client, agent, n_dates):
-    client.add_experiences(agent["id"], [{"text": f"lesson {i}: {topic}"} for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit"])])
+    added = client.add_experiences(agent["id"], [{"text": f"lesson {i}: {topic}"} for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit"])])
+    tilt = {item["id"]: 0.02 * (i - 2.5) for i, item in enumerate(added["items"])}  # each lesson moves the equity weight its own way
     for t in range(n_dates):
         time = START + dt.timedelta(days=30 * t)
         body = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: markets {'up' if t % 2 else 'down'}")
-        drafts = [
-            {"SPY": 0.1 + 0.1 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.4 - 0.1 * len(s["experience_ids"]), "BIL": 0.2}
-            for s in body["subsets"]
-        ]
+        drafts = []
+        for s in body["subsets"]:
+            shift = sum(tilt[e] for e in s["experience_ids"])
+            drafts.append({"SPY": 0.3 + shift, "TLT": 0.3, "GLD": 0.2 - shift, "BIL": 0.2})
         client.submit_drafts(agent["id"], body["decision_id"], drafts)
         returns = {"SPY": [0.01 * ((t % 3) - 1), 0.002], "TLT": [0.001, -0.001], "GLD": [0.003 * (t % 2), 0.0], "BIL": [0.0001, 0.0001]}
         client.settle(agent["id"], body["decision_id"], returns=returns)

@@ -160,9 +160,21 @@ def downgrade() -> None:
         batch_op.drop_column("engine_plan")
 
 
+def _v1_pearson(predicted: list[float], realised: list[float]) -> float | None:
+    """The prequential score exactly as version 1 computed it (a dot product of centred vectors)."""
+    import numpy as np
+
+    x = np.asarray(predicted, dtype=np.float64)
+    y = np.asarray(realised, dtype=np.float64)
+    if x.size < 2 or np.ptp(x) == 0.0 or np.ptp(y) == 0.0:
+        return None
+    x = x - x.mean()
+    y = y - y.mean()
+    return float(np.clip(float(x @ y / np.sqrt((x @ x) * (y @ y))), -1.0, 1.0))
+
+
 def _v1_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]) -> dict[str, Any]:
     """The version-1 state of an agent, rebuilt from its compact state and its rows."""
-    from memtrial.trust import pearson_score
 
     log = [
         {"index": index, "kind": kind, "payload": json.loads(payload), "prev_hash": prev_hash, "hash": hash_}
@@ -208,7 +220,7 @@ def _v1_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]) -
         if auto and "details" in registered:
             realised = [value for _, value in payload["realised"]]
             for mode, predicted in registered["details"]["modes"].items():
-                value = pearson_score(predicted, realised)
+                value = _v1_pearson(predicted, realised)
                 if value is not None:
                     auto_scores[mode].append(value)
     config = {key: value for key, value in state["config"].items() if key != "diagnostics"}

@@ -4,6 +4,8 @@
 - ``refit_jobs``: ``heartbeat_at`` and ``worker``; jobs a previous version left
   ``running`` are marked ``failed`` (nothing runs them any more).
 - ``decisions.failure``: why a decision was withdrawn (status ``failed``).
+- ``agents.head``: what a plan changes of an agent's engine (its clock and the
+  log's head), so a plan no longer rewrites the whole running state.
 - agents' drafter settings lose ``api_base`` and ``api_key`` (LLM endpoints
   and keys are the operator's configuration now) and gain ``provider`` (unset:
   the tenant picks one before drafting on the server again).
@@ -61,6 +63,8 @@ def upgrade() -> None:
         batch_op.add_column(sa.Column("worker", sa.String(length=64), nullable=True))
     with op.batch_alter_table("decisions", schema=None) as batch_op:
         batch_op.add_column(sa.Column("failure", sa.Text(), nullable=True))
+    with op.batch_alter_table("agents", schema=None) as batch_op:
+        batch_op.add_column(sa.Column("head", sa.Text(), nullable=True))
     connection = op.get_bind()
     connection.execute(
         sa.update(refit_jobs)
@@ -77,6 +81,15 @@ def upgrade() -> None:
 
 def downgrade() -> None:
     connection = op.get_bind()
+    heads = sa.table("agents", sa.column("id", sa.String), sa.column("state", sa.Text), sa.column("head", sa.Text))
+    for agent_id, state, head in connection.execute(sa.select(heads.c.id, heads.c.state, heads.c.head).where(heads.c.head.is_not(None))).all():
+        merged = json.loads(state)  # fold what plans changed back into the running state
+        moved = json.loads(head)
+        merged["clock"] = moved["clock"]
+        merged["gate"]["log_length"], merged["gate"]["log_head"] = moved["log_length"], moved["log_head"]
+        connection.execute(sa.update(heads).where(heads.c.id == agent_id).values(state=json.dumps(merged, sort_keys=True, separators=(",", ":"), allow_nan=False)))
+    with op.batch_alter_table("agents", schema=None) as batch_op:
+        batch_op.drop_column("head")
     for agent_id, settings in connection.execute(sa.select(agents.c.id, agents.c.settings)).all():
         values = _settings(settings)
         drafter = values.get("drafter")

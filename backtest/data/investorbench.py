@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from backtest.data.prices import DataError, data_dir, require_file
+from backtest.data.prices import DataError, locate, require_file
 
 __all__ = ["INVESTORBENCH_TICKERS", "InvestorBenchData", "load_investorbench"]
 
@@ -63,11 +63,17 @@ def _load_one(path: Path) -> tuple[pd.Series, dict[pd.Timestamp, list[str]], dic
 
 
 def load_investorbench(tickers: tuple[str, ...] = INVESTORBENCH_TICKERS, folder: Path | None = None) -> InvestorBenchData:
-    """Prices, news and filings of ``tickers`` on their common calendar."""
-    root = (folder or data_dir()) / "investorbench"
+    """Prices, news and filings of ``tickers`` on their common calendar.
+
+    folder: a data folder holding ``investorbench/<ticker>.json``; by default
+    ``$MEMTRIAL_DATA``, then ``shared/data`` beside the checkout (the files are
+    third-party text and do not ship with the package).
+    """
+    paths = {t: (folder / "investorbench" / f"{t.lower()}.json" if folder else locate(f"investorbench/{t.lower()}.json")) for t in tickers}
+    root = next(iter(paths.values())).parent
     series, news, filings = {}, {}, {}
     for ticker in tickers:
-        series[ticker], news[ticker], filings[ticker] = _load_one(root / f"{ticker.lower()}.json")
+        series[ticker], news[ticker], filings[ticker] = _load_one(paths[ticker])
     calendar = sorted(set().union(*(s.index for s in series.values())))
     for ticker, prices in series.items():
         missing = [d for d in calendar if d not in prices.index]

@@ -1,12 +1,16 @@
-"""Price panels of the benchmarks, read from the shared data folder.
+"""Price panels of the benchmarks.
 
-The folder is ``$MEMTRIAL_DATA`` or ``../shared/data`` beside the checkout.
-Missing files, tickers or classes raise :class:`DataError` naming them.
+The price files ship with the package (``backtest/data/files/prices``, read
+through ``importlib.resources``); a data folder named by ``$MEMTRIAL_DATA``
+overrides them file by file. :func:`locate` says where each input is looked
+for and which copy is used (``memtrial data check`` prints it). Missing files,
+tickers or classes raise :class:`DataError` naming them.
 """
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +24,7 @@ __all__ = [
     "align_to_sessions",
     "class_indices",
     "data_dir",
+    "locate",
     "load_asset_classes",
     "load_crypto_closes",
     "load_etf_closes",
@@ -33,11 +38,36 @@ class DataError(InputError):
     """Benchmark data are missing or malformed."""
 
 
-def data_dir() -> Path:
+def data_dir() -> Path | None:
+    """The data folder named by ``$MEMTRIAL_DATA`` (None when unset)."""
     configured = os.environ.get("MEMTRIAL_DATA")
-    if configured:
-        return Path(configured)
+    return Path(configured) if configured else None
+
+
+def packaged() -> Path:
+    """The folder of the data that ship with the package."""
+    return Path(str(resources.files("backtest.data") / "files"))
+
+
+def beside_checkout() -> Path:
+    """``shared/data`` beside the checkout, where a development clone may find the InvestorBench files."""
     return Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+def candidates(relative: str) -> list[Path]:
+    """Where one input (a path relative to a data folder) is looked for, in order."""
+    places = [folder / relative for folder in (data_dir(), packaged(), beside_checkout()) if folder is not None]
+    return list(dict.fromkeys(places))
+
+
+def locate(relative: str) -> Path:
+    """The copy of an input that the benchmarks use: the first that exists, or a DataError naming every place."""
+    places = candidates(relative)
+    for place in places:
+        if place.is_file():
+            return place
+    looked = ", ".join(str(p) for p in places)
+    raise DataError(f"benchmark data file {relative} is missing: looked in {looked} (set MEMTRIAL_DATA to a folder holding it; `memtrial data check` lists every input)", field="data")
 
 
 def require_file(path: Path) -> Path:
@@ -66,12 +96,12 @@ def _closes(path: Path) -> pd.DataFrame:
 
 def load_etf_closes(folder: Path | None = None) -> pd.DataFrame:
     """Adjusted daily closes, one row per session (DatetimeIndex), one column per ticker."""
-    return _closes((folder or data_dir()) / "prices" / "etf_daily_close.csv.gz")
+    return _closes(folder / "prices" / "etf_daily_close.csv.gz" if folder else locate("prices/etf_daily_close.csv.gz"))
 
 
 def load_crypto_closes(folder: Path | None = None) -> pd.DataFrame:
     """Daily crypto closes in USD, one row per calendar day, one column per coin."""
-    return _closes((folder or data_dir()) / "prices" / "crypto_daily_close.csv.gz")
+    return _closes(folder / "prices" / "crypto_daily_close.csv.gz" if folder else locate("prices/crypto_daily_close.csv.gz"))
 
 
 def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.DataFrame:
@@ -88,7 +118,7 @@ def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.Da
 
 
 def load_asset_classes(folder: Path | None = None) -> dict[str, str]:
-    path = require_file((folder or data_dir()) / "prices" / "asset_classes.csv")
+    path = require_file(folder / "prices" / "asset_classes.csv" if folder else locate("prices/asset_classes.csv"))
     table = pd.read_csv(path)
     if list(table.columns) != ["ticker", "asset_class"]:
         raise DataError(f"{path} must have the columns ticker,asset_class, got {list(table.columns)}", field="data")

@@ -8,9 +8,10 @@ from numpy.typing import NDArray
 from backtest.methods.base import HALF, Method, Outcome, Scoring
 from backtest.context import DateContext
 from memtrial.engine import EngineConfig, MemTrial
-from memtrial.fallback import GRID, AnchoredMixture, mixture_weights
+from memtrial.fallback import GRID, AnchoredMixture
+from memtrial.settle import mixture_utilities_by_date
 
-__all__ = ["Anchored", "MemTrialMethod", "Oracle"]
+__all__ = ["Anchored", "AnchoredGroup", "MemTrialMethod", "Oracle"]
 
 
 class MemTrialMethod(Method):
@@ -31,6 +32,7 @@ class MemTrialMethod(Method):
         )
         decision = self.engine.decide(plan.decision_id, context.drafts[list(plan.masks)])
         self.last_open = decision.trust.is_open
+        self.last_statistic = decision.trust.statistic
         return decision.weights
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
@@ -60,15 +62,39 @@ class Oracle(Method):
         return np.asarray(context.drafts[best])
 
 
+class AnchoredGroup:
+    """Scores the mixtures of every anchored baseline of a world in one call per date."""
+
+    def __init__(self) -> None:
+        self.members: list[Anchored] = []
+        self._scored: dict[int, dict[str, NDArray[np.float64]]] = {}
+
+    def grid(self, outcome: Outcome, member: Anchored) -> NDArray[np.float64]:
+        """Utilities of ``member``'s 201 mixtures on a matured date (all members' at once)."""
+        index = outcome.context.index
+        if index not in self._scored:
+            waiting = [m for m in self.members if index in m.proposals]
+            count = len(waiting)
+            rel = np.broadcast_to(outcome.rel, (count, *outcome.rel.shape))
+            reference = np.broadcast_to(outcome.context.reference, (count, outcome.context.reference.shape[0]))
+            previous = np.broadcast_to(outcome.context.previous, reference.shape)
+            proposals = np.array([m.proposals[index] for m in waiting])
+            scores = mixture_utilities_by_date(reference, proposals, rel, previous, member.scoring.gamma, member.scoring.fee_bp, GRID)
+            self._scored = {index: {m.id: row for m, row in zip(waiting, scores, strict=True)}}
+        return self._scored[index][member.id]
+
+
 class Anchored(Method):
     """A baseline given MemTrial's closed action: the KL-anchored mixture of the
     reference and the baseline's own weights (q learned from its own history)."""
 
-    def __init__(self, base: Method) -> None:
+    def __init__(self, base: Method, group: AnchoredGroup | None = None) -> None:
         super().__init__(base.scoring)
         self.base, self.id = base, base.id + "_anchored"
         self.mixture = AnchoredMixture("ftrl")
         self.proposals: dict[int, NDArray[np.float64]] = {}
+        self.group = group or AnchoredGroup()
+        self.group.members.append(self)
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         proposal = self.base.decide(context)
@@ -77,8 +103,8 @@ class Anchored(Method):
         return np.asarray(q * context.reference + (1 - q) * proposal)
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
+        grid = self.group.grid(outcome, self)
         proposal = self.proposals.pop(outcome.context.index)
-        grid = self.scoring.utility(mixture_weights(outcome.context.reference, proposal, GRID), outcome.rel, outcome.context.previous)
         self.base.observe(outcome, proposal, float(grid[0]))
         self.mixture.update(grid, float(grid[-1]), float(grid[0]))
 

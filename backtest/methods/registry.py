@@ -7,17 +7,23 @@ components the learner takes from embeddings; None when features are given).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
+from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
-from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
+from backtest.methods.memtrial_methods import Anchored, AnchoredGroup, MemTrialMethod, Oracle
 from backtest.methods.simple import DraftMean, DraftPick, EqualWeight, Hedge, MinimumVariance, Reference, SelfConsistency
+from backtest.replay import family_of
 from memtrial.engine import EngineConfig
+from memtrial.errors import ConfigError
 from memtrial.trust import GateConfig
 
-__all__ = ["ANCHORED_BASES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHOD_IDS", "REAL_METHOD_IDS", "build_methods"]
+__all__ = ["ANCHORED_BASES", "ENGINES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHOD_IDS", "REAL_METHOD_IDS", "build_methods", "memtrial_config"]
 
 Factory = Callable[[Any, Scoring, int], Method]
 
@@ -36,11 +42,15 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
 }
 
 
+def memtrial_config(method_id: str, world: Any, scoring: Scoring) -> EngineConfig:
+    """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them)."""
+    components = getattr(world, "n_components", None)
+    return EngineConfig(gamma=scoring.gamma, fee_bp=scoring.fee_bp, n_components=components, diagnostics=False, **MEMTRIAL_VARIANTS[method_id])  # type: ignore[arg-type]
+
+
 def _memtrial(method_id: str) -> Factory:
     def build(world: Any, scoring: Scoring, seed: int) -> Method:
-        components = getattr(world, "n_components", None)
-        config = EngineConfig(gamma=scoring.gamma, fee_bp=scoring.fee_bp, n_components=components, **MEMTRIAL_VARIANTS[method_id])  # type: ignore[arg-type]
-        return MemTrialMethod(scoring, method_id, config, world.features)
+        return MemTrialMethod(scoring, method_id, memtrial_config(method_id, world, scoring), world.features)
 
     return build
 
@@ -84,11 +94,47 @@ METHOD_IDS: list[str] = list(FACTORIES)
 REAL_METHOD_IDS: list[str] = [m for m in METHOD_IDS if m not in ("oracle", "reference")]
 
 
+ENGINES = ("replay", "online")
+
+
 def build_methods(
-    world: Any, scoring: Scoring, seed: int, method_ids: list[str] | None = None, value_model: str = "empirical"
+    world: Any,
+    scoring: Scoring,
+    seed: int,
+    method_ids: list[str] | None = None,
+    value_model: str = "empirical",
+    engine: str = "replay",
+    contexts: Sequence[DateContext] | None = None,
+    outcome: Callable[[int], NDArray[np.float64]] | None = None,
 ) -> list[Method]:
-    """The methods of a world; ``value_model="bayes"`` gives every MemTrial variant the full-Bayes learner."""
-    methods = [FACTORIES[method_id](world, scoring, seed) for method_id in (method_ids or METHOD_IDS)]
+    """The methods of a world.
+
+    engine="replay" serves every MemTrial variant from one shared trajectory
+    (:mod:`backtest.replay`; it needs the world's presented ``contexts`` and
+    ``outcome(position)``); "online" runs one :class:`MemTrial` engine per
+    variant. Both give identical results. value_model="bayes" gives every
+    MemTrial variant the full-Bayes learner (online engines only).
+    """
+    ids = method_ids or METHOD_IDS
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {list(ENGINES)}, got {engine!r}", field="engine")
+    family: dict[str, Method] = {}
+    if engine == "replay" and value_model != "bayes":
+        if contexts is None or outcome is None:
+            raise ConfigError("the replay engine needs the world's contexts and outcomes", field="engine")
+        configs = {method_id: memtrial_config(method_id, world, scoring) for method_id in ids if method_id in MEMTRIAL_VARIANTS}
+        if configs:
+            members = family_of(scoring, configs, world.features, getattr(world, "n_components", None), contexts, outcome)
+            family = {member.id: member for member in members}
+    anchored = AnchoredGroup()  # the anchored baselines score their mixtures together
+    methods = [
+        family[method_id]
+        if method_id in family
+        else Anchored(_BASE[method_id.removesuffix("_anchored")](world, scoring, seed), anchored)
+        if method_id.endswith("_anchored")
+        else FACTORIES[method_id](world, scoring, seed)
+        for method_id in ids
+    ]
     if value_model == "bayes":
         for method in methods:
             if isinstance(method, MemTrialMethod):

@@ -24,7 +24,8 @@ class MinimumVariance(Method):
     id = "min_variance"
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
-        covariance = np.cov(context.history.T) + 1e-10 * np.eye(context.history.shape[1])
+        centred = context.history - context.history.mean(axis=0)
+        covariance = centred.T @ centred / (context.history.shape[0] - 1) + 1e-10 * np.eye(context.history.shape[1])
         active = np.ones(covariance.shape[0], dtype=bool)
         while True:
             weights = np.zeros(covariance.shape[0])

@@ -68,7 +68,7 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         guard.claim(session, agent.id)
         universe = Universe(agent.settings["universe"])
         reference = None if body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
-        hits = services.indexes.get(session, agent).search(context, 4)
+        hits = services.indexes.search(session, agent, context, 4)
         engine = services.engines.checkout(session, agent)
         history = engine.history
         assert isinstance(history, SqlHistory)
@@ -106,7 +106,7 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         row.plan = public.model_dump(mode="json")
         if body.drafting == "client":
             guard.complete(201, public)
-        save_engine(session, agent, engine, services.engines)
+        save_engine(session, agent, engine, services.engines, head_only=True)
         return public, dict(agent.settings)
 
 
@@ -145,7 +145,7 @@ def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: st
         row = owned_row(session, Decision, agent, decision_id, "decision")
         engine = services.engines.checkout(session, agent, {row.id: row})
         engine.withdraw(decision_id, reason)
-        save_engine(session, agent, engine, services.engines)
+        save_engine(session, agent, engine, services.engines, head_only=True)
 
 
 def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) -> DecisionPublic:

@@ -166,6 +166,6 @@ def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep,
     query = services.embedder.encode([body.query])[0]
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        hits = services.indexes.get(session, agent).search(query, body.k)
+        hits = services.indexes.search(session, agent, query, body.k)
         texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_([h for h, _ in hits]))).all())
         return SearchResult(hits=[SearchHit(id=h, text=texts[h], score=s) for h, s in hits])

@@ -1,0 +1,439 @@
+"""Every MemTrial variant of a world from trajectories computed once (the batch way to run the method).
+
+Within one world, what the method learns does not depend on which draft a
+variant chose: settlement scores *every* designed draft against the same
+outcome, so the contributions, the value model, the mode scores, the trust
+gates' score statistics and the fallback's sums follow one trajectory per
+design, whatever each variant did (settlement is in maturity order). A
+:class:`MemTrialFamily` replays a world's whole calendar of decisions and
+settlements once and serves each variant (gate test and level, learner mode,
+fallback, design) by selecting from arrays:
+
+1. one pass over the calendar settles every date once per design: utilities of
+   the designed drafts, the reference, the draft mean and the 201 mixtures;
+   Banzhaf contrasts; running learner statistics, snapshotted at every plan;
+2. the value model is fitted at every plan of a design at once
+   (:func:`~memtrial.fayherriot.fit_many`, per learner mode);
+3. the mode scores, the automatic mode choice and each learner setting's gate
+   scores follow in settlement order; the gates' running statistics are
+   cumulative sums of those scores, the fallback's of the mixture utilities;
+4. each variant's trust decision (:func:`~memtrial.trust.trust_decision`'s
+   rule), fallback weight and action (:func:`~memtrial.action.choose`'s rule)
+   is read off those arrays for every date at once.
+
+Every number is produced by the same arithmetic as the online
+:class:`~memtrial.engine.MemTrial` (the core's functions are written so that a
+batch gives each item exactly the result it gets alone), so each variant's
+decisions, gate states and values are identical to an engine's with the same
+configuration: ``tests/test_replay.py`` checks it on every regime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from backtest.context import DateContext
+from backtest.methods.base import Method, Outcome, Scoring
+from memtrial.credit import contributions_by_date
+from memtrial.design import DesignKind, plan_masks, validate_masks
+from memtrial.engine import EngineConfig
+from memtrial.fallback import _ANCHOR, _KL_ON_GRID, GRID, FallbackVariant, bernoulli_kl
+from memtrial.fayherriot import fit_many
+from memtrial.settle import mixture_utilities_by_date, utilities_by_date
+from memtrial.trust import GateTest, _mixture_log_wealth, _t_test_p, pearson_scores
+from memtrial.values import RunningStatistics, SufficientStatistics, _degenerate, _Fit, content_features
+from memtrial.values import LearnerMode
+
+__all__ = ["FamilyMember", "MemTrialFamily", "calendar", "family_of"]
+
+Event = tuple[str, int]  # ("decide" | "settle", position in the world's presented contexts)
+FINAL = -1  # the snapshot key of a learner after the last settlement
+
+
+def calendar(contexts: Sequence[DateContext]) -> list[Event]:
+    """The order in which a runner decides and settles: before each decision, every pending
+    decision that has matured by its session is settled, oldest first; the rest settle at the end."""
+    events: list[Event] = []
+    pending: list[int] = []
+    for position, context in enumerate(contexts):
+        while pending and contexts[pending[0]].maturity <= context.session:
+            events.append(("settle", pending.pop(0)))
+        events.append(("decide", position))
+        pending.append(position)
+    events.extend(("settle", position) for position in pending)
+    return events
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    """A design's learner as one plan saw it."""
+
+    stats: SufficientStatistics | None
+    index: dict[object, int]
+    features_version: int
+
+
+@dataclass(slots=True)
+class _Design:
+    kind: DesignKind
+    masks: list[tuple[int, ...]] = field(default_factory=list)  # per position
+    snapshots: dict[int, _Snapshot] = field(default_factory=dict)  # per decided position
+    contrasts: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # per position with experiences
+    centred: dict[int, NDArray[np.float64]] = field(default_factory=dict)
+    mixture: dict[int, tuple[NDArray[np.float64], float, float]] = field(default_factory=dict)
+    predictions: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)  # (positions, k)
+    final: dict[LearnerMode, _Fit] = field(default_factory=dict)
+    realised: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # (positions, k) centred contributions
+    counts: dict[LearnerMode, NDArray[np.int64]] = field(default_factory=dict)  # mode scores before each settlement step
+    totals: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)
+    cache: dict[object, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(default_factory=dict)
+
+
+class MemTrialFamily:
+    """The MemTrial variants ``configs`` (method id -> configuration) of one world, replayed in one go.
+
+    contexts: the presented dates in order; outcome(position): the realised
+    relative prices of a date (read only when that date settles).
+    """
+
+    def __init__(
+        self,
+        configs: Mapping[str, EngineConfig],
+        features: NDArray[np.float64],
+        n_components: int | None,
+        contexts: Sequence[DateContext],
+        outcome: Callable[[int], NDArray[np.float64]],
+    ) -> None:
+        self.configs = dict(configs)
+        first = next(iter(self.configs.values()))
+        for method_id, config in self.configs.items():
+            if (config.k, config.gamma, config.fee_bp, config.n_components) != (first.k, first.gamma, first.fee_bp, first.n_components):
+                raise ValueError(f"variant {method_id!r} differs from the family in k, gamma, fee or components")
+        self.k, self.gamma, self.fee_bp, self.n_components = first.k, float(first.gamma), first.fee_bp, n_components  # type: ignore[arg-type]
+        self.contexts = list(contexts)
+        self.position = {context.index: position for position, context in enumerate(self.contexts)}
+        self.designs = {config.design: _Design(config.design) for config in self.configs.values()}
+        self.features: dict[int, NDArray[np.float64]] = {e: np.asarray(z, dtype=np.float64) for e, z in enumerate(features)}
+        self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
+        self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
+        for design in self.designs.values():
+            design.masks = [tuple(plan_masks(design.kind, self.k, len(ids))) for ids in self.ids]
+        events = calendar(self.contexts)
+        self._settle_all(events, outcome)
+        self._fit_all()
+        self.served = self._serve(events)
+
+    # -- 1. settle every date once, snapshot the learners at every plan ---------------------
+    def _settle_all(self, events: Sequence[Event], outcome: Callable[[int], NDArray[np.float64]]) -> None:
+        self._outcomes(outcome)
+        running = {kind: RunningStatistics() for kind in self.designs}
+        for kind, position in events:
+            if kind == "decide":
+                added = self.contexts[position].added
+                for experience, embedding in added:
+                    self.features[int(experience)] = np.asarray(embedding, dtype=np.float64)
+                if added:
+                    self.versions.append(dict(self.features))
+                for design_kind, design in self.designs.items():
+                    stats = running[design_kind].snapshot()
+                    design.snapshots[position] = _Snapshot(stats, dict(running[design_kind].index), len(self.versions) - 1)
+                continue
+            ids = self.ids[position]
+            if ids:
+                for design_kind, design in self.designs.items():
+                    running[design_kind].add_date(dict(zip(ids, (float(c) for c in design.contrasts[position]), strict=True)))
+        for design_kind, design in self.designs.items():  # the learner after the last settlement
+            design.snapshots[FINAL] = _Snapshot(running[design_kind].snapshot(), dict(running[design_kind].index), len(self.versions) - 1)
+
+    def _outcomes(self, outcome: Callable[[int], NDArray[np.float64]]) -> None:
+        """Utilities, contrasts and mixture utilities of every date, a batch per shape of date."""
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for position, context in enumerate(self.contexts):
+            groups.setdefault((len(self.ids[position]), context.reference.shape[0]), []).append(position)
+        for (size, _), positions in groups.items():
+            contexts = [self.contexts[p] for p in positions]
+            rel = np.array([outcome(p) for p in positions])
+            reference = np.array([c.reference for c in contexts])
+            previous = np.array([c.previous for c in contexts])
+            for design in self.designs.values():
+                masks = list(design.masks[positions[0]])
+                drafts = np.array([c.drafts[masks] for c in contexts])  # (G, runs, n)
+                means = drafts.mean(axis=1)
+                rows = np.concatenate([drafts, reference[:, None, :], means[:, None, :]], axis=1)
+                rows = rows / rows.sum(axis=2, keepdims=True)
+                scores = utilities_by_date(rows, rel, previous, self.gamma, self.fee_bp)
+                mixtures = mixture_utilities_by_date(reference, means, rel, previous, self.gamma, self.fee_bp, GRID)
+                runs = len(masks)
+                for row, position in enumerate(positions):
+                    design.mixture[position] = (mixtures[row], float(scores[row, runs]), float(scores[row, runs + 1]))
+                if size:
+                    checked = validate_masks(masks, size)
+                    included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
+                    n_in = included.sum(axis=0)
+                    contrasts = contributions_by_date(scores[:, :runs], included, n_in, runs - n_in)
+                    centred = contrasts - contrasts.mean(axis=1, keepdims=True)
+                    for row, position in enumerate(positions):
+                        design.contrasts[position] = contrasts[row]
+                        design.centred[position] = centred[row]
+
+    # -- 2. fit the value model at every plan, a batch per learner state ---------------------
+    def _content(self, version: int) -> dict[object, NDArray[np.float64]]:
+        available = self.versions[version]
+        ids = tuple(available)
+        if not ids:
+            return {}
+        matrix = np.array([available[i] for i in ids])
+        return dict(zip(ids, content_features(matrix, self.n_components), strict=True))
+
+    def _fit_all(self) -> None:
+        contents: dict[int, dict[object, NDArray[np.float64]]] = {}
+        for design in self.designs.values():
+            for mode in (LearnerMode.IDENTITY, LearnerMode.CONTENT):
+                design.predictions[mode] = self._predict(design, mode, contents)
+
+    def _predict(self, design: _Design, mode: LearnerMode, contents: dict[int, dict[object, NDArray[np.float64]]]) -> NDArray[np.float64]:
+        """(positions, k) predicted values of each plan's retrieved experiences (NaN past k_used)."""
+        out = np.full((len(self.contexts), self.k), np.nan)
+        groups: dict[tuple[int, int], list[int]] = {}
+        for position, snapshot in design.snapshots.items():
+            stats = snapshot.stats
+            if stats is None:
+                if position != FINAL:
+                    out[position, : len(self.ids[position])] = 0.0  # not fitted: the prior mean
+                continue
+            groups.setdefault((len(stats.experience_ids), snapshot.features_version if mode is LearnerMode.CONTENT else -1), []).append(position)
+        for (size, version), positions in groups.items():
+            vectors = contents.setdefault(version, self._content(version)) if mode is LearnerMode.CONTENT else {}
+            snapshots = [design.snapshots[p] for p in positions]
+            ids = snapshots[0].stats.experience_ids  # type: ignore[union-attr]
+            dim = next((v.shape[0] for v in vectors.values()), 0)
+            z = np.array([vectors.get(i, np.zeros(dim)) for i in ids], dtype=np.float64).reshape(size, dim)
+            live = [p for p, s in zip(positions, snapshots, strict=True) if s.stats.scale > 0.0]  # type: ignore[union-attr]
+            fitted = {}
+            if live:
+                stats = [design.snapshots[p].stats for p in live]
+                batch = fit_many(np.array([s.means / s.scale for s in stats]), np.array([s.counts.astype(np.float64) for s in stats]), z)  # type: ignore[union-attr]
+                fitted = {p: batch[row] for row, p in enumerate(live)}
+            for position, snapshot in zip(positions, snapshots, strict=True):
+                stats = snapshot.stats
+                assert stats is not None
+                model = fitted.get(position) or _degenerate(size, z.shape[1])
+                fit = _Fit(snapshot.index, stats.counts, stats.scale, model, vectors)
+                if position == FINAL:
+                    design.final[mode] = fit
+                else:
+                    out[position, : len(self.ids[position])] = [fit.posterior(e).mean for e in self.ids[position]]
+        return out
+
+    # -- 3 and 4. scores, gates, fallbacks and actions for every date --------------------------
+    def _serve(self, events: Sequence[Event]) -> dict[str, tuple[NDArray[np.float64], ...]]:
+        n_dates = len(self.contexts)
+        settled_before = np.zeros(n_dates, dtype=np.int64)  # per position: how many settlements preceded its plan
+        order: list[int] = []  # settled positions, in settlement order
+        for kind, position in events:
+            if kind == "settle":
+                order.append(position)
+            else:
+                settled_before[position] = len(order)
+        served: dict[str, tuple[NDArray[np.float64], ...]] = {}
+        for design_kind, design in self.designs.items():
+            registered = self._registered(design, order, settled_before)
+            variants = {m: c for m, c in self.configs.items() if c.design is design_kind}
+            scores = {setting: self._scores(design, registered[setting], order) for setting in {c.learner for c in variants.values()}}
+            for method_id, config in variants.items():
+                trust_open, statistic = self._trust(config, scores[config.learner], settled_before)
+                q = self._fallback(design, config.fallback, order, settled_before)
+                weights, acted = self._act(design, registered[config.learner], trust_open, q)
+                served[method_id] = (weights, trust_open, statistic, acted, registered[config.learner])  # type: ignore[assignment]
+        return served
+
+    def _registered(self, design: _Design, order: Sequence[int], settled_before: NDArray[np.int64]) -> dict[LearnerMode, NDArray[np.float64]]:
+        """Predictions each learner setting registered at each plan (auto: the mode chosen then)."""
+        identity, content = design.predictions[LearnerMode.IDENTITY], design.predictions[LearnerMode.CONTENT]
+        realised = np.full((len(self.contexts), self.k), np.nan)
+        for position, centred in design.centred.items():
+            realised[position, : len(centred)] = centred
+        scored = list(design.centred)
+        mode_scores = {mode: self._pearson(predictions, realised, scored) for mode, predictions in ((LearnerMode.IDENTITY, identity), (LearnerMode.CONTENT, content))}
+        # the automatic choice at each plan: content once both modes have 10 scores and content's mean is higher
+        counts = {mode: np.zeros(len(order) + 1, dtype=np.int64) for mode in mode_scores}
+        totals = {mode: np.zeros(len(order) + 1) for mode in mode_scores}
+        for mode, values in mode_scores.items():
+            running_count, running_total = 0, 0.0
+            for step, position in enumerate(order, start=1):
+                value = values[position]
+                if not np.isnan(value):
+                    running_count += 1
+                    running_total += float(value)
+                counts[mode][step], totals[mode][step] = running_count, running_total
+        automatic = identity.copy()
+        for position in range(len(self.contexts)):
+            step = settled_before[position]
+            n_identity, n_content = counts[LearnerMode.IDENTITY][step], counts[LearnerMode.CONTENT][step]
+            if min(n_identity, n_content) >= 10 and totals[LearnerMode.CONTENT][step] / n_content > totals[LearnerMode.IDENTITY][step] / n_identity:
+                automatic[position] = content[position]
+        design.realised, design.counts, design.totals = realised, counts, totals
+        return {LearnerMode.IDENTITY: identity, LearnerMode.CONTENT: content, LearnerMode.AUTO: automatic}
+
+    def _scores(self, design: _Design, registered: NDArray[np.float64], order: Sequence[int]) -> NDArray[np.float64]:
+        """The gate score of each settlement, in settlement order (NaN: skipped)."""
+        by_position = self._pearson(registered, design.realised, list(design.centred))
+        return by_position[np.asarray(order, dtype=np.int64)] if order else np.zeros(0)
+
+    def _pearson(self, predicted: NDArray[np.float64], realised: NDArray[np.float64], positions: Sequence[int]) -> NDArray[np.float64]:
+        """Per position, the Pearson score of a plan's predictions against its realised centred
+        contributions (NaN where skipped or not scored), computed a batch per number of experiences."""
+        out = np.full(len(self.contexts), np.nan)
+        groups: dict[int, list[int]] = {}
+        for position in positions:
+            groups.setdefault(len(self.ids[position]), []).append(position)
+        for size, members in groups.items():
+            rows = np.asarray(members, dtype=np.int64)
+            out[rows] = pearson_scores(predicted[rows, :size], realised[rows, :size])
+        return out
+
+    def _trust(self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
+        """Each plan's gate state (open, statistic) under ``config``'s test."""
+        kept = ~np.isnan(scores)
+        count = np.concatenate([[0], np.cumsum(kept)])  # scores before each settlement step
+        values = np.where(kept, scores, 0.0)
+        bets = np.asarray(config.gate.bets)
+        n_scored = count[settled_before]
+        statistic = np.full(len(self.contexts), np.nan)
+        if config.gate.test is GateTest.NONE:
+            return np.ones(len(self.contexts), dtype=bool), statistic
+        minimum = config.gate.min_scores or 0
+        enough = n_scored >= minimum
+        if config.gate.test is GateTest.PREQUENTIAL:
+            total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
+            total_sq = np.concatenate([[0.0], np.cumsum(values * values)])[settled_before]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                p = _t_test_p(n_scored.astype(np.float64), total, total_sq)
+            statistic = np.where(enough & (n_scored >= 2), p, np.nan)
+            return enough & (p < config.gate.alpha), statistic
+        growth = np.log1p(values[:, None] * bets[None, :]) * kept[:, None]
+        cumulative = np.vstack([np.zeros(bets.size), np.cumsum(growth, axis=0)])[settled_before]  # (dates, bets)
+        log_e = _mixture_log_wealth(cumulative.T)
+        e_value = np.exp(log_e)
+        statistic = np.where(enough, e_value, np.nan)
+        return enough & (e_value >= 1.0 / config.gate.alpha), statistic
+
+    def _fallback(self, design: _Design, variant: FallbackVariant, order: Sequence[int], settled_before: NDArray[np.int64]) -> NDArray[np.float64]:
+        """Each plan's mixture weight q on the reference (the rule of AnchoredMixture.choose, every date at once)."""
+        if variant is FallbackVariant.ENS:
+            return np.zeros(len(self.contexts))
+        if variant is FallbackVariant.REF:
+            return np.ones(len(self.contexts))
+        anchor = _ANCHOR[variant]
+        kl = _KL_ON_GRID.get(anchor)
+        if kl is None:
+            kl = _KL_ON_GRID.setdefault(anchor, bernoulli_kl(GRID, anchor))
+        key = (variant, "sums")
+        if key not in design.cache:
+            mixtures = np.array([design.mixture[p][0] for p in order]).reshape(len(order), GRID.size)
+            spreads = np.array([abs(design.mixture[p][1] - design.mixture[p][2]) / 2.0 for p in order])
+            gains = np.vstack([np.zeros(GRID.size), np.cumsum(mixtures, axis=0)])  # the running sums, added in settlement order
+            spread = np.concatenate([[0.0], np.cumsum(spreads)])
+            design.cache[key] = (gains, spread)
+        gains, spread = design.cache[key]
+        n = settled_before
+        q = np.full(len(self.contexts), anchor)
+        live = n > 0
+        counts = n[live].astype(np.float64)
+        penalty = 4.0 * (spread[n[live]] / counts + 1e-6) / np.sqrt(counts)
+        objective = gains[n[live]] / counts[:, None] - penalty[:, None] * kl[None, :]
+        q[live] = GRID[np.argmax(objective, axis=1)]
+        return q
+
+    def _act(self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
+        """Each date's weights and whether it acted on a designed draft (the rule of
+        :func:`memtrial.action.choose`, a batch of dates of one shape at once)."""
+        weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(self.contexts)
+        acted = np.zeros(len(self.contexts), dtype=bool)
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for position, context in enumerate(self.contexts):
+            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
+        for (masks, _), positions in groups.items():
+            rows = np.asarray(positions, dtype=np.int64)
+            size = len(self.ids[positions[0]])
+            mask_array = np.asarray(masks)
+            values = np.zeros((rows.size, len(masks)))
+            for j in range(size):  # each subset's predicted value, its members added in retrieval order
+                member = (mask_array >> j & 1).astype(bool)
+                values += np.where(member[None, :], predictions[rows, j][:, None], 0.0)
+            rank = np.array([m.bit_count() * 256 + m for m in masks])  # ties: fewer experiences, then the smaller mask
+            best = np.where(values == values.max(axis=1, keepdims=True), rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
+            gain = values[np.arange(rows.size), best]
+            drafts = np.array([self.contexts[p].drafts[list(masks)] for p in positions])
+            reference = np.array([self.contexts[p].reference for p in positions])
+            on_subset = trust_open[rows] & (gain > 0.0)
+            mixed = q[rows][:, None] * reference + (1.0 - q[rows][:, None]) * drafts.mean(axis=1)
+            chosen = np.where(on_subset[:, None], drafts[np.arange(rows.size), best], mixed)
+            acted[rows] = on_subset
+            for row, position in enumerate(positions):
+                weights[position] = chosen[row]
+        return weights, acted
+
+    # -- what the runner reads ----------------------------------------------------------------
+    def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None]:
+        """A variant's weights on a date, whether its gate was open, and the gate's statistic (None: none yet)."""
+        weights, trust_open, statistic, *_ = self.served[method_id]
+        position = self.position[index]
+        value = float(statistic[position])  # type: ignore[index]
+        return weights[position], bool(trust_open[position]), None if np.isnan(value) else value  # type: ignore[index]
+
+    def values(self, method_id: str) -> dict[int, float]:
+        """A variant's posterior mean value of every experience after the last settlement."""
+        config = self.configs[method_id]
+        design = self.designs[config.design]
+        mode = config.learner
+        if mode is LearnerMode.AUTO:
+            counts, totals = design.counts, design.totals
+            n_identity, n_content = counts[LearnerMode.IDENTITY][-1], counts[LearnerMode.CONTENT][-1]
+            content_better = min(n_identity, n_content) >= 10 and totals[LearnerMode.CONTENT][-1] / n_content > totals[LearnerMode.IDENTITY][-1] / n_identity
+            mode = LearnerMode.CONTENT if content_better else LearnerMode.IDENTITY
+        fit = design.final.get(mode)
+        return {e: 0.0 if fit is None else fit.posterior(e).mean for e in self.versions[-1]}
+
+
+class FamilyMember(Method):
+    """One variant of a :class:`MemTrialFamily`, seen by the runner as a method of its own."""
+
+    uses_gate = True
+
+    def __init__(self, scoring: Scoring, method_id: str, family: Callable[[], MemTrialFamily]) -> None:
+        super().__init__(scoring)
+        self.id, self._family = method_id, family
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        weights, self.last_open, self.last_statistic = self._family().weights(self.id, context.index)
+        return weights
+
+    def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
+        """Nothing to do: the family settled every date, in maturity order, when it was built."""
+
+    def values(self) -> dict[int, float]:
+        return self._family().values(self.id)
+
+
+def family_of(
+    scoring: Scoring,
+    configs: Mapping[str, EngineConfig],
+    features: NDArray[np.float64],
+    n_components: int | None,
+    contexts: Sequence[DateContext],
+    outcome: Callable[[int], NDArray[np.float64]],
+) -> list[FamilyMember]:
+    """The members of one family (built when first asked), in the order of ``configs``."""
+    built: list[MemTrialFamily] = []
+
+    def family() -> MemTrialFamily:
+        if not built:
+            built.append(MemTrialFamily(configs, features, n_components, contexts, outcome))
+        return built[0]
+
+    return [FamilyMember(scoring, method_id, family) for method_id in configs]
