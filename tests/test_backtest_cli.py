@@ -25,14 +25,27 @@ def test_plantedmem_command_writes_results_table_and_plots(tmp_path):
         assert (out / name).stat().st_size > 1000
 
 
-def test_missing_price_data_is_reported_with_the_file(tmp_path, monkeypatch):
+def test_missing_price_data_is_reported_with_every_place_looked(tmp_path, monkeypatch):
+    import backtest.data.prices
     import backtest.runner
 
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(backtest.data.prices, "packaged", lambda: tmp_path / "not-packaged")
+    monkeypatch.setattr(backtest.data.prices, "beside_checkout", lambda: tmp_path / "not-beside")
     monkeypatch.setattr(backtest.runner, "_MARKETS", {})
     result = CliRunner().invoke(app, ["backtest", "plantedmem", "--seeds", "0", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2
-    assert f"benchmark data file {tmp_path / 'nowhere' / 'prices' / 'etf_daily_close.csv.gz'} is missing" in result.output
+    output = " ".join(result.output.split())
+    assert "benchmark data file prices/etf_daily_close.csv.gz is missing: looked in" in output
+    for folder in ("nowhere", "not-packaged", "not-beside"):
+        assert str(tmp_path / folder / "prices" / "etf_daily_close.csv.gz") in output
+
+
+def test_packaged_prices_are_used_when_the_data_folder_lacks_them(tmp_path, monkeypatch):
+    from backtest.data.prices import locate, packaged
+
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "empty"))
+    assert locate("prices/etf_daily_close.csv.gz") == packaged() / "prices" / "etf_daily_close.csv.gz"
 
 
 def test_unknown_regime_is_rejected(tmp_path):

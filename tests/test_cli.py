@@ -7,13 +7,13 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from memtrial import cli
+from memtrial import commands
 
 runner = CliRunner()
 
 
 def invoke(args):
-    return runner.invoke(cli.app, args)
+    return runner.invoke(commands.app, args)
 
 
 def test_demo_runs_a_small_world_and_reports_values():
@@ -57,7 +57,7 @@ def probe_package(tmp_path, monkeypatch):
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setitem(cli.LAZY_COMMANDS, "probe", ("lazyprobe", "app", "A probe sub-command."))
+    monkeypatch.setitem(commands.LAZY_COMMANDS, "probe", ("lazyprobe", "app", "A probe sub-command.", "probe"))
     yield
     sys.modules.pop("lazyprobe", None)
 
@@ -77,15 +77,45 @@ def test_lazy_sub_command_runs_when_invoked(probe_package):
 
 
 def test_missing_sub_command_module_is_not_listed(monkeypatch):
-    monkeypatch.setitem(cli.LAZY_COMMANDS, "ghost", ("no_such_module_here.cli", "app", "Ghost."))
+    monkeypatch.setitem(commands.LAZY_COMMANDS, "ghost", ("no_such_module_here.cli", "app", "Ghost.", "ghost"))
     assert "Ghost." not in invoke(["--help"]).output
 
 
 def test_help_loads_no_heavy_library():
     code = (
-        "import sys\nfrom memtrial.cli import app\n"
+        "import sys\nfrom memtrial.commands import app\n"
         "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('LOADED:' + ','.join(m for m in ('torch', 'jax', 'litellm', 'sentence_transformers', 'fastapi', 'sqlalchemy') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip().splitlines()[-1] == "LOADED:"
+
+
+def test_sub_command_whose_extra_is_missing_names_the_extra(tmp_path, monkeypatch):
+    package = tmp_path / "needsextra"
+    package.mkdir()
+    (package / "__init__.py").write_text("import no_such_dependency_here\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(commands.LAZY_COMMANDS, "extra", ("needsextra", "app", "Needs an extra.", "special"))
+    result = invoke(["extra"])
+    assert result.exit_code == 2
+    assert "needs the special extra (no_such_dependency_here is not installed)" in result.output
+    assert "pip install 'memtrial[special]'" in result.output
+
+
+def test_console_script_without_typer_says_which_extra_to_install():
+    code = (
+        "import sys\n"
+        "sys.modules['typer'] = None\n"
+        "from memtrial.cli import main\n"
+        "main()\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "pip install 'memtrial[service]'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_console_script_runs_the_command_line():
+    result = subprocess.run([sys.executable, "-m", "memtrial.cli", "version"], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "0.1.0"
