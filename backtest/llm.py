@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.errors import import_extra
 from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt, weights_schema
 
 __all__ = ["LiteLLMDrafter", "ResponseCache", "Usage", "cache_key"]
@@ -212,7 +213,7 @@ class LiteLLMDrafter:
 
     async def _draft_one(self, gate: asyncio.Semaphore, request: DraftRequest, prompt: str, key: str) -> dict[str, float]:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        import litellm
+        litellm = import_extra("litellm", "llm", "LLM drafting")
 
         problems: list[str] = []
         for attempt in range(self.max_retries + 1):

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 from backtest.context import DateContext
 from backtest.market import Market
@@ -92,6 +91,18 @@ def draft_calls(method_id: str) -> int:
     return DRAFT_CALLS.get(method_id.removesuffix("_anchored"), 1)
 
 
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks; tied values share the mean of their ranks."""
+    _, inverse, counts = np.unique(x, return_inverse=True, return_counts=True)
+    upper = np.cumsum(counts)
+    return (upper - (counts - 1) / 2.0)[inverse]
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation with average ranks for ties (both inputs must vary)."""
+    return float(np.corrcoef(_average_ranks(x), _average_ranks(y))[0, 1])
+
+
 def _recovery(values: dict[int, float] | None, types: np.ndarray | None) -> float | None:
     if not values or types is None or len(set(types.tolist())) < 2:
         return None
@@ -100,7 +111,7 @@ def _recovery(values: dict[int, float] | None, types: np.ndarray | None) -> floa
     truth = types[ids]
     if np.ptp(estimates) == 0 or np.ptp(truth) == 0:
         return None
-    return float(spearmanr(estimates, truth).statistic)
+    return _spearman(estimates, truth)
 
 
 def make_drafter(spec: WorldSpec, scale_pp: float) -> Drafter:

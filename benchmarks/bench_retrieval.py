@@ -62,10 +62,22 @@ def sentences(count: int, seed: int) -> list[str]:
     return out
 
 
-def embed(texts: list[str]) -> np.ndarray:
+def embed(texts: list[str], cache: pathlib.Path | None) -> np.ndarray:
+    """The texts' embeddings, kept in ``cache`` by a hash of the texts (embedding 100,000 takes minutes)."""
+    import hashlib
+
     from memtrial.embeddings import get_embedder
 
-    return get_embedder().encode(texts)
+    path = None
+    if cache is not None:
+        path = cache / f"{hashlib.sha256(chr(0).join(texts).encode()).hexdigest()[:24]}.npy"
+        if path.is_file():
+            return np.load(path)
+    vectors = get_embedder().encode(texts)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.save(path, vectors)
+    return vectors
 
 
 def latency(search, queries: np.ndarray) -> tuple[list[np.ndarray], dict[str, float]]:
@@ -167,6 +179,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--service-queries", type=int, default=200)
+    parser.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "memtrial" / "bench-embeddings",
+                        help="folder where embeddings are kept between runs ('' to always embed)")
     args = parser.parse_args()
     import faiss
 
@@ -175,7 +189,7 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     start = time.perf_counter()
     texts = sentences(max(sizes) + args.queries, seed=0)
-    vectors = embed(texts)
+    vectors = embed(texts, args.cache if str(args.cache) not in ("", ".") else None)
     embedding_seconds = time.perf_counter() - start
     corpus, corpus_texts = vectors[: max(sizes)], texts[: max(sizes)]
     queries, query_texts = vectors[max(sizes) :], texts[max(sizes) :]

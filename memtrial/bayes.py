@@ -28,16 +28,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-import numpyro
-import numpyro.distributions as dist
 from numpy.typing import ArrayLike, NDArray
-from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
-from numpyro.infer.autoguide import AutoNormal
 
-from memtrial.errors import ConfigError, InputError, LifecycleError, parse_choice
+from memtrial.errors import ConfigError, InputError, LifecycleError, MissingExtraError, parse_choice
+
+try:
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import MCMC, NUTS, SVI, Trace_ELBO
+    from numpyro.infer.autoguide import AutoNormal
+except ModuleNotFoundError as error:
+    raise MissingExtraError("the full-Bayes learner", error.name or "jax", "bayes") from None
+
 from memtrial.values import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
 
 __all__ = [

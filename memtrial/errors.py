@@ -14,14 +14,17 @@ handler, the CLI to exit codes)::
     │   ├── TimeOrderError           a time earlier than the engine's clock
     │   ├── PrematureSettlementError settled before the decision matured
     │   └── SettlementConflictError  settled twice with different data
-    └── StateError              serialised state that cannot be restored
+    ├── StateError              serialised state that cannot be restored
+    └── MissingExtraError       an optional dependency is not installed
 
 Messages say what was wrong, the value, and what was expected.
 """
 
 from __future__ import annotations
 
+import importlib
 from enum import Enum
+from types import ModuleType
 from typing import TypeVar
 
 __all__ = [
@@ -31,11 +34,13 @@ __all__ = [
     "InputError",
     "LifecycleError",
     "MemtrialError",
+    "MissingExtraError",
     "PrematureSettlementError",
     "SettlementConflictError",
     "StateError",
     "TimeOrderError",
     "UnknownDecisionError",
+    "import_extra",
     "parse_choice",
 ]
 
@@ -89,6 +94,30 @@ class SettlementConflictError(LifecycleError):
 
 class StateError(MemtrialError):
     """Serialised state is malformed or inconsistent."""
+
+
+class MissingExtraError(MemtrialError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra."""
+
+    def __init__(self, feature: str, module: str, extra: str) -> None:
+        super().__init__(f"{feature} needs {module}, which is not installed: pip install 'memtrial[{extra}]'")
+        self.module = module
+        self.extra = extra
+
+
+def import_extra(module: str, extra: str, feature: str) -> ModuleType:
+    """``import module``, or a MissingExtraError naming ``pip install 'memtrial[extra]'``.
+
+    Only a missing module becomes that error; a module that is installed but
+    fails while importing raises its own error.
+    """
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as error:
+        missing = error.name or module
+        if missing != module and not module.startswith(missing + "."):
+            raise
+        raise MissingExtraError(feature, missing, extra) from None
 
 
 def parse_choice(kind: type[E], value: object, name: str) -> E:

@@ -19,7 +19,7 @@ from prometheus_client import Counter, Histogram
 
 from service.db import make_engine, make_session_factory
 from service.deps import KeyCache, Services
-from service.embeddings import get_embedder
+from service.embeddings import Embedder, get_embedder
 from service.errors import install_handlers
 from service.jobs import RefitRunner
 from service.limits import BodyLimitMiddleware
@@ -40,6 +40,12 @@ ERRORS = Counter("memtrial_unhandled_errors_total", "Requests that ended in an u
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
 
 
+def _preload(embedder: Embedder) -> None:
+    embedder.preload()
+    if embedder.load_error is not None:
+        logger.error("the embedding model failed to load", extra={"error": embedder.load_error})
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url, settings.database_timeouts)
@@ -49,7 +55,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.preload_model:  # the port is open at once; /readyz says ready when the model answers
-            threading.Thread(target=services.embedder.encode, args=(["warm-up"],), name="embedder-load", daemon=True).start()
+            threading.Thread(target=_preload, args=(services.embedder,), name="embedder-load", daemon=True).start()
         runner.start()
         yield
         runner.stop()

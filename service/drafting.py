@@ -15,6 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from memtrial.errors import import_extra
 from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt
 from service.errors import ApiError
 from service.providers import Provider
@@ -47,7 +48,7 @@ def _failure_kind(error: BaseException) -> str:
 
 async def _one(provider: Provider, settings: dict[str, Any], prompt: str, assets: Sequence[str], timeout: float) -> dict[str, float]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    litellm = import_extra("litellm", "llm", "LLM drafting")
 
     attempts = int(settings.get("max_retries", 2)) + 1
     for _ in range(attempts):

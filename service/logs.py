@@ -15,7 +15,7 @@ import traceback
 
 __all__ = ["JsonFormatter", "configure_logging"]
 
-FIELDS = ("request_id", "method", "path", "route", "status", "ms", "error_type")
+FIELDS = ("request_id", "method", "path", "route", "status", "ms", "error_type", "error")
 
 
 class JsonFormatter(logging.Formatter):

@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from memtrial.cli import app
@@ -54,6 +55,7 @@ def test_unknown_regime_is_rejected(tmp_path):
     assert "unknown regimes ['beta_0.9']" in result.output
 
 
+@pytest.mark.slow  # NUTS inside every MemTrial variant
 def test_plantedmem_with_the_bayes_learner(tmp_path):
     out = tmp_path / "bayes"
     result = CliRunner().invoke(

@@ -16,6 +16,7 @@ def simulate_with_target(seed, n_experiences, n_dates):
     return records, target
 
 
+@pytest.mark.slow  # NUTS
 def test_eight_schools_reproduce_the_published_posterior_means():
     result = hierarchical_normal_means([28, 8, -3, 7, -1, 1, 18, 12], [15, 10, 16, 11, 9, 11, 10, 18])
     print(f"\neight schools: mu {result['mu'][0]:.2f}, tau {result['tau'][0]:.2f}, divergences {result['divergences']}")
@@ -24,6 +25,7 @@ def test_eight_schools_reproduce_the_published_posterior_means():
     assert result["divergences"] == 0
 
 
+@pytest.mark.slow  # NUTS
 def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
     records, _ = simulate_with_target(0, n_experiences=40, n_dates=600)
     bayes = BayesLearner("identity").fit(records)
@@ -37,6 +39,7 @@ def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
     assert bayes.divergences_ == 0
 
 
+@pytest.mark.slow  # Monte Carlo
 def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_the_time():
     records, target = simulate_with_target(1, n_experiences=80, n_dates=1200)
     bayes = BayesLearner("identity").fit(records)
@@ -47,6 +50,7 @@ def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_the_ti
     assert all(0.0 <= p.p_positive <= 1.0 and p.lower < p.mean < p.upper for p in posteriors)
 
 
+@pytest.mark.slow  # NUTS
 def test_content_features_predict_unseen_experiences_with_intervals():
     rng = np.random.default_rng(2)
     n_experiences = 60
@@ -60,6 +64,7 @@ def test_content_features_predict_unseen_experiences_with_intervals():
     assert posterior.lower < posterior.mean < posterior.upper
 
 
+@pytest.mark.slow  # NUTS
 def test_many_problems_of_different_sizes_fit_in_one_batched_call():
     problems = []
     closed = []

@@ -5,7 +5,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.slow  # benchmark smoke runs belong to the slow tier
 
 
 def test_bench_values_writes_timings_and_ratios(tmp_path):
@@ -80,7 +84,7 @@ def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
 def test_bench_retrieval_reports_exact_hnsw_ivf_with_recall_and_the_service(tmp_path):
     out = tmp_path / "retrieval.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--sizes", "300", "--queries", "20", "--service-queries", "3", "--out", str(out)],
+        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--sizes", "300", "--queries", "20", "--service-queries", "3", "--cache", "", "--out", str(out)],
         check=True, capture_output=True, text=True, timeout=600,
     )
     result = json.loads(out.read_text())
@@ -101,3 +105,21 @@ def test_bench_load_reports_latency_errors_memory_and_drafting_overlap(tmp_path)
     assert [(r["database"], r["workers"]) for r in result["runs"]] == [("sqlite", 1), ("sqlite", 2)]
     assert all(r["errors"] == 0 and r["peak_rss_mb"] > 0 and set(r["latency_ms"]) == {"plan", "drafts", "settle"} for r in result["runs"])
     assert result["server_drafting"]["max_in_flight"] == 8
+
+
+def test_bench_start_reports_health_readiness_memory_and_the_busy_port(tmp_path):
+    out = tmp_path / "start.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_start.py"), "--runs", "1", "--idle", "0.2", "--out", str(out)], check=True, capture_output=True, timeout=600)
+    summary = json.loads(out.read_text())["summary"]
+    assert 0 < summary["port_open_s_median"] <= summary["healthz_s_median"] <= summary["readyz_s_median"]
+    assert summary["idle_rss_mb_before_model_load"] < summary["idle_rss_mb_model_loaded_median"]
+    assert summary["busy_port_exit_code"] == 2 and summary["busy_port_banner_printed"] is False
+    assert "| readyz_s_median |" in out.with_suffix(".md").read_text()
+
+
+def test_bench_install_base_gives_the_pure_core_and_names_the_missing_extra(tmp_path):
+    out = tmp_path / "install.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_install.py"), "--targets", "base", "--out", str(out)], check=True, capture_output=True, timeout=900)
+    base = json.loads(out.read_text())["results"]["base"]
+    assert base["packages"] <= 5 and base["size_mb"] < 200
+    assert base["memtrial_command_exit_code"] == 2 and "pip install 'memtrial[service]'" in base["memtrial_command_says"]

@@ -3,12 +3,14 @@
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
 
 
 def test_readme_quick_start_runs(capsys):
-    blocks = re.findall(r"```python\n(.*?)```", README, re.DOTALL)
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "from memtrial import" in b]
     assert blocks, "the README has no python quick start"
     exec(compile(blocks[0], "README.md", "exec"), {})
     printed = capsys.readouterr().out
@@ -20,24 +22,71 @@ def test_ci_runs_the_readme_test_command():
     commands = re.findall(r"```bash\n(.*?)\n```", README, re.DOTALL)
     test_command = next(c for c in commands if "pytest" in c)
     assert test_command in (ROOT / ".ci" / "run").read_text()
+    assert test_command.endswith("pytest --all"), "CI must run every tier"
 
 
+@pytest.mark.slow  # a live server
 def test_readme_rest_walkthrough_works_as_printed(tmp_path):
     import os
     import subprocess
 
     from live_server import Server
 
-    block = re.search(r"## REST walk-through.*?```bash\n(.*?)```", README, re.DOTALL)
-    assert block, "the README has no REST walk-through"
     url = f"sqlite:///{tmp_path / 'walkthrough.db'}"
     server = Server(url)
     try:
         env = {**os.environ, "MEMTRIAL_URL": server.url, "MEMTRIAL_DATABASE_URL": url}
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", block.group(1)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", _walkthrough()], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     finally:
         server.stop()
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
-    assert lines[-1].startswith('{"ok":true,"n_entries":2,')
+    assert lines[-1].startswith('{"ok": true, "n_entries": 2,')
     assert "anchored mixture with q = 0.9" in result.stdout
+
+
+def _walkthrough():
+    block = re.search(r"## REST walk-through.*?```bash\n(.*?)```", README, re.DOTALL)
+    assert block, "the README has no REST walk-through"
+    return block.group(1)
+
+
+@pytest.mark.slow  # a live server
+def test_readme_walkthrough_shows_the_error_when_the_key_is_from_another_database(tmp_path):
+    import os
+    import subprocess
+
+    from live_server import Server
+
+    server = Server(f"sqlite:///{tmp_path / 'server.db'}")
+    try:
+        env = {**os.environ, "MEMTRIAL_URL": server.url, "MEMTRIAL_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
+        result = subprocess.run(["bash", "-euo", "pipefail", "-c", _walkthrough()], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        server.stop()
+    assert result.returncode != 0
+    assert 'error: {"code": "unauthorized"' in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow  # a live server
+def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsys):
+    import os
+
+    from conftest import make_tenant
+    from live_server import Server
+
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "MemtrialClient" in b)
+    url = f"sqlite:///{tmp_path / 'client.db'}"
+    server = Server(url)
+    try:
+        os.environ["MEMTRIAL_URL"], os.environ["MEMTRIAL_API_KEY"] = server.url, make_tenant(url, "readme")
+        exec(compile(block, "README.md", "exec"), {})
+    finally:
+        os.environ.pop("MEMTRIAL_URL", None)
+        os.environ.pop("MEMTRIAL_API_KEY", None)
+        server.stop()
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("gate prequential: insufficient evidence")
+    assert printed[2] == "['settled']"
+    assert printed[3] == "404 not_found decision_id"

@@ -114,6 +114,7 @@ def test_crypto_takes_the_last_close_on_or_before_each_session_and_never_past_it
     assert aligned.loc[: pd.Timestamp("2020-01-01"), "SOL-USD"].isna().all()
 
 
+@pytest.mark.slow  # the full real-data universe
 def test_per_date_universes_admit_an_asset_once_it_has_the_history() -> None:
     setting = load_setting("portbench")
     world = RealWorld(setting.truncated(None, 1), "balanced", AnalogicalDrafter(0))

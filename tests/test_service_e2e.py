@@ -17,6 +17,8 @@ from service.client import MemtrialClient
 from service.embeddings import get_embedder
 from service.migrations import upgrade
 
+pytestmark = pytest.mark.slow  # live servers through a restart: the slow tier
+
 ASSETS = [a["asset"] for a in UNIVERSE]
 START = dt.datetime(2015, 1, 30, 21, 0, tzinfo=dt.UTC)
 TEXTS = {e: f"Lesson {e}: when the market regime turned, the book {'gained' if k > 0 else 'lost' if k < 0 else 'was flat'} on class {i % 4}." for i, (e, k) in enumerate(TYPES.items())}

@@ -16,6 +16,8 @@ from live_server import Server, free_port
 from service.client import MemtrialClient, ServiceError
 from service.migrations import upgrade
 
+pytestmark = pytest.mark.slow  # fault injection belongs to the slow tier
+
 
 class BlackHole:
     """A TCP server on 127.0.0.1 that accepts connections and never says a word."""

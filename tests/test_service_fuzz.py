@@ -15,10 +15,13 @@ The long run (over 10,000 requests)::
 
 import os
 
+import pytest
 import schemathesis
 from schemathesis import checks
 from conftest import make_tenant
 from hypothesis import HealthCheck, given, settings
+
+pytestmark = pytest.mark.slow  # schema fuzzing belongs to the slow tier
 
 MAX_EXAMPLES = int(os.environ.get("MEMTRIAL_FUZZ_EXAMPLES", "15"))
 STATEFUL_EXAMPLES = int(os.environ.get("MEMTRIAL_FUZZ_STATEFUL_EXAMPLES", "20"))

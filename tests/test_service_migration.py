@@ -46,7 +46,7 @@ def _value(column, raw):
     return raw
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def legacy_url(request, tmp_path, fixture):
     """A database at revision 0002 holding the fixture's rows."""
     url = f"sqlite:///{tmp_path / 'legacy.db'}" if request.param == "sqlite" else POSTGRES_URL

@@ -15,6 +15,8 @@ from service.client import MemtrialClient, ServiceError
 from service.db import make_engine
 from service.migrations import upgrade
 
+pytestmark = pytest.mark.slow  # live servers killed and restarted: the slow tier
+
 START = dt.datetime(2022, 1, 31, 21, 0, tzinfo=dt.UTC)
 DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}
 RETURNS = {"SPY": [0.01, -0.004], "TLT": [0.002, 0.001], "GLD": [-0.001, 0.003], "BIL": [0.0001, 0.0001]}

@@ -127,6 +127,7 @@ def test_oversized_streamed_body_is_413(http, client, agent):
     assert response.json()["error"]["code"] == "payload_too_large"
 
 
+@pytest.mark.slow  # NUTS in a background job
 def test_refit_runs_in_the_background_and_values_then_show_intervals(client, agent):
     import time
 

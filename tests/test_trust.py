@@ -32,6 +32,7 @@ def ever_open_rates(scores):
     return float(anytime), float(prequential)
 
 
+@pytest.mark.slow  # Monte Carlo
 def test_under_the_null_only_the_anytime_gate_keeps_its_level():
     # Pearson scores of four independent pairs are uniform on [-1, 1] under the null
     scores = np.random.default_rng(2026).uniform(-1, 1, size=(N_RUNS, N_DATES))

@@ -32,6 +32,8 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz")
 async def readyz(services: ServicesDep) -> dict[str, str]:
+    if services.embedder.load_error is not None:
+        raise ApiError(503, "not_ready", f"the embedding model failed to load: {services.embedder.load_error}", None)
     if services.settings.preload_model and not services.embedder.loaded:
         raise ApiError(503, "not_ready", "the embedding model is still loading", None, retry_after=2)
 

@@ -1,0 +1,49 @@
+"""The documentation says what the code does: every setting, every variable, every id."""
+
+import pathlib
+import re
+
+from typer.testing import CliRunner
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text()
+
+
+def test_configuration_page_holds_the_settings_table_as_the_code_writes_it():
+    from service.settings import configuration_table
+
+    section = re.search(r"<!-- settings:begin -->\n(.*?)\n<!-- settings:end -->", CONFIGURATION, re.DOTALL)
+    assert section, "docs/configuration.md lost its settings markers"
+    assert section.group(1) == configuration_table(), "regenerate the table: python -m service.settings"
+
+
+def test_every_environment_variable_the_code_reads_is_documented():
+    read = set()
+    pattern = re.compile(r"""(?:environ(?:\.get|\.setdefault)?\s*[\(\[]|getenv\()\s*["'](MEMTRIAL_[A-Z0-9_]+)""")
+    for folder in ("memtrial", "service", "backtest"):
+        for path in (ROOT / folder).rglob("*.py"):
+            read.update(pattern.findall(path.read_text()))
+    from service.settings import Settings
+
+    read.update(field.metadata["env"] for field in Settings.__dataclass_fields__.values())
+    assert {"MEMTRIAL_DATA", "MEMTRIAL_TORCH_THREADS", "MEMTRIAL_DATABASE_URL"} <= read  # the scan finds what it must
+    missing = sorted(name for name in read if f"`{name}`" not in CONFIGURATION)
+    assert missing == []
+
+
+def test_every_extra_of_the_package_is_documented():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    missing = sorted(name for name in extras if name != "local-llm" and f"`[{name}]`" not in CONFIGURATION)
+    assert missing == []
+
+
+def test_backtest_help_lists_every_regime_and_method_id():
+    from backtest.methods.registry import METHOD_IDS
+    from backtest.plantedmem import REGIMES
+    from memtrial.commands import app
+
+    output = " ".join(CliRunner().invoke(app, ["backtest", "plantedmem", "--help"], terminal_width=400).output.split())
+    for name in [*REGIMES, *METHOD_IDS]:
+        assert name in output, name
