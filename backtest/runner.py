@@ -19,12 +19,12 @@ import numpy as np
 
 from backtest.context import DateContext
 from backtest.market import Market
-from backtest.methods.base import Outcome, Scoring
+from backtest.methods.base import HALF, Outcome, Scoring
 from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
 from memtrial.drafting import AnalogicalDrafter, Drafter
 from memtrial.errors import ConfigError
-from memtrial.settle import INVESTORS, nav_paths
+from memtrial.settle import INVESTORS, nav_paths_by_date, utilities_by_date
 
 __all__ = ["DrafterSpec", "WorldSpec", "run_many", "run_world"]
 
@@ -186,6 +186,22 @@ def _turnover(previous: tuple[tuple[str, ...], np.ndarray] | None, current: tupl
     return 0.5 * float(sum(abs(after.get(a, 0.0) - before.get(a, 0.0)) for a in union))
 
 
+def _turnovers(universes: list[tuple[str, ...]], books: list[np.ndarray], scored: list[bool]) -> list[float]:
+    """Turnover into each scored date from the book held before it (the first date has none)."""
+    if len(books) < 2:
+        return []
+    if len(set(universes)) == 1 and list(universes[0]) == sorted(universes[0]):  # the usual case: one universe, in order
+        changes = 0.5 * np.abs(np.diff(np.array(books), axis=0)).sum(axis=1)
+        return [float(c) for c, counted in zip(changes, scored[1:], strict=True) if counted]
+    out = []
+    for date in range(1, len(books)):
+        if scored[date]:
+            change = _turnover((universes[date - 1], books[date - 1]), (universes[date], books[date]))
+            assert change is not None
+            out.append(change)
+    return out
+
+
 def run_world(spec: WorldSpec, market: Any = None, perturb: tuple[int, int, float] | None = None, keep_choices: bool = False) -> dict[str, Any]:
     """Run one world; per method: utilities (pp) and returns of the scored dates, gate-open
     rate, turnover, Sharpe-like ratio, drawdown and (PlantedMem) value recovery.
@@ -221,8 +237,9 @@ def _run(
     methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: realised(presented[p]))
     utilities: dict[str, list[float]] = {m.id: [] for m in methods}
     returns: dict[str, list[float]] = {m.id: [] for m in methods}
-    turnover: dict[str, list[float]] = {m.id: [] for m in methods}
-    held: dict[str, tuple[tuple[str, ...], np.ndarray] | None] = {m.id: None for m in methods}
+    books: dict[str, list[np.ndarray]] = {m.id: [] for m in methods}
+    universes: list[tuple[str, ...]] = []
+    scored_dates: list[bool] = []
     opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
     pending: list[tuple[DateContext, dict[str, np.ndarray]]] = []
     choices: dict[str, list[list[float]]] = {m.id: [] for m in methods}
@@ -234,11 +251,13 @@ def _run(
         rel = realised(context)
         # rows nobody drafted (NaN) are scored as the reference; no method reads them
         drafts = np.where(np.isnan(context.drafts), context.reference, context.drafts)
-        batch = np.vstack([drafts, context.reference, context.equal, *chosen.values()])
-        scores = scoring.utility(batch, rel, context.previous)
-        gains = nav_paths(np.vstack(list(chosen.values())), rel, context.previous, scoring.fee_bp)[:, -1] - 1.0
-        outcome = Outcome(context, rel, scores[:16], float(scores[16]), float(scores[17]))
-        for method, value, gain in zip(methods, scores[18:], gains, strict=True):
+        picked = np.array(list(chosen.values()))
+        batch = np.vstack([drafts, context.reference, context.equal, drafts[HALF].mean(axis=0), picked])
+        batch = batch / batch.sum(axis=1, keepdims=True)
+        scores = utilities_by_date(batch[None], rel[None], context.previous[None], scoring.gamma, scoring.fee_bp)[0]
+        gains = nav_paths_by_date(picked[None], rel[None], context.previous[None], scoring.fee_bp)[0, :, -1] - 1.0
+        outcome = Outcome(context, rel, scores[:16], float(scores[16]), float(scores[17]), float(scores[18]))
+        for method, value, gain in zip(methods, scores[19:], gains, strict=True):
             method.observe(outcome, chosen[method.id], float(value))
             if context.scored:
                 utilities[method.id].append(100.0 * float(value))
@@ -249,17 +268,14 @@ def _run(
         while pending and pending[0][0].maturity <= context.session:
             settle(*pending.pop(0))
         chosen = {}
-        names = context.assets or tuple(str(i) for i in range(len(context.equal)))
+        universes.append(context.assets or tuple(str(i) for i in range(len(context.equal))))
+        scored_dates.append(context.scored)
         for method in methods:
             weights = method.decide(context)
             if project is not None:
                 weights = project(date, weights)
             chosen[method.id] = weights
-            book = (names, np.asarray(weights, dtype=np.float64))
-            if context.scored:
-                if (change := _turnover(held[method.id], book)) is not None:
-                    turnover[method.id].append(change)
-            held[method.id] = book
+            books[method.id].append(np.asarray(weights, dtype=np.float64))
             if keep_choices:
                 choices[method.id].append(weights.tolist())
                 if method.uses_gate:
@@ -271,6 +287,7 @@ def _run(
         pending.append((context, chosen))
     for item in pending:
         settle(*item)
+    turnover = {m.id: _turnovers(universes, books[m.id], scored_dates) for m in methods}
     types = getattr(world, "types", None)
     learned = next((m.values() for m in methods if m.id == "memtrial"), None)
     periods = getattr(getattr(world, "setting", None), "periods_per_year", 12.0)

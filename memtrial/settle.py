@@ -27,6 +27,7 @@ __all__ = [
     "INVESTORS",
     "Investor",
     "nav_paths",
+    "nav_paths_by_date",
     "project",
     "project_simplex",
     "relative_prices",
@@ -283,10 +284,29 @@ def mixture_utilities_by_date(
     growth_reference = (reference[:, None, :] * rel_prices).sum(axis=2)  # (D, H)
     growth_other = (other[:, None, :] * rel_prices).sum(axis=2)
     weights = q[None, :, None] * reference[:, None, :] + (1.0 - q[None, :, None]) * other[:, None, :]  # (D, G, n)
-    fee = fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)  # (D, G)
-    paths = (1.0 - fee)[:, :, None] * (q[None, :, None] * growth_reference[:, None, :] + (1.0 - q[None, :, None]) * growth_other[:, None, :])
-    dates, points, horizon = paths.shape
-    return _utility_of_paths(paths.reshape(dates * points, horizon), float(gamma)).reshape(dates, points)
+    keep = 1.0 - fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)  # (D, G): what the entry fee leaves
+    # the NAV before fees, linear in q; the fee scales a whole path, so it changes the first return only
+    paths = growth_other[:, None, :] + q[None, :, None] * (growth_reference - growth_other)[:, None, :]  # (D, G, H)
+    horizon = paths.shape[2]
+    returns = np.empty_like(paths)
+    np.divide(paths[:, :, 1:], paths[:, :, :-1], out=returns[:, :, 1:])
+    returns[:, :, 0] = keep * paths[:, :, 0]
+    returns -= 1.0
+    centred = returns - returns.mean(axis=2, keepdims=True)
+    np.multiply(centred, centred, out=centred)
+    variance = centred.sum(axis=2) / horizon
+    if horizon == 1:  # one return: U = r - (gamma / 2) r^2, as for a single path
+        return np.asarray(returns[:, :, 0] - 0.5 * gamma * returns[:, :, 0] ** 2, dtype=np.float64)
+    return np.asarray(keep * paths[:, :, -1] - 1.0 - 0.5 * gamma * horizon * variance, dtype=np.float64)
+
+
+def nav_paths_by_date(
+    weights: NDArray[np.float64], rel_prices: NDArray[np.float64], prev_weights: NDArray[np.float64], fee_bp: float = 15.0
+) -> NDArray[np.float64]:
+    """:func:`nav_paths` of D dates at once: weights (D, b, n), rel_prices (D, H, n), prev_weights (D, n);
+    returns (D, b, H), each row exactly as alone (inputs unchecked)."""
+    fee = fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)
+    return np.asarray((1.0 - fee)[:, :, None] * (weights[:, :, None, :] * rel_prices[:, None, :, :]).sum(axis=3), dtype=np.float64)
 
 
 def utilities_by_date(
@@ -294,8 +314,7 @@ def utilities_by_date(
 ) -> NDArray[np.float64]:
     """:func:`utility` of D dates at once: weights (D, b, n), rel_prices (D, H, n), prev_weights (D, n);
     returns (D, b), each row exactly as alone (inputs unchecked)."""
-    fee = fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)
-    paths = (1.0 - fee)[:, :, None] * (weights[:, :, None, :] * rel_prices[:, None, :, :]).sum(axis=3)  # (D, b, H)
+    paths = nav_paths_by_date(weights, rel_prices, prev_weights, fee_bp)
     dates, rows, horizon = paths.shape
     return _utility_of_paths(paths.reshape(dates * rows, horizon), float(gamma)).reshape(dates, rows)
 

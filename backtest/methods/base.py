@@ -39,7 +39,8 @@ class Scoring:
 class Outcome:
     """A matured date: its context, the realised prices and the utilities everyone can use.
 
-    draft_utilities: (16,) utility of every subset's draft.
+    draft_utilities: (16,) utility of every subset's draft; draft_mean_utility:
+    the utility of the mean of the half-fraction's eight drafts.
     """
 
     context: DateContext
@@ -47,6 +48,7 @@ class Outcome:
     draft_utilities: NDArray[np.float64]
     reference_utility: float
     equal_utility: float
+    draft_mean_utility: float = float("nan")
 
 
 class Method(ABC):

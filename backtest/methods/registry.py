@@ -135,6 +135,11 @@ def build_methods(
         else FACTORIES[method_id](world, scoring, seed)
         for method_id in ids
     ]
+    if contexts is not None:  # methods whose dates depend on their own inputs only compute them in one batch
+        for method in methods:
+            prepare = getattr(method, "prepare", None)
+            if prepare is not None:
+                prepare(contexts)
     if value_model == "bayes":
         for method in methods:
             if isinstance(method, MemTrialMethod):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -19,21 +21,51 @@ class EqualWeight(Method):
 
 
 class MinimumVariance(Method):
-    """Long-only minimum variance of the trailing 60 sessions (active set on negative weights)."""
+    """Long-only minimum variance of the trailing 60 sessions (active set on negative weights).
+
+    Each date's weights depend on that date's trailing history only; :meth:`prepare`
+    computes every date of a world in one batch (dates with a negative weight then
+    go through the active-set loop one by one).
+    """
 
     id = "min_variance"
 
+    def __init__(self, scoring: Scoring) -> None:
+        super().__init__(scoring)
+        self._prepared: dict[int, NDArray[np.float64]] = {}
+
+    def prepare(self, contexts: Sequence[DateContext]) -> None:
+        groups: dict[tuple[int, ...], list[DateContext]] = {}
+        for context in contexts:
+            groups.setdefault(context.history.shape, []).append(context)
+        for (sessions, n_assets), members in groups.items():
+            history = np.array([c.history for c in members])  # (D, T, n)
+            centred = history - history.mean(axis=1, keepdims=True)
+            covariance = np.matmul(centred.transpose(0, 2, 1), centred) / (sessions - 1) + 1e-10 * np.eye(n_assets)
+            solved = np.linalg.solve(covariance, np.ones((len(members), n_assets, 1)))[:, :, 0]
+            weights = solved / solved.sum(axis=1, keepdims=True)
+            for context, row, matrix in zip(members, weights, covariance, strict=True):
+                self._prepared[context.index] = row if (row >= 0).all() else _active_set(matrix)
+
     def decide(self, context: DateContext) -> NDArray[np.float64]:
+        prepared = self._prepared.get(context.index)
+        if prepared is not None:
+            return prepared
         centred = context.history - context.history.mean(axis=0)
         covariance = centred.T @ centred / (context.history.shape[0] - 1) + 1e-10 * np.eye(context.history.shape[1])
-        active = np.ones(covariance.shape[0], dtype=bool)
-        while True:
-            weights = np.zeros(covariance.shape[0])
-            solved = np.linalg.solve(covariance[np.ix_(active, active)], np.ones(active.sum()))
-            weights[active] = solved / solved.sum()
-            if (weights >= 0).all():
-                return weights
-            active[np.argmin(np.where(active, weights, np.inf))] = False
+        return _active_set(covariance)
+
+
+def _active_set(covariance: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Long-only minimum-variance weights: drop the most negative weight until none is left."""
+    active = np.ones(covariance.shape[0], dtype=bool)
+    while True:
+        weights = np.zeros(covariance.shape[0])
+        solved = np.linalg.solve(covariance[np.ix_(active, active)], np.ones(active.sum()))
+        weights[active] = solved / solved.sum()
+        if (weights >= 0).all():
+            return weights
+        active[np.argmin(np.where(active, weights, np.inf))] = False
 
 
 class DraftPick(Method):
@@ -88,5 +120,9 @@ class Hedge(Method):
         return np.asarray(probabilities @ self._experts_of(context))
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
-        self.log_weights += self.RATE * self.scoring.utility(self._experts_of(outcome.context), outcome.rel, outcome.context.previous)
+        # the experts' utilities are already in the outcome (each row is scored on its own, so they are
+        # the same numbers scoring.utility gives the experts)
+        drafts = outcome.draft_utilities
+        experts = np.array([outcome.equal_utility, outcome.reference_utility, outcome.draft_mean_utility, drafts[15], drafts[3]])
+        self.log_weights += self.RATE * experts
 
