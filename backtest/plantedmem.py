@@ -15,7 +15,9 @@ Content features: ``z = kappa * type * e_1 + N(0, I_8)``.
 
 Every random draw of a world is made up front from ``SeedSequence(seed)``, so
 all methods see the same retrieved experiences, pointers and drafts (common
-random numbers) and a world is identical whoever runs it.
+random numbers) and a world is identical whoever runs it. ``informative_content``
+draws from ``SeedSequence([seed, 1])``: otherwise its worlds would repeat
+``many_experiences`` for every method that ignores content.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Regime:
     n_experiences: int
     kappa: float
     all_neutral: bool = False
+    stream: int = 0  # > 0: the regime draws its worlds from a random stream of its own
 
 
 REGIMES: dict[str, Regime] = {
@@ -58,7 +61,7 @@ REGIMES: dict[str, Regime] = {
         Regime("beta_0.25", 0.25, 12, 0.0),
         Regime("beta_0.5", 0.5, 12, 0.0),
         Regime("many_experiences", 0.25, 48, 0.0),
-        Regime("informative_content", 0.25, 48, 1.5),
+        Regime("informative_content", 0.25, 48, 1.5, stream=1),
     )
 }
 
@@ -74,7 +77,8 @@ class PlantedMemWorld:
         self.market, self.regime, self.seed = market, regime, seed
         self.sessions = monthly_decision_sessions(market.dates, 2015, HISTORY, HORIZON)
         n_dates, n_assets, m = len(self.sessions), len(market.assets), regime.n_experiences
-        kinds, retrieval, pointers, drafts = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(4))
+        entropy = [seed, regime.stream] if regime.stream else seed
+        kinds, retrieval, pointers, drafts = (np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(4))
         quarter = m // 4
         types = np.array([1] * quarter + [0] * (m - 2 * quarter) + [-1] * quarter)
         self.types = np.zeros(m, dtype=int) if regime.all_neutral else kinds.permutation(types)

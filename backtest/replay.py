@@ -38,15 +38,15 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Method, Outcome, Scoring
+from memtrial.action import ActionRule, dial_combination, dial_gains, dial_weights, noise_gain
 from memtrial.credit import contributions_by_date
 from memtrial.design import DesignKind, plan_masks, validate_masks
 from memtrial.engine import EngineConfig
 from memtrial.fallback import _ANCHOR, _KL_ON_GRID, GRID, FallbackVariant, bernoulli_kl
 from memtrial.fayherriot import fit_many
 from memtrial.settle import mixture_utilities_by_date, utilities_by_date
-from memtrial.trust import GateTest, _mixture_log_wealth, _t_test_p, pearson_scores
-from memtrial.values import RunningStatistics, SufficientStatistics, _degenerate, _Fit, content_features
-from memtrial.values import LearnerMode
+from memtrial.trust import GateTest, _mixture_log_wealth, _t_test_p, pearson_scores, trust_weights
+from memtrial.values import CreditBasis, LearnerMode, RunningStatistics, SufficientStatistics, _degenerate, _Fit, content_features
 
 __all__ = ["FamilyMember", "MemTrialFamily", "calendar", "family_of"]
 
@@ -79,7 +79,10 @@ class _Snapshot:
 
 @dataclass(slots=True)
 class _Design:
+    """One learner trajectory: a design and what the learner learns from (centred or raw credit)."""
+
     kind: DesignKind
+    credit: CreditBasis
     masks: list[tuple[int, ...]] = field(default_factory=list)  # per position
     snapshots: dict[int, _Snapshot] = field(default_factory=dict)  # per decided position
     contrasts: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # per position with experiences
@@ -91,6 +94,7 @@ class _Design:
     counts: dict[LearnerMode, NDArray[np.int64]] = field(default_factory=dict)  # mode scores before each settlement step
     totals: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)
     cache: dict[object, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(default_factory=dict)
+    noise: dict[int, float | None] = field(default_factory=dict)  # per position: its estimate of kappa
 
 
 class MemTrialFamily:
@@ -116,7 +120,7 @@ class MemTrialFamily:
         self.k, self.gamma, self.fee_bp, self.n_components = first.k, float(first.gamma), first.fee_bp, n_components  # type: ignore[arg-type]
         self.contexts = list(contexts)
         self.position = {context.index: position for position, context in enumerate(self.contexts)}
-        self.designs = {config.design: _Design(config.design) for config in self.configs.values()}
+        self.designs = {(config.design, config.credit): _Design(config.design, config.credit) for config in self.configs.values()}
         self.features: dict[int, NDArray[np.float64]] = {e: np.asarray(z, dtype=np.float64) for e, z in enumerate(features)}
         self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
         self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
@@ -130,7 +134,7 @@ class MemTrialFamily:
     # -- 1. settle every date once, snapshot the learners at every plan ---------------------
     def _settle_all(self, events: Sequence[Event], outcome: Callable[[int], NDArray[np.float64]]) -> None:
         self._outcomes(outcome)
-        running = {kind: RunningStatistics() for kind in self.designs}
+        running = {key: RunningStatistics(design.credit is CreditBasis.CENTRED) for key, design in self.designs.items()}
         for kind, position in events:
             if kind == "decide":
                 added = self.contexts[position].added
@@ -159,7 +163,7 @@ class MemTrialFamily:
             rel = np.array([outcome(p) for p in positions])
             reference = np.array([c.reference for c in contexts])
             previous = np.array([c.previous for c in contexts])
-            for design in self.designs.values():
+            for design in self.designs.values():  # (designs of one kind compute the same numbers)
                 masks = list(design.masks[positions[0]])
                 drafts = np.array([c.drafts[masks] for c in contexts])  # (G, runs, n)
                 means = drafts.mean(axis=1)
@@ -170,6 +174,7 @@ class MemTrialFamily:
                 runs = len(masks)
                 for row, position in enumerate(positions):
                     design.mixture[position] = (mixtures[row], float(scores[row, runs]), float(scores[row, runs + 1]))
+                    design.noise[position] = noise_gain(scores[row, :runs], float(scores[row, runs + 1]))
                 if size:
                     checked = validate_masks(masks, size)
                     included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
@@ -240,15 +245,19 @@ class MemTrialFamily:
             else:
                 settled_before[position] = len(order)
         served: dict[str, tuple[NDArray[np.float64], ...]] = {}
-        for design_kind, design in self.designs.items():
+        for key, design in self.designs.items():
             registered = self._registered(design, order, settled_before)
-            variants = {m: c for m, c in self.configs.items() if c.design is design_kind}
+            variants = {m: c for m, c in self.configs.items() if (c.design, c.credit) == key}
             scores = {setting: self._scores(design, registered[setting], order) for setting in {c.learner for c in variants.values()}}
             for method_id, config in variants.items():
-                trust_open, statistic = self._trust(config, scores[config.learner], settled_before)
+                trust_open, statistic, omega = self._trust(config, scores[config.learner], settled_before)
                 q = self._fallback(design, config.fallback, order, settled_before)
-                weights, acted = self._act(design, registered[config.learner], trust_open, q)
-                served[method_id] = (weights, trust_open, statistic, acted, registered[config.learner])  # type: ignore[assignment]
+                if config.action is ActionRule.DIAL:
+                    weights, acted = self._dial(design, registered[config.learner], omega, q, order, settled_before)
+                else:
+                    weights, acted = self._act(design, registered[config.learner], trust_open, q)
+                    omega = np.full(n_dates, np.nan)
+                served[method_id] = (weights, trust_open, statistic, acted, registered[config.learner], omega)  # type: ignore[assignment]
         return served
 
     def _registered(self, design: _Design, order: Sequence[int], settled_before: NDArray[np.int64]) -> dict[LearnerMode, NDArray[np.float64]]:
@@ -296,8 +305,10 @@ class MemTrialFamily:
             out[rows] = pearson_scores(predicted[rows, :size], realised[rows, :size])
         return out
 
-    def _trust(self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64]) -> tuple[NDArray[np.bool_], NDArray[np.float64]]:
-        """Each plan's gate state (open, statistic) under ``config``'s test."""
+    def _trust(
+        self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64]
+    ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+        """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega."""
         kept = ~np.isnan(scores)
         count = np.concatenate([[0], np.cumsum(kept)])  # scores before each settlement step
         values = np.where(kept, scores, 0.0)
@@ -305,22 +316,23 @@ class MemTrialFamily:
         n_scored = count[settled_before]
         statistic = np.full(len(self.contexts), np.nan)
         if config.gate.test is GateTest.NONE:
-            return np.ones(len(self.contexts), dtype=bool), statistic
+            return np.ones(len(self.contexts), dtype=bool), statistic, np.ones(len(self.contexts))
         minimum = config.gate.min_scores or 0
         enough = n_scored >= minimum
+        growth = np.log1p(values[:, None] * bets[None, :]) * kept[:, None]
+        cumulative = np.vstack([np.zeros(bets.size), np.cumsum(growth, axis=0)])[settled_before]  # (dates, bets)
+        log_e = _mixture_log_wealth(cumulative.T)
+        omega = np.where(enough, trust_weights(log_e, config.gate.alpha), 0.0)
         if config.gate.test is GateTest.PREQUENTIAL:
             total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
             total_sq = np.concatenate([[0.0], np.cumsum(values * values)])[settled_before]
             with np.errstate(divide="ignore", invalid="ignore"):
                 p = _t_test_p(n_scored.astype(np.float64), total, total_sq)
             statistic = np.where(enough & (n_scored >= 2), p, np.nan)
-            return enough & (p < config.gate.alpha), statistic
-        growth = np.log1p(values[:, None] * bets[None, :]) * kept[:, None]
-        cumulative = np.vstack([np.zeros(bets.size), np.cumsum(growth, axis=0)])[settled_before]  # (dates, bets)
-        log_e = _mixture_log_wealth(cumulative.T)
+            return enough & (p < config.gate.alpha), statistic, omega
         e_value = np.exp(log_e)
         statistic = np.where(enough, e_value, np.nan)
-        return enough & (e_value >= 1.0 / config.gate.alpha), statistic
+        return enough & (e_value >= 1.0 / config.gate.alpha), statistic, omega
 
     def _fallback(self, design: _Design, variant: FallbackVariant, order: Sequence[int], settled_before: NDArray[np.int64]) -> NDArray[np.float64]:
         """Each plan's mixture weight q on the reference (the rule of AnchoredMixture.choose, every date at once)."""
@@ -378,18 +390,48 @@ class MemTrialFamily:
                 weights[position] = chosen[row]
         return weights, acted
 
+    def _dial(
+        self, design: _Design, predictions: NDArray[np.float64], omega: NDArray[np.float64], q: NDArray[np.float64], order: Sequence[int], settled_before: NDArray[np.int64]
+    ) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
+        """Each date's weights under the trust dial (the rule of the engine's dial, a batch of dates of one shape at once)."""
+        gains_in_order = [design.noise.get(p) for p in order]
+        kept = np.array([g is not None for g in gains_in_order], dtype=bool)
+        values = np.array([0.0 if g is None else g for g in gains_in_order])
+        count = np.concatenate([[0], np.cumsum(kept)])[settled_before]
+        total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kappa = np.where(count > 0, total / count, np.nan)
+        weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(self.contexts)
+        acted = omega > 0.0
+        groups: dict[tuple[object, ...], list[int]] = {}
+        for position, context in enumerate(self.contexts):
+            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
+        for (masks, _), positions in groups.items():
+            rows = np.asarray(positions, dtype=np.int64)
+            size = len(self.ids[positions[0]])
+            gains = dial_gains(predictions[rows, :size], masks)
+            pi = dial_combination(gains, kappa[rows], masks)
+            drafts = np.array([self.contexts[p].drafts[list(masks)] for p in positions])
+            reference = np.array([self.contexts[p].reference for p in positions])
+            chosen = dial_weights(pi, omega[rows], q[rows], reference, drafts)
+            for row, position in enumerate(positions):
+                weights[position] = chosen[row]
+        return weights, acted
+
     # -- what the runner reads ----------------------------------------------------------------
-    def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None]:
-        """A variant's weights on a date, whether its gate was open, and the gate's statistic (None: none yet)."""
-        weights, trust_open, statistic, *_ = self.served[method_id]
+    def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None, float | None]:
+        """A variant's weights on a date, whether its gate was open, the gate's statistic (None: none yet)
+        and the trust weight (None: the variant acts by the gate)."""
+        weights, trust_open, statistic, _, _, omega = self.served[method_id]
         position = self.position[index]
         value = float(statistic[position])  # type: ignore[index]
-        return weights[position], bool(trust_open[position]), None if np.isnan(value) else value  # type: ignore[index]
+        weight = float(omega[position])  # type: ignore[index]
+        return weights[position], bool(trust_open[position]), None if np.isnan(value) else value, None if np.isnan(weight) else weight  # type: ignore[index]
 
     def values(self, method_id: str) -> dict[int, float]:
         """A variant's posterior mean value of every experience after the last settlement."""
         config = self.configs[method_id]
-        design = self.designs[config.design]
+        design = self.designs[(config.design, config.credit)]
         mode = config.learner
         if mode is LearnerMode.AUTO:
             counts, totals = design.counts, design.totals
@@ -410,7 +452,7 @@ class FamilyMember(Method):
         self.id, self._family = method_id, family
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
-        weights, self.last_open, self.last_statistic = self._family().weights(self.id, context.index)
+        weights, self.last_open, self.last_statistic, self.last_trust_weight = self._family().weights(self.id, context.index)
         return weights
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:

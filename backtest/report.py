@@ -27,8 +27,9 @@ DISPLAY: dict[str, str] = {
     "expel": "ExpeL (adapted)",
     "reflexion": "Reflexion (adapted)",
     "hedge": "Hedge over drafts",
-    "memtrial": "MemTrial (auto, prequential)",
-    "memtrial_anytime": "MemTrial (anytime gate)",
+    "memtrial": "MemTrial (trust dial)",
+    "memtrial_paper": "MemTrial: paper's rule (auto, prequential gate)",
+    "memtrial_anytime": "MemTrial: paper's rule, anytime gate",
     "memtrial_content": "MemTrial: content only",
     "memtrial_identity": "MemTrial: identity",
     "memtrial_no_gate": "MemTrial: no gate",
@@ -38,6 +39,8 @@ DISPLAY: dict[str, str] = {
     "memtrial_alpha_0.2": "MemTrial: alpha 0.2",
     "memtrial_alpha_0.01": "MemTrial: alpha 0.01",
     "memtrial_full": "MemTrial: full 16-draft design",
+    "memtrial_dial_centred": "MemTrial dial: centred values",
+    "memtrial_dial_identity": "MemTrial dial: identity learner",
     "similarity_top2_anchored": "Similarity top-2 + anchored fallback",
     "all_four_anchored": "All 4 + anchored fallback",
     "outcome_credit_anchored": "Outcome credit + anchored fallback",
@@ -47,6 +50,13 @@ DISPLAY: dict[str, str] = {
     "oracle": "Oracle (knows the types; not ranked)",
 }
 UNRANKED = {"oracle"}
+#: The paper's comparison: its five core regimes and its fifteen methods (MemTrial by the paper's rule).
+CORE_REGIMES = ["no_influence", "noise_only", "beta_0.1", "beta_0.25", "beta_0.5"]
+MEMORY_REGIMES = ["beta_0.1", "beta_0.25", "beta_0.5", "many_experiences", "informative_content"]
+PAPER_METHODS = [
+    "equal_weight", "min_variance", "no_memory", "all_four", "similarity_top2", "self_consistency", "draft_mean", "outcome_credit",
+    "counterfactual_argmax", "uplift_credit", "finmem", "expel", "reflexion", "hedge", "memtrial_paper",
+]  # fmt: skip
 
 
 def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, env: str = "plantedmem") -> dict[str, Any]:
@@ -63,6 +73,7 @@ def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seco
         for method_id in methods:
             per_seed = [w["methods"][method_id]["mean_utility_pp"] for w in worlds]
             opens = [w["methods"][method_id]["open_rate"] for w in worlds]
+            dials = [w["methods"][method_id].get("trust_weights") for w in worlds]
             recoveries = [w["methods"][method_id]["value_recovery"] for w in worlds if w["methods"][method_id]["value_recovery"] is not None]
             summary[method_id] = {
                 "mean_utility_pp": float(np.mean(per_seed)),
@@ -71,10 +82,23 @@ def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seco
                 "open_rate": None if opens[0] is None else float(np.mean(opens)),
                 "ever_open_rate": None if opens[0] is None else float(np.mean([o > 0 for o in opens])),
                 "value_recovery": float(np.mean(recoveries)) if recoveries else None,
+                **_dial_metrics(dials),
                 **_real_metrics(worlds, method_id),
             }
         table.setdefault(investor, {})[regime] = summary
     return {"env": env, "investors": table, "seeds": list(seeds), "wall_seconds": wall_seconds}
+
+
+def _dial_metrics(paths: Sequence[list[float] | None]) -> dict[str, Any]:
+    """Trust-dial summaries over seeds: mean omega, the share of worlds ever at omega = 1, omega by date."""
+    if not paths or any(p is None for p in paths):
+        return {}
+    lengths = {len(p) for p in paths if p is not None}
+    return {
+        "trust_weight": float(np.mean([np.mean(p) for p in paths if p])),
+        "ever_fully_trusted_rate": float(np.mean([max(p) >= 1.0 for p in paths if p])),
+        "trust_weight_by_date": np.mean(np.array(paths), axis=0).tolist() if len(lengths) == 1 else None,
+    }
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:
@@ -129,9 +153,14 @@ def markdown(document: dict[str, Any], command: str) -> str:
         opens = [cells[r].get("memtrial_anytime", {}).get("ever_open_rate") for r in regimes]
         if all(o is not None for o in opens):
             lines.append("| anytime gate: worlds ever open | " + " | ".join(f"{o:.2f}" for o in opens) + " | |")
-        opens = [cells[r].get("memtrial", {}).get("ever_open_rate") for r in regimes]
+        opens = [cells[r].get("memtrial_paper", {}).get("ever_open_rate") for r in regimes]
         if all(o is not None for o in opens):
             lines.append("| prequential gate: worlds ever open | " + " | ".join(f"{o:.2f}" for o in opens) + " | |")
+        trusted = [cells[r].get("memtrial", {}).get("ever_fully_trusted_rate") for r in regimes]
+        if all(t is not None for t in trusted):
+            lines.append("| trust dial: worlds ever at weight 1 | " + " | ".join(f"{t:.2f}" for t in trusted) + " | |")
+            lines.append("| trust dial: mean weight | " + " | ".join(f"{cells[r]['memtrial']['trust_weight']:.2f}" for r in regimes) + " | |")
+    lines += _summary(investors, regimes, methods)
     overall = sorted(((float(np.mean(v)), m) for m, v in average.items() if v), reverse=True)
     lines += ["", "## Averaged over regimes and investors", "", "| rank | method | mean utility (pp) |", "|---:|---|---:|"]
     rank = 0
@@ -139,6 +168,39 @@ def markdown(document: dict[str, Any], command: str) -> str:
         label = "-" if method in UNRANKED else str(rank := rank + 1)
         lines.append(f"| {label} | {DISPLAY.get(method, method)} | {value:.4f} |")
     return "\n".join(lines) + "\n"
+
+
+def _regime_mean(investors: dict[str, Any], regimes: Sequence[str], method: str) -> float:
+    return float(np.mean([investors[i][r][method]["mean_utility_pp"] for i in investors for r in regimes]))
+
+
+def _summary(investors: dict[str, Any], regimes: Sequence[str], methods: Sequence[str]) -> list[str]:
+    """The headline averages (memory regimes, the paper's core five) and the paper's own view."""
+    lines: list[str] = []
+    memory = [r for r in MEMORY_REGIMES if r in regimes]
+    core = [r for r in CORE_REGIMES if r in regimes]
+    groups = [(name, rs) for name, rs in (("memory regimes", memory), ("core five", core)) if rs]
+    if groups:
+        lines += ["", "## Memory regimes and the paper's core five, averaged over investors", ""]
+        lines += ["| rank | method | " + " | ".join(f"{name} ({', '.join(rs)})" for name, rs in groups) + " |", "|---:|---|" + "---:|" * len(groups)]
+        means = {m: [_regime_mean(investors, rs, m) for _, rs in groups] for m in methods}
+        rank = 0
+        for method in sorted(methods, key=lambda m: -means[m][0]):
+            label = "-" if method in UNRANKED else str(rank := rank + 1)
+            lines.append(f"| {label} | {DISPLAY.get(method, method)} | " + " | ".join(f"{v:.4f}" for v in means[method]) + " |")
+    paper = [m for m in PAPER_METHODS if m in methods]
+    if core and len(paper) == len(PAPER_METHODS):
+        shown = paper + [m for m in ("memtrial", "oracle") if m in methods]
+        lines += ["", "## The paper's view: its five core regimes and its fifteen methods", ""]
+        lines += ["(MemTrial by the paper's rule; the trust dial and the oracle are shown beside it, outside the ranking.)", ""]
+        lines += ["| rank | method | " + " | ".join(core) + " | mean |", "|---:|---|" + "---:|" * (len(core) + 1)]
+        means_core = {m: _regime_mean(investors, core, m) for m in shown}
+        rank = 0
+        for method in sorted(shown, key=lambda m: -means_core[m]):
+            label = str(rank := rank + 1) if method in paper else "-"
+            cells = " | ".join(f"{np.mean([investors[i][r][method]['mean_utility_pp'] for i in investors]):.3f}" for r in core)
+            lines.append(f"| {label} | {DISPLAY.get(method, method)} | {cells} | {means_core[method]:.4f} |")
+    return lines
 
 
 def save_figure(figure: Any, path: Path, paths: list[Path], dpi: int = 110) -> None:
@@ -159,7 +221,7 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
 
     investors = document["investors"]
     regimes = list(next(iter(investors.values())))
-    shown = [m for m in ("memtrial", "memtrial_anytime", "outcome_credit", "no_memory", "equal_weight", "draft_mean", "oracle") if m in next(iter(investors.values()))[regimes[0]]]
+    shown = [m for m in ("memtrial", "memtrial_paper", "counterfactual_argmax", "outcome_credit", "no_memory", "equal_weight", "draft_mean", "oracle") if m in next(iter(investors.values()))[regimes[0]]]
     paths = []
     figure, axes = plt.subplots(1, len(investors), figsize=(6 * len(investors), 4.5), squeeze=False)
     for axis, (investor, cells) in zip(axes[0], investors.items(), strict=True):
@@ -171,7 +233,7 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     save_figure(figure, folder / "utility_by_regime.png", paths)
 
     figure, axis = plt.subplots(figsize=(7, 4.5))
-    gated = [m for m in ("memtrial", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01") if m in investors[next(iter(investors))][regimes[0]]]
+    gated = [m for m in ("memtrial", "memtrial_paper", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01") if m in investors[next(iter(investors))][regimes[0]]]
     for method in gated:
         rates = [np.mean([investors[i][r][method]["open_rate"] for i in investors]) for r in regimes]
         axis.plot(range(len(regimes)), rates, marker="o", label=DISPLAY.get(method, method))
@@ -179,6 +241,20 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     axis.set_ylabel("share of scored decisions with the gate open")
     axis.legend(fontsize=7)
     save_figure(figure, folder / "gate_open_rate_by_regime.png", paths)
+
+    first = investors[next(iter(investors))][regimes[0]]
+    if first.get("memtrial", {}).get("trust_weight_by_date") is not None:
+        figure, axis = plt.subplots(figsize=(7, 4.5))
+        for regime in regimes:
+            paths_by_investor = [investors[i][regime]["memtrial"]["trust_weight_by_date"] for i in investors]
+            if all(p is not None for p in paths_by_investor):
+                axis.plot(np.mean(np.array(paths_by_investor), axis=0), label=regime)
+        axis.set_xlabel("scored decision")
+        axis.set_ylabel("trust weight (mean over worlds)")
+        axis.set_ylim(0.0, 1.02)
+        axis.set_title("MemTrial's trust dial over dates, per regime")
+        axis.legend(fontsize=7)
+        save_figure(figure, folder / "trust_weight_by_date.png", paths)
 
     figure, axis = plt.subplots(figsize=(6, 4.5))
     by_type: dict[int, list[float]] = {-1: [], 0: [], 1: []}

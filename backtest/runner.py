@@ -243,7 +243,8 @@ def _run(
     opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
     pending: list[tuple[DateContext, dict[str, np.ndarray]]] = []
     choices: dict[str, list[list[float]]] = {m.id: [] for m in methods}
-    trust_states: dict[str, list[tuple[bool, float | None]]] = {m.id: [] for m in methods if m.uses_gate}
+    trust_states: dict[str, list[tuple[bool, float | None, float | None]]] = {m.id: [] for m in methods if m.uses_gate}
+    dial: dict[str, list[float]] = {m.id: [] for m in methods if m.uses_gate}
     labels: list[str] = []
     project = getattr(world, "project_onto_mandate", None)
 
@@ -279,9 +280,11 @@ def _run(
             if keep_choices:
                 choices[method.id].append(weights.tolist())
                 if method.uses_gate:
-                    trust_states[method.id].append((bool(method.last_open), getattr(method, "last_statistic", None)))
+                    trust_states[method.id].append((bool(method.last_open), getattr(method, "last_statistic", None), method.last_trust_weight))
             if method.uses_gate and context.scored:
                 opens[method.id].append(bool(method.last_open))
+                if method.last_trust_weight is not None:
+                    dial[method.id].append(method.last_trust_weight)
         if context.scored:
             labels.append(context.label)
         pending.append((context, chosen))
@@ -308,6 +311,7 @@ def _run(
                 "returns": returns[m.id],
                 "mean_utility_pp": float(np.mean(utilities[m.id])),
                 "open_rate": float(np.mean(opens[m.id])) if m.id in opens and opens[m.id] else None,
+                "trust_weights": dial[m.id] if dial.get(m.id) else None,
                 "value_recovery": _recovery(m.values(), types),
                 "turnover": float(np.mean(turnover[m.id])) if turnover[m.id] else None,
                 "draft_calls_per_decision": draft_calls(m.id),

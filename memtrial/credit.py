@@ -146,7 +146,8 @@ class CentredRecords:
     """Date-centred contributions in flat arrays.
 
     ``date_index`` and ``experience_index`` index into ``dates`` and
-    ``experience_ids``; ``y`` holds ``c[t, h] - mean_h c[t, h]`` (shape (N,)).
+    ``experience_ids``; ``y`` holds ``c[t, h] - mean_h c[t, h]`` (shape (N,)),
+    or the raw ``c[t, h]`` when built with ``centre=False``.
     """
 
     dates: tuple[Hashable, ...]
@@ -178,11 +179,12 @@ def _codes(keys: Sequence[Hashable] | NDArray[Any]) -> tuple[tuple[Hashable, ...
     return tuple(table), found
 
 
-def centre_by_date(records: Iterable[ContributionRecord | tuple[Hashable, Hashable, float]]) -> CentredRecords:
+def centre_by_date(records: Iterable[ContributionRecord | tuple[Hashable, Hashable, float]], *, centre: bool = True) -> CentredRecords:
     """Average repeated (date, experience) records, then centre within each date.
 
     Dates with fewer than two distinct experiences carry no relative
-    information and are dropped.
+    information and are dropped. ``centre=False`` keeps the raw contributions
+    (and every date).
     """
     dates: list[Hashable] = []
     experiences: list[Hashable] = []
@@ -201,11 +203,15 @@ def centre_by_date(records: Iterable[ContributionRecord | tuple[Hashable, Hashab
         dates.append(date)
         experiences.append(experience_id)
         values.append(float(contribution))
-    return centre_arrays(dates, experiences, np.asarray(values, dtype=np.float64))
+    return centre_arrays(dates, experiences, np.asarray(values, dtype=np.float64), centre=centre)
 
 
 def centre_arrays(
-    dates: Sequence[Hashable] | NDArray[Any], experience_ids: Sequence[Hashable] | NDArray[Any], contributions: NDArray[np.float64]
+    dates: Sequence[Hashable] | NDArray[Any],
+    experience_ids: Sequence[Hashable] | NDArray[Any],
+    contributions: NDArray[np.float64],
+    *,
+    centre: bool = True,
 ) -> CentredRecords:
     """Array form of :func:`centre_by_date` (fully vectorised when ``dates`` and
     ``experience_ids`` are NumPy arrays of numbers or strings)."""
@@ -224,6 +230,8 @@ def centre_arrays(
     pair_date = unique_pair // n_experiences
     pair_experience = unique_pair % n_experiences
     per_date = np.bincount(pair_date, minlength=len(date_keys))
+    if not centre:
+        return CentredRecords(date_keys, experience_keys, pair_date, pair_experience, averaged)
     date_mean = np.bincount(pair_date, weights=averaged, minlength=len(date_keys)) / np.maximum(per_date, 1)
     keep = per_date[pair_date] >= 2
     return CentredRecords(

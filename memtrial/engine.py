@@ -8,6 +8,8 @@
 - ``decide`` takes one draft per designed subset and acts on the subset with
   the highest predicted value when the frozen gate state is open and that
   value is > 0; otherwise it takes the anchored mixture with the frozen q.
+  With ``action="dial"`` it plays the frozen trust weight omega on a
+  combination of the designed drafts and 1 - omega on that mixture (SPEC 4.8).
 - ``settle`` scores every draft, the reference, the draft mean, the chosen
   weights and the 201 mixtures against the realised prices, credits each
   experience with its Banzhaf contrast, scores the frozen prediction, and
@@ -33,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial import design as design_module
-from memtrial.action import choose
+from memtrial.action import ActionRule, choose, dial_combination, dial_gains, dial_weights, noise_gain
 from memtrial.credit import contributions as banzhaf_contrasts
 from memtrial.credit import interactions as interaction_contrasts
 from memtrial.design import DesignKind
@@ -56,6 +58,7 @@ from memtrial.prereg import ChainVerification, LogEntry, verify_chain
 from memtrial.records import (
     Action,
     Decision,
+    Dial,
     ExperienceId,
     Plan,
     Settlement,
@@ -66,8 +69,8 @@ from memtrial.records import (
 )
 from memtrial.retrieval import top_k
 from memtrial.settle import INVESTORS, Investor, mixture_utilities, project, utility
-from memtrial.trust import GateConfig, TrustGate, make_gate, pearson_score
-from memtrial.values import EmpiricalBayesLearner, LearnerMode
+from memtrial.trust import GateConfig, GateTest, TrustGate, make_gate, pearson_score, trust_weight
+from memtrial.values import CreditBasis, EmpiricalBayesLearner, LearnerMode
 
 __all__ = ["EngineConfig", "MemTrial"]
 
@@ -83,6 +86,10 @@ class EngineConfig:
     investor: mandate used to project drafts when a plan names asset groups.
     diagnostics: compute the interaction contrasts of each settlement
     (diagnostics nobody acts on; a backtest turns them off).
+    action: ``gate`` (the method's binary gate) or ``dial`` (the trust dial of
+    SPEC 4.8; needs the ``anytime`` gate, or ``none`` for a dial always at 1).
+    credit: what the learner learns from: ``centred`` (date-centred
+    contributions) or ``raw`` (the raw same-day contrasts).
     """
 
     k: int = 4
@@ -95,12 +102,17 @@ class EngineConfig:
     fee_bp: float = 15.0
     n_components: int | None = 8
     diagnostics: bool = True
+    action: ActionRule = ActionRule.GATE
+    credit: CreditBasis = CreditBasis.CENTRED
 
     def __post_init__(self) -> None:
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
             raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
-        for name, kind in (("design", DesignKind), ("learner", LearnerMode), ("fallback", FallbackVariant)):
+        choices = (("design", DesignKind), ("learner", LearnerMode), ("fallback", FallbackVariant), ("action", ActionRule), ("credit", CreditBasis))
+        for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
+        if self.action is ActionRule.DIAL and self.gate.test is GateTest.PREQUENTIAL:
+            raise ConfigError("action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential'", field="action")
         if isinstance(self.investor, str):
             if self.investor not in INVESTORS:
                 raise ConfigError(f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor")
@@ -134,6 +146,10 @@ class EngineConfig:
             "fee_bp": self.fee_bp,
             "n_components": self.n_components,
             "diagnostics": self.diagnostics,
+            # settings added after the first states were written appear only when they differ from the
+            # behaviour those states had, so every earlier state (and its downgrade) stays byte for byte
+            **({} if self.action is ActionRule.GATE else {"action": self.action.value}),
+            **({} if self.credit is CreditBasis.CENTRED else {"credit": self.credit.value}),
         }
 
     @classmethod
@@ -143,6 +159,32 @@ class EngineConfig:
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])
         return cls(**values)
+
+
+class NoiseCost:
+    """kappa, the utility cost of one draft's noise: the running mean of each settled
+    decision's :func:`~memtrial.action.noise_gain` (O(1) state)."""
+
+    __slots__ = ("count", "total")
+
+    def __init__(self, count: int = 0, total: float = 0.0) -> None:
+        self.count, self.total = count, total
+
+    def add(self, gain: float | None) -> None:
+        if gain is not None:
+            self.count += 1
+            self.total += gain
+
+    @property
+    def cost(self) -> float | None:
+        return self.total / self.count if self.count else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"count": self.count, "total": self.total}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> NoiseCost:
+        return cls(int(data["count"]), float(data["total"]))
 
 
 @dataclass(slots=True)
@@ -176,9 +218,10 @@ class MemTrial:
             raise ConfigError("give either config or keyword settings, not both")
         self.config = config if config is not None else EngineConfig(**settings)
         self.history: History = InMemoryHistory() if history is None else history
-        self.learner = EmpiricalBayesLearner(self.config.learner, n_components=self.config.n_components)
+        self.learner = EmpiricalBayesLearner(self.config.learner, n_components=self.config.n_components, centre=self.config.credit is CreditBasis.CENTRED)
         self.gate: TrustGate = make_gate(self.config.gate, sink=self._append_log)
         self.fallback = AnchoredMixture(self.config.fallback)
+        self.noise = NoiseCost()
         self.experiences: dict[ExperienceId, _Experience] = {}
         self.clock: Time | None = None
 
@@ -273,8 +316,11 @@ class MemTrial:
         selected = self.learner.selected_mode
         predictions = dict(zip(ids, mode_predictions[selected], strict=True))
         trust = self.gate.decision()
+        dial = self._dial(ids, masks, predictions) if self.config.action is ActionRule.DIAL else None
         if ids:
-            details = {"learner_mode": selected.value, "modes": {m.value: list(v) for m, v in mode_predictions.items()}}
+            details: dict[str, Any] = {"learner_mode": selected.value, "modes": {m.value: list(v) for m, v in mode_predictions.items()}}
+            if dial is not None:
+                details["dial"] = dial.to_dict()
             self.gate.register(decision_id, predictions, details, track=False)
         plan = Plan(
             decision_id=decision_id,
@@ -292,10 +338,19 @@ class MemTrial:
             previous=previous_weights,
             risky=risky_mask,
             defensive=defensive_mask,
+            dial=dial,
         )
         self.history.put(DecisionEntry(plan))
         self.clock = time
         return plan
+
+    def _dial(self, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[ExperienceId, float]) -> Dial:
+        """omega from the e-process so far, kappa from the matured decisions, pi from the predictions."""
+        omega, log_e = trust_weight(self.config.gate, self.gate.statistics)
+        cost = self.noise.cost
+        gains = dial_gains(np.array([[predictions[e] for e in ids]]).reshape(1, len(ids)), masks)
+        pi = dial_combination(gains, np.array([np.nan if cost is None else cost]), masks)[0]
+        return Dial(float(omega), float(log_e), cost, tuple(float(g) for g in gains[0]), tuple(float(p) for p in pi))
 
     def _retrieve(self, retrieved: Sequence[ExperienceId] | None, context: ArrayLike | None) -> list[ExperienceId]:
         if (retrieved is None) == (context is None):
@@ -434,6 +489,7 @@ class MemTrial:
             self.learner.update(plan.decision_id, contributions)
             self.history.append_contributions(plan.decision_id, contributions, centred)
         self.fallback.update(mixture_u, reference_u, mean_u)
+        self.noise.add(noise_gain(draft_utilities, mean_u))
         return Settlement(
             decision_id=plan.decision_id,
             settled_at=settled_at,
@@ -527,6 +583,7 @@ class MemTrial:
             "learner": self.learner.state_dict(),
             "gate": self.gate.state_dict(),
             "fallback": self.fallback.to_dict(),
+            "noise": self.noise.to_dict(),
             "history": self._memory().to_dict() if history else None,
         }
 
@@ -569,6 +626,7 @@ class MemTrial:
             engine.learner.load_state_dict(data["learner"])
             engine.gate.load_state_dict(data["gate"])
             engine.fallback = AnchoredMixture.from_dict(data["fallback"])
+            engine.noise = NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0})
         except (KeyError, TypeError, ValueError) as error:
             raise StateError(f"state is malformed: {error!r}") from None
         return engine
@@ -626,7 +684,26 @@ def _check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> Non
 
 
 def _choose(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
-    """The gated choice between the best designed subset and the anchored mixture."""
+    """The gated choice between the best designed subset and the anchored mixture (or the dial's blend)."""
+    if plan.dial is not None:
+        dial = plan.dial
+        weights = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), plan.reference, drafts)
+        blended = Decision(
+            decision_id=plan.decision_id,
+            weights=weights,
+            action=Action.DIAL,
+            subset=None,
+            mask=None,
+            q=plan.q,
+            trust=plan.trust,
+            predictions=dict(plan.predictions),
+            predicted_gain=max(dial.gains),
+            learner_mode=plan.learner_mode,
+            explanation="",
+            drafts=drafts,
+            dial=dial,
+        )
+        return replace(blended, explanation=explain(blended, plan.subsets))
     choice = choose(plan.predictions, plan.subsets, plan.masks, plan.trust.is_open, plan.q, plan.reference, drafts)
     common = {
         "decision_id": plan.decision_id,

@@ -21,6 +21,7 @@ from memtrial.trust import TrustDecision
 __all__ = [
     "Action",
     "Decision",
+    "Dial",
     "ExperienceId",
     "Plan",
     "Settlement",
@@ -78,6 +79,46 @@ class Action(StrEnum):
 
     SUBSET = "subset"
     MIXTURE = "mixture"
+    DIAL = "dial"
+
+
+@dataclass(frozen=True, slots=True)
+class Dial:
+    """The trust dial of one decision, frozen at plan time (SPEC 4.8).
+
+    trust_weight: omega in [0, 1], the share played on memory;
+    log_evidence: log K_t of the betting e-process it comes from;
+    noise_cost: kappa, the estimated utility cost of one draft's noise (None
+    before any estimate: the combination is then the best subset alone);
+    gains: predicted gain of each designed subset (0 for the empty one);
+    combination: pi, the weights of the designed drafts in the memory action.
+    """
+
+    trust_weight: float
+    log_evidence: float
+    noise_cost: float | None
+    gains: tuple[float, ...]
+    combination: tuple[float, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trust_weight": self.trust_weight,
+            "log_evidence": self.log_evidence,
+            "noise_cost": self.noise_cost,
+            "gains": list(self.gains),
+            "combination": list(self.combination),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Dial:
+        cost = data["noise_cost"]
+        return cls(
+            float(data["trust_weight"]),
+            float(data["log_evidence"]),
+            None if cost is None else float(cost),
+            tuple(float(v) for v in data["gains"]),
+            tuple(float(v) for v in data["combination"]),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +146,7 @@ class Plan:
     previous: NDArray[np.float64]
     risky: NDArray[np.bool_] | None
     defensive: NDArray[np.bool_] | None
+    dial: Dial | None = None
 
     @property
     def n_assets(self) -> int:
@@ -126,6 +168,7 @@ class Plan:
             "previous": _floats(self.previous),
             "risky": None if self.risky is None else [bool(x) for x in self.risky],
             "defensive": None if self.defensive is None else [bool(x) for x in self.defensive],
+            **({} if self.dial is None else {"dial": self.dial.to_dict()}),
         }
 
     @classmethod
@@ -148,6 +191,7 @@ class Plan:
             previous=np.asarray(data["previous"], dtype=np.float64),
             risky=None if data["risky"] is None else np.asarray(data["risky"], dtype=bool),
             defensive=None if data["defensive"] is None else np.asarray(data["defensive"], dtype=bool),
+            dial=None if data.get("dial") is None else Dial.from_dict(data["dial"]),
         )
 
 
@@ -157,6 +201,8 @@ class Decision:
 
     action SUBSET: ``subset``/``mask`` name the acted-on draft; ``q`` is None.
     action MIXTURE: weights = q * reference + (1 - q) * mean(drafts).
+    action DIAL: weights = omega * sum_S pi_S draft_S + (1 - omega) * the
+    mixture with q; ``dial`` holds omega and pi.
     predicted_gain: predicted value of the best designed subset.
     """
 
@@ -172,6 +218,7 @@ class Decision:
     learner_mode: str
     explanation: str
     drafts: NDArray[np.float64]
+    dial: Dial | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -187,6 +234,7 @@ class Decision:
             "learner_mode": self.learner_mode,
             "explanation": self.explanation,
             "drafts": [_floats(row) for row in self.drafts],
+            **({} if self.dial is None else {"dial": self.dial.to_dict()}),
         }
 
     @classmethod
@@ -204,6 +252,7 @@ class Decision:
             learner_mode=str(data["learner_mode"]),
             explanation=str(data["explanation"]),
             drafts=np.asarray(data["drafts"], dtype=np.float64),
+            dial=None if data.get("dial") is None else Dial.from_dict(data["dial"]),
         )
 
 

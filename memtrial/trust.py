@@ -54,6 +54,8 @@ __all__ = [
     "pearson_scores",
     "prequential_p_values",
     "trust_decision",
+    "trust_weight",
+    "trust_weights",
 ]
 
 DEFAULT_BETS: tuple[float, ...] = (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5)
@@ -415,6 +417,27 @@ def trust_decision(config: GateConfig, statistics: GateStatistics) -> TrustDecis
     e_value = float(np.exp(statistics.log_e_value()))
     status = TrustStatus.OPEN if e_value >= threshold else TrustStatus.CLOSED
     return TrustDecision(status, GateTest.ANYTIME, n_scored, e_value, threshold, mean)
+
+
+def trust_weight(config: GateConfig, statistics: GateStatistics) -> tuple[float, float]:
+    """The trust dial (SPEC 4.8): (omega, log K_t) with omega = clip(log K_t / log(1/alpha), 0, 1).
+
+    K_t is the betting e-process of the scores so far (the anytime test's
+    statistic). Under the null, P(ever omega >= x) <= alpha**x by Ville's
+    inequality. Without a gate (``none``) omega is 1; before ``min_scores``
+    scores it is 0.
+    """
+    log_e = statistics.log_e_value()
+    if config.test is GateTest.NONE:
+        return 1.0, log_e
+    if statistics.n_scored < (config.min_scores or 0):
+        return 0.0, log_e
+    return trust_weights(np.array([log_e]), config.alpha)[0], log_e
+
+
+def trust_weights(log_e: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """omega for each log K_t (the formula of :func:`trust_weight`, for arrays)."""
+    return np.asarray(np.clip(log_e / np.log(1.0 / alpha), 0.0, 1.0), dtype=np.float64)
 
 
 class PrequentialGate(TrustGate):

@@ -46,6 +46,7 @@ __all__ = [
     "BayesLearner",
     "EmpiricalBayesLearner",
     "LearnerMode",
+    "CreditBasis",
     "RunningStatistics",
     "SufficientStatistics",
     "ValuePosterior",
@@ -146,6 +147,13 @@ def _noise_scale(residual_ss: float, dof: int, total_ss: float, n_records: int) 
     return float(np.sqrt(max(s2, 0.0)))
 
 
+class CreditBasis(StrEnum):
+    """What the value learner learns from: date-centred contributions or the raw same-day contrasts."""
+
+    CENTRED = "centred"
+    RAW = "raw"
+
+
 class RunningStatistics:
     """Running per-experience statistics of date-centred contributions.
 
@@ -154,9 +162,13 @@ class RunningStatistics:
     Also N (records), S (dates with >= 2 experiences) and the sum and sum of
     squares of all centred contributions (for the plain-variance fallback).
     Memory is O(experiences), whatever the number of dates.
+
+    ``centre=False`` keeps the raw contributions instead (every date counts,
+    and no date effect is removed from the residual degrees of freedom).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, centre: bool = True) -> None:
+        self.centre = centre
         self.index: dict[Hashable, int] = {}
         self.ids: list[Hashable] = []
         self.counts: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -190,14 +202,15 @@ class RunningStatistics:
         """Centre one date's contributions (one per experience) and add them.
 
         Returns False (and changes nothing) for a date with fewer than two
-        experiences, which carries no relative information.
+        experiences, which carries no relative information (raw statistics:
+        for a date without experiences).
         """
-        if len(contributions) < 2:
+        if len(contributions) < (2 if self.centre else 1):
             return False
         values = [float(v) for v in contributions.values()]
         if not all(np.isfinite(v) for v in values):
             raise InputError("contributions must be finite", field="contributions")
-        date_mean = sum(values) / len(values)
+        date_mean = sum(values) / len(values) if self.centre else 0.0
         for experience_id, value in zip(contributions, values, strict=True):
             y = value - date_mean
             row = self._row(experience_id)
@@ -220,23 +233,23 @@ class RunningStatistics:
         counts = self.counts[:size].copy()
         means = self.sums[:size] / counts
         residual_ss = float(self.m2[:size].sum())
-        dof = self.n_records - size - (self.n_dates - 1)
+        dof = self.n_records - size - (self.n_dates - 1 if self.centre else 0)
         total_ss = self.total_sq - self.total * self.total / self.n_records
         return SufficientStatistics(tuple(self.ids), means, counts, residual_ss, dof, _noise_scale(residual_ss, dof, total_ss, self.n_records))
 
     @classmethod
-    def from_records(cls, records: Iterable[Record]) -> RunningStatistics:
+    def from_records(cls, records: Iterable[Record], centre: bool = True) -> RunningStatistics:
         """Statistics of a whole record set, computed in one vectorised pass."""
-        return cls.from_centred(centre_by_date(records))
+        return cls.from_centred(centre_by_date(records, centre=centre), centre)
 
     @classmethod
-    def from_arrays(cls, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> RunningStatistics:
+    def from_arrays(cls, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike, centre: bool = True) -> RunningStatistics:
         """Statistics of records given as three aligned arrays (N,): the fast path for large histories."""
-        return cls.from_centred(centre_arrays(np.asarray(dates), np.asarray(experience_ids), np.asarray(contributions, dtype=np.float64)))
+        return cls.from_centred(centre_arrays(np.asarray(dates), np.asarray(experience_ids), np.asarray(contributions, dtype=np.float64), centre=centre), centre)
 
     @classmethod
-    def from_centred(cls, centred: CentredRecords) -> RunningStatistics:
-        stats = cls()
+    def from_centred(cls, centred: CentredRecords, centre: bool = True) -> RunningStatistics:
+        stats = cls(centre)
         if centred.n_records == 0:
             return stats
         n_experiences = len(centred.experience_ids)
@@ -261,6 +274,7 @@ class RunningStatistics:
     def to_dict(self) -> dict[str, Any]:
         size = len(self.ids)
         return {
+            **({} if self.centre else {"centre": False}),
             "ids": list(self.ids),
             "counts": [int(c) for c in self.counts[:size]],
             "sums": [float(v) for v in self.sums[:size]],
@@ -273,7 +287,7 @@ class RunningStatistics:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunningStatistics:
-        stats = cls()
+        stats = cls(bool(data.get("centre", True)))
         ids = list(data["ids"])
         if not (len(ids) == len(data["counts"]) == len(data["sums"]) == len(data["m2"])):
             raise StateError("learner statistics must have one count, sum and m2 per experience", field="learner")
@@ -345,6 +359,9 @@ class EmpiricalBayesLearner:
     n_components : principal components kept (None: use the vectors as given,
         only standardised).
     min_auto_scores : scores each mode needs before ``auto`` compares them.
+    centre : learn from date-centred contributions (the default: relative
+        values) or, with False, from the raw same-day contrasts (absolute
+        values: what including an experience adds to a draft).
     """
 
     def __init__(
@@ -353,6 +370,7 @@ class EmpiricalBayesLearner:
         features: Mapping[Hashable, ArrayLike] | None = None,
         n_components: int | None = DEFAULT_COMPONENTS,
         min_auto_scores: int = MIN_AUTO_SCORES,
+        centre: bool = True,
     ) -> None:
         self.mode = parse_choice(LearnerMode, mode, "mode")
         if n_components is not None and (isinstance(n_components, bool) or n_components < 1):
@@ -361,8 +379,9 @@ class EmpiricalBayesLearner:
             raise ConfigError(f"min_auto_scores must be >= 1, got {min_auto_scores!r}", field="min_auto_scores")
         self.n_components = n_components
         self.min_auto_scores = min_auto_scores
+        self.centre = centre
         self.features: dict[Hashable, NDArray[np.float64]] = {}
-        self.statistics = RunningStatistics()
+        self.statistics = RunningStatistics(centre)
         self.mode_scores: dict[LearnerMode, _ModeScores] = {LearnerMode.IDENTITY: _ModeScores(), LearnerMode.CONTENT: _ModeScores()}
         self._fits: dict[LearnerMode, _Fit] = {}
         self._stale = False
@@ -438,7 +457,7 @@ class EmpiricalBayesLearner:
         records: (date, experience_id, contribution) tuples or
         :class:`~memtrial.credit.ContributionRecord` s, in any order.
         """
-        self.statistics = RunningStatistics.from_records(records)
+        self.statistics = RunningStatistics.from_records(records, self.centre)
         self._aligned = None
         self._stale = True
         self._refit()
@@ -446,7 +465,7 @@ class EmpiricalBayesLearner:
 
     def fit_arrays(self, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> EmpiricalBayesLearner:
         """:meth:`fit` on records given as three aligned arrays (N,); returns self."""
-        self.statistics = RunningStatistics.from_arrays(dates, experience_ids, contributions)
+        self.statistics = RunningStatistics.from_arrays(dates, experience_ids, contributions, self.centre)
         self._aligned = None
         self._stale = True
         self._refit()
@@ -564,7 +583,10 @@ class EmpiricalBayesLearner:
         }
 
     def load_state_dict(self, data: Mapping[str, Any]) -> None:
-        self.statistics = RunningStatistics.from_dict(data["statistics"])
+        statistics = RunningStatistics.from_dict(data["statistics"])
+        if statistics.centre != self.centre:
+            raise StateError(f"the learner's statistics are {'centred' if statistics.centre else 'raw'}, the learner expects {'centred' if self.centre else 'raw'}", field="learner")
+        self.statistics = statistics
         self._aligned = None
         for mode, (count, total) in data["mode_scores"].items():
             self.mode_scores[LearnerMode(mode)] = _ModeScores(int(count), float(total))

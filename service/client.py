@@ -88,6 +88,8 @@ class MemtrialClient:
         fallback: str = "ftrl",
         fee_bp: float = 15.0,
         drafter: Mapping[str, Any] | None = None,
+        action: str = "gate",
+        credit: str = "centred",
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "name": name,
@@ -97,6 +99,8 @@ class MemtrialClient:
             "learner": learner,
             "fallback": fallback,
             "fee_bp": fee_bp,
+            "action": action,
+            "credit": credit,
         }
         if gate is not None:
             body["gate"] = dict(gate)

@@ -94,6 +94,10 @@ class AgentCreate(Strict):
     fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"
     fee_bp: Weight = Field(15.0, ge=0, le=1000)
     drafter: DrafterSettings | None = None
+    action: Literal["gate", "dial"] = Field(
+        "gate", description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')"
+    )
+    credit: Literal["centred", "raw"] = Field("centred", description="what values are learned from: date-centred contributions or the raw same-day contrasts")
 
     @field_validator("universe")
     @classmethod
@@ -124,6 +128,8 @@ class AgentPublic(BaseModel):
     learner: str
     fallback: str
     fee_bp: float
+    action: str
+    credit: str
     drafter: dict[str, Any] | None
     created_at: dt.datetime
 
@@ -296,6 +302,14 @@ class TrustStatePublic(BaseModel):
     is_open: bool
 
 
+class DialPublic(BaseModel):
+    trust_weight: float = Field(description="omega in [0, 1]: the share played on memory")
+    log_evidence: float = Field(description="log K_t of the betting e-process omega comes from")
+    noise_cost: float | None = Field(description="estimated utility cost of one draft's noise (null: no estimate yet)")
+    gains: list[float] = Field(description="predicted gain of each designed subset, in subset order")
+    combination: list[float] = Field(description="weight of each designed draft in the memory share, in subset order")
+
+
 class PlanPublic(BaseModel):
     decision_id: str
     status: str
@@ -307,6 +321,7 @@ class PlanPublic(BaseModel):
     learner_mode: str
     trust: TrustStatePublic
     q: float
+    dial: DialPublic | None = Field(None, description="agents acting by the trust dial: omega, its evidence and how the drafts will be combined")
 
 
 class DraftsSubmit(Strict):
@@ -334,6 +349,7 @@ class DecisionPublic(BaseModel):
     learner_mode: str
     explanation: str
     drafts: list[dict[str, float]]
+    dial: DialPublic | None = None
     plan: PlanPublic
 
 

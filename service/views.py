@@ -29,6 +29,8 @@ def agent_public(agent: Agent) -> AgentPublic:
         learner=settings["learner"],
         fallback=settings["fallback"],
         fee_bp=settings["fee_bp"],
+        action=settings.get("action", "gate"),
+        credit=settings.get("credit", "centred"),
         drafter=None if drafter is None else {k: v for k, v in drafter.items() if k != "api_key"},
         created_at=as_utc(agent.created_at),
     )

@@ -8,7 +8,7 @@ import pytest
 from backtest.market import Market
 from backtest.methods.registry import METHOD_IDS
 from backtest.plantedmem import HORIZON, REGIMES, PlantedMemWorld
-from backtest.runner import WorldSpec, run_many, run_world
+from backtest.runner import WorldSpec, market_for, run_many, run_world
 
 PICKERS = ["no_memory", "all_four", "similarity_top2", "outcome_credit", "counterfactual_argmax", "uplift_credit", "finmem", "expel", "reflexion"]
 
@@ -109,3 +109,15 @@ def test_every_registered_method_runs_on_a_synthetic_market():
 
 def test_regime_ids_are_the_seven_of_the_specification():
     assert list(REGIMES) == ["no_influence", "noise_only", "beta_0.1", "beta_0.25", "beta_0.5", "many_experiences", "informative_content"]
+
+
+def test_informative_content_draws_worlds_of_its_own_not_copies_of_many_experiences():
+    from backtest.plantedmem import PlantedMemWorld
+
+    market = market_for(True)
+    many, informative = PlantedMemWorld(market, "many_experiences", 3), PlantedMemWorld(market, "informative_content", 3)
+    assert not np.array_equal(many.types, informative.types)
+    assert not np.array_equal(many.retrieved, informative.retrieved)
+    assert not np.array_equal(many.drafts, informative.drafts)
+    again = PlantedMemWorld(market, "informative_content", 3)
+    assert np.array_equal(again.drafts, informative.drafts)  # still one world per seed

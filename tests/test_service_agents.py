@@ -110,3 +110,25 @@ def test_every_agent_resource_of_another_tenant_is_404(client, http, database_ur
     response = http.get(f"/v1/agents/{agent['id']}{path}", headers={"Authorization": f"Bearer {other}"})
     assert response.status_code == 404
     assert response.json()["error"]["message"] == f"agent {agent['id']!r} not found"
+
+
+def test_an_agent_acting_by_the_trust_dial_shows_omega_and_its_combination(client):
+    from service.client import ServiceError
+
+    with pytest.raises(ServiceError) as refused:
+        client._request("POST", "/v1/agents", {"name": "dial", "investor": "balanced", "universe": UNIVERSE, "action": "dial"})
+    assert refused.value.status == 422 and refused.value.field == "action"
+    assert "use gate test 'anytime'" in refused.value.message
+    body = {"name": "dial", "investor": "balanced", "universe": UNIVERSE, "action": "dial", "credit": "raw", "gate": {"test": "anytime"}}
+    agent = client._request("POST", "/v1/agents", body)
+    assert (agent["action"], agent["credit"]) == ("dial", "raw")
+    client.add_experiences(agent["id"], [{"text": t} for t in ("bonds rallied on cuts", "equities fell on inflation", "gold held up", "cash was safe")])
+    plan = client.create_decision(agent["id"], "2024-01-31T21:00:00Z", "2024-02-29T21:00:00Z", "rates fell")
+    dial = plan["dial"]
+    assert dial["trust_weight"] == 0.0 and dial["log_evidence"] == 0.0 and dial["noise_cost"] is None
+    assert len(dial["combination"]) == len(plan["subsets"]) and sum(dial["combination"]) == pytest.approx(1.0)
+    draft = {"SPY": 0.3, "TLT": 0.3, "GLD": 0.2, "BIL": 0.2}
+    decision = client.submit_drafts(agent["id"], plan["decision_id"], [draft] * len(plan["subsets"]))
+    assert decision["action"] == "dial" and decision["dial"] == dial
+    assert "trust weight 0 from log e-value 0: all on the anchored mixture" in decision["explanation"]
+    assert client.verify(agent["id"])["ok"]

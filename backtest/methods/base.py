@@ -60,6 +60,7 @@ class Method(ABC):
     def __init__(self, scoring: Scoring) -> None:
         self.scoring = scoring
         self.last_open: bool | None = None
+        self.last_trust_weight: float | None = None  # methods acting by the trust dial
 
     @abstractmethod
     def decide(self, context: DateContext) -> NDArray[np.float64]:

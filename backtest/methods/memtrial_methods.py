@@ -33,6 +33,7 @@ class MemTrialMethod(Method):
         decision = self.engine.decide(plan.decision_id, context.drafts[list(plan.masks)])
         self.last_open = decision.trust.is_open
         self.last_statistic = decision.trust.statistic
+        self.last_trust_weight = None if decision.dial is None else decision.dial.trust_weight
         return decision.weights
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:

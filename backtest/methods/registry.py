@@ -27,8 +27,13 @@ __all__ = ["ANCHORED_BASES", "ENGINES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHO
 
 Factory = Callable[[Any, Scoring, int], Method]
 
+#: The default ``memtrial`` acts by the trust dial (SPEC 4.8) on values learned from the raw same-day
+#: contrasts; ``memtrial_paper`` is the paper's rule (binary prequential gate, date-centred values),
+#: and the ablations after it vary one setting of the paper's rule each.
+DIAL = {"action": "dial", "credit": "raw", "gate": GateConfig(test="anytime")}
 MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
-    "memtrial": {},
+    "memtrial": DIAL,
+    "memtrial_paper": {},
     "memtrial_anytime": {"gate": GateConfig(test="anytime")},
     "memtrial_content": {"learner": "content"},
     "memtrial_identity": {"learner": "identity"},
@@ -39,6 +44,8 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_alpha_0.2": {"gate": GateConfig(alpha=0.2)},
     "memtrial_alpha_0.01": {"gate": GateConfig(alpha=0.01)},
     "memtrial_full": {"design": "full"},
+    "memtrial_dial_centred": {**DIAL, "credit": "centred"},
+    "memtrial_dial_identity": {**DIAL, "learner": "identity"},
 }
 
 

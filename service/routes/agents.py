@@ -48,6 +48,8 @@ def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep,
         fallback=body.fallback,  # type: ignore[arg-type]
         investor=INVESTORS[body.investor],
         fee_bp=body.fee_bp,
+        action=body.action,  # type: ignore[arg-type]
+        credit=body.credit,  # type: ignore[arg-type]
     )
     universe = Universe([asset.model_dump() for asset in body.universe])
     project(np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor])

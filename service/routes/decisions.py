@@ -36,6 +36,7 @@ from service.schemas import (
     DecisionPublic,
     DecisionSummary,
     DraftsSubmit,
+    DialPublic,
     PlanPublic,
     RetrievedPublic,
     SettlementPublic,
@@ -100,6 +101,7 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
             learner_mode=plan.learner_mode,
             trust=trust_public(plan.trust),
             q=plan.q,
+            dial=None if plan.dial is None else DialPublic(**plan.dial.to_dict()),
         )
         row = history.rows[decision_id]
         row.request = body.model_dump(mode="json")
@@ -163,6 +165,7 @@ def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) 
         learner_mode=decision.learner_mode,
         explanation=decision.explanation,
         drafts=[universe.mapping(d) for d in decision.drafts],
+        dial=None if decision.dial is None else DialPublic(**decision.dial.to_dict()),
         plan=PlanPublic(**row.plan),
     )
 
