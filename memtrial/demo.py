@@ -67,6 +67,7 @@ def run_demo(n_decisions: int = 120, beta: float = 0.5, seed: int = 0, gate: str
         decision = engine.decide(plan.decision_id, np.array(drafts))
         n_open += decision.trust.is_open
         settlement = engine.settle(plan.decision_id, rel)
+        assert settlement.chosen_utility is not None and settlement.mean_utility is not None  # a portfolio settlement scores both
         totals["memtrial"] += settlement.chosen_utility
         totals["equal"] += settlement.reference_utility
         totals["mean"] += settlement.mean_utility

@@ -35,7 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial import design as design_module
-from memtrial.action import ActionRule, choose, dial_combination, dial_gains, dial_weights, noise_gain
+from memtrial.action import ActionRule, best_subset, choose, dial_combination, dial_gains, dial_weights, noise_gain
 from memtrial.credit import contributions as banzhaf_contrasts
 from memtrial.credit import interactions as interaction_contrasts
 from memtrial.design import DesignKind
@@ -68,6 +68,8 @@ from memtrial.records import (
     encode_time,
 )
 from memtrial.retrieval import top_k
+from memtrial.scoring import rule as scoring_rule
+from memtrial.scoring import score as score_drafts
 from memtrial.settle import INVESTORS, Investor, mixture_utilities, project, utility
 from memtrial.trust import GateConfig, GateTest, TrustGate, make_gate, pearson_score, trust_weight
 from memtrial.values import CreditBasis, EmpiricalBayesLearner, LearnerMode
@@ -289,6 +291,7 @@ class MemTrial:
         n_assets: int | None = None,
         risky: ArrayLike | None = None,
         defensive: ArrayLike | None = None,
+        kind: str = "portfolio",
     ) -> Plan:
         """Retrieve, design and freeze predictions for one decision.
 
@@ -298,6 +301,9 @@ class MemTrial:
         previous: (n,) the book before entry, for fees (default equal weight).
         risky/defensive: (n,) asset groups; drafts are then projected onto the
         configured investor's mandate.
+        kind: ``portfolio`` (drafts are weights, settled by prices) or
+        ``scored`` (drafts are anything a rule can score: decide with
+        :meth:`decide_scored`, settle with :meth:`settle_scored`; no universe).
         """
         if not isinstance(decision_id, str) or not decision_id:
             raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
@@ -308,7 +314,15 @@ class MemTrial:
         if not _later_or_equal(maturity, time, "maturity"):
             raise InputError(f"maturity {_show(maturity)} must not be before time {_show(time)}", field="maturity")
         ids = self._retrieve(retrieved, context_embedding)
-        reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(reference, previous, n_assets, risky, defensive)
+        if kind == "scored":
+            given = [name for name, value in (("reference", reference), ("previous", previous), ("n_assets", n_assets), ("risky", risky), ("defensive", defensive)) if value is not None]
+            if given:
+                raise InputError(f"a scored decision has no universe: {given[0]} does not apply (designate the reference draft when deciding)", field=given[0])
+            reference_weights, previous_weights, risky_mask, defensive_mask = np.zeros(0), np.zeros(0), None, None
+        elif kind == "portfolio":
+            reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(reference, previous, n_assets, risky, defensive)
+        else:
+            raise InputError(f"kind must be 'portfolio' or 'scored', got {kind!r}", field="kind")
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         masks = design_module.plan_masks(self.config.design, self.config.k, len(ids))
@@ -339,6 +353,7 @@ class MemTrial:
             risky=risky_mask,
             defensive=defensive_mask,
             dial=dial,
+            kind=kind,
         )
         self.history.put(DecisionEntry(plan))
         self.clock = time
@@ -420,6 +435,8 @@ class MemTrial:
         """Choose weights from one draft per designed subset (rows aligned with ``plan.subsets``)."""
         entry = self._live_entry(decision_id)
         plan = entry.plan
+        if plan.kind != "portfolio":
+            raise LifecycleError(f"decision {decision_id!r} is a scored decision: use decide_scored", field="decision_id")
         matrix = np.asarray(drafts, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
             raise InputError(f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}", field="drafts")
@@ -434,6 +451,41 @@ class MemTrial:
         self.history.put(entry)
         return entry.decision
 
+    def decide_scored(self, decision_id: str, *, vectors: ArrayLike | None = None, n_drafts: int | None = None, reference: int = 0) -> Decision:
+        """Act on a scored decision: one draft per designed subset (rows aligned with ``plan.subsets``).
+
+        vectors: (S, m) numeric drafts (e.g. probability vectors over m named
+        outcomes): the anchored mixture and the dial blend apply to them.
+        n_drafts: S, for drafts that are not vectors (answers, documents): a
+        closed gate, or a dial short of full trust, plays the reference draft.
+        reference: index of the draft designated as the conservative reference
+        (default 0, the memory-free draft).
+        """
+        entry = self._live_entry(decision_id)
+        plan = entry.plan
+        if plan.kind != "scored":
+            raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use decide", field="decision_id")
+        runs = len(plan.masks)
+        if (vectors is None) == (n_drafts is None):
+            raise InputError("give exactly one of vectors or n_drafts", field="drafts")
+        if vectors is not None:
+            matrix = np.asarray(vectors, dtype=np.float64)
+            if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
+                raise InputError(f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}", field="drafts")
+        else:
+            if isinstance(n_drafts, bool) or not isinstance(n_drafts, int) or n_drafts != runs:
+                raise InputError(f"drafts must number one per designed subset ({runs}), got {n_drafts!r}", field="drafts")
+            matrix = np.zeros((runs, 0))
+        if isinstance(reference, bool) or not isinstance(reference, int) or not 0 <= reference < runs:
+            raise InputError(f"reference must index one of the {runs} drafts, got {reference!r}", field="reference")
+        if entry.decision is not None:
+            if np.array_equal(entry.decision.drafts, matrix) and entry.decision.reference_index == reference:
+                return entry.decision
+            raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
+        entry.decision = _choose_scored(plan, matrix, reference)
+        self.history.put(entry)
+        return entry.decision
+
     # -- settle ------------------------------------------------------------
     def settle(self, decision_id: str, rel_prices: ArrayLike, at: Time | None = None) -> Settlement:
         """Score a matured decision and learn from it.
@@ -444,6 +496,8 @@ class MemTrial:
         """
         entry = self._live_entry(decision_id)
         plan = entry.plan
+        if plan.kind != "portfolio":
+            raise LifecycleError(f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id")
         prices = np.asarray(rel_prices, dtype=np.float64)
         if entry.settlement is not None:
             if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(entry.settlement.rel_prices, prices):
@@ -451,28 +505,105 @@ class MemTrial:
             raise SettlementConflictError(f"decision {decision_id!r} was already settled with different prices", field="rel_prices")
         if entry.decision is None:
             raise LifecycleError(f"decision {decision_id!r} has no drafts yet: call decide before settle", field="decision_id")
+        settled_at = self._settled_at(decision_id, plan, at)
+        decision = entry.decision
+        draft_mean = decision.drafts.mean(axis=0)
+        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights])
+        batch = batch / batch.sum(axis=1, keepdims=True)
+        scores = np.asarray(utility(batch, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp))
+        n_drafts = decision.drafts.shape[0]
+        reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
+        mixture_u = mixture_utilities(plan.reference, draft_mean, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp, GRID)
+        settlement = self._learn(plan, scores[:n_drafts], reference_u, mean_u, chosen_u, mixture_u, settled_at, prices.copy())
+        return self._record(entry, settlement, settled_at)
+
+    def settle_scored(
+        self, decision_id: str, *, utilities: ArrayLike | None = None, outcome: Any = None, rule: str | None = None, at: Time | None = None
+    ) -> Settlement:
+        """Score a matured scored decision and learn from it.
+
+        Give ``utilities`` (one per draft, computed by the caller; higher is
+        better) or an ``outcome`` and a mixable built-in ``rule``: ``brier`` or
+        ``log`` over the decision's probability vectors (the outcome is the
+        index of the realised outcome) or ``abs_error`` over numbers (vectors
+        of length 1). Settling twice with the same data is a no-op; with other
+        data it is an error.
+        """
+
+        entry = self._live_entry(decision_id)
+        plan = entry.plan
+        if plan.kind != "scored":
+            raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use settle", field="decision_id")
+        if (utilities is None) == (rule is None):
+            raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
+        given_utilities = None
+        if utilities is not None:
+            given_utilities = np.asarray(utilities, dtype=np.float64)
+            if given_utilities.shape != (len(plan.masks),) or not np.all(np.isfinite(given_utilities)):
+                raise InputError(f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given_utilities.shape}", field="utilities")
+        elif not scoring_rule(str(rule)).mixable:
+            raise InputError(f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities", field="rule")
+        if entry.settlement is not None:
+            previous = entry.settlement
+            same = previous.rule == rule and previous.outcome == outcome and (given_utilities is None or np.array_equal(previous.draft_utilities, given_utilities))
+            if same:
+                return previous
+            raise SettlementConflictError(f"decision {decision_id!r} was already settled with a different outcome", field="outcome" if rule else "utilities")
+        decision = entry.decision
+        if decision is None:
+            raise LifecycleError(f"decision {decision_id!r} has no drafts yet: decide before settling", field="decision_id")
+        settled_at = self._settled_at(decision_id, plan, at)
+        reference_index = decision.reference_index or 0
+        mixture_u = np.zeros(0)
+        mean_u: float | None = None
+        chosen_u: float | None = None
+        if given_utilities is not None:
+            draft_utilities = given_utilities
+            if decision.played is not None:
+                chosen_u = float(draft_utilities[decision.played])
+        else:
+            vectors = decision.drafts
+            if vectors.shape[1] == 0:
+                raise InputError(f"rule {rule!r} scores probability vectors; this decision's drafts are not vectors", field="rule")
+            draft_mean = vectors.mean(axis=0)
+            scores = score_drafts(str(rule), outcome, vectors=np.vstack([vectors, draft_mean, decision.weights]))
+            draft_utilities = scores[: vectors.shape[0]]
+            mean_u, chosen_u = float(scores[-2]), float(scores[-1])
+            mixtures = GRID[:, None] * vectors[reference_index] + (1.0 - GRID[:, None]) * draft_mean
+            mixture_u = score_drafts(str(rule), outcome, vectors=mixtures)
+        reference_u = float(draft_utilities[reference_index])
+        settlement = self._learn(plan, draft_utilities, reference_u, mean_u, chosen_u, mixture_u, settled_at, np.zeros((0, 0)))
+        settlement = replace(settlement, outcome=outcome, rule=rule, scored=True)
+        return self._record(entry, settlement, settled_at)
+
+    def _settled_at(self, decision_id: str, plan: Plan, at: Time | None) -> Time:
         settled_at = plan.maturity if at is None else at
         encode_time(settled_at)
         if not _later_or_equal(settled_at, plan.maturity, "at"):
             raise PrematureSettlementError(
                 f"decision {decision_id!r} matures at {_show(plan.maturity)}; it cannot be settled at {_show(settled_at)}", field="at"
             )
-        settlement = self._score(plan, entry.decision, prices, settled_at)
+        return settled_at
+
+    def _record(self, entry: DecisionEntry, settlement: Settlement, settled_at: Time) -> Settlement:
         entry.settlement = settlement
         self.history.put(entry)
         if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return settlement
 
-    def _score(self, plan: Plan, decision: Decision, prices: NDArray[np.float64], settled_at: Time) -> Settlement:
-        draft_mean = decision.drafts.mean(axis=0)
-        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights])
-        batch = batch / batch.sum(axis=1, keepdims=True)
-        scores = np.asarray(utility(batch, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp))
-        n_drafts = decision.drafts.shape[0]
-        draft_utilities = scores[:n_drafts]
-        reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
-        mixture_u = mixture_utilities(plan.reference, draft_mean, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp, GRID)
+    def _learn(
+        self,
+        plan: Plan,
+        draft_utilities: NDArray[np.float64],
+        reference_u: float,
+        mean_u: float | None,
+        chosen_u: float | None,
+        mixture_u: NDArray[np.float64],
+        settled_at: Time,
+        prices: NDArray[np.float64],
+    ) -> Settlement:
+        """Credit, score and learn from a settled decision's utilities (the same for every kind)."""
         ids = plan.experience_ids
         contributions: dict[ExperienceId, float] = {}
         centred: dict[ExperienceId, float] = {}
@@ -488,12 +619,14 @@ class MemTrial:
             self._score_modes(plan, centred)
             self.learner.update(plan.decision_id, contributions)
             self.history.append_contributions(plan.decision_id, contributions, centred)
-        self.fallback.update(mixture_u, reference_u, mean_u)
-        self.noise.add(noise_gain(draft_utilities, mean_u))
+        if mixture_u.size and mean_u is not None:  # a scored decision settled with bare utilities has no mixtures to learn q from
+            self.fallback.update(mixture_u, reference_u, mean_u)
+        if mean_u is not None:
+            self.noise.add(noise_gain(draft_utilities, mean_u))
         return Settlement(
             decision_id=plan.decision_id,
             settled_at=settled_at,
-            rel_prices=prices.copy(),
+            rel_prices=prices,
             draft_utilities=draft_utilities,
             reference_utility=reference_u,
             mean_utility=mean_u,
@@ -681,6 +814,33 @@ def _check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> Non
     sums = matrix.sum(axis=1)
     if np.any(np.abs(sums - 1.0) > DRAFT_SUM_TOLERANCE):
         raise InputError(f"{name} rows must sum to 1, got sums {[round(float(s), 9) for s in sums]}", field=name)
+
+
+def _choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> Decision:
+    """A scored decision's action: the gate or the dial over the designed drafts, the designated
+    reference draft as the conservative anchor (mixed with the draft mean where drafts are vectors)."""
+    mixable = vectors.shape[1] > 0
+    best, gain = best_subset(plan.predictions, plan.subsets, plan.masks)
+    common: dict[str, Any] = {"decision_id": plan.decision_id, "trust": plan.trust, "predictions": dict(plan.predictions), "learner_mode": plan.learner_mode, "drafts": vectors, "reference_index": reference}
+    if plan.dial is not None:
+        dial = plan.dial
+        if mixable:
+            weights = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), vectors[reference], vectors)
+            decision = Decision(weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, predicted_gain=max(dial.gains), explanation="", dial=dial, played=None, **common)
+        elif dial.trust_weight >= 1.0:  # answers cannot be blended: memory's draft only at full trust
+            top = int(np.argmax(dial.combination))
+            decision = Decision(weights=vectors[top], action=Action.DIAL, subset=plan.subsets[top], mask=plan.masks[top], q=None, predicted_gain=max(dial.gains), explanation="", dial=dial, played=top, **common)
+        else:
+            decision = Decision(weights=vectors[reference], action=Action.REFERENCE, subset=None, mask=None, q=None, predicted_gain=max(dial.gains), explanation="", dial=dial, played=reference, **common)
+        return replace(decision, explanation=explain(decision, plan.subsets))
+    if plan.trust.is_open and gain > 0.0:
+        decision = Decision(weights=vectors[best], action=Action.SUBSET, subset=plan.subsets[best], mask=plan.masks[best], q=None, predicted_gain=gain, explanation="", played=best, **common)
+    elif mixable:
+        weights = plan.q * vectors[reference] + (1.0 - plan.q) * vectors.mean(axis=0)
+        decision = Decision(weights=weights, action=Action.MIXTURE, subset=None, mask=None, q=plan.q, predicted_gain=gain, explanation="", played=None, **common)
+    else:
+        decision = Decision(weights=vectors[reference], action=Action.REFERENCE, subset=None, mask=None, q=None, predicted_gain=gain, explanation="", played=reference, **common)
+    return replace(decision, explanation=explain(decision))
 
 
 def _choose(plan: Plan, drafts: NDArray[np.float64]) -> Decision:

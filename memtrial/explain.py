@@ -30,6 +30,8 @@ def explain(decision: Decision, subsets: Sequence[Sequence[ExperienceId]] = ()) 
     if decision.action is Action.SUBSET:
         return f"{gate}; best subset {list(decision.subset or ())} has predicted gain {decision.predicted_gain:.4g} > 0: acting on its draft"
     reason = "gate not open" if not decision.trust.is_open else f"best predicted gain {decision.predicted_gain:.4g} is not > 0"
+    if decision.action is Action.REFERENCE:
+        return f"{gate}; {reason}: the reference draft (drafts that are not vectors cannot be mixed)"
     return f"{gate}; {reason}: anchored mixture with q = {decision.q:.4g} on the reference"
 
 
@@ -39,7 +41,9 @@ def describe_dial(decision: Decision, subsets: Sequence[Sequence[ExperienceId]] 
     assert dial is not None
     omega = dial.trust_weight
     evidence = f"trust weight {omega:.3g} from log e-value {dial.log_evidence:.3g}"
-    fallback = f"anchored mixture with q = {decision.q:.4g} on the reference"
+    if decision.action is Action.REFERENCE:
+        return f"{evidence}: the reference draft (drafts that are not vectors cannot be blended; memory's draft is played at full trust)"
+    fallback = f"anchored mixture with q = {decision.q:.4g} on the reference" if decision.q is not None else "reference draft"
     if omega <= 0.0:
         return f"{evidence}: all on the {fallback}"
     top = max(range(len(dial.combination)), key=lambda i: dial.combination[i])
@@ -47,6 +51,8 @@ def describe_dial(decision: Decision, subsets: Sequence[Sequence[ExperienceId]] 
     noise = "no noise estimate yet" if dial.noise_cost is None else f"noise cost {dial.noise_cost:.3g}"
     spread = sum(1 for p in dial.combination if p > 0.0)
     memory = f"{omega:.0%} on {spread} designed draft{'s' if spread != 1 else ''} ({noise}; largest share {dial.combination[top]:.0%} on subset{named}, predicted gain {dial.gains[top]:.4g})"
+    if decision.played is not None:  # answers: memory's largest share, played as it is
+        return f"{evidence}: full trust: playing the draft of subset{named} (predicted gain {dial.gains[top]:.4g})"
     if omega >= 1.0:
         return f"{evidence}: {memory}"
     return f"{evidence}: {memory}, {1.0 - omega:.0%} on the {fallback}"

@@ -80,6 +80,7 @@ class Action(StrEnum):
     SUBSET = "subset"
     MIXTURE = "mixture"
     DIAL = "dial"
+    REFERENCE = "reference"  # scored decisions whose drafts cannot be mixed: the designated reference draft
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +148,7 @@ class Plan:
     risky: NDArray[np.bool_] | None
     defensive: NDArray[np.bool_] | None
     dial: Dial | None = None
+    kind: str = "portfolio"
 
     @property
     def n_assets(self) -> int:
@@ -169,6 +171,7 @@ class Plan:
             "risky": None if self.risky is None else [bool(x) for x in self.risky],
             "defensive": None if self.defensive is None else [bool(x) for x in self.defensive],
             **({} if self.dial is None else {"dial": self.dial.to_dict()}),
+            **({} if self.kind == "portfolio" else {"kind": self.kind}),
         }
 
     @classmethod
@@ -192,6 +195,7 @@ class Plan:
             risky=None if data["risky"] is None else np.asarray(data["risky"], dtype=bool),
             defensive=None if data["defensive"] is None else np.asarray(data["defensive"], dtype=bool),
             dial=None if data.get("dial") is None else Dial.from_dict(data["dial"]),
+            kind=str(data.get("kind", "portfolio")),
         )
 
 
@@ -203,7 +207,11 @@ class Decision:
     action MIXTURE: weights = q * reference + (1 - q) * mean(drafts).
     action DIAL: weights = omega * sum_S pi_S draft_S + (1 - omega) * the
     mixture with q; ``dial`` holds omega and pi.
+    action REFERENCE (scored decisions whose drafts are not vectors): the
+    designated reference draft.
     predicted_gain: predicted value of the best designed subset.
+    played: (scored decisions) the index of the draft played as it is (None: a blend);
+    reference_index: (scored decisions) the draft designated as the reference.
     """
 
     decision_id: str
@@ -219,6 +227,8 @@ class Decision:
     explanation: str
     drafts: NDArray[np.float64]
     dial: Dial | None = None
+    played: int | None = None
+    reference_index: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -235,6 +245,7 @@ class Decision:
             "explanation": self.explanation,
             "drafts": [_floats(row) for row in self.drafts],
             **({} if self.dial is None else {"dial": self.dial.to_dict()}),
+            **({} if self.reference_index is None else {"played": self.played, "reference_index": self.reference_index}),
         }
 
     @classmethod
@@ -251,8 +262,10 @@ class Decision:
             predicted_gain=float(data["predicted_gain"]),
             learner_mode=str(data["learner_mode"]),
             explanation=str(data["explanation"]),
-            drafts=np.asarray(data["drafts"], dtype=np.float64),
+            drafts=np.asarray(data["drafts"], dtype=np.float64).reshape(len(data["drafts"]), -1),
             dial=None if data.get("dial") is None else Dial.from_dict(data["dial"]),
+            played=data.get("played"),
+            reference_index=data.get("reference_index"),
         )
 
 
@@ -263,6 +276,9 @@ class Settlement:
     draft_utilities[i] belongs to design run masks[i]; contributions and
     centred are keyed by experience id; score is the gate's Pearson score
     (None when skipped); values are posterior means after the update.
+    Scored decisions carry their ``outcome`` and ``rule`` (``rule`` None: the
+    caller gave the utilities) and no prices; mean_utility and chosen_utility
+    are None where no rule could score a blend of the drafts.
     """
 
     decision_id: str
@@ -270,14 +286,17 @@ class Settlement:
     rel_prices: NDArray[np.float64]
     draft_utilities: NDArray[np.float64]
     reference_utility: float
-    mean_utility: float
-    chosen_utility: float
+    mean_utility: float | None
+    chosen_utility: float | None
     mixture_utilities: NDArray[np.float64]
     contributions: Mapping[ExperienceId, float]
     centred: Mapping[ExperienceId, float]
     interactions: Mapping[str, float]
     score: float | None
     values: Mapping[ExperienceId, float]
+    outcome: Any = None
+    rule: str | None = None
+    scored: bool = False
 
     def to_dict(self, *, mixtures: bool = True) -> dict[str, Any]:
         """JSON-ready dict; ``mixtures=False`` leaves out the 201 mixture utilities
@@ -296,6 +315,7 @@ class Settlement:
             "interactions": dict(self.interactions),
             "score": self.score,
             "values": [[e, float(v)] for e, v in self.values.items()],
+            **({"scored": True, "outcome": self.outcome, "rule": self.rule} if self.scored else {}),
         }
 
     @classmethod
@@ -306,12 +326,15 @@ class Settlement:
             rel_prices=np.asarray(data["rel_prices"], dtype=np.float64),
             draft_utilities=np.asarray(data["draft_utilities"], dtype=np.float64),
             reference_utility=float(data["reference_utility"]),
-            mean_utility=float(data["mean_utility"]),
-            chosen_utility=float(data["chosen_utility"]),
+            mean_utility=None if data["mean_utility"] is None else float(data["mean_utility"]),
+            chosen_utility=None if data["chosen_utility"] is None else float(data["chosen_utility"]),
             mixture_utilities=np.asarray(data["mixture_utilities"] or [], dtype=np.float64),
             contributions={e: float(v) for e, v in data["contributions"]},
             centred={e: float(v) for e, v in data["centred"]},
             interactions={str(k): float(v) for k, v in data["interactions"].items()},
             score=data["score"],
             values={e: float(v) for e, v in data["values"]},
+            outcome=data.get("outcome"),
+            rule=data.get("rule"),
+            scored=bool(data.get("scored", False)),
         )

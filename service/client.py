@@ -1,21 +1,60 @@
-"""A typed Python client for the memtrial REST service (httpx).
+"""Typed Python clients for the memtrial REST service (httpx): :class:`MemtrialClient` and :class:`AsyncMemtrialClient`.
 
-    client = MemtrialClient("http://127.0.0.1:8000", api_key)
-    agent = client.create_agent(name="fund", investor="balanced", universe=[...])
+    with MemtrialClient("http://127.0.0.1:8000", api_key) as client:
+        agent = client.create_agent("fund", "balanced", universe)
+        plan = client.create_decision(agent.id, when, maturity, "context")
 
-Every method returns the decoded JSON body; an error response raises
-:class:`ServiceError` carrying the status, code, message and field.
+    async with AsyncMemtrialClient("http://127.0.0.1:8000", api_key) as client:
+        agent = await client.create_agent("fund", "balanced", universe)
+
+Both clients share every operation (defined once, in :class:`Operations`) and
+answer with the service's own models (:mod:`service.api_types`; each also
+reads like a dict, ``agent["id"]``). An error answer raises
+:class:`ServiceError` with its status, code, message and field.
+
+Retries: a request that fails in transport, or is answered 429/502/503/504 with
+no ``Retry-After`` or one of at most ``max_wait`` seconds, is sent again, up to
+``retries`` times with a growing pause. Every creating POST carries an
+``Idempotency-Key`` generated once per call and reused by its retries, so a
+retry can never create twice: the service answers it with the first answer.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+from pydantic import TypeAdapter
 
-__all__ = ["MemtrialClient", "ServiceError"]
+from service.api_types import (
+    AgentList,
+    AgentPublic,
+    DecisionList,
+    DecisionPublic,
+    DecisionRecord,
+    ExperienceDetail,
+    ExperienceList,
+    ExperiencePublic,
+    LogPage,
+    PlanPublic,
+    ProvidersPublic,
+    RefitPublic,
+    SearchResult,
+    SettlementPublic,
+    TrustPublic,
+    ValuesPublic,
+    VerifyPublic,
+)
+
+__all__ = ["AsyncMemtrialClient", "MemtrialClient", "Operations", "ServiceError"]
+
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
 class ServiceError(Exception):
@@ -35,53 +74,79 @@ def _params(**values: Any) -> dict[str, Any]:
     return {name: value for name, value in values.items() if value is not None}
 
 
-class MemtrialClient:
-    """Synchronous client; pass ``http`` to reuse an ``httpx.Client`` (or a test client)."""
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request: what to send, what model the answer is, whether it creates (and so carries a key)."""
 
-    def __init__(self, base_url: str = "", api_key: str | None = None, *, http: httpx.Client | None = None, timeout: float = 120.0) -> None:
-        self._http = http if http is not None else httpx.Client(base_url=base_url, timeout=timeout)
-        self._headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+    method: str
+    path: str
+    body: Any = None
+    params: Mapping[str, Any] | None = None
+    model: Any = None  # a Pydantic model, or None for the decoded body as it is
+    creates: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
 
-    def close(self) -> None:
-        self._http.close()
 
-    def __enter__(self) -> MemtrialClient:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
-
-    def _request(self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
-        response = self._http.request(method, path, json=json, params=params, headers=self._headers)
-        if response.status_code >= 400:
-            try:
-                error = response.json()["error"]
-            except (ValueError, KeyError, TypeError):
-                raise ServiceError(response.status_code, "http_error", response.text[:500], None) from None
-            raise ServiceError(response.status_code, error["code"], error["message"], error.get("field"))
-        if response.status_code == 204 or not response.content:
-            return None
-        if response.headers.get("content-type", "").startswith("application/json"):
-            return response.json()
+def _decode(call: Call, response: httpx.Response) -> Any:
+    if response.status_code >= 400:
+        try:
+            error = response.json()["error"]
+        except (ValueError, KeyError, TypeError):
+            raise ServiceError(response.status_code, "http_error", response.text[:500], None) from None
+        raise ServiceError(response.status_code, error["code"], error["message"], error.get("field"))
+    if response.status_code == 204 or not response.content:
+        return None
+    if not response.headers.get("content-type", "").startswith("application/json"):
         return response.text
+    data = response.json()
+    return data if call.model is None else TypeAdapter(call.model).validate_python(data)
 
-    # -- operations ------------------------------------------------------------
-    def health(self) -> dict[str, str]:
-        return self._request("GET", "/healthz")  # type: ignore[no-any-return]
 
-    def ready(self) -> dict[str, str]:
-        return self._request("GET", "/readyz")  # type: ignore[no-any-return]
+def _pause(response: httpx.Response | None, attempt: int, max_wait: float) -> float | None:
+    """Seconds to wait before retrying (None: do not retry this answer)."""
+    if response is None:  # a transport failure
+        return min(0.25 * 2**attempt, max_wait)
+    if response.status_code not in RETRY_STATUSES:
+        return None
+    header = response.headers.get("retry-after")
+    if header is None:
+        return min(0.25 * 2**attempt, max_wait)
+    try:
+        wanted = float(header)
+    except ValueError:
+        return None
+    return wanted if wanted <= max_wait else None
 
-    def metrics(self) -> str:
-        return self._request("GET", "/metrics")  # type: ignore[no-any-return]
 
-    # -- agents ----------------------------------------------------------------
+class Operations:
+    """Every operation of the API, once. A client supplies :meth:`_run` (and the paging iterators)."""
+
+    def _run(self, call: Call) -> Any:
+        raise NotImplementedError
+
+    # -- service ----------------------------------------------------------------
+    def health(self) -> Any:
+        return self._run(Call("GET", "/healthz"))
+
+    def ready(self) -> Any:
+        return self._run(Call("GET", "/readyz"))
+
+    def metrics(self) -> Any:
+        return self._run(Call("GET", "/metrics"))
+
+    def providers(self) -> Any:
+        """The LLM providers and models this server allows for server drafting."""
+        return self._run(Call("GET", "/v1/llm/providers", model=ProvidersPublic))
+
+    # -- agents -----------------------------------------------------------------
     def create_agent(
         self,
         name: str,
-        investor: str,
-        universe: Sequence[Mapping[str, str]],
+        investor: str | None = None,
+        universe: Sequence[Mapping[str, str]] | None = None,
         *,
+        kind: str = "portfolio",
+        outcomes: Sequence[str] | None = None,
         design: str = "half",
         gate: Mapping[str, Any] | None = None,
         learner: str = "auto",
@@ -90,83 +155,65 @@ class MemtrialClient:
         drafter: Mapping[str, Any] | None = None,
         action: str = "gate",
         credit: str = "centred",
-    ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "name": name,
-            "investor": investor,
-            "universe": list(universe),
-            "design": design,
-            "learner": learner,
-            "fallback": fallback,
-            "fee_bp": fee_bp,
-            "action": action,
-            "credit": credit,
-        }
+    ) -> Any:
+        """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
+        names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`."""
+        body: dict[str, Any] = {"name": name, "kind": kind, "design": design, "learner": learner, "fallback": fallback, "fee_bp": fee_bp, "action": action, "credit": credit}
+        optional = {"investor": investor, "universe": None if universe is None else list(universe), "outcomes": None if outcomes is None else list(outcomes)}
+        body.update({key: value for key, value in optional.items() if value is not None})
         if gate is not None:
             body["gate"] = dict(gate)
         if drafter is not None:
             body["drafter"] = dict(drafter)
-        return self._request("POST", "/v1/agents", body)  # type: ignore[no-any-return]
+        return self._run(Call("POST", "/v1/agents", body, model=AgentPublic, creates=True))
 
-    def get_agent(self, agent_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}")  # type: ignore[no-any-return]
+    def get_agent(self, agent_id: str) -> Any:
+        return self._run(Call("GET", f"/v1/agents/{agent_id}", model=AgentPublic))
 
-    def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> dict[str, Any]:
-        """One page of the tenant's agents: ``{"items", "next_cursor", "limit"}``."""
-        params = _params(limit=limit, cursor=cursor, name=name)
-        return self._request("GET", "/v1/agents", params=params)  # type: ignore[no-any-return]
+    def update_agent(self, agent_id: str, *, name: str | None = None, drafter: Mapping[str, Any] | None = None, remove_drafter: bool = False) -> Any:
+        body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
+        if remove_drafter:
+            body["remove_drafter"] = True
+        return self._run(Call("PATCH", f"/v1/agents/{agent_id}", body, model=AgentPublic))
 
-    def iter_agents(self, *, name: str | None = None, page_size: int = 200) -> Iterator[dict[str, Any]]:
-        """Every agent of the tenant, following the cursors."""
-        return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
+    def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> Any:
+        """One page of the tenant's agents (:class:`~service.api_types.AgentList`)."""
+        return self._run(Call("GET", "/v1/agents", params=_params(limit=limit, cursor=cursor, name=name), model=AgentList))
 
-    def delete_agent(self, agent_id: str) -> None:
+    def delete_agent(self, agent_id: str) -> Any:
         """Delete the agent and everything it owns (irreversible)."""
-        self._request("DELETE", f"/v1/agents/{agent_id}")
+        return self._run(Call("DELETE", f"/v1/agents/{agent_id}"))
 
-    def _pages(self, fetch: Callable[[str | None], dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        cursor: str | None = None
-        while True:
-            page = fetch(cursor)
-            yield from page["items"]
-            cursor = page.get("next_cursor")
-            if cursor is None:
-                return
-
-    # -- experiences -----------------------------------------------------------
-    def add_experience(self, agent_id: str, text: str, metadata: Mapping[str, Any] | None = None, structured: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    # -- experiences ------------------------------------------------------------
+    def add_experience(self, agent_id: str, text: str, metadata: Mapping[str, Any] | None = None, structured: Mapping[str, Any] | None = None) -> Any:
         body = {"text": text, "metadata": dict(metadata or {}), "structured": None if structured is None else dict(structured)}
-        return self._request("POST", f"/v1/agents/{agent_id}/experiences", body)  # type: ignore[no-any-return]
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences", body, model=ExperiencePublic, creates=True))
 
-    def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-        return self._request("POST", f"/v1/agents/{agent_id}/experiences", {"experiences": list(experiences)})  # type: ignore[no-any-return]
+    def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Any:
+        """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``)."""
+        items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences", {"experiences": items}, model=ExperienceList, creates=True))
 
-    def list_experiences(
-        self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None
-    ) -> dict[str, Any]:
+    def list_experiences(self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None) -> Any:
         params = _params(limit=limit, offset=offset or None, cursor=cursor, active=None if active is None else str(active).lower())
-        return self._request("GET", f"/v1/agents/{agent_id}/experiences", params=params)  # type: ignore[no-any-return]
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/experiences", params=params, model=ExperienceList))
 
-    def iter_experiences(self, agent_id: str, *, active: bool | None = None, page_size: int = 200) -> Iterator[dict[str, Any]]:
-        """Every experience of the agent, following the cursors."""
-        return self._pages(lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor))
+    def get_experience(self, agent_id: str, experience_id: str) -> Any:
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/experiences/{experience_id}", model=ExperienceDetail))
 
-    def get_experience(self, agent_id: str, experience_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}/experiences/{experience_id}")  # type: ignore[no-any-return]
+    def update_experience(self, agent_id: str, experience_id: str, metadata: Mapping[str, Any]) -> Any:
+        return self._run(Call("PATCH", f"/v1/agents/{agent_id}/experiences/{experience_id}", {"metadata": dict(metadata)}, model=ExperiencePublic))
 
-    def update_experience(self, agent_id: str, experience_id: str, metadata: Mapping[str, Any]) -> dict[str, Any]:
-        return self._request("PATCH", f"/v1/agents/{agent_id}/experiences/{experience_id}", {"metadata": dict(metadata)})  # type: ignore[no-any-return]
+    def retire_experience(self, agent_id: str, experience_id: str) -> Any:
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences/{experience_id}/retire", model=ExperiencePublic))
 
-    def retire_experience(self, agent_id: str, experience_id: str) -> dict[str, Any]:
-        return self._request("POST", f"/v1/agents/{agent_id}/experiences/{experience_id}/retire")  # type: ignore[no-any-return]
+    def delete_experience(self, agent_id: str, experience_id: str) -> Any:
+        return self._run(Call("DELETE", f"/v1/agents/{agent_id}/experiences/{experience_id}"))
 
-    def delete_experience(self, agent_id: str, experience_id: str) -> None:
-        self._request("DELETE", f"/v1/agents/{agent_id}/experiences/{experience_id}")
+    def search_experiences(self, agent_id: str, query: str, k: int = 4) -> Any:
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences/search", {"query": query, "k": k}, model=SearchResult))
 
-    def search_experiences(self, agent_id: str, query: str, k: int = 4) -> dict[str, Any]:
-        return self._request("POST", f"/v1/agents/{agent_id}/experiences/search", {"query": query, "k": k})  # type: ignore[no-any-return]
-
-    # -- decisions -------------------------------------------------------------
+    # -- decisions --------------------------------------------------------------
     def create_decision(
         self,
         agent_id: str,
@@ -178,7 +225,9 @@ class MemtrialClient:
         reference_weights: Mapping[str, float] | None = None,
         horizon: int = 20,
         drafting: str = "client",
-    ) -> dict[str, Any]:
+    ) -> Any:
+        """Plan a decision: the plan (:class:`~service.api_types.PlanPublic`) with client drafting, the
+        decision (:class:`~service.api_types.DecisionPublic`) with server drafting."""
         body: dict[str, Any] = {
             "decision_time": _time(decision_time),
             "maturity": _time(maturity),
@@ -189,11 +238,15 @@ class MemtrialClient:
         }
         if reference_weights is not None:
             body["reference_weights"] = dict(reference_weights)
-        return self._request("POST", f"/v1/agents/{agent_id}/decisions", body)  # type: ignore[no-any-return]
+        model = PlanPublic if drafting == "client" else DecisionPublic
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/decisions", body, model=model, creates=True))
 
-    def submit_drafts(self, agent_id: str, decision_id: str, drafts: Sequence[Mapping[str, float]]) -> dict[str, Any]:
-        body = {"drafts": [dict(d) for d in drafts]}
-        return self._request("POST", f"/v1/agents/{agent_id}/decisions/{decision_id}/drafts", body)  # type: ignore[no-any-return]
+    def submit_drafts(self, agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None) -> Any:
+        """One draft per designed subset, in the plan's order (``reference``: scored decisions' reference draft)."""
+        body: dict[str, Any] = {"drafts": [dict(d) if isinstance(d, Mapping) else d for d in drafts]}
+        if reference is not None:
+            body["reference"] = reference
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/decisions/{decision_id}/drafts", body, model=DecisionPublic, creates=True))
 
     def settle(
         self,
@@ -202,59 +255,200 @@ class MemtrialClient:
         *,
         prices: Mapping[str, Sequence[float]] | None = None,
         returns: Mapping[str, Sequence[float]] | None = None,
+        utilities: Sequence[float] | None = None,
+        outcome: Any = None,
+        rule: str | None = None,
         settled_at: dt.datetime | str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Any:
+        """Settle with prices or returns (portfolio), or utilities, or an outcome and its rule (scored)."""
         body: dict[str, Any] = {}
         if prices is not None:
             body["prices"] = {asset: list(values) for asset, values in prices.items()}
         if returns is not None:
             body["returns"] = {asset: list(values) for asset, values in returns.items()}
+        if utilities is not None:
+            body["utilities"] = [float(u) for u in utilities]
+        if rule is not None:
+            body["rule"], body["outcome"] = rule, outcome
         if settled_at is not None:
             body["settled_at"] = _time(settled_at)
-        return self._request("POST", f"/v1/agents/{agent_id}/decisions/{decision_id}/settle", body)  # type: ignore[no-any-return]
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/decisions/{decision_id}/settle", body, model=SettlementPublic, creates=True))
 
-    def get_decision(self, agent_id: str, decision_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}/decisions/{decision_id}")  # type: ignore[no-any-return]
+    def get_decision(self, agent_id: str, decision_id: str) -> Any:
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/decisions/{decision_id}", model=DecisionRecord))
 
     def list_decisions(
-        self,
-        agent_id: str,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        status: str | None = None,
-        maturity_before: dt.datetime | str | None = None,
-    ) -> dict[str, Any]:
-        """One page of the agent's decisions, oldest first: ``{"items", "next_cursor", "limit"}``."""
+        self, agent_id: str, *, limit: int = 50, cursor: str | None = None, status: str | None = None, maturity_before: dt.datetime | str | None = None
+    ) -> Any:
+        """One page of the agent's decisions, oldest first (:class:`~service.api_types.DecisionList`)."""
         params = _params(limit=limit, cursor=cursor, status=status, maturity_before=None if maturity_before is None else _time(maturity_before))
-        return self._request("GET", f"/v1/agents/{agent_id}/decisions", params=params)  # type: ignore[no-any-return]
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/decisions", params=params, model=DecisionList))
 
-    def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> Iterator[dict[str, Any]]:
-        """Every decision of the agent, following the cursors."""
+    # -- trust and values -------------------------------------------------------
+    def trust(self, agent_id: str, *, limit: int = 200) -> Any:
+        """Gate, state and the ``limit`` most recent scores with the statistic after each."""
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/trust", params={"limit": limit}, model=TrustPublic))
+
+    def trust_log(self, agent_id: str, *, limit: int = 200, cursor: str | None = None) -> Any:
+        """One page of the raw hash-chained log (:class:`~service.api_types.LogPage`)."""
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/trust/log", params=_params(limit=limit, cursor=cursor), model=LogPage))
+
+    def verify(self, agent_id: str) -> Any:
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/trust/verify", model=VerifyPublic))
+
+    def values(self, agent_id: str) -> Any:
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/values", model=ValuesPublic))
+
+    # -- full-Bayes refit -------------------------------------------------------
+    def start_refit(self, agent_id: str, method: str = "nuts") -> Any:
+        return self._run(Call("POST", f"/v1/agents/{agent_id}/refit", {"method": method}, model=RefitPublic, creates=True))
+
+    def get_refit(self, agent_id: str, job_id: str) -> Any:
+        return self._run(Call("GET", f"/v1/agents/{agent_id}/refit/{job_id}", model=RefitPublic))
+
+
+def _keyed(call: Call, key: str | None) -> dict[str, str]:
+    return {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
+
+
+class MemtrialClient(Operations):
+    """Synchronous client; pass ``http`` to reuse an ``httpx.Client`` (or a test client)."""
+
+    def __init__(
+        self,
+        base_url: str = "",
+        api_key: str | None = None,
+        *,
+        http: httpx.Client | None = None,
+        timeout: float = 120.0,
+        retries: int = 2,
+        max_wait: float = 2.0,
+    ) -> None:
+        self._http = http if http is not None else httpx.Client(base_url=base_url, timeout=timeout)
+        self._headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+        self.retries, self.max_wait = retries, max_wait
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemtrialClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
+        """Any request, answered with the decoded JSON body (no model, no retry)."""
+        return _decode(Call(method, path), self._http.request(method, path, json=json, params=params, headers=self._headers))
+
+    def _run(self, call: Call) -> Any:
+        key = str(uuid.uuid4()) if call.creates and self.retries else None
+        attempt = 0
+        while True:
+            try:
+                response: httpx.Response | None = self._http.request(call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **_keyed(call, key)})
+            except httpx.TransportError:
+                if attempt >= self.retries or (call.method in ("PATCH", "DELETE")):
+                    raise
+                response = None
+            if response is not None and (attempt >= self.retries or response.status_code < 400):
+                return _decode(call, response)
+            wait = _pause(response, attempt, self.max_wait)
+            if wait is None:
+                assert response is not None
+                return _decode(call, response)
+            time.sleep(wait)
+            attempt += 1
+
+    def _pages(self, fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+        cursor: str | None = None
+        while True:
+            page = fetch(cursor)
+            yield from page.items
+            cursor = page.next_cursor
+            if cursor is None:
+                return
+
+    def iter_agents(self, *, name: str | None = None, page_size: int = 200) -> Iterator[AgentPublic]:
+        """Every agent of the tenant, following the cursors."""
+        return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
+
+    def iter_experiences(self, agent_id: str, *, active: bool | None = None, page_size: int = 200) -> Iterator[ExperiencePublic]:
+        return self._pages(lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor))
+
+    def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> Iterator[Any]:
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
 
-    # -- trust and values ------------------------------------------------------
-    def trust(self, agent_id: str, *, limit: int = 200) -> dict[str, Any]:
-        """Gate, state and the ``limit`` most recent scores with the statistic after each."""
-        return self._request("GET", f"/v1/agents/{agent_id}/trust", params={"limit": limit})  # type: ignore[no-any-return]
-
-    def trust_log(self, agent_id: str, *, limit: int = 200, cursor: str | None = None) -> dict[str, Any]:
-        """One page of the raw hash-chained log: ``{"gate_hash", "n_entries", "items", "next_cursor", "limit"}``."""
-        return self._request("GET", f"/v1/agents/{agent_id}/trust/log", params=_params(limit=limit, cursor=cursor))  # type: ignore[no-any-return]
-
-    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> Iterator[dict[str, Any]]:
+    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> Iterator[Any]:
         """Every log entry in index order (to re-verify the chain outside the service)."""
         return self._pages(lambda cursor: self.trust_log(agent_id, limit=page_size, cursor=cursor))
 
-    def verify(self, agent_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}/trust/verify")  # type: ignore[no-any-return]
 
-    def values(self, agent_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}/values")  # type: ignore[no-any-return]
+class AsyncMemtrialClient(Operations):
+    """The same operations, awaited: ``await client.create_agent(...)``; ``async for d in client.iter_decisions(...)``."""
 
-    # -- full-Bayes refit --------------------------------------------------------
-    def start_refit(self, agent_id: str, method: str = "nuts") -> dict[str, Any]:
-        return self._request("POST", f"/v1/agents/{agent_id}/refit", {"method": method})  # type: ignore[no-any-return]
+    def __init__(
+        self,
+        base_url: str = "",
+        api_key: str | None = None,
+        *,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 120.0,
+        retries: int = 2,
+        max_wait: float = 2.0,
+    ) -> None:
+        self._http = http if http is not None else httpx.AsyncClient(base_url=base_url, timeout=timeout)
+        self._headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
+        self.retries, self.max_wait = retries, max_wait
 
-    def get_refit(self, agent_id: str, job_id: str) -> dict[str, Any]:
-        return self._request("GET", f"/v1/agents/{agent_id}/refit/{job_id}")  # type: ignore[no-any-return]
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncMemtrialClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.aclose()
+
+    async def _run(self, call: Call) -> Any:  # type: ignore[override]
+        key = str(uuid.uuid4()) if call.creates and self.retries else None
+        attempt = 0
+        while True:
+            try:
+                response: httpx.Response | None = await self._http.request(
+                    call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **_keyed(call, key)}
+                )
+            except httpx.TransportError:
+                if attempt >= self.retries or (call.method in ("PATCH", "DELETE")):
+                    raise
+                response = None
+            if response is not None and (attempt >= self.retries or response.status_code < 400):
+                return _decode(call, response)
+            wait = _pause(response, attempt, self.max_wait)
+            if wait is None:
+                assert response is not None
+                return _decode(call, response)
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def _pages(self, fetch: Callable[[str | None], Any]) -> AsyncIterator[Any]:
+        cursor: str | None = None
+        while True:
+            page = await fetch(cursor)
+            for item in page.items:
+                yield item
+            cursor = page.next_cursor
+            if cursor is None:
+                return
+
+    def iter_agents(self, *, name: str | None = None, page_size: int = 200) -> AsyncIterator[AgentPublic]:
+        return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
+
+    def iter_experiences(self, agent_id: str, *, active: bool | None = None, page_size: int = 200) -> AsyncIterator[ExperiencePublic]:
+        return self._pages(lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor))
+
+    def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> AsyncIterator[Any]:
+        return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
+
+    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> AsyncIterator[Any]:
+        return self._pages(lambda cursor: self.trust_log(agent_id, limit=page_size, cursor=cursor))

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-__all__ = ["StrictJSONRequest", "StrictJSONRoute", "check_text", "strict_loads"]
+__all__ = ["StrictJSONRequest", "StrictJSONRoute", "strict_loads"]
 
 
 def _no_constant(name: str) -> Any:
@@ -28,17 +28,6 @@ def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"{text} overflows a 64-bit float")
-    return value
-
-
-def check_text(value: str, field: str = "text") -> str:
-    """A string a database can store: no NUL character and no lone surrogate."""
-    if "\x00" in value:
-        raise ValueError(f"{field} must not contain the NUL character (\\u0000)")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{field} must be valid Unicode (it holds a lone surrogate)") from None
     return value
 
 

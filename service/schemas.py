@@ -9,26 +9,44 @@ from typing import Annotated, Any, Literal
 from fastapi import Query
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
 
-from service.validation import JsonDocument, Moment, Name, Weight, bounded_text
+from service.api_types import (
+    AgentList,
+    AgentPublic,
+    Asset,
+    AssetClass,
+    ContributionPublic,
+    DecisionList,
+    DecisionPublic,
+    DecisionRecord,
+    DecisionSummary,
+    DialPublic,
+    ErrorBody,
+    ErrorDetail,
+    ExperienceDetail,
+    ExperienceList,
+    ExperiencePublic,
+    GatePublic,
+    LogEntryPublic,
+    LogPage,
+    PlanPublic,
+    RetrievedPublic,
+    ScorePublic,
+    SearchHit,
+    SearchResult,
+    SettlementPublic,
+    SubsetPublic,
+    TrustPublic,
+    TrustStatePublic,
+    ValuePublic,
+    ValuesPublic,
+    VerifyPublic,
+)
+from service.validation import JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
 
 ASSET_CLASSES = ("equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks")
 RISKY_CLASSES = frozenset({"equities", "real_estate", "crypto", "stocks"})
 DEFENSIVE_CLASSES = frozenset({"bonds", "cash"})
-
-AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks"]
-
-
-class ErrorDetail(BaseModel):
-    code: str
-    message: str
-    field: str | None
-
-
-class ErrorBody(BaseModel):
-    """Every error answer: ``{"error": {"code", "message", "field"}}``."""
-
-    error: ErrorDetail
 
 
 _ERROR_MEANINGS = {
@@ -51,11 +69,6 @@ class Strict(BaseModel):
 
 
 # -- agents ---------------------------------------------------------------
-class Asset(Strict):
-    asset: bounded_text(64)  # type: ignore[valid-type]
-    asset_class: AssetClass
-
-
 class GateSettings(Strict):
     test: Literal["prequential", "anytime", "none"] = "prequential"
     alpha: Weight = Field(0.05, gt=0, lt=1)
@@ -86,8 +99,14 @@ class DrafterSettings(Strict):
 
 class AgentCreate(Strict):
     name: Name
-    investor: Literal["conservative", "balanced", "aggressive"]
-    universe: list[Asset] = Field(min_length=1, max_length=500)
+    kind: Literal["portfolio", "scored"] = Field(
+        "portfolio", description="portfolio: drafts are weights over the universe, settled by prices; scored: drafts are any JSON, settled by utilities or an outcome and a rule"
+    )
+    investor: Literal["conservative", "balanced", "aggressive"] | None = Field(None, description="portfolio agents: the mandate and risk aversion")
+    universe: list[Asset] | None = Field(None, min_length=1, max_length=500, description="portfolio agents: the assets")
+    outcomes: list[Name] | None = Field(
+        None, min_length=2, max_length=64, description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for"
+    )
     design: Literal["half", "full"] = "half"
     gate: GateSettings = GateSettings()
     learner: Literal["auto", "identity", "content"] = "auto"
@@ -99,39 +118,23 @@ class AgentCreate(Strict):
     )
     credit: Literal["centred", "raw"] = Field("centred", description="what values are learned from: date-centred contributions or the raw same-day contrasts")
 
+    @field_validator("outcomes")
+    @classmethod
+    def _unique_outcomes(cls, outcomes: list[str] | None) -> list[str] | None:
+        if outcomes is not None and len(set(outcomes)) != len(outcomes):
+            raise ValueError(f"outcomes must be unique, got {outcomes}")
+        return outcomes
+
     @field_validator("universe")
     @classmethod
-    def _unique_assets(cls, universe: list[Asset]) -> list[Asset]:
+    def _unique_assets(cls, universe: list[Asset] | None) -> list[Asset] | None:
+        if universe is None:
+            return None
         names = [a.asset for a in universe]
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"assets must be unique, repeated: {duplicates}")
         return universe
-
-
-class GatePublic(BaseModel):
-    test: str
-    alpha: float
-    min_scores: int
-    statistic: str
-    bets: list[float]
-
-
-class AgentPublic(BaseModel):
-    id: str
-    name: str
-    investor: str
-    universe: list[Asset]
-    design: str
-    gate: GatePublic
-    gate_hash: str
-    learner: str
-    fallback: str
-    fee_bp: float
-    action: str
-    credit: str
-    drafter: dict[str, Any] | None
-    created_at: dt.datetime
 
 
 class AgentPatch(Strict):
@@ -140,14 +143,6 @@ class AgentPatch(Strict):
     name: Name | None = None
     drafter: DrafterSettings | None = None
     remove_drafter: bool = False
-
-
-class AgentList(BaseModel):
-    """One page of agents, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
-
-    items: list[AgentPublic]
-    next_cursor: str | None
-    limit: int
 
 
 NameQuery = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]+$", description="only agents with exactly this name")]
@@ -190,62 +185,9 @@ class ExperiencePatch(Strict):
     metadata: JsonDocument
 
 
-class ValuePublic(BaseModel):
-    """Empirical-Bayes mean and sd; after a full-Bayes refit also its 90% interval and P(v > 0)."""
-
-    mean: float
-    sd: float | None
-    n: int
-    lower: float | None = None
-    upper: float | None = None
-    p_positive: float | None = None
-
-
-class ContributionPublic(BaseModel):
-    decision_id: str
-    decision_time: dt.datetime
-    contribution: float
-    centred: float
-
-
-class ExperiencePublic(BaseModel):
-    id: str
-    text: str
-    metadata: dict[str, Any]
-    structured: dict[str, Any] | None
-    active: bool
-    created_at: dt.datetime
-    value: ValuePublic
-
-
-class ExperienceDetail(ExperiencePublic):
-    contributions: list[ContributionPublic]
-
-
-class ExperienceList(BaseModel):
-    """A page of experiences in insertion order. Page with ``cursor`` (pass ``next_cursor``;
-    null on the last page); ``offset`` paging is kept for older clients."""
-
-    items: list[ExperiencePublic]
-    total: int
-    limit: int
-    offset: int
-    next_cursor: str | None = None
-
-
 class SearchRequest(Strict):
     query: bounded_text(20_000)  # type: ignore[valid-type]
     k: StrictInt = Field(4, ge=1, le=100)
-
-
-class SearchHit(BaseModel):
-    id: str
-    text: str
-    score: float
-
-
-class SearchResult(BaseModel):
-    hits: list[SearchHit]
 
 
 # -- decisions ------------------------------------------------------------
@@ -279,177 +221,46 @@ class DecisionCreate(Strict):
         return self
 
 
-class RetrievedPublic(BaseModel):
-    id: str
-    text: str
-    score: float
-
-
-class SubsetPublic(BaseModel):
-    index: int
-    mask: int
-    experience_ids: list[str]
-    texts: list[str]
-
-
-class TrustStatePublic(BaseModel):
-    status: str
-    test: str
-    n_scored: int
-    statistic: float | None
-    threshold: float | None
-    mean_score: float | None
-    is_open: bool
-
-
-class DialPublic(BaseModel):
-    trust_weight: float = Field(description="omega in [0, 1]: the share played on memory")
-    log_evidence: float = Field(description="log K_t of the betting e-process omega comes from")
-    noise_cost: float | None = Field(description="estimated utility cost of one draft's noise (null: no estimate yet)")
-    gains: list[float] = Field(description="predicted gain of each designed subset, in subset order")
-    combination: list[float] = Field(description="weight of each designed draft in the memory share, in subset order")
-
-
-class PlanPublic(BaseModel):
-    decision_id: str
-    status: str
-    decision_time: dt.datetime
-    maturity: dt.datetime
-    retrieved: list[RetrievedPublic]
-    subsets: list[SubsetPublic]
-    predictions: dict[str, float]
-    learner_mode: str
-    trust: TrustStatePublic
-    q: float
-    dial: DialPublic | None = Field(None, description="agents acting by the trust dial: omega, its evidence and how the drafts will be combined")
-
-
 class DraftsSubmit(Strict):
-    drafts: list[dict[Name, Weight]] = Field(min_length=1, max_length=64, description="one weight per asset of the universe, every asset named")
-
-    @field_validator("drafts")
-    @classmethod
-    def _check(cls, drafts: list[dict[str, float]]) -> list[dict[str, float]]:
-        for index, draft in enumerate(drafts):
-            _finite_weights(draft, f"drafts[{index}] weight")
-        return drafts
+    drafts: list[JsonValue] = Field(
+        min_length=1,
+        max_length=64,
+        description="one draft per designed subset, in the plan's order: for portfolio agents an object of weights naming every asset; for scored agents any JSON",
+    )
+    reference: StrictInt | None = Field(None, ge=0, le=63, description="scored agents: the index of the draft that is the conservative reference (default 0, the memory-free draft)")
 
 
-class DecisionPublic(BaseModel):
-    decision_id: str
-    status: str
-    weights: dict[str, float]
-    action: str
-    subset: list[str] | None
-    mask: int | None
-    q: float | None
-    trust: TrustStatePublic
-    predictions: dict[str, float]
-    predicted_gain: float
-    learner_mode: str
-    explanation: str
-    drafts: list[dict[str, float]]
-    dial: DialPublic | None = None
-    plan: PlanPublic
+PortfolioDrafts = list[dict[Name, Weight]]
+
+
+def check_portfolio_drafts(drafts: list[dict[str, float]]) -> list[dict[str, float]]:
+    for index, draft in enumerate(drafts):
+        _finite_weights(draft, f"drafts[{index}] weight")
+    return drafts
 
 
 class SettleRequest(Strict):
-    prices: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="per asset: entry close then one close per session")
-    returns: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="per asset: one simple return per session")
+    prices: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="portfolio: per asset, entry close then one close per session")
+    returns: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="portfolio: per asset, one simple return per session")
+    utilities: list[Weight] | None = Field(None, max_length=64, description="scored: one utility per draft, in the plan's order (higher is better)")
+    outcome: JsonValue = Field(None, description="scored: the realised outcome, scored by rule")
+    rule: Literal["brier", "log", "exact", "abs_error"] | None = Field(
+        None, description="scored: brier or log (probability forecasts; the outcome names an outcome), exact (answer equals outcome), abs_error (numbers)"
+    )
     settled_at: Moment | None = Field(None, description="when the outcome became known; default: the maturity (which must have passed)")
 
     @model_validator(mode="after")
     def _one_of(self) -> SettleRequest:
-        if (self.prices is None) == (self.returns is None):
-            raise ValueError("give exactly one of prices or returns")
+        given = [name for name in ("prices", "returns", "utilities", "rule") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of prices or returns (portfolio), utilities, or an outcome with its rule (scored)")
+        if self.rule is None and self.outcome is not None:
+            raise ValueError("an outcome needs the rule that scores it")
         series = self.prices if self.prices is not None else self.returns
-        assert series is not None
-        for asset, values in series.items():
+        for asset, values in (series or {}).items():
             if not all(math.isfinite(v) for v in values):
                 raise ValueError(f"series for {asset!r} must be finite")
         return self
 
 
-class SettlementPublic(BaseModel):
-    decision_id: str
-    status: str
-    settled_at: dt.datetime
-    draft_utilities: list[float]
-    reference_utility: float
-    draft_mean_utility: float
-    chosen_utility: float
-    contributions: dict[str, float]
-    centred: dict[str, float]
-    interactions: dict[str, float]
-    score: float | None
-    values: dict[str, ValuePublic]
-
-
-class DecisionSummary(BaseModel):
-    decision_id: str
-    status: Literal["planned", "decided", "settled", "failed"]
-    decision_time: dt.datetime
-    maturity: dt.datetime
-    action: str | None
-    chosen_utility: float | None
-    created_at: dt.datetime
-    failure: str | None = Field(None, description="why a failed decision was withdrawn")
-
-
-class DecisionList(BaseModel):
-    """A page of decisions, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
-
-    items: list[DecisionSummary]
-    next_cursor: str | None
-    limit: int
-
-
 # -- trust and values -----------------------------------------------------
-class ScorePublic(BaseModel):
-    decision_id: str
-    score: float
-    statistic: float | None
-
-
-class TrustPublic(BaseModel):
-    """The gate, its state, and its most recent scores (oldest first) with the statistic after each;
-    ``n_scores`` counts them all. The raw log is paged at ``.../trust/log``."""
-
-    gate: GatePublic
-    gate_hash: str
-    state: TrustStatePublic
-    n_scores: int
-    scores: list[ScorePublic]
-
-
-class LogEntryPublic(BaseModel):
-    """One hash-chained entry, exactly as hashed: sha256 of the canonical JSON of
-    {index, kind, payload, prev_hash} (sorted keys, no spaces) is ``hash``."""
-
-    index: int
-    kind: str
-    payload: dict[str, Any]
-    prev_hash: str
-    hash: str
-
-
-class LogPage(BaseModel):
-    """A page of the log in index order; entry 0's prev_hash is the gate hash."""
-
-    gate_hash: str
-    n_entries: int
-    items: list[LogEntryPublic]
-    next_cursor: str | None
-    limit: int
-
-
-class VerifyPublic(BaseModel):
-    ok: bool
-    n_entries: int
-    first_invalid: int | None
-    reason: str | None
-
-
-class ValuesPublic(BaseModel):
-    learner_mode: str
-    values: dict[str, ValuePublic]

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, StrictFloat, StringConstraints
 
-from service.requests import check_text
 
 __all__ = [
     "EARLIEST",
@@ -28,8 +27,11 @@ __all__ = [
     "Name",
     "Text",
     "Weight",
+    "JsonValue",
     "bounded_text",
     "check_document",
+    "check_text",
+    "check_value",
 ]
 
 MAX_DEPTH = 16
@@ -37,6 +39,17 @@ MAX_DOCUMENT_BYTES = 64_000
 INT64 = 2**63
 EARLIEST = dt.datetime(1900, 1, 1, tzinfo=dt.UTC)
 LATEST = dt.datetime(2200, 1, 1, tzinfo=dt.UTC)
+
+
+def check_text(value: str, field: str = "text") -> str:
+    """A string a database can store: no NUL character and no lone surrogate."""
+    if "\x00" in value:
+        raise ValueError(f"{field} must not contain the NUL character (\\u0000)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{field} must be valid Unicode (it holds a lone surrogate)") from None
+    return value
 
 
 def _text(value: str) -> str:
@@ -78,6 +91,15 @@ def check_document(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def check_value(value: Any) -> Any:
+    """Any JSON value (a draft, an outcome) that serialises and stores, bounded like a document."""
+    _walk(value, 1)
+    size = len(json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise ValueError(f"is {size} bytes as JSON, more than {MAX_DOCUMENT_BYTES}")
+    return value
+
+
 def _weight(value: float) -> float:
     if not math.isfinite(value):
         raise ValueError(f"must be finite, got {value}")
@@ -103,5 +125,6 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_text)]
 JsonDocument = Annotated[dict[str, Any], AfterValidator(check_document)]
+JsonValue = Annotated[Any, AfterValidator(check_value)]
 Weight = Annotated[StrictFloat, AfterValidator(_weight)]
 Moment = Annotated[AwareDatetime, AfterValidator(_moment)]

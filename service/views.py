@@ -21,8 +21,10 @@ def agent_public(agent: Agent) -> AgentPublic:
     return AgentPublic(
         id=agent.id,
         name=agent.name,
-        investor=settings["investor"],
-        universe=settings["universe"],
+        kind=settings.get("kind", "portfolio"),
+        investor=settings.get("investor"),
+        universe=settings.get("universe"),
+        outcomes=settings.get("outcomes"),
         design=settings["design"],
         gate=GatePublic(**settings["gate"]),
         gate_hash=agent.gate_hash,

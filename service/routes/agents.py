@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from fastapi import APIRouter, Request, Response
 from sqlalchemy import delete, select
@@ -38,21 +40,33 @@ def _check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
         raise ApiError(422, "invalid", f"drafter.model: provider {provider.name!r} does not offer {drafter.model!r} (it offers {list(provider.models)})", "drafter.model")
 
 
+def _check_kind(body: AgentCreate) -> None:
+    """What each kind of agent needs: a portfolio agent an investor and a universe; a scored agent neither."""
+    if body.kind == "portfolio":
+        for name in ("investor", "universe"):
+            if getattr(body, name) is None:
+                raise ApiError(422, "invalid", f"{name}: a portfolio agent needs one (or create a scored agent with kind 'scored')", name)
+        if body.outcomes is not None:
+            raise ApiError(422, "invalid", "outcomes: only scored agents have named outcomes", "outcomes")
+        return
+    for name in ("investor", "universe", "drafter"):
+        if getattr(body, name) is not None:
+            reason = "server drafting writes portfolios; a scored agent drafts on the client" if name == "drafter" else "a scored agent has no mandate or universe"
+            raise ApiError(422, "invalid", f"{name}: {reason}", name)
+
+
 @router.post("", status_code=201)
 def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None) -> AgentPublic:
     gate = GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores)  # type: ignore[arg-type]
-    config = EngineConfig(
-        design=body.design,  # type: ignore[arg-type]
-        learner=body.learner,  # type: ignore[arg-type]
-        gate=gate,
-        fallback=body.fallback,  # type: ignore[arg-type]
-        investor=INVESTORS[body.investor],
-        fee_bp=body.fee_bp,
-        action=body.action,  # type: ignore[arg-type]
-        credit=body.credit,  # type: ignore[arg-type]
-    )
-    universe = Universe([asset.model_dump() for asset in body.universe])
-    project(np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor])
+    _check_kind(body)
+    common: dict[str, Any] = {"design": body.design, "learner": body.learner, "gate": gate, "fallback": body.fallback, "action": body.action, "credit": body.credit}
+    if body.kind == "portfolio":
+        assert body.investor is not None and body.universe is not None
+        config = EngineConfig(investor=INVESTORS[body.investor], fee_bp=body.fee_bp, **common)
+        universe = Universe([asset.model_dump() for asset in body.universe])
+        project(np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor])
+    else:
+        config = EngineConfig(gamma=0.0, fee_bp=body.fee_bp, **common)  # utilities come from the outcome; no mandate, no fee
     _check_drafter(services, body.drafter)
     engine = MemTrial(config)
     settings = body.model_dump(mode="json")
@@ -107,6 +121,8 @@ def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services
     _check_drafter(services, body.drafter)
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if body.drafter is not None and agent.settings.get("kind", "portfolio") == "scored":
+            raise ApiError(422, "invalid", "drafter: server drafting writes portfolios; a scored agent drafts on the client", "drafter")
         if body.name is not None:
             agent.name = body.name
         if body.drafter is not None or body.remove_drafter:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+import numpy as np
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy import select
 
 from memtrial.drafting import DraftRequest, Lesson, mandate_text
@@ -34,20 +37,37 @@ from service.schemas import (
     DecisionCreate,
     DecisionList,
     DecisionPublic,
+    DecisionRecord,
     DecisionSummary,
     DraftsSubmit,
     DialPublic,
     PlanPublic,
+    PortfolioDrafts,
     RetrievedPublic,
     SettlementPublic,
     SettleRequest,
     SubsetPublic,
+    check_portfolio_drafts,
 )
+from service.scored import chosen_draft, rule_settlement, scored_drafts
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.universe import Universe
 from service.views import gate_statistic, trust_public, value_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"], route_class=StrictJSONRoute)
+_PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(Annotated[PortfolioDrafts, AfterValidator(check_portfolio_drafts)])
+
+
+def _kind(settings: dict[str, object]) -> str:
+    return str(settings.get("kind", "portfolio"))
+
+
+def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
+    """Portfolio drafts checked as the request body would check them (same errors, same fields)."""
+    try:
+        return _PORTFOLIO_DRAFTS.validate_python(drafts)
+    except ValidationError as error:
+        raise RequestValidationError([{**item, "loc": ("body", "drafts", *item["loc"])} for item in error.errors()]) from None
 Status = Literal["planned", "decided", "settled", "failed"]
 
 
@@ -67,24 +87,30 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         if (replayed := guard.replay(session)) is not None:
             return replayed, {}
         guard.claim(session, agent.id)
-        universe = Universe(agent.settings["universe"])
-        reference = None if body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
+        scored = _kind(agent.settings) == "scored"
+        if scored and body.reference_weights is not None:
+            raise ApiError(422, "invalid", "reference_weights: a scored decision has no universe; designate the reference draft when posting the drafts", "reference_weights")
+        universe = None if scored else Universe(agent.settings["universe"])
+        reference = None if universe is None or body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
         hits = services.indexes.search(session, agent, context, 4)
         engine = services.engines.checkout(session, agent)
         history = engine.history
         assert isinstance(history, SqlHistory)
         decision_id = new_id()
         history.expect_new(decision_id)
-        plan = engine.plan(
-            decision_id,
-            body.decision_time,
-            body.maturity,
-            retrieved=[h for h, _ in hits],
-            reference=reference,
-            n_assets=universe.size,
-            risky=universe.risky,
-            defensive=universe.defensive,
-        )
+        if universe is None:
+            plan = engine.plan(decision_id, body.decision_time, body.maturity, retrieved=[h for h, _ in hits], kind="scored")
+        else:
+            plan = engine.plan(
+                decision_id,
+                body.decision_time,
+                body.maturity,
+                retrieved=[h for h, _ in hits],
+                reference=reference,
+                n_assets=universe.size,
+                risky=universe.risky,
+                defensive=universe.defensive,
+            )
         with session.no_autoflush:  # the new row is written once, complete, at commit
             texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))).all())
         public = PlanPublic(
@@ -112,7 +138,9 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         return public, dict(agent.settings)
 
 
-def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[dict[str, float]], guard: Idempotency) -> DecisionPublic | JSONResponse:
+def _decide(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[Any], guard: Idempotency, reference: int | None = None
+) -> DecisionPublic | JSONResponse:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         if (replayed := guard.replay(session)) is not None:
@@ -121,11 +149,22 @@ def _decide(services: Services, tenant_id: str, agent_id: str, decision_id: str,
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
-        universe = Universe(agent.settings["universe"])
-        matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(drafts)]
-        engine = services.engines.checkout(session, agent, {row.id: row})
-        decision = engine.decide(decision_id, matrix)
-        public = _decision_public(row, decision, universe)
+        if _kind(agent.settings) == "scored":
+            vectors = scored_drafts(agent.settings, drafts)
+            engine = services.engines.checkout(session, agent, {row.id: row})
+            if vectors is not None:
+                decision = engine.decide_scored(decision_id, vectors=vectors, reference=0 if reference is None else reference)
+            else:
+                decision = engine.decide_scored(decision_id, n_drafts=len(drafts), reference=0 if reference is None else reference)
+            public = _decision_public(row, decision, None, drafts, chosen_draft(agent.settings, drafts, decision))
+        else:
+            if reference is not None:
+                raise ApiError(422, "invalid", "reference: only scored decisions designate a reference draft (a portfolio decision anchors on its reference weights)", "reference")
+            universe = Universe(agent.settings["universe"])
+            matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(_portfolio_drafts(drafts))]
+            engine = services.engines.checkout(session, agent, {row.id: row})
+            decision = engine.decide(decision_id, matrix)
+            public = _decision_public(row, decision, universe)
         if row.decision is None:
             row.decision = public.model_dump(mode="json", exclude={"plan"})
             row.status = "decided"
@@ -150,11 +189,11 @@ def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: st
         save_engine(session, agent, engine, services.engines, head_only=True)
 
 
-def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) -> DecisionPublic:
+def _decision_public(row: Decision, decision: CoreDecision, universe: Universe | None, drafts: list[Any] | None = None, chosen: Any = None) -> DecisionPublic:
     return DecisionPublic(
         decision_id=row.id,
         status="decided",
-        weights=universe.mapping(decision.weights),
+        weights=None if universe is None else universe.mapping(decision.weights),
         action=decision.action.value,
         subset=None if decision.subset is None else [str(e) for e in decision.subset],
         mask=decision.mask,
@@ -164,9 +203,12 @@ def _decision_public(row: Decision, decision: CoreDecision, universe: Universe) 
         predicted_gain=decision.predicted_gain,
         learner_mode=decision.learner_mode,
         explanation=decision.explanation,
-        drafts=[universe.mapping(d) for d in decision.drafts],
+        drafts=list(drafts or []) if universe is None else [universe.mapping(d) for d in decision.drafts],
         dial=None if decision.dial is None else DialPublic(**decision.dial.to_dict()),
         plan=PlanPublic(**row.plan),
+        chosen=chosen,
+        played=decision.played,
+        reference=decision.reference_index,
     )
 
 
@@ -213,8 +255,10 @@ async def create_decision(
 def submit_drafts(
     agent_id: str, decision_id: str, body: DraftsSubmit, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
 ) -> DecisionPublic:
-    """One draft per designed subset, in the plan's order; each names every asset of the universe."""
-    return _decide(services, tenant_id, agent_id, decision_id, body.drafts, Idempotency(key, tenant_id, request, body))  # type: ignore[return-value]
+    """One draft per designed subset, in the plan's order: for a portfolio agent each names every asset
+    of the universe; for a scored agent any JSON (probabilities per outcome, numbers, answers), with
+    ``reference`` the index of the conservative draft."""
+    return _decide(services, tenant_id, agent_id, decision_id, body.drafts, Idempotency(key, tenant_id, request, body), body.reference)  # type: ignore[return-value]
 
 
 @router.post("/{decision_id}/settle")
@@ -243,9 +287,18 @@ def settle_decision(
             raise ApiError(409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id")
         if row.status != "decided":
             raise ApiError(409, "conflict", f"decision {decision_id!r} has no drafts yet: post its drafts before settling", "decision_id")
-        universe = Universe(agent.settings["universe"])
-        kind = "prices" if body.prices is not None else "returns"
-        rel = universe.relative_prices(body.prices if body.prices is not None else body.returns or {}, kind)
+        scored = _kind(agent.settings) == "scored"
+        if scored and (body.prices is not None or body.returns is not None):
+            field = "prices" if body.prices is not None else "returns"
+            raise ApiError(422, "invalid", f"{field}: a scored decision is settled with utilities, or an outcome and its rule", field)
+        if not scored and (body.utilities is not None or body.rule is not None):
+            field = "utilities" if body.utilities is not None else "rule"
+            raise ApiError(422, "invalid", f"{field}: a portfolio decision is settled with prices or returns", field)
+        rel = None
+        if not scored:
+            universe = Universe(agent.settings["universe"])
+            kind = "prices" if body.prices is not None else "returns"
+            rel = universe.relative_prices(body.prices if body.prices is not None else body.returns or {}, kind)
         maturity = as_utc(row.maturity)
         if body.settled_at is None and maturity > now:
             raise ApiError(
@@ -255,7 +308,20 @@ def settle_decision(
         engine = services.engines.checkout(session, agent, {row.id: row})
         history = engine.history
         assert isinstance(history, SqlHistory)
-        settlement = engine.settle(decision_id, rel, at=settled_at)
+        if rel is not None:
+            settlement = engine.settle(decision_id, rel, at=settled_at)
+        else:
+            drafts = list((row.decision or {}).get("drafts", []))
+            entry = engine.history.get(decision_id)
+            vectors = entry is not None and entry.decision is not None and entry.decision.drafts.shape[1] > 0
+            if body.utilities is not None:
+                if len(body.utilities) != len(drafts):
+                    raise ApiError(422, "invalid", f"utilities: give one per draft ({len(drafts)}), got {len(body.utilities)}", "utilities")
+                arguments: dict[str, Any] = {"utilities": np.array(body.utilities)}
+            else:
+                assert body.rule is not None
+                arguments = rule_settlement(agent.settings, drafts, vectors, body.rule, body.outcome)
+            settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
         if history.last_score_row is not None:
             history.last_score_row.statistic = gate_statistic(engine.gate)
         values = {str(e): value_public(engine, str(e)) for e in settlement.contributions}
@@ -272,6 +338,8 @@ def settle_decision(
             interactions=dict(settlement.interactions),
             score=settlement.score,
             values=values,
+            outcome=body.outcome,
+            rule=body.rule,
         )
         row.status = "settled"
         row.settlement = public.model_dump(mode="json")
@@ -326,8 +394,15 @@ def list_decisions(
 
 
 @router.get("/{decision_id}")
-def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services: ServicesDep) -> dict[str, object]:
+def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services: ServicesDep) -> DecisionRecord:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         row = owned_row(session, Decision, agent, decision_id, "decision")
-        return {"decision_id": row.id, "status": row.status, "failure": row.failure, "plan": row.plan, "decision": row.decision, "settlement": row.settlement}
+        return DecisionRecord(
+            decision_id=row.id,
+            status=row.status,
+            failure=row.failure,
+            plan=None if row.plan is None else PlanPublic(**row.plan),
+            decision=row.decision,
+            settlement=None if row.settlement is None else SettlementPublic(**row.settlement),
+        )

@@ -5,21 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel
 
+from service.api_types import ProviderPublic, ProvidersPublic
 from service.deps import ServicesDep, TenantDep
 from service.requests import StrictJSONRoute
 
 router = APIRouter(prefix="/v1/llm", tags=["llm"], route_class=StrictJSONRoute)
-
-
-class ProviderPublic(BaseModel):
-    provider: str
-    models: list[str]
-
-
-class ProvidersPublic(BaseModel):
-    """Providers an agent's drafter may name (no endpoints, no keys: those stay with the operator)."""
-
-    providers: list[ProviderPublic]
 
 
 @router.get("/providers")

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
 from service.db import transaction
+from service.api_types import RefitPublic
 from service.deps import ServicesDep, TenantDep
 from service.errors import ApiError
 from service.idempotency import Idempotency, IdempotencyKey
@@ -36,16 +37,6 @@ QUEUE_FULL_RETRY_SECONDS = 30
 class RefitCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     method: Literal["nuts", "svi"] = "nuts"
-
-
-class RefitPublic(BaseModel):
-    job_id: str
-    status: Literal["queued", "running", "done", "failed"]
-    method: str
-    created_at: dt.datetime
-    finished_at: dt.datetime | None
-    error: str | None
-    posterior: dict[str, dict[str, float]] | None
 
 
 def _public(job: RefitJob) -> RefitPublic:

@@ -1,0 +1,374 @@
+"""The service's answers as typed models (Pydantic only): shared by the service and its clients.
+
+Every model also answers ``model["field"]`` (and ``.get``), so code written
+against the dict answers of earlier clients keeps working.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from service.validation import bounded_text
+
+__all__ = [
+    "AgentList",
+    "AgentPublic",
+    "Asset",
+    "AssetClass",
+    "ContributionPublic",
+    "DecisionList",
+    "DecisionPublic",
+    "DecisionRecord",
+    "DecisionSummary",
+    "DialPublic",
+    "ErrorBody",
+    "ErrorDetail",
+    "ExperienceDetail",
+    "ExperienceList",
+    "ExperiencePublic",
+    "GatePublic",
+    "LogEntryPublic",
+    "LogPage",
+    "PlanPublic",
+    "ProviderPublic",
+    "ProvidersPublic",
+    "Public",
+    "RefitPublic",
+    "RetrievedPublic",
+    "ScorePublic",
+    "SearchHit",
+    "SearchResult",
+    "SettlementPublic",
+    "SubsetPublic",
+    "TrustPublic",
+    "TrustStatePublic",
+    "ValuePublic",
+    "ValuesPublic",
+    "VerifyPublic",
+]
+
+AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks"]
+
+
+class Public(BaseModel):
+    """A model of an answer; ``model["field"]`` reads a field like a dict key."""
+
+    def __getitem__(self, key: str) -> Any:
+        if key not in type(self).model_fields:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in type(self).model_fields else default
+
+    def __contains__(self, key: object) -> bool:
+        return key in type(self).model_fields
+
+    def keys(self) -> list[str]:
+        return list(type(self).model_fields)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to another model of the same fields, or to the dict of its JSON form."""
+        if isinstance(other, dict):
+            return self.model_dump(mode="json") == other or self.model_dump() == other
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class ErrorDetail(Public):
+    code: str
+    message: str
+    field: str | None
+
+
+class ErrorBody(Public):
+    """Every error answer: ``{"error": {"code", "message", "field"}}``."""
+
+    error: ErrorDetail
+
+
+class Asset(Public):
+    model_config = ConfigDict(extra="forbid")
+
+    asset: bounded_text(64)  # type: ignore[valid-type]
+    asset_class: AssetClass
+
+
+class GatePublic(Public):
+    test: str
+    alpha: float
+    min_scores: int
+    statistic: str
+    bets: list[float]
+
+
+class AgentPublic(Public):
+    id: str
+    name: str
+    kind: str = "portfolio"
+    investor: str | None
+    universe: list[Asset] | None
+    outcomes: list[str] | None = None
+    design: str
+    gate: GatePublic
+    gate_hash: str
+    learner: str
+    fallback: str
+    fee_bp: float
+    action: str
+    credit: str
+    drafter: dict[str, Any] | None
+    created_at: dt.datetime
+
+
+class AgentList(Public):
+    """One page of agents, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
+
+    items: list[AgentPublic]
+    next_cursor: str | None
+    limit: int
+
+
+class ValuePublic(Public):
+    """Empirical-Bayes mean and sd; after a full-Bayes refit also its 90% interval and P(v > 0)."""
+
+    mean: float
+    sd: float | None
+    n: int
+    lower: float | None = None
+    upper: float | None = None
+    p_positive: float | None = None
+
+
+class ContributionPublic(Public):
+    decision_id: str
+    decision_time: dt.datetime
+    contribution: float
+    centred: float
+
+
+class ExperiencePublic(Public):
+    id: str
+    text: str
+    metadata: dict[str, Any]
+    structured: dict[str, Any] | None
+    active: bool
+    created_at: dt.datetime
+    value: ValuePublic
+
+
+class ExperienceDetail(ExperiencePublic):
+    contributions: list[ContributionPublic]
+
+
+class ExperienceList(Public):
+    """A page of experiences in insertion order. Page with ``cursor`` (pass ``next_cursor``;
+    null on the last page); ``offset`` paging is kept for older clients."""
+
+    items: list[ExperiencePublic]
+    total: int
+    limit: int
+    offset: int
+    next_cursor: str | None = None
+
+
+class SearchHit(Public):
+    id: str
+    text: str
+    score: float
+
+
+class SearchResult(Public):
+    hits: list[SearchHit]
+
+
+class RetrievedPublic(Public):
+    id: str
+    text: str
+    score: float
+
+
+class SubsetPublic(Public):
+    index: int
+    mask: int
+    experience_ids: list[str]
+    texts: list[str]
+
+
+class TrustStatePublic(Public):
+    status: str
+    test: str
+    n_scored: int
+    statistic: float | None
+    threshold: float | None
+    mean_score: float | None
+    is_open: bool
+
+
+class DialPublic(Public):
+    trust_weight: float = Field(description="omega in [0, 1]: the share played on memory")
+    log_evidence: float = Field(description="log K_t of the betting e-process omega comes from")
+    noise_cost: float | None = Field(description="estimated utility cost of one draft's noise (null: no estimate yet)")
+    gains: list[float] = Field(description="predicted gain of each designed subset, in subset order")
+    combination: list[float] = Field(description="weight of each designed draft in the memory share, in subset order")
+
+
+class PlanPublic(Public):
+    decision_id: str
+    status: str
+    decision_time: dt.datetime
+    maturity: dt.datetime
+    retrieved: list[RetrievedPublic]
+    subsets: list[SubsetPublic]
+    predictions: dict[str, float]
+    learner_mode: str
+    trust: TrustStatePublic
+    q: float
+    dial: DialPublic | None = Field(None, description="agents acting by the trust dial: omega, its evidence and how the drafts will be combined")
+
+
+class DecisionPublic(Public):
+    """A decided decision. Portfolio decisions: ``weights`` per asset and ``drafts`` as weights.
+    Scored decisions: ``drafts`` as they were sent, ``chosen`` the draft played (or the blend, as
+    probabilities per outcome), ``played`` its index (null: a blend) and ``reference`` the designated draft."""
+
+    decision_id: str
+    status: str
+    weights: dict[str, float] | None
+    action: str
+    subset: list[str] | None
+    mask: int | None
+    q: float | None
+    trust: TrustStatePublic
+    predictions: dict[str, float]
+    predicted_gain: float
+    learner_mode: str
+    explanation: str
+    drafts: list[Any]
+    dial: DialPublic | None = None
+    plan: PlanPublic
+    chosen: Any = None
+    played: int | None = None
+    reference: int | None = None
+
+
+class SettlementPublic(Public):
+    decision_id: str
+    status: str
+    settled_at: dt.datetime
+    draft_utilities: list[float]
+    reference_utility: float
+    draft_mean_utility: float | None = Field(description="null for a scored decision settled with bare utilities")
+    chosen_utility: float | None = Field(description="null when the decision blended drafts and no rule scored the blend")
+    contributions: dict[str, float]
+    centred: dict[str, float]
+    interactions: dict[str, float]
+    score: float | None
+    values: dict[str, ValuePublic]
+    outcome: Any = None
+    rule: str | None = None
+
+
+class DecisionSummary(Public):
+    decision_id: str
+    status: Literal["planned", "decided", "settled", "failed"]
+    decision_time: dt.datetime
+    maturity: dt.datetime
+    action: str | None
+    chosen_utility: float | None
+    created_at: dt.datetime
+    failure: str | None = Field(None, description="why a failed decision was withdrawn")
+
+
+class DecisionList(Public):
+    """A page of decisions, oldest first; pass ``next_cursor`` as ``cursor`` for the next (null: last page)."""
+
+    items: list[DecisionSummary]
+    next_cursor: str | None
+    limit: int
+
+
+class ScorePublic(Public):
+    decision_id: str
+    score: float
+    statistic: float | None
+
+
+class TrustPublic(Public):
+    """The gate, its state, and its most recent scores (oldest first) with the statistic after each;
+    ``n_scores`` counts them all. The raw log is paged at ``.../trust/log``."""
+
+    gate: GatePublic
+    gate_hash: str
+    state: TrustStatePublic
+    n_scores: int
+    scores: list[ScorePublic]
+
+
+class LogEntryPublic(Public):
+    """One hash-chained entry, exactly as hashed: sha256 of the canonical JSON of
+    {index, kind, payload, prev_hash} (sorted keys, no spaces) is ``hash``."""
+
+    index: int
+    kind: str
+    payload: dict[str, Any]
+    prev_hash: str
+    hash: str
+
+
+class LogPage(Public):
+    """A page of the log in index order; entry 0's prev_hash is the gate hash."""
+
+    gate_hash: str
+    n_entries: int
+    items: list[LogEntryPublic]
+    next_cursor: str | None
+    limit: int
+
+
+class VerifyPublic(Public):
+    ok: bool
+    n_entries: int
+    first_invalid: int | None
+    reason: str | None
+
+
+class ValuesPublic(Public):
+    learner_mode: str
+    values: dict[str, ValuePublic]
+
+
+class DecisionRecord(Public):
+    """Everything stored about one decision: its plan, its decision (without the plan) and its settlement."""
+
+    decision_id: str
+    status: str
+    failure: str | None
+    plan: PlanPublic | None
+    decision: dict[str, Any] | None
+    settlement: SettlementPublic | None
+
+
+class ProviderPublic(Public):
+    provider: str
+    models: list[str]
+
+
+class ProvidersPublic(Public):
+    """Providers an agent's drafter may name (no endpoints, no keys: those stay with the operator)."""
+
+    providers: list[ProviderPublic]
+
+
+class RefitPublic(Public):
+    job_id: str
+    status: Literal["queued", "running", "done", "failed"]
+    method: str
+    created_at: dt.datetime
+    finished_at: dt.datetime | None
+    error: str | None
+    posterior: dict[str, dict[str, float]] | None

@@ -1,0 +1,92 @@
+"""Scored decisions in the service: drafts as JSON, outcomes scored by a rule (see :mod:`memtrial.scoring`).
+
+A scored agent's drafts are turned into what the engine acts on:
+
+- with named ``outcomes`` (probability forecasts): each draft must give a
+  probability for every outcome and nothing else; they become probability
+  vectors in the agent's outcome order;
+- numbers become vectors of length 1, lists of numbers of one length become
+  vectors: the anchored mixture and the dial's blend apply to all of these;
+- anything else (answers, documents) stays as it is: the engine sees how many
+  drafts there are, and a decision that does not act on memory plays the
+  reference draft.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memtrial.errors import MemtrialError
+from memtrial.records import Decision as CoreDecision
+from memtrial.scoring import probability_vectors
+from memtrial.scoring import score as score_drafts
+from service.errors import ApiError
+
+__all__ = ["chosen_draft", "rule_settlement", "scored_drafts"]
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def scored_drafts(settings: Mapping[str, Any], drafts: Sequence[Any]) -> NDArray[np.float64] | None:
+    """The drafts as vectors (None: they are answers or documents, to be played as they are)."""
+    outcomes = settings.get("outcomes")
+    if outcomes:
+        rows = []
+        for index, draft in enumerate(drafts):
+            if not isinstance(draft, dict) or set(draft) != set(outcomes) or not all(_number(v) for v in draft.values()):
+                raise ApiError(422, "invalid", f"drafts[{index}]: must give a probability for each outcome {list(outcomes)} and nothing else", "drafts")
+            rows.append([float(draft[name]) for name in outcomes])
+        return probability_vectors(np.array(rows), "drafts")
+    if all(_number(draft) for draft in drafts):
+        return np.array([[float(draft)] for draft in drafts])
+    if all(isinstance(draft, list) and draft and all(_number(v) for v in draft) for draft in drafts) and len({len(d) for d in drafts}) == 1:
+        return np.array([[float(v) for v in draft] for draft in drafts])
+    return None
+
+
+def chosen_draft(settings: Mapping[str, Any], drafts: Sequence[Any], decision: CoreDecision) -> Any:
+    """What the decision plays, in the drafts' own form: a draft as sent, or the blend."""
+    if decision.played is not None:
+        return drafts[decision.played]
+    blend = [float(v) for v in decision.weights]
+    outcomes = settings.get("outcomes")
+    if outcomes:
+        return dict(zip(outcomes, blend, strict=True))
+    return blend[0] if _number(drafts[0]) else blend
+
+
+def rule_settlement(settings: Mapping[str, Any], drafts: Sequence[Any], vectors: bool, rule: str, outcome: Any) -> dict[str, Any]:
+    """The engine's settle_scored arguments for an outcome and a rule.
+
+    brier and log need probability vectors; the outcome names one of the
+    agent's outcomes (or, for lists of probabilities, is its index). abs_error
+    over numbers lets the engine score the blend; over anything else, and for
+    exact, the service scores the drafts and hands the engine their utilities.
+    """
+    if rule in ("brier", "log"):
+        if not vectors:
+            raise ApiError(422, "invalid", f"rule: {rule!r} scores probability forecasts; this decision's drafts are not probability vectors", "rule")
+        outcomes = settings.get("outcomes")
+        if outcomes:
+            if not isinstance(outcome, str) or outcome not in outcomes:
+                raise ApiError(422, "invalid", f"outcome: must be one of the agent's outcomes {list(outcomes)}, got {outcome!r}", "outcome")
+            return {"outcome": list(outcomes).index(outcome), "rule": rule}
+        size = len(drafts[0])
+        if isinstance(outcome, bool) or not isinstance(outcome, int) or not 0 <= outcome < size:
+            raise ApiError(422, "invalid", f"outcome: must be the index of the realised outcome, 0 to {size - 1}, got {outcome!r}", "outcome")
+        return {"outcome": outcome, "rule": rule}
+    if rule == "abs_error" and not _number(outcome):
+        raise ApiError(422, "invalid", f"outcome: rule 'abs_error' needs a number, got {outcome!r}", "outcome")
+    if rule == "abs_error" and vectors and all(_number(d) for d in drafts):
+        return {"outcome": float(outcome), "rule": rule}
+    try:
+        utilities = score_drafts(rule, outcome, answers=list(drafts))
+    except MemtrialError as error:  # an answer the rule cannot score (the message names it)
+        raise ApiError(422, "invalid", error.message, error.field or "drafts") from None
+    return {"utilities": utilities}

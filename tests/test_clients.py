@@ -1,0 +1,117 @@
+"""The sync and async clients: typed answers, one operation set, retries that never create twice."""
+
+import asyncio
+import datetime as dt
+
+import httpx
+import pytest
+from conftest import UNIVERSE, make_tenant
+
+from service.api_types import AgentPublic, DecisionPublic, PlanPublic, SettlementPublic, VerifyPublic
+from service.client import AsyncMemtrialClient, MemtrialClient, ServiceError
+
+START = dt.datetime(2024, 1, 31, 21, 0, tzinfo=dt.UTC)
+DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.2, "BIL": 0.1}
+RETURNS = {"SPY": [0.01, -0.002], "TLT": [0.002, 0.001], "GLD": [-0.001, 0.003], "BIL": [0.0001, 0.0001]}
+
+
+async def decision_loop(client: AsyncMemtrialClient, n: int) -> tuple[str, list[SettlementPublic]]:
+    agent = await client.create_agent("async-fund", "balanced", UNIVERSE)
+    assert isinstance(agent, AgentPublic)
+    await client.add_experiences(agent.id, ["bonds rallied on cuts", "equities fell on inflation", "gold held up", "cash was safe"])
+    settlements = []
+    for t in range(n):
+        when = START + dt.timedelta(days=31 * t)
+        plan = await client.create_decision(agent.id, when, when + dt.timedelta(days=28), f"month {t}")
+        assert isinstance(plan, PlanPublic)
+        decision = await client.submit_drafts(agent.id, plan.decision_id, [DRAFT] * len(plan.subsets))
+        assert isinstance(decision, DecisionPublic) and decision.weights is not None
+        settlements.append(await client.settle(agent.id, plan.decision_id, returns=RETURNS, settled_at=when + dt.timedelta(days=28)))
+    return agent.id, settlements
+
+
+def test_the_async_client_runs_an_agent_loop_with_typed_answers(app, http, database_url):  # http: the app's lifespan runs
+    async def main():
+        transport = httpx.ASGITransport(app=app)
+        async with AsyncMemtrialClient(api_key=make_tenant(database_url, "async"), http=httpx.AsyncClient(transport=transport, base_url="http://memtrial")) as client:
+            agent_id, settlements = await decision_loop(client, 3)
+            assert all(isinstance(s, SettlementPublic) and s.status == "settled" for s in settlements)
+            statuses = [d.status async for d in client.iter_decisions(agent_id, page_size=2)]
+            assert statuses == ["settled"] * 3
+            verified = await client.verify(agent_id)
+            assert isinstance(verified, VerifyPublic) and verified.ok and verified.n_entries == 6
+            with pytest.raises(ServiceError) as missing:
+                await client.get_agent("0" * 32)
+            assert missing.value.status == 404
+
+    asyncio.run(main())
+
+
+class LoseFirstAnswer(httpx.BaseTransport):
+    """Forwards every request; the first answer to a matching POST is lost on its way back."""
+
+    def __init__(self, inner: httpx.BaseTransport, path_suffix: str) -> None:
+        self.inner, self.path_suffix, self.lost, self.keys = inner, path_suffix, 0, []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self.inner.handle_request(request)
+        response = httpx.Response(answer.status_code, headers=answer.headers, content=answer.read(), request=request)
+        if request.method == "POST" and request.url.path.endswith(self.path_suffix):
+            self.keys.append(request.headers.get("idempotency-key"))
+            if not self.lost:
+                self.lost += 1
+                raise httpx.ReadError("connection reset before the answer arrived", request=request)
+        return response
+
+
+@pytest.mark.parametrize("suffix", ["/v1/agents", "/settle"])
+def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_answer(http, database_url, suffix):
+    key = make_tenant(database_url, "retry")
+    flaky = LoseFirstAnswer(http._transport, suffix)
+    with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
+        client = MemtrialClient(api_key=key, http=raw, retries=2)
+        agent = client.create_agent("once", "balanced", UNIVERSE)
+        client.add_experiences(agent.id, ["a", "b", "c", "d"])
+        plan = client.create_decision(agent.id, START, START + dt.timedelta(days=28), "x")
+        client.submit_drafts(agent.id, plan.decision_id, [DRAFT] * len(plan.subsets))
+        settled = client.settle(agent.id, plan.decision_id, returns=RETURNS, settled_at=START + dt.timedelta(days=28))
+        assert flaky.lost == 1 and len(flaky.keys) == 2 and flaky.keys[0] == flaky.keys[1] is not None  # one key, reused by the retry
+        assert [a.name for a in client.iter_agents()] == ["once"]
+        assert settled.status == "settled" and client.verify(agent.id).n_entries == 2  # settled once: one score
+
+
+def test_without_retries_a_lost_answer_is_raised(http, database_url):
+    flaky = LoseFirstAnswer(http._transport, "/v1/agents")
+    with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
+        client = MemtrialClient(api_key=make_tenant(database_url, "no-retry"), http=raw, retries=0)
+        with pytest.raises(httpx.ReadError):
+            client.create_agent("lost", "balanced", UNIVERSE)
+        assert flaky.keys == [None]  # no retries, no key
+
+
+def test_answers_read_like_dicts_for_code_written_against_the_dict_client(client):
+    agent = client.create_agent("dicts", "balanced", UNIVERSE)
+    assert agent["id"] == agent.id and agent.get("missing") is None and "gate" in agent
+    assert agent["gate"] == agent.gate.model_dump()
+    with pytest.raises(KeyError):
+        agent["missing"]
+
+
+@pytest.mark.slow  # a live server
+def test_the_async_client_against_a_live_server(tmp_path):
+    from live_server import Server
+
+    url = f"sqlite:///{tmp_path / 'async.db'}"
+    server = Server(url)
+    try:
+        async def main():
+            async with AsyncMemtrialClient(server.url, make_tenant(url, "live")) as client:
+                agent_id, settlements = await decision_loop(client, 4)
+                agents = [a async for a in client.iter_agents()]
+                assert [a.id for a in agents] == [agent_id]
+                return settlements
+
+        settlements = asyncio.run(main())
+        assert len(settlements) == 4 and all(s.values for s in settlements)
+    finally:
+        server.stop()
