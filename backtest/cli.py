@@ -242,6 +242,34 @@ DATA_INPUTS = (
 )
 
 
+@app.command("forecast")
+def forecast(
+    seeds: str = typer.Option("15-114", help="Seeds: test 15-114, dev 0-14."),
+    workers: int = typer.Option(1, min=1, help="Local worker processes."),
+    out: Path = typer.Option(..., help="Output folder for results.json and results.md."),
+    methods: str | None = typer.Option(None, help="Comma-separated method ids (default: all): memtrial, memtrial_paper, no_memory, all_four, draft_mean, outcome_credit, counterfactual_argmax, oracle."),
+) -> None:
+    """PlantedForecast: scored decisions (three-outcome forecasts, Brier rule) with planted experiences."""
+    import json
+
+    from backtest.forecast import FORECAST_METHODS, forecast_report, run_forecasts
+
+    seed_list = parse_seeds(seeds)
+    chosen = tuple(m.strip() for m in methods.split(",")) if methods else tuple(FORECAST_METHODS)
+    if bad := [m for m in chosen if m not in FORECAST_METHODS]:
+        raise typer.BadParameter(f"unknown methods {bad}; choose from {FORECAST_METHODS}")
+    results, wall = run_forecasts(seed_list, workers, chosen)
+    command = "memtrial backtest forecast " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("forecast") + 1 :]) if "forecast" in sys.argv else "memtrial backtest forecast"
+    document, table = forecast_report(results, seed_list, wall, command)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps({**document, "worlds": results}, indent=1) + "\n")
+    (out / "results.md").write_text(table)
+    typer.echo(f"{len(seed_list)} worlds in {wall:.1f} s; results in {out / 'results.json'}")
+    best = document["methods"]
+    if "memtrial" in best:
+        typer.echo(f"MemTrial {best['memtrial']['mean_utility']:.4f}" + "".join(f", {m} {best[m]['mean_utility']:.4f}" for m in best if m != "memtrial"))
+
+
 @data_app.callback()
 def _data() -> None:
     """Benchmark data: what is present and where each input is looked for."""

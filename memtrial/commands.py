@@ -25,6 +25,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "data": ("backtest.cli", "data_app", "Benchmark data: what is present and where each input is looked for.", "backtest"),
     "serve": ("service.cli", "serve", "Run the REST service (migrates the database first).", "service"),
     "tenants": ("service.cli", "tenants", "Manage tenants and their API keys.", "service"),
+    "mcp": ("service.mcp", "mcp", "Serve the agent loop as MCP tools over stdio or streamable HTTP.", "mcp"),
 }
 
 class _LazyCommand(TyperCommand):

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -84,6 +85,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for module in (agents, experiences, decisions, trust, refit, llm):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _mount_docs(app)
+    _mount_dashboard(app)
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -131,6 +133,28 @@ def _mount_docs(app: FastAPI) -> None:
             swagger_css_url="/docs/assets/swagger-ui.css",
             swagger_favicon_url="/docs/assets/favicon-32x32.png",
         )
+
+
+STATIC = Path(__file__).resolve().parent / "static"
+#: the dashboard loads only its own script and style and talks only to this service
+DASHBOARD_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'"
+
+
+def _mount_dashboard(app: FastAPI) -> None:
+    """A read-only page per agent (``/dashboard/{agent_id}``), its assets served from the package.
+
+    The page itself holds no data: its script reads everything from the API
+    with the tenant's key (given as ``#key=...`` in the address, or typed in),
+    so the page shows only what that key may read.
+    """
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/dashboard/{agent_id}", include_in_schema=False)
+    async def _dashboard(agent_id: str) -> HTMLResponse:
+        page = HTMLResponse((STATIC / "dashboard.html").read_text(encoding="utf-8"))
+        page.headers["Content-Security-Policy"] = DASHBOARD_POLICY
+        page.headers["Cache-Control"] = "no-store"
+        return page
 
 
 def create_app_from_env() -> FastAPI:

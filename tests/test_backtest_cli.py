@@ -66,3 +66,18 @@ def test_plantedmem_with_the_bayes_learner(tmp_path):
     assert result.exit_code == 0, result.output
     cell = json.loads((out / "results.json").read_text())["investors"]["balanced"]["beta_0.5"]["memtrial"]
     assert cell["value_recovery"] is not None and cell["value_recovery"] > 0
+
+
+def test_forecast_command_runs_scored_decisions_and_writes_its_table(tmp_path):
+    out = tmp_path / "forecast"
+    result = CliRunner().invoke(app, ["backtest", "forecast", "--seeds", "0-1", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "results.json").read_text())
+    methods = document["methods"]
+    assert set(methods) == {"memtrial", "memtrial_paper", "no_memory", "all_four", "draft_mean", "outcome_credit", "counterfactual_argmax", "oracle"}
+    assert methods["memtrial"]["mean_utility"] > methods["no_memory"]["mean_utility"]  # the useful experiences are used
+    assert all(-2.0 <= m["mean_utility"] <= 0.0 for m in methods.values())  # minus a Brier score
+    assert document["value_recovery"] > 0
+    assert "| MemTrial (trust dial) |" in (out / "results.md").read_text()
+    bad = CliRunner().invoke(app, ["backtest", "forecast", "--methods", "magic", "--out", str(out)])
+    assert bad.exit_code == 2 and "unknown methods ['magic']" in bad.output

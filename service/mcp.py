@@ -1,0 +1,179 @@
+"""``memtrial mcp``: the service's agent loop as Model Context Protocol tools (official ``mcp`` SDK).
+
+The MCP server is a thin, stateless layer over a running memtrial service: each
+tool is one call of :class:`~service.client.AsyncMemtrialClient` (so retries
+and idempotency keys come with it). It needs the service's URL and an API key
+(``--url`` / ``MEMTRIAL_URL``, ``--api-key`` / ``MEMTRIAL_API_KEY``) and speaks
+stdio (for a desktop client that starts it) or streamable HTTP (``--transport
+http``, at ``http://HOST:PORT/mcp``).
+
+Tools: ``list_agents``, ``create_agent``, ``add_experiences``,
+``search_experiences``, ``plan_decision`` (the designed subsets and their
+texts: draft once per subset), ``submit_drafts``, ``settle``, ``get_values``
+(with 90% intervals), ``get_trust``, ``verify_chain``. A refusal of the service
+comes back as a tool error naming the field and the rule.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+from typing import Any
+
+import typer
+
+from memtrial.errors import import_extra
+from service.client import AsyncMemtrialClient, ServiceError
+
+__all__ = ["build_server", "mcp"]
+
+Z90 = 1.6448536269514722  # the 95th percentile of the standard normal: a central 90% interval
+
+
+def _interval(value: Any) -> dict[str, Any]:
+    """A value with its 90% interval: the refit's where there is one, else mean +- 1.645 sd (normal approximation)."""
+    lower, upper, source = value.lower, value.upper, "full-Bayes refit"
+    if lower is None or upper is None:
+        sd = value.sd or 0.0
+        lower, upper, source = value.mean - Z90 * sd, value.mean + Z90 * sd, "empirical Bayes (normal approximation)"
+    return {"mean": value.mean, "sd": value.sd, "n": value.n, "lower_90": lower, "upper_90": upper, "interval": source, "p_positive": value.p_positive}
+
+
+def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 8765) -> Any:
+    """The MCP server for one service and key (tools answer JSON objects)."""
+    fastmcp = import_extra("mcp.server.fastmcp", "mcp", "the MCP server")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per HTTP call would drown the client's log
+    server = fastmcp.FastMCP(
+        "memtrial",
+        instructions=(
+            "Memory credit assignment for a decision agent. Loop: plan_decision (gives the designed subsets of retrieved "
+            "experiences), draft once per subset conditioned on exactly that subset's texts, submit_drafts, and settle when "
+            "the outcome is known. get_values shows what each experience is worth; get_trust whether memory is trusted yet."
+        ),
+        host=host,
+        port=port,
+        log_level="WARNING",
+    )
+
+    def client() -> AsyncMemtrialClient:
+        return AsyncMemtrialClient(url, api_key)
+
+    async def call(operation: str, *args: Any, **kwargs: Any) -> Any:
+        async with client() as memtrial:
+            try:
+                answer = await getattr(memtrial, operation)(*args, **kwargs)
+            except ServiceError as error:
+                raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+        return answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
+
+    @server.tool()
+    async def list_agents(name: str | None = None) -> dict[str, Any]:
+        """The agents of this API key's tenant (first page of up to 200)."""
+        return await call("list_agents", limit=200, name=name)  # type: ignore[no-any-return]
+
+    @server.tool()
+    async def create_agent(
+        name: str,
+        kind: str = "scored",
+        outcomes: list[str] | None = None,
+        investor: str | None = None,
+        universe: list[dict[str, str]] | None = None,
+        action: str = "dial",
+    ) -> dict[str, Any]:
+        """Create an agent. kind 'scored' (drafts are any JSON; give outcomes for probability forecasts) or
+        'portfolio' (give investor and universe: [{asset, asset_class}]). action 'dial' weighs memory by the
+        evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes."""
+        gate = {"test": "anytime"} if action == "dial" else None
+        credit = "raw" if action == "dial" else "centred"
+        return await call("create_agent", name, investor, universe, kind=kind, outcomes=outcomes, gate=gate, action=action, credit=credit)  # type: ignore[no-any-return]
+
+    @server.tool()
+    async def add_experiences(agent_id: str, texts: list[str]) -> dict[str, Any]:
+        """Add lessons (experiences) to an agent's memory; answers their ids."""
+        added = await call("add_experiences", agent_id, texts)
+        return {"ids": [item["id"] for item in added["items"]]}
+
+    @server.tool()
+    async def search_experiences(agent_id: str, query: str, k: int = 4) -> dict[str, Any]:
+        """The k experiences closest in meaning to the query, with their similarity."""
+        return await call("search_experiences", agent_id, query, k)  # type: ignore[no-any-return]
+
+    @server.tool()
+    async def plan_decision(agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None) -> dict[str, Any]:
+        """Plan a decision for the context: retrieves experiences and answers the designed subsets with their
+        texts. Draft once per subset, conditioned on exactly that subset's texts, then call submit_drafts with
+        the drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
+        now = dt.datetime.now(dt.UTC)
+        when = decision_time or now.isoformat()
+        matures = maturity or (dt.datetime.fromisoformat(when) + dt.timedelta(days=1)).isoformat()
+        plan = await call("create_decision", agent_id, when, matures, context)
+        return {
+            "decision_id": plan["decision_id"],
+            "subsets": [{"index": s["index"], "texts": s["texts"]} for s in plan["subsets"]],
+            "trust": plan["trust"],
+            "dial": plan["dial"],
+            "maturity": plan["maturity"],
+        }
+
+    @server.tool()
+    async def submit_drafts(agent_id: str, decision_id: str, drafts: list[Any], reference: int | None = None) -> dict[str, Any]:
+        """Submit one draft per designed subset (in plan order). Answers what to act on ('chosen' for scored
+        agents, 'weights' for portfolios) and why ('explanation')."""
+        decision = await call("submit_drafts", agent_id, decision_id, drafts, reference)
+        keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial")
+        return {key: decision.get(key) for key in keys}
+
+    @server.tool()
+    async def settle(
+        agent_id: str,
+        decision_id: str,
+        outcome: Any = None,
+        rule: str | None = None,
+        utilities: list[float] | None = None,
+        returns: dict[str, list[float]] | None = None,
+        settled_at: str | None = None,
+    ) -> dict[str, Any]:
+        """Settle a matured decision: scored agents give an outcome and a rule (brier, log, exact, abs_error) or
+        one utility per draft; portfolio agents give returns per asset. Answers each experience's contribution."""
+        answer = await call("settle", agent_id, decision_id, outcome=outcome, rule=rule, utilities=utilities, returns=returns, settled_at=settled_at)
+        return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
+
+    @server.tool()
+    async def get_values(agent_id: str) -> dict[str, Any]:
+        """What each experience is worth: posterior mean, sd, number of scored uses and a 90% interval."""
+        async with client() as memtrial:
+            values = await memtrial.values(agent_id)
+            texts = {e.id: e.text async for e in memtrial.iter_experiences(agent_id)}
+        ranked = sorted(values.values.items(), key=lambda item: -item[1].mean)
+        return {"learner_mode": values.learner_mode, "experiences": [{"id": e, "text": texts.get(e), **_interval(v)} for e, v in ranked]}
+
+    @server.tool()
+    async def get_trust(agent_id: str) -> dict[str, Any]:
+        """Whether memory is trusted yet: the gate's state, its statistic and the most recent scores."""
+        return await call("trust", agent_id, limit=20)  # type: ignore[no-any-return]
+
+    @server.tool()
+    async def verify_chain(agent_id: str) -> dict[str, Any]:
+        """Re-check the hash chain of the agent's pre-registered predictions and scores."""
+        return await call("verify", agent_id)  # type: ignore[no-any-return]
+
+    return server
+
+
+def mcp(
+    transport: str = typer.Option("stdio", help="stdio (started by an MCP client) or http (streamable HTTP at /mcp)."),
+    url: str = typer.Option(os.environ.get("MEMTRIAL_URL", "http://127.0.0.1:8000"), help="The memtrial service (default: MEMTRIAL_URL)."),
+    api_key: str | None = typer.Option(None, help="An API key of the service (default: MEMTRIAL_API_KEY)."),
+    host: str = typer.Option("127.0.0.1", help="http transport: interface to listen on."),
+    port: int = typer.Option(8765, help="http transport: port to listen on."),
+) -> None:
+    """Serve the agent loop as MCP tools over stdio or streamable HTTP."""
+    key = api_key or os.environ.get("MEMTRIAL_API_KEY")
+    if not key:
+        typer.echo("error: an API key is needed: --api-key or MEMTRIAL_API_KEY (memtrial tenants create prints one)", err=True)
+        raise typer.Exit(code=2)
+    if transport not in ("stdio", "http"):
+        typer.echo(f"error: transport must be 'stdio' or 'http', got {transport!r}", err=True)
+        raise typer.Exit(code=2)
+    build_server(url, key, host, port).run("stdio" if transport == "stdio" else "streamable-http")

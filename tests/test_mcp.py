@@ -1,0 +1,114 @@
+"""``memtrial mcp`` end to end: the SDK's own client over stdio drives an agent through a live service."""
+
+import asyncio
+import json
+import os
+import sys
+
+import pytest
+from conftest import make_tenant
+
+pytest.importorskip("mcp", reason="MCP NOT TESTED: the mcp extra is not installed (pip install -e '.[mcp]')")
+from mcp import ClientSession  # noqa: E402
+from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+
+OUTCOMES = ["up", "flat", "down"]
+
+
+def payload(result):
+    assert not result.isError, result.content[0].text
+    return result.structuredContent if result.structuredContent is not None else json.loads(result.content[0].text)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    from live_server import Server
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('mcp') / 'mcp.db'}"
+    server = Server(url)
+    yield server.url, make_tenant(url, "mcp")
+    server.stop()
+
+
+def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
+    url, key = service
+    parameters = StdioServerParameters(command=sys.executable, args=["-m", "memtrial.cli", "mcp"], env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key})
+
+    async def main():
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            names = {tool.name for tool in (await session.list_tools()).tools}
+            assert names >= {"create_agent", "add_experiences", "search_experiences", "plan_decision", "submit_drafts", "settle", "get_values", "get_trust", "verify_chain"}
+            agent = payload(await session.call_tool("create_agent", {"name": "forecaster", "kind": "scored", "outcomes": OUTCOMES}))
+            lessons = ["Rate cuts were followed by rallies.", "Inflation surprises hurt.", "Quiet months stayed flat.", "Earnings beats lifted prices."]
+            ids = payload(await session.call_tool("add_experiences", {"agent_id": agent["id"], "texts": lessons}))["ids"]
+            hits = payload(await session.call_tool("search_experiences", {"agent_id": agent["id"], "query": "rates were cut", "k": 2}))["hits"]
+            assert hits[0]["id"] == ids[0]
+            scored = 0
+            for day in range(3):
+                when = f"2024-01-0{day + 1}T12:00:00+00:00"
+                plan = payload(await session.call_tool("plan_decision", {"agent_id": agent["id"], "context": "will it rise?", "decision_time": when, "maturity": when}))
+                assert plan["subsets"][0]["texts"] == [] and len(plan["subsets"]) == 8
+                drafts = [{"up": 0.6, "flat": 0.2, "down": 0.2} if lessons[0] in s["texts"] else {"up": 0.3, "flat": 0.4, "down": 0.3} for s in plan["subsets"]]
+                decision = payload(await session.call_tool("submit_drafts", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "drafts": drafts}))
+                assert set(decision["chosen"]) == set(OUTCOMES) and decision["explanation"]
+                settled = payload(await session.call_tool("settle", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "outcome": "up", "rule": "brier", "settled_at": when}))
+                assert set(settled["contributions"]) == set(ids)
+                scored += settled["score"] is not None
+            values = payload(await session.call_tool("get_values", {"agent_id": agent["id"]}))
+            top = values["experiences"][0]
+            assert top["text"] == lessons[0] and top["lower_90"] <= top["mean"] <= top["upper_90"]
+            trust = payload(await session.call_tool("get_trust", {"agent_id": agent["id"]}))
+            assert trust["n_scores"] == scored >= 2  # the first date's predictions are all the prior: skipped
+            assert payload(await session.call_tool("verify_chain", {"agent_id": agent["id"]}))["ok"] is True
+            refused = await session.call_tool("settle", {"agent_id": agent["id"], "decision_id": "0" * 32, "outcome": "up", "rule": "brier"})
+            assert refused.isError and "memtrial refused (404" in refused.content[0].text
+
+    asyncio.run(main())
+
+
+def test_the_mcp_command_needs_an_api_key():
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if k != "MEMTRIAL_API_KEY"}
+    result = subprocess.run([sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60)
+    assert result.returncode == 2 and "an API key is needed" in result.stderr
+
+
+@pytest.mark.slow  # a second server process
+def test_the_mcp_tools_are_served_over_streamable_http(service):
+    import subprocess
+    import time
+
+    from live_server import free_port
+    from mcp.client.streamable_http import streamable_http_client
+
+    url, key = service
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "memtrial.cli", "mcp", "--transport", "http", "--port", str(port)],
+        env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    async def main():
+        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _), ClientSession(read, write) as session:
+            await session.initialize()
+            agents = payload(await session.call_tool("list_agents", {}))
+            return {tool.name for tool in (await session.list_tools()).tools}, agents
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                names, agents = asyncio.run(main())
+                break
+            except Exception:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.5)
+        assert "plan_decision" in names and "items" in agents
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
