@@ -97,6 +97,14 @@ class _Design:
     noise: dict[int, float | None] = field(default_factory=dict)  # per position: its estimate of kappa
 
 
+def _posterior_means(fit: _Fit, ids: Sequence[int]) -> list[float]:
+    """``[fit.posterior(e).mean for e in ids]``, the learnt experiences read off the fit's arrays at once."""
+    rows = [fit.index.get(e) for e in ids]
+    if all(row is not None for row in rows):
+        return (fit.model.mean[rows] * fit.scale).tolist()  # type: ignore[no-any-return]
+    return [fit.posterior(e).mean for e in ids]
+
+
 class MemTrialFamily:
     """The MemTrial variants ``configs`` (method id -> configuration) of one world, replayed in one go.
 
@@ -163,7 +171,15 @@ class MemTrialFamily:
             rel = np.array([outcome(p) for p in positions])
             reference = np.array([c.reference for c in contexts])
             previous = np.array([c.previous for c in contexts])
-            for design in self.designs.values():  # (designs of one kind compute the same numbers)
+            done: dict[DesignKind, _Design] = {}
+            for design in self.designs.values():
+                first = done.setdefault(design.kind, design)
+                if first is not design:  # a design of the same kind (other credit) settles to the same numbers
+                    for position in positions:
+                        design.mixture[position], design.noise[position] = first.mixture[position], first.noise[position]
+                        if size:
+                            design.contrasts[position], design.centred[position] = first.contrasts[position], first.centred[position]
+                    continue
                 masks = list(design.masks[positions[0]])
                 drafts = np.array([c.drafts[masks] for c in contexts])  # (G, runs, n)
                 means = drafts.mean(axis=1)
@@ -231,7 +247,7 @@ class MemTrialFamily:
                 if position == FINAL:
                     design.final[mode] = fit
                 else:
-                    out[position, : len(self.ids[position])] = [fit.posterior(e).mean for e in self.ids[position]]
+                    out[position, : len(self.ids[position])] = _posterior_means(fit, self.ids[position])
         return out
 
     # -- 3 and 4. scores, gates, fallbacks and actions for every date --------------------------
@@ -249,8 +265,9 @@ class MemTrialFamily:
             registered = self._registered(design, order, settled_before)
             variants = {m: c for m, c in self.configs.items() if (c.design, c.credit) == key}
             scores = {setting: self._scores(design, registered[setting], order) for setting in {c.learner for c in variants.values()}}
+            shared: dict[object, dict[object, NDArray[np.float64]]] = {setting: {} for setting in scores}
             for method_id, config in variants.items():
-                trust_open, statistic, omega = self._trust(config, scores[config.learner], settled_before)
+                trust_open, statistic, omega = self._trust(config, scores[config.learner], settled_before, shared[config.learner])
                 q = self._fallback(design, config.fallback, order, settled_before)
                 if config.action is ActionRule.DIAL:
                     weights, acted = self._dial(design, registered[config.learner], omega, q, order, settled_before)
@@ -306,9 +323,13 @@ class MemTrialFamily:
         return out
 
     def _trust(
-        self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64]
+        self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64], shared: dict[object, NDArray[np.float64]] | None = None
     ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
-        """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega."""
+        """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega.
+
+        ``shared`` keeps the e-process and the t-test p-values of these scores for the next variant
+        that scores the same way (they depend on the scores and the bets only, not on alpha)."""
+        shared = {} if shared is None else shared
         kept = ~np.isnan(scores)
         count = np.concatenate([[0], np.cumsum(kept)])  # scores before each settlement step
         values = np.where(kept, scores, 0.0)
@@ -319,15 +340,19 @@ class MemTrialFamily:
             return np.ones(len(self.contexts), dtype=bool), statistic, np.ones(len(self.contexts))
         minimum = config.gate.min_scores or 0
         enough = n_scored >= minimum
-        growth = np.log1p(values[:, None] * bets[None, :]) * kept[:, None]
-        cumulative = np.vstack([np.zeros(bets.size), np.cumsum(growth, axis=0)])[settled_before]  # (dates, bets)
-        log_e = _mixture_log_wealth(cumulative.T)
+        log_e = shared.get(("log_e", config.gate.bets))
+        if log_e is None:
+            growth = np.log1p(values[:, None] * bets[None, :]) * kept[:, None]
+            cumulative = np.vstack([np.zeros(bets.size), np.cumsum(growth, axis=0)])[settled_before]  # (dates, bets)
+            log_e = shared[("log_e", config.gate.bets)] = _mixture_log_wealth(cumulative.T)
         omega = np.where(enough, trust_weights(log_e, config.gate.alpha), 0.0)
         if config.gate.test is GateTest.PREQUENTIAL:
-            total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
-            total_sq = np.concatenate([[0.0], np.cumsum(values * values)])[settled_before]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                p = _t_test_p(n_scored.astype(np.float64), total, total_sq)
+            p = shared.get("p")
+            if p is None:
+                total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
+                total_sq = np.concatenate([[0.0], np.cumsum(values * values)])[settled_before]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    p = shared["p"] = _t_test_p(n_scored.astype(np.float64), total, total_sq)
             statistic = np.where(enough & (n_scored >= 2), p, np.nan)
             return enough & (p < config.gate.alpha), statistic, omega
         e_value = np.exp(log_e)
@@ -361,15 +386,19 @@ class MemTrialFamily:
         q[live] = GRID[np.argmax(objective, axis=1)]
         return q
 
+    def _shapes(self, design: _Design) -> list[tuple[tuple[int, ...], list[int]]]:
+        """The dates in groups of one shape (design masks and number of assets), each a batch."""
+        groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
+        for position, context in enumerate(self.contexts):
+            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
+        return [(masks, positions) for (masks, _), positions in groups.items()]
+
     def _act(self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
         """Each date's weights and whether it acted on a designed draft (the rule of
         :func:`memtrial.action.choose`, a batch of dates of one shape at once)."""
         weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(self.contexts)
         acted = np.zeros(len(self.contexts), dtype=bool)
-        groups: dict[tuple[object, ...], list[int]] = {}
-        for position, context in enumerate(self.contexts):
-            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
-        for (masks, _), positions in groups.items():
+        for masks, positions in self._shapes(design):
             rows = np.asarray(positions, dtype=np.int64)
             size = len(self.ids[positions[0]])
             mask_array = np.asarray(masks)
@@ -403,10 +432,7 @@ class MemTrialFamily:
             kappa = np.where(count > 0, total / count, np.nan)
         weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(self.contexts)
         acted = omega > 0.0
-        groups: dict[tuple[object, ...], list[int]] = {}
-        for position, context in enumerate(self.contexts):
-            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
-        for (masks, _), positions in groups.items():
+        for masks, positions in self._shapes(design):
             rows = np.asarray(positions, dtype=np.int64)
             size = len(self.ids[positions[0]])
             gains = dial_gains(predictions[rows, :size], masks)

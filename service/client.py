@@ -102,20 +102,38 @@ def _decode(call: Call, response: httpx.Response) -> Any:
     return data if call.model is None else TypeAdapter(call.model).validate_python(data)
 
 
-def _pause(response: httpx.Response | None, attempt: int, max_wait: float) -> float | None:
-    """Seconds to wait before retrying (None: do not retry this answer)."""
-    if response is None:  # a transport failure
-        return min(0.25 * 2**attempt, max_wait)
-    if response.status_code not in RETRY_STATUSES:
-        return None
-    header = response.headers.get("retry-after")
-    if header is None:
-        return min(0.25 * 2**attempt, max_wait)
-    try:
-        wanted = float(header)
-    except ValueError:
-        return None
-    return wanted if wanted <= max_wait else None
+class _Attempts:
+    """The retry policy of one call, apart from any I/O: what to send, and after each outcome how long
+    to wait before the next attempt (None: the outcome is final)."""
+
+    def __init__(self, call: Call, retries: int, max_wait: float) -> None:
+        self.call, self.retries, self.max_wait, self.attempt = call, retries, max_wait, 0
+        key = str(uuid.uuid4()) if call.creates and retries else None
+        self.headers = {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
+
+    def wait_after(self, outcome: httpx.Response | httpx.TransportError) -> float | None:
+        if self.attempt >= self.retries:
+            return None
+        if isinstance(outcome, httpx.TransportError):
+            if self.call.method in ("PATCH", "DELETE"):  # not keyed: a lost answer may hide a done change
+                return None
+            wait: float | None = min(0.25 * 2**self.attempt, self.max_wait)
+        elif outcome.status_code not in RETRY_STATUSES:
+            return None
+        else:
+            header = outcome.headers.get("retry-after")
+            try:
+                wanted = float(header) if header is not None else min(0.25 * 2**self.attempt, self.max_wait)
+            except ValueError:
+                return None
+            wait = wanted if wanted <= self.max_wait else None
+        self.attempt += 1
+        return wait
+
+    def finish(self, outcome: httpx.Response | httpx.TransportError) -> Any:
+        if isinstance(outcome, httpx.TransportError):
+            raise outcome
+        return _decode(self.call, outcome)
 
 
 class Operations:
@@ -307,10 +325,6 @@ class Operations:
         return self._run(Call("GET", f"/v1/agents/{agent_id}/refit/{job_id}", model=RefitPublic))
 
 
-def _keyed(call: Call, key: str | None) -> dict[str, str]:
-    return {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
-
-
 class MemtrialClient(Operations):
     """Synchronous client; pass ``http`` to reuse an ``httpx.Client`` (or a test client)."""
 
@@ -342,23 +356,17 @@ class MemtrialClient(Operations):
         return _decode(Call(method, path), self._http.request(method, path, json=json, params=params, headers=self._headers))
 
     def _run(self, call: Call) -> Any:
-        key = str(uuid.uuid4()) if call.creates and self.retries else None
-        attempt = 0
+        attempts = _Attempts(call, self.retries, self.max_wait)
         while True:
             try:
-                response: httpx.Response | None = self._http.request(call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **_keyed(call, key)})
-            except httpx.TransportError:
-                if attempt >= self.retries or (call.method in ("PATCH", "DELETE")):
-                    raise
-                response = None
-            if response is not None and (attempt >= self.retries or response.status_code < 400):
-                return _decode(call, response)
-            wait = _pause(response, attempt, self.max_wait)
-            if wait is None:
-                assert response is not None
-                return _decode(call, response)
+                outcome: httpx.Response | httpx.TransportError = self._http.request(
+                    call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **attempts.headers}
+                )
+            except httpx.TransportError as error:
+                outcome = error
+            if (wait := attempts.wait_after(outcome)) is None:
+                return attempts.finish(outcome)
             time.sleep(wait)
-            attempt += 1
 
     def _pages(self, fetch: Callable[[str | None], Any]) -> Iterator[Any]:
         cursor: str | None = None
@@ -411,25 +419,17 @@ class AsyncMemtrialClient(Operations):
         await self.aclose()
 
     async def _run(self, call: Call) -> Any:  # type: ignore[override]
-        key = str(uuid.uuid4()) if call.creates and self.retries else None
-        attempt = 0
+        attempts = _Attempts(call, self.retries, self.max_wait)
         while True:
             try:
-                response: httpx.Response | None = await self._http.request(
-                    call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **_keyed(call, key)}
+                outcome: httpx.Response | httpx.TransportError = await self._http.request(
+                    call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **attempts.headers}
                 )
-            except httpx.TransportError:
-                if attempt >= self.retries or (call.method in ("PATCH", "DELETE")):
-                    raise
-                response = None
-            if response is not None and (attempt >= self.retries or response.status_code < 400):
-                return _decode(call, response)
-            wait = _pause(response, attempt, self.max_wait)
-            if wait is None:
-                assert response is not None
-                return _decode(call, response)
+            except httpx.TransportError as error:
+                outcome = error
+            if (wait := attempts.wait_after(outcome)) is None:
+                return attempts.finish(outcome)
             await asyncio.sleep(wait)
-            attempt += 1
 
     async def _pages(self, fetch: Callable[[str | None], Any]) -> AsyncIterator[Any]:
         cursor: str | None = None
