@@ -16,7 +16,9 @@ the first, and:
 
     python benchmarks/bench_service.py --postgres postgresql://postgres@127.0.0.1:5432/test --out benchmarks/results/service.json
 
-``--postgres`` resets that database's public schema.
+``--postgres`` resets that database's public schema. ``--vacuum`` runs ``VACUUM ANALYZE`` on it before
+each measured window: the upkeep autovacuum does on a default PostgreSQL (a server with autovacuum off,
+as on the reference machine, otherwise keeps every dead row version of the updated decision rows).
 """
 
 from __future__ import annotations
@@ -95,7 +97,17 @@ def state_size(url: str, agent_id: str) -> int:
     return size
 
 
-def agent_life(url: str, checkpoints: list[int], window: int) -> dict[str, object]:
+def vacuum(url: str) -> None:
+    """VACUUM ANALYZE every table of a PostgreSQL database (what autovacuum would have done by now)."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1), isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(text("VACUUM ANALYZE"))
+    engine.dispose()
+
+
+def agent_life(url: str, checkpoints: list[int], window: int, upkeep: bool = False) -> dict[str, object]:
     server = Server(url, workers=1)
     timings: dict[str, list[float]] = {name: [] for name in REQUESTS}
     result: dict[str, object] = {}
@@ -109,6 +121,8 @@ def agent_life(url: str, checkpoints: list[int], window: int) -> dict[str, objec
             for t in range(total):
                 if t in checkpoints:
                     sizes[t] = state_size(url, agent_id)
+                    if upkeep:
+                        vacuum(url)
                 time_t = START + dt.timedelta(days=t)
                 begin = time.perf_counter()
                 plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(hours=20), context(t), horizon=1)
@@ -158,6 +172,7 @@ def main() -> None:
     parser.add_argument("--checkpoints", default="20,1000,5000", help="settled decisions before each measured window")
     parser.add_argument("--window", type=int, default=200, help="decisions measured after each checkpoint")
     parser.add_argument("--postgres", default=None, help="also run on this PostgreSQL URL (its public schema is reset)")
+    parser.add_argument("--vacuum", action="store_true", help="VACUUM ANALYZE the PostgreSQL database before each window (autovacuum's upkeep)")
     args = parser.parse_args()
     checkpoints = [int(x) for x in args.checkpoints.split(",")]
     result: dict[str, object] = {
@@ -171,7 +186,8 @@ def main() -> None:
         upgrade(url)
         result["databases"]["sqlite"] = agent_life(url, checkpoints, args.window)  # type: ignore[index]
     if args.postgres:
-        result["databases"]["postgresql"] = agent_life(reset_postgres(args.postgres), checkpoints, args.window)  # type: ignore[index]
+        result["databases"]["postgresql"] = agent_life(reset_postgres(args.postgres), checkpoints, args.window, upkeep=args.vacuum)  # type: ignore[index]
+        result["postgresql_vacuum_before_each_window"] = args.vacuum
     embedding = embedding_cost(args.window)
     result["query_embedding"] = embedding
     for life in result["databases"].values():  # type: ignore[attr-defined]
@@ -181,7 +197,8 @@ def main() -> None:
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     lines = [
         f"Window: {args.window} decisions after each checkpoint; one agent, 4 assets, 12 experiences, 1 worker. "
-        f"Query embedding alone: p50 {embedding['p50_ms']:.1f} ms.",
+        f"Query embedding alone: p50 {embedding['p50_ms']:.1f} ms."
+        + (" PostgreSQL: VACUUM ANALYZE before each window (autovacuum's upkeep; the reference machine's server runs with autovacuum off)." if args.vacuum and args.postgres else ""),
         "",
         "| database | settled before | plan p50 / p99 (ms) | drafts p50 / p99 (ms) | settle p50 / p99 (ms) | bytes written per decision | state bytes |",
         "|---|---:|---:|---:|---:|---:|---:|",

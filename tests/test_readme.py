@@ -76,7 +76,7 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
     from conftest import make_tenant
     from live_server import Server
 
-    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "MemtrialClient" in b)
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "MemtrialClient(" in b and "Async" not in b)
     url = f"sqlite:///{tmp_path / 'client.db'}"
     server = Server(url)
     try:
@@ -90,3 +90,31 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
     assert printed[0].startswith("gate prequential: insufficient evidence")
     assert printed[2] == "['settled']"
     assert printed[3] == "404 not_found decision_id"
+
+
+@pytest.mark.slow  # a live server
+def test_readme_async_client_example_runs_against_a_live_server(tmp_path, capsys):
+    import os
+
+    from conftest import make_tenant
+    from live_server import Server
+
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "AsyncMemtrialClient" in b)
+    url = f"sqlite:///{tmp_path / 'async.db'}"
+    server = Server(url)
+    try:
+        os.environ["MEMTRIAL_URL"], os.environ["MEMTRIAL_API_KEY"] = server.url, make_tenant(url, "readme-async")
+        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
+    finally:
+        os.environ.pop("MEMTRIAL_URL", None)
+        os.environ.pop("MEMTRIAL_API_KEY", None)
+        server.stop()
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("mixture {") and printed[1].endswith(" decided")
+
+
+def test_readme_scored_decision_example_runs(capsys):
+    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "decide_scored" in b)
+    exec(compile(block, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("dial {'rate cuts lift stocks': ") and "'earnings beats lift stocks'" in printed
