@@ -81,7 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.services = services
     install_handlers(app)
-    app.include_router(health.router, responses={413: ERROR_RESPONSES[413], 503: ERROR_RESPONSES[503]})
+    app.include_router(health.router, responses={status: ERROR_RESPONSES[status] for status in (413, 422, 503)})
     for module in (agents, experiences, decisions, trust, refit, llm):
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _mount_docs(app)

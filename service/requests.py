@@ -5,6 +5,8 @@ overflow to infinity (``1e400``); a database then stores them as null or
 refuses them after the request was accepted. Every route of the service uses
 :class:`StrictJSONRoute`, whose requests parse JSON with :func:`strict_loads`:
 such a body is refused before any handler runs, with a 422 that says where.
+A query parameter the operation does not declare (a misspelt ``limit``, say)
+is refused the same way instead of being ignored.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi import Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 
 __all__ = ["StrictJSONRequest", "StrictJSONRoute", "strict_loads"]
@@ -53,11 +57,25 @@ class StrictJSONRequest(Request):
         return self._json
 
 
+def _query_names(dependant: Dependant) -> frozenset[str]:
+    """The query parameters an operation declares, its dependencies' included."""
+    names = {parameter.alias for parameter in dependant.query_params}
+    for dependency in dependant.dependencies:
+        names |= _query_names(dependency)
+    return frozenset(names)
+
+
 class StrictJSONRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
+        declared = _query_names(self.dependant)
+        takes = ", ".join(sorted(declared)) or "none"
 
         async def strict_handler(request: Request) -> Response:
+            for name in request.query_params:
+                if name not in declared:
+                    message = f"unknown query parameter (this operation takes: {takes})"
+                    raise RequestValidationError([{"type": "extra_forbidden", "loc": ("query", name or "''"), "msg": message, "input": request.query_params[name]}])
             return await handler(StrictJSONRequest(request.scope, request.receive))
 
         return strict_handler

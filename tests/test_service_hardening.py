@@ -195,6 +195,18 @@ def test_booleans_and_strings_are_not_numbers(client, agent):
     assert (error.value.status, error.value.field) == (422, "drafts.0.SPY")
 
 
+@pytest.mark.parametrize("path", ["/v1/agents?limt=5", "/v1/agents/{agent}/trust/log?limit=5&curser=x", "/healthz?probe=1"])
+def test_an_undeclared_query_parameter_is_refused_naming_it_and_what_the_operation_takes(http, client, agent, path):
+    response = http.get(path.format(agent=agent["id"]), headers={"Authorization": client._headers["Authorization"]})
+    assert response.status_code == 422
+    error = response.json()["error"]
+    misspelt = path.rsplit("&", 1)[-1].split("?")[-1].split("=")[0]
+    assert (error["code"], error["field"]) == ("invalid", misspelt)
+    assert "unknown query parameter" in error["message"] and ("takes: none" in error["message"] if "healthz" in path else "limit" in error["message"])
+    declared = path.split("?")[0].format(agent=agent["id"]) + ("?limit=5" if "healthz" not in path else "")
+    assert http.get(declared, headers={"Authorization": client._headers["Authorization"]}).status_code == 200
+
+
 def test_openapi_declares_bearer_security_and_every_error(http):
     schema = http.get("/openapi.json").json()
     assert schema["components"]["securitySchemes"]["HTTPBearer"] == {"type": "http", "scheme": "bearer", "description": schema["components"]["securitySchemes"]["HTTPBearer"]["description"]}

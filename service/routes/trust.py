@@ -12,12 +12,13 @@ from service.deps import ServicesDep, TenantDep
 from service.history import read_log
 from service.models import LogRow
 from service.pagination import CursorQuery, decode_cursor, encode_cursor
+from service.requests import StrictJSONRoute
 from service.routes.refit import latest_posterior
 from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
 from service.store import load_agent, return_engine
 from service.views import trust_public, value_public
 
-router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["trust"])
+router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["trust"], route_class=StrictJSONRoute)
 
 MAX_LOG_PAGE = 1000
 
