@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -43,14 +44,36 @@ class Market:
         dates = pd.bdate_range(start, periods=n_sessions)
         return cls(dates, np.cumprod(1.0 + returns, axis=0), tuple(PLANTEDMEM_CLASSES))
 
+    @cached_property
+    def labels(self) -> list[str]:
+        """Each session's date, ISO formatted (computed once: every world of a run asks)."""
+        return [str(date.date()) for date in self.dates]
+
+    def decision_sessions(self, first_year: int, history: int, horizon: int) -> list[int]:
+        """:func:`monthly_decision_sessions` of this market, computed once per arguments."""
+        memo: dict[tuple[int, int, int], list[int]] = self.__dict__.setdefault("_decision_sessions", {})
+        key = (first_year, history, horizon)
+        if key not in memo:
+            memo[key] = monthly_decision_sessions(self.dates, first_year, history, horizon)
+        return list(memo[key])
+
     def relative(self, session: int, horizon: int) -> NDArray[np.float64]:
         """(horizon, n) closes of the next sessions relative to the close of ``session``."""
         return self.levels[session + 1 : session + 1 + horizon] / self.levels[session]
 
+    @cached_property
+    def _returns(self) -> NDArray[np.float64]:
+        """Every session's daily return (row 0, which has none, is NaN)."""
+        returns = np.full(self.levels.shape, np.nan)
+        returns[1:] = self.levels[1:] / self.levels[:-1] - 1.0
+        returns.flags.writeable = False
+        return returns
+
     def daily_returns(self, session: int, lookback: int) -> NDArray[np.float64]:
-        """(lookback, n) daily returns up to and including ``session``."""
-        window = self.levels[session - lookback : session + 1]
-        return window[1:] / window[:-1] - 1.0
+        """(lookback, n) daily returns up to and including ``session`` (a read-only view)."""
+        if not 0 < session - lookback + 1 <= session + 1 <= len(self.levels):
+            raise IndexError(f"no {lookback} daily returns end at session {session}")
+        return self._returns[session - lookback + 1 : session + 1]
 
 
 def monthly_decision_sessions(dates: pd.DatetimeIndex, first_year: int, history: int, horizon: int) -> list[int]:

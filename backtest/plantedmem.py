@@ -28,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.context import DateContext
-from backtest.market import Market, monthly_decision_sessions
+from backtest.market import Market
 from memtrial.errors import ConfigError
 
 __all__ = ["HISTORY", "HORIZON", "K", "REGIMES", "UNSCORED", "DateContext", "PlantedMemWorld", "Regime"]
@@ -75,7 +75,7 @@ class PlantedMemWorld:
                 raise ConfigError(f"regime must be one of {list(REGIMES)}, got {regime!r}", field="regime")
             regime = REGIMES[regime]
         self.market, self.regime, self.seed = market, regime, seed
-        self.sessions = monthly_decision_sessions(market.dates, 2015, HISTORY, HORIZON)
+        self.sessions = market.decision_sessions(2015, HISTORY, HORIZON)
         n_dates, n_assets, m = len(self.sessions), len(market.assets), regime.n_experiences
         entropy = [seed, regime.stream] if regime.stream else seed
         kinds, retrieval, pointers, drafts = (np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(4))
@@ -138,7 +138,7 @@ class PlantedMemWorld:
             history=self.market.daily_returns(session, HISTORY),
             previous=self.equal,
             equal=self.equal,
-            label=str(self.market.dates[session].date()),
+            label=self.market.labels[session],
         )
 
     def outcome(self, date: int) -> NDArray[np.float64]:

@@ -37,35 +37,22 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.context import DateContext
-from backtest.methods.base import Method, Outcome, Scoring
+from backtest.methods.base import Event, Method, Outcome, Scoring, Trajectory, Walk, calendar, stacked
 from memtrial.action import ActionRule, dial_combination, dial_gains, dial_weights, noise_gain
 from memtrial.credit import contributions_by_date
 from memtrial.design import DesignKind, plan_masks, validate_masks
 from memtrial.engine import EngineConfig
-from memtrial.fallback import _ANCHOR, _KL_ON_GRID, GRID, FallbackVariant, bernoulli_kl
-from memtrial.fayherriot import fit_many
+from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
+from memtrial.fayherriot import FayHerriotFit, SpectraCache, fit_many
 from memtrial.settle import mixture_utilities_by_date, utilities_by_date
 from memtrial.trust import GateTest, _mixture_log_wealth, _t_test_p, pearson_scores, trust_weights
 from memtrial.values import CreditBasis, LearnerMode, RunningStatistics, SufficientStatistics, _degenerate, _Fit, content_features
 
 __all__ = ["FamilyMember", "MemTrialFamily", "calendar", "family_of"]
 
-Event = tuple[str, int]  # ("decide" | "settle", position in the world's presented contexts)
 FINAL = -1  # the snapshot key of a learner after the last settlement
-
-
-def calendar(contexts: Sequence[DateContext]) -> list[Event]:
-    """The order in which a runner decides and settles: before each decision, every pending
-    decision that has matured by its session is settled, oldest first; the rest settle at the end."""
-    events: list[Event] = []
-    pending: list[int] = []
-    for position, context in enumerate(contexts):
-        while pending and contexts[pending[0]].maturity <= context.session:
-            events.append(("settle", pending.pop(0)))
-        events.append(("decide", position))
-        pending.append(position)
-    events.extend(("settle", position) for position in pending)
-    return events
+# the learners' eigendecompositions, shared by the worlds of one calendar that a process replays
+SPECTRA = SpectraCache()
 
 
 @dataclass(slots=True)
@@ -95,6 +82,21 @@ class _Design:
     totals: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)
     cache: dict[object, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(default_factory=dict)
     noise: dict[int, float | None] = field(default_factory=dict)  # per position: its estimate of kappa
+
+
+def _assemble(n_dates: int, parts: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]) -> Sequence[NDArray[np.float64]]:
+    """Each date's weights from batches (the dates of a batch, their weights): one (dates, n) array
+    when a single batch holds every date, else a list."""
+    if len(parts) == 1 and parts[0][0].size == n_dates:
+        rows, chosen = parts[0]
+        out = np.empty_like(chosen)
+        out[rows] = chosen
+        return out
+    weights: list[NDArray[np.float64]] = [np.zeros(0)] * n_dates
+    for rows, chosen in parts:
+        for row, position in enumerate(rows.tolist()):
+            weights[position] = chosen[row]
+    return weights
 
 
 def _posterior_means(fit: _Fit, ids: Sequence[int]) -> list[float]:
@@ -127,6 +129,7 @@ class MemTrialFamily:
                 raise ValueError(f"variant {method_id!r} differs from the family in k, gamma, fee or components")
         self.k, self.gamma, self.fee_bp, self.n_components = first.k, float(first.gamma), first.fee_bp, n_components  # type: ignore[arg-type]
         self.contexts = list(contexts)
+        self._batches: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
         self.position = {context.index: position for position, context in enumerate(self.contexts)}
         self.designs = {(config.design, config.credit): _Design(config.design, config.credit) for config in self.configs.values()}
         self.features: dict[int, NDArray[np.float64]] = {e: np.asarray(z, dtype=np.float64) for e, z in enumerate(features)}
@@ -211,44 +214,67 @@ class MemTrialFamily:
         return dict(zip(ids, content_features(matrix, self.n_components), strict=True))
 
     def _fit_all(self) -> None:
+        """Every design's learner at every plan, per mode: one :func:`fit_many` call per feature
+        version, all designs and sizes together (problems that share counts and features, as the
+        designs of one calendar do, share their eigendecompositions)."""
         contents: dict[int, dict[object, NDArray[np.float64]]] = {}
-        for design in self.designs.values():
-            for mode in (LearnerMode.IDENTITY, LearnerMode.CONTENT):
-                design.predictions[mode] = self._predict(design, mode, contents)
+        for mode in (LearnerMode.IDENTITY, LearnerMode.CONTENT):
+            problems: dict[int, list[tuple[_Design, int]]] = {}
+            for design in self.designs.values():
+                predictions = design.predictions[mode] = np.full((len(self.contexts), self.k), np.nan)
+                for position, snapshot in design.snapshots.items():
+                    if snapshot.stats is None:
+                        if position != FINAL:
+                            predictions[position, : len(self.ids[position])] = 0.0  # not fitted: the prior mean
+                        continue
+                    problems.setdefault(snapshot.features_version if mode is LearnerMode.CONTENT else -1, []).append((design, position))
+            for version, members in problems.items():
+                vectors = contents.setdefault(version, self._content(version)) if mode is LearnerMode.CONTENT else {}
+                self._fit_version(mode, vectors, members)
 
-    def _predict(self, design: _Design, mode: LearnerMode, contents: dict[int, dict[object, NDArray[np.float64]]]) -> NDArray[np.float64]:
-        """(positions, k) predicted values of each plan's retrieved experiences (NaN past k_used)."""
-        out = np.full((len(self.contexts), self.k), np.nan)
-        groups: dict[tuple[int, int], list[int]] = {}
-        for position, snapshot in design.snapshots.items():
-            stats = snapshot.stats
-            if stats is None:
-                if position != FINAL:
-                    out[position, : len(self.ids[position])] = 0.0  # not fitted: the prior mean
+    def _fit_version(self, mode: LearnerMode, vectors: dict[object, NDArray[np.float64]], members: list[tuple[_Design, int]]) -> None:
+        dim = next((v.shape[0] for v in vectors.values()), 0)
+        masters: dict[int, NDArray[np.float64]] = {}  # per design: features of its learner's experiences, in order
+        for design, _ in members:
+            if id(design) not in masters:
+                ids = design.snapshots[FINAL].stats.experience_ids  # type: ignore[union-attr]
+                masters[id(design)] = np.array([vectors.get(i, np.zeros(dim)) for i in ids], dtype=np.float64).reshape(len(ids), dim)
+        live = [(design, position) for design, position in members if design.snapshots[position].stats.scale > 0.0]  # type: ignore[union-attr]
+        fitted: dict[tuple[int, int], FayHerriotFit] = {}
+        if live:
+            sizes = np.array([len(design.snapshots[position].stats.experience_ids) for design, position in live])  # type: ignore[union-attr]
+            columns = int(sizes.max())
+            m, n, z = np.zeros((len(live), columns)), np.ones((len(live), columns)), np.zeros((len(live), columns, dim))
+            for row, ((design, position), size) in enumerate(zip(live, sizes.tolist(), strict=True)):
+                stats = design.snapshots[position].stats
+                m[row, :size] = stats.means / stats.scale  # type: ignore[union-attr]
+                n[row, :size] = stats.counts  # type: ignore[union-attr]
+                z[row, :size] = masters[id(design)][:size]
+            batch = fit_many(m, n, z, sizes=sizes, cache=SPECTRA)
+            lookup = {id(design): design.snapshots[FINAL].index for design, _ in live}
+            for row, ((design, position), size) in enumerate(zip(live, sizes.tolist(), strict=True)):
+                if position != FINAL:  # the learnt experiences' means read off the batch at once
+                    stats = design.snapshots[position].stats
+                    rows = [lookup[id(design)].get(e, size) for e in self.ids[position]]
+                    if max(rows) < size:
+                        design.predictions[mode][position, : len(rows)] = batch.mean[row, rows] * stats.scale  # type: ignore[union-attr]
+                        continue
+                fit = batch[row]
+                fitted[(id(design), position)] = FayHerriotFit(fit.sigma_b2, fit.tau2, fit.log_likelihood, fit.mean[:size], fit.variance[:size], fit.beta, fit.beta_cov)
+        done = {(id(design), position) for design, position in live} - set(fitted)
+        for design, position in members:
+            if (id(design), position) in done:
                 continue
-            groups.setdefault((len(stats.experience_ids), snapshot.features_version if mode is LearnerMode.CONTENT else -1), []).append(position)
-        for (size, version), positions in groups.items():
-            vectors = contents.setdefault(version, self._content(version)) if mode is LearnerMode.CONTENT else {}
-            snapshots = [design.snapshots[p] for p in positions]
-            ids = snapshots[0].stats.experience_ids  # type: ignore[union-attr]
-            dim = next((v.shape[0] for v in vectors.values()), 0)
-            z = np.array([vectors.get(i, np.zeros(dim)) for i in ids], dtype=np.float64).reshape(size, dim)
-            live = [p for p, s in zip(positions, snapshots, strict=True) if s.stats.scale > 0.0]  # type: ignore[union-attr]
-            fitted = {}
-            if live:
-                stats = [design.snapshots[p].stats for p in live]
-                batch = fit_many(np.array([s.means / s.scale for s in stats]), np.array([s.counts.astype(np.float64) for s in stats]), z)  # type: ignore[union-attr]
-                fitted = {p: batch[row] for row, p in enumerate(live)}
-            for position, snapshot in zip(positions, snapshots, strict=True):
-                stats = snapshot.stats
-                assert stats is not None
-                model = fitted.get(position) or _degenerate(size, z.shape[1])
-                fit = _Fit(snapshot.index, stats.counts, stats.scale, model, vectors)
-                if position == FINAL:
-                    design.final[mode] = fit
-                else:
-                    out[position, : len(self.ids[position])] = _posterior_means(fit, self.ids[position])
-        return out
+            snapshot = design.snapshots[position]
+            stats = snapshot.stats
+            assert stats is not None
+            size = len(stats.experience_ids)
+            model = fitted.get((id(design), position)) or _degenerate(size, dim)
+            fit = _Fit(snapshot.index, stats.counts, stats.scale, model, vectors)
+            if position == FINAL:
+                design.final[mode] = fit
+            else:
+                design.predictions[mode][position, : len(self.ids[position])] = _posterior_means(fit, self.ids[position])
 
     # -- 3 and 4. scores, gates, fallbacks and actions for every date --------------------------
     def _serve(self, events: Sequence[Event]) -> dict[str, tuple[NDArray[np.float64], ...]]:
@@ -361,30 +387,18 @@ class MemTrialFamily:
 
     def _fallback(self, design: _Design, variant: FallbackVariant, order: Sequence[int], settled_before: NDArray[np.int64]) -> NDArray[np.float64]:
         """Each plan's mixture weight q on the reference (the rule of AnchoredMixture.choose, every date at once)."""
-        if variant is FallbackVariant.ENS:
-            return np.zeros(len(self.contexts))
-        if variant is FallbackVariant.REF:
-            return np.ones(len(self.contexts))
-        anchor = _ANCHOR[variant]
-        kl = _KL_ON_GRID.get(anchor)
-        if kl is None:
-            kl = _KL_ON_GRID.setdefault(anchor, bernoulli_kl(GRID, anchor))
-        key = (variant, "sums")
-        if key not in design.cache:
+        if "sums" not in design.cache:
             mixtures = np.array([design.mixture[p][0] for p in order]).reshape(len(order), GRID.size)
-            spreads = np.array([abs(design.mixture[p][1] - design.mixture[p][2]) / 2.0 for p in order])
-            gains = np.vstack([np.zeros(GRID.size), np.cumsum(mixtures, axis=0)])  # the running sums, added in settlement order
-            spread = np.concatenate([[0.0], np.cumsum(spreads)])
-            design.cache[key] = (gains, spread)
-        gains, spread = design.cache[key]
-        n = settled_before
-        q = np.full(len(self.contexts), anchor)
-        live = n > 0
-        counts = n[live].astype(np.float64)
-        penalty = 4.0 * (spread[n[live]] / counts + 1e-6) / np.sqrt(counts)
-        objective = gains[n[live]] / counts[:, None] - penalty[:, None] * kl[None, :]
-        q[live] = GRID[np.argmax(objective, axis=1)]
-        return q
+            design.cache["sums"] = running_sums(mixtures, np.array([design.mixture[p][1] for p in order]), np.array([design.mixture[p][2] for p in order]))
+        gains, spread = design.cache["sums"]
+        return choices_after(gains, spread, settled_before, variant)
+
+    def _books(self, masks: tuple[int, ...], positions: list[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """The designed drafts (dates, runs, n) and references (dates, n) of a batch of dates, built once."""
+        key = (masks, tuple(positions))
+        if key not in self._batches:
+            self._batches[key] = (np.array([self.contexts[p].drafts[list(masks)] for p in positions]), np.array([self.contexts[p].reference for p in positions]))
+        return self._batches[key]
 
     def _shapes(self, design: _Design) -> list[tuple[tuple[int, ...], list[int]]]:
         """The dates in groups of one shape (design masks and number of assets), each a batch."""
@@ -396,7 +410,7 @@ class MemTrialFamily:
     def _act(self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
         """Each date's weights and whether it acted on a designed draft (the rule of
         :func:`memtrial.action.choose`, a batch of dates of one shape at once)."""
-        weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(self.contexts)
+        parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
         acted = np.zeros(len(self.contexts), dtype=bool)
         for masks, positions in self._shapes(design):
             rows = np.asarray(positions, dtype=np.int64)
@@ -409,15 +423,13 @@ class MemTrialFamily:
             rank = np.array([m.bit_count() * 256 + m for m in masks])  # ties: fewer experiences, then the smaller mask
             best = np.where(values == values.max(axis=1, keepdims=True), rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
             gain = values[np.arange(rows.size), best]
-            drafts = np.array([self.contexts[p].drafts[list(masks)] for p in positions])
-            reference = np.array([self.contexts[p].reference for p in positions])
+            drafts, reference = self._books(masks, positions)
             on_subset = trust_open[rows] & (gain > 0.0)
             mixed = q[rows][:, None] * reference + (1.0 - q[rows][:, None]) * drafts.mean(axis=1)
             chosen = np.where(on_subset[:, None], drafts[np.arange(rows.size), best], mixed)
             acted[rows] = on_subset
-            for row, position in enumerate(positions):
-                weights[position] = chosen[row]
-        return weights, acted
+            parts.append((rows, chosen))
+        return _assemble(len(self.contexts), parts), acted
 
     def _dial(
         self, design: _Design, predictions: NDArray[np.float64], omega: NDArray[np.float64], q: NDArray[np.float64], order: Sequence[int], settled_before: NDArray[np.int64]
@@ -430,19 +442,16 @@ class MemTrialFamily:
         total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
         with np.errstate(divide="ignore", invalid="ignore"):
             kappa = np.where(count > 0, total / count, np.nan)
-        weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(self.contexts)
+        parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
         acted = omega > 0.0
         for masks, positions in self._shapes(design):
             rows = np.asarray(positions, dtype=np.int64)
             size = len(self.ids[positions[0]])
             gains = dial_gains(predictions[rows, :size], masks)
             pi = dial_combination(gains, kappa[rows], masks)
-            drafts = np.array([self.contexts[p].drafts[list(masks)] for p in positions])
-            reference = np.array([self.contexts[p].reference for p in positions])
-            chosen = dial_weights(pi, omega[rows], q[rows], reference, drafts)
-            for row, position in enumerate(positions):
-                weights[position] = chosen[row]
-        return weights, acted
+            drafts, reference = self._books(masks, positions)
+            parts.append((rows, dial_weights(pi, omega[rows], q[rows], reference, drafts)))
+        return _assemble(len(self.contexts), parts), acted
 
     # -- what the runner reads ----------------------------------------------------------------
     def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None, float | None]:
@@ -480,6 +489,14 @@ class FamilyMember(Method):
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         weights, self.last_open, self.last_statistic, self.last_trust_weight = self._family().weights(self.id, context.index)
         return weights
+
+    def trajectory(self, walk: Walk, projected: bool = True) -> Trajectory:
+        """Every date read off the family's arrays (the family settled every date when it was built)."""
+        family = self._family()
+        weights, trust_open, statistic, _, _, omega = family.served[self.id]
+        rows = np.array([family.position[context.index] for context in walk.contexts])
+        in_order = weights[rows] if isinstance(weights, np.ndarray) else stacked([weights[row] for row in rows])
+        return Trajectory(walk.held_all(in_order, projected), trust_open[rows], statistic[rows], omega[rows])  # type: ignore[index]
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
         """Nothing to do: the family settled every date, in maturity order, when it was built."""

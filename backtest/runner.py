@@ -19,16 +19,17 @@ import numpy as np
 
 from backtest.context import DateContext
 from backtest.market import Market
-from backtest.methods.base import HALF, Outcome, Scoring
+from backtest.methods.base import Scoring, Walk
 from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
 from memtrial.drafting import AnalogicalDrafter, Drafter
 from memtrial.errors import ConfigError
 from memtrial.settle import INVESTORS, nav_paths_by_date, utilities_by_date
 
-__all__ = ["DrafterSpec", "WorldSpec", "run_many", "run_world"]
+__all__ = ["DrafterSpec", "WorldSpec", "calendar_key", "run_group", "run_many", "run_world"]
 
 _MARKETS: dict[bool, Market] = {}
+_WORLDS: dict[tuple[str, int, bool], PlantedMemWorld] = {}
 
 # draft calls a method needs per decision (an LLM call each with the litellm drafter)
 DRAFT_CALLS: dict[str, int] = {
@@ -136,9 +137,20 @@ def make_drafter(spec: WorldSpec, scale_pp: float) -> Drafter:
     raise ConfigError(f"drafter must be analogical or litellm, got {drafter.kind!r}", field="drafter")
 
 
+def _planted_world(spec: WorldSpec) -> PlantedMemWorld:
+    """A PlantedMem world on the loaded market, built once per (regime, seed) in a process: the
+    worlds of one calendar under several investors are the same world (it holds no gamma)."""
+    key = (spec.regime, spec.seed, spec.synthetic_market)
+    world = _WORLDS.pop(key, None) or PlantedMemWorld(market_for(spec.synthetic_market), spec.regime, spec.seed)
+    _WORLDS[key] = world
+    while len(_WORLDS) > 8:
+        _WORLDS.pop(next(iter(_WORLDS)))
+    return world
+
+
 def _make_world(spec: WorldSpec, market: Any, method_ids: list[str]) -> tuple[Any, Drafter | None]:
     if spec.env == "plantedmem":
-        return PlantedMemWorld(market or market_for(spec.synthetic_market), spec.regime, spec.seed), None
+        return (PlantedMemWorld(market, spec.regime, spec.seed) if market is not None else _planted_world(spec)), None
     from backtest.realdata import RealWorld, load_setting
 
     setting = (market or load_setting(spec.env)).truncated(spec.warmup_dates, spec.test_dates)
@@ -186,7 +198,7 @@ def _turnover(previous: tuple[tuple[str, ...], np.ndarray] | None, current: tupl
     return 0.5 * float(sum(abs(after.get(a, 0.0) - before.get(a, 0.0)) for a in union))
 
 
-def _turnovers(universes: list[tuple[str, ...]], books: list[np.ndarray], scored: list[bool]) -> list[float]:
+def _turnovers(universes: list[tuple[str, ...]], books: Sequence[np.ndarray], scored: list[bool]) -> list[float]:
     """Turnover into each scored date from the book held before it (the first date has none)."""
     if len(books) < 2:
         return []
@@ -234,92 +246,81 @@ def _run(
             rel[:, perturb[1]] *= perturb[2]
         return rel
 
-    methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: realised(presented[p]))
-    utilities: dict[str, list[float]] = {m.id: [] for m in methods}
-    returns: dict[str, list[float]] = {m.id: [] for m in methods}
-    books: dict[str, list[np.ndarray]] = {m.id: [] for m in methods}
-    universes: list[tuple[str, ...]] = []
-    scored_dates: list[bool] = []
-    opens: dict[str, list[bool]] = {m.id: [] for m in methods if m.uses_gate}
-    pending: list[tuple[DateContext, dict[str, np.ndarray]]] = []
-    choices: dict[str, list[list[float]]] = {m.id: [] for m in methods}
-    trust_states: dict[str, list[tuple[bool, float | None, float | None]]] = {m.id: [] for m in methods if m.uses_gate}
-    dial: dict[str, list[float]] = {m.id: [] for m in methods if m.uses_gate}
-    labels: list[str] = []
-    project = getattr(world, "project_onto_mandate", None)
-
-    def settle(context: DateContext, chosen: dict[str, np.ndarray]) -> None:
-        rel = realised(context)
-        # rows nobody drafted (NaN) are scored as the reference; no method reads them
-        drafts = np.where(np.isnan(context.drafts), context.reference, context.drafts)
-        picked = np.array(list(chosen.values()))
-        batch = np.vstack([drafts, context.reference, context.equal, drafts[HALF].mean(axis=0), picked])
-        batch = batch / batch.sum(axis=1, keepdims=True)
-        scores = utilities_by_date(batch[None], rel[None], context.previous[None], scoring.gamma, scoring.fee_bp)[0]
-        gains = nav_paths_by_date(picked[None], rel[None], context.previous[None], scoring.fee_bp)[0, :, -1] - 1.0
-        outcome = Outcome(context, rel, scores[:16], float(scores[16]), float(scores[17]), float(scores[18]))
-        for method, value, gain in zip(methods, scores[19:], gains, strict=True):
-            method.observe(outcome, chosen[method.id], float(value))
-            if context.scored:
-                utilities[method.id].append(100.0 * float(value))
-                returns[method.id].append(float(gain))
-
-    for context in presented:
-        date = context.index
-        while pending and pending[0][0].maturity <= context.session:
-            settle(*pending.pop(0))
-        chosen = {}
-        universes.append(context.assets or tuple(str(i) for i in range(len(context.equal))))
-        scored_dates.append(context.scored)
-        for method in methods:
-            weights = method.decide(context)
-            if project is not None:
-                weights = project(date, weights)
-            chosen[method.id] = weights
-            books[method.id].append(np.asarray(weights, dtype=np.float64))
-            if keep_choices:
-                choices[method.id].append(weights.tolist())
-                if method.uses_gate:
-                    trust_states[method.id].append((bool(method.last_open), getattr(method, "last_statistic", None), method.last_trust_weight))
-            if method.uses_gate and context.scored:
-                opens[method.id].append(bool(method.last_open))
-                if method.last_trust_weight is not None:
-                    dial[method.id].append(method.last_trust_weight)
-        if context.scored:
-            labels.append(context.label)
-        pending.append((context, chosen))
-    for item in pending:
-        settle(*item)
-    turnover = {m.id: _turnovers(universes, books[m.id], scored_dates) for m in methods}
+    rels = [realised(context) for context in presented]
+    methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: rels[p])
+    walk = Walk(presented, rels, scoring, getattr(world, "project_onto_mandate", None))
+    trajectories = {m.id: walk.trajectory(m) for m in methods}
+    scored = [c.scored for c in presented]
+    utilities, returns = _scores(walk, [trajectories[m.id].weights for m in methods])
+    universes = [c.assets or tuple(str(i) for i in range(len(c.equal))) for c in presented]
+    turnover = {m.id: _turnovers(universes, trajectories[m.id].weights, scored) for m in methods}
+    opens: dict[str, np.ndarray] = {}
+    dial: dict[str, list[float]] = {}
+    counted = np.array(scored, dtype=bool)
+    for m in methods:
+        trajectory = trajectories[m.id]
+        if trajectory.opens is not None and trajectory.trust_weights is not None:
+            opens[m.id] = trajectory.opens[counted]
+            weights = trajectory.trust_weights[counted]
+            dial[m.id] = weights[~np.isnan(weights)].tolist()
     types = getattr(world, "types", None)
     learned = next((m.values() for m in methods if m.id == "memtrial"), None)
     periods = getattr(getattr(world, "setting", None), "periods_per_year", 12.0)
     usage = getattr(drafter, "usage", None)
     return {
         "spec": asdict(spec),
-        "dates": labels,
+        "dates": [c.label for c in presented if c.scored],
         "presented_dates": getattr(world, "presented", world.n_dates),
         "exclusions": [e.to_dict() for e in getattr(getattr(world, "setting", None), "exclusions", ())],
         "drafter_usage": None if usage is None else usage.to_dict(),
-        "choices": choices if keep_choices else None,
-        "trust_states": trust_states if keep_choices else None,
+        "choices": {m.id: [w.tolist() for w in trajectories[m.id].weights] for m in methods} if keep_choices else None,
+        "trust_states": {m.id: trajectories[m.id].states() for m in methods if m.uses_gate} if keep_choices else None,
         "values": {m.id: m.values() for m in methods} if keep_choices else None,
         "learned_values": None if learned is None or types is None else {"types": types.tolist(), "values": [learned.get(e, 0.0) for e in range(len(types))]},
         "methods": {
             m.id: {
-                "utilities_pp": utilities[m.id],
-                "returns": returns[m.id],
-                "mean_utility_pp": float(np.mean(utilities[m.id])),
-                "open_rate": float(np.mean(opens[m.id])) if m.id in opens and opens[m.id] else None,
+                "utilities_pp": utilities[row],
+                "returns": returns[row],
+                "mean_utility_pp": float(np.mean(utilities[row])),
+                "open_rate": float(np.mean(opens[m.id])) if m.id in opens and opens[m.id].size else None,
                 "trust_weights": dial[m.id] if dial.get(m.id) else None,
                 "value_recovery": _recovery(m.values(), types),
                 "turnover": float(np.mean(turnover[m.id])) if turnover[m.id] else None,
                 "draft_calls_per_decision": draft_calls(m.id),
-                **_wealth_stats(returns[m.id], periods),
+                **_wealth_stats(returns[row], periods),
             }
-            for m in methods
+            for row, m in enumerate(methods)
         },
     }
+
+
+def _scores(walk: Walk, books: list[Sequence[np.ndarray]]) -> tuple[list[list[float]], list[list[float]]]:
+    """Each method's utility (pp) and return on every scored date, all methods and dates of one
+    number of assets scored in one batch (each row exactly as alone)."""
+    utilities: list[list[float]] = [[] for _ in books]
+    returns: list[list[float]] = [[] for _ in books]
+    positions = [p for p, c in enumerate(walk.contexts) if c.scored]
+    groups: dict[int, list[int]] = {}
+    for position in positions:
+        groups.setdefault(walk.contexts[position].reference.shape[0], []).append(position)
+    by_position: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    for members in groups.values():
+        if all(isinstance(book, np.ndarray) for book in books):
+            picked = np.stack([book[members] for book in books], axis=1)  # (D, methods, n)
+        else:
+            picked = np.array([[book[p] for book in books] for p in members])
+        rel = np.array([walk.rels[p] for p in members])
+        previous = np.array([walk.contexts[p].previous for p in members])
+        values = utilities_by_date(picked / picked.sum(axis=2, keepdims=True), rel, previous, walk.scoring.gamma, walk.scoring.fee_bp)
+        gains = nav_paths_by_date(picked, rel, previous, walk.scoring.fee_bp)[:, :, -1] - 1.0
+        for row, position in enumerate(members):
+            by_position[position] = (values[row], gains[row])
+    for position in positions:  # in date order
+        values, gains = by_position[position]
+        for method, (value, gain) in enumerate(zip(values.tolist(), gains.tolist(), strict=True)):
+            utilities[method].append(100.0 * value)
+            returns[method].append(gain)
+    return utilities, returns
 
 
 @dataclass
@@ -342,18 +343,41 @@ def run_many(
     return [r for r in results if r is not None]
 
 
+def calendar_key(spec: WorldSpec) -> tuple[object, ...]:
+    """Worlds with one key share a calendar (PlantedMem: one world under several investors); a
+    worker that runs them one after another reuses what they share (the world, its learners'
+    eigendecompositions)."""
+    if spec.env == "plantedmem":
+        return (spec.env, spec.regime, spec.seed, spec.synthetic_market)
+    return (spec.env, spec.regime, spec.seed, spec.investor)
+
+
+def run_group(specs: Sequence[WorldSpec]) -> list[dict[str, Any]]:
+    """Run worlds one after another in this process (one task of a pool)."""
+    return [run_world(spec) for spec in specs]
+
+
+def _groups(specs: Sequence[WorldSpec]) -> list[list[int]]:
+    groups: dict[tuple[object, ...], list[int]] = {}
+    for index, spec in enumerate(specs):
+        groups.setdefault(calendar_key(spec), []).append(index)
+    return list(groups.values())
+
+
 def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
+    groups = _groups(specs)
     if scheduler is not None:
         from distributed import Client, as_completed
 
         with Client(scheduler) as client:
-            futures = {client.submit(run_world, spec, pure=False): i for i, spec in enumerate(specs)}
+            futures = {client.submit(run_group, [specs[i] for i in group], pure=False): group for group in groups}
             for future in as_completed(futures):
-                yield futures[future], future.result()
+                yield from zip(futures[future], future.result(), strict=True)
         return
     if workers <= 1:
-        for index, spec in enumerate(specs):
-            yield index, run_world(spec)
+        for group in groups:
+            for index in group:
+                yield index, run_world(specs[index])
         return
     import multiprocessing
     import os
@@ -365,6 +389,6 @@ def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) ->
 
     # spawn, not fork: a parent that has loaded JAX (or any threaded library) must not be forked
     with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {pool.submit(run_world, spec): i for i, spec in enumerate(specs)}
-        for future in completed(futures):
-            yield futures[future], future.result()
+        pending = {pool.submit(run_group, [specs[i] for i in group]): group for group in groups}
+        for future in completed(pending):
+            yield from zip(pending[future], future.result(), strict=True)

@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, InputError, StateError, parse_choice
 
-__all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "mixture_weights"]
+__all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "choices_after", "mixture_weights", "running_sums"]
 
 GRID: NDArray[np.float64] = np.linspace(0.0, 1.0, 201)
 LAMBDA0 = 4.0
@@ -48,6 +48,45 @@ def bernoulli_kl(q: ArrayLike, a0: float) -> NDArray[np.float64]:
         first = np.where(q_array > 0, q_array * np.log(q_array / a0), 0.0)
         second = np.where(q_array < 1, (1 - q_array) * np.log((1 - q_array) / (1 - a0)), 0.0)
     return np.asarray(first + second, dtype=np.float64)
+
+
+def _kl_on_grid(anchor: float) -> NDArray[np.float64]:
+    kl = _KL_ON_GRID.get(anchor)
+    if kl is None:
+        kl = _KL_ON_GRID.setdefault(anchor, bernoulli_kl(GRID, anchor))
+    return kl
+
+
+def running_sums(
+    mixture_utilities: NDArray[np.float64], reference_utilities: NDArray[np.float64], mean_utilities: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """An :class:`AnchoredMixture`'s running sums after each of N updates given in order:
+    G (N + 1, grid) and S (N + 1,), row i holding the sums after i updates (the same additions)."""
+    count = mixture_utilities.shape[0]
+    gains = np.vstack([np.zeros(GRID.size), np.cumsum(mixture_utilities.reshape(count, GRID.size), axis=0)])
+    spread = np.concatenate([[0.0], np.cumsum(np.abs(np.asarray(reference_utilities) - np.asarray(mean_utilities)) / 2.0)])
+    return gains, spread
+
+
+def choices_after(
+    gains: NDArray[np.float64], spread: NDArray[np.float64], steps: NDArray[np.int64], variant: FallbackVariant | str, lambda0: float = LAMBDA0
+) -> NDArray[np.float64]:
+    """The q :meth:`AnchoredMixture.choose` gives after ``steps[d]`` updates, for every d at once
+    (``gains`` and ``spread`` from :func:`running_sums`)."""
+    variant = parse_choice(FallbackVariant, variant, "variant")
+    if variant is FallbackVariant.ENS:
+        return np.zeros(steps.shape)
+    if variant is FallbackVariant.REF:
+        return np.ones(steps.shape)
+    anchor = _ANCHOR[variant]
+    q = np.full(steps.shape, anchor)
+    live = steps > 0
+    n = steps[live]
+    counts = n.astype(np.float64)
+    penalty = lambda0 * (spread[n] / counts + 1e-6) / np.sqrt(counts)
+    objective = gains[n] / counts[:, None] - penalty[:, None] * _kl_on_grid(anchor)[None, :]
+    q[live] = GRID[np.argmax(objective, axis=1)]
+    return q
 
 
 def mixture_weights(reference: ArrayLike, draft_mean: ArrayLike, grid: ArrayLike = GRID) -> NDArray[np.float64]:
@@ -104,10 +143,7 @@ class AnchoredMixture:
         if self.n_updates == 0:
             return anchor
         if self._choice is None:
-            kl = _KL_ON_GRID.get(anchor)
-            if kl is None:
-                kl = _KL_ON_GRID.setdefault(anchor, bernoulli_kl(GRID, anchor))
-            objective = self.gains / self.n_updates - self.penalty * kl
+            objective = self.gains / self.n_updates - self.penalty * _kl_on_grid(anchor)
             self._choice = float(GRID[int(np.argmax(objective))])
         return self._choice
 

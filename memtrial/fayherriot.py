@@ -19,11 +19,19 @@ once, by the matrix determinant lemma and Woodbury,
 so the whole (sigma_b2, tau2) table costs O(T H p^2 + S T p) for H
 experiences, p <= 8 features, T tau2 values and S sigma_b2 values.
 
-:func:`fit_many` fits a batch of independent problems of one size (a
-backtest's successive dates) in one pass. Each problem goes through exactly
-the arithmetic it would alone (reductions run per problem, linear algebra per
-matrix), so :func:`fit_fay_herriot`, which is ``fit_many`` on one problem,
-gives bit-identical results.
+:func:`fit_many` fits a batch of independent problems (a backtest's
+successive dates, several learners' states) in one pass. Each problem goes
+through exactly the arithmetic it would alone, so :func:`fit_fay_herriot`,
+which is ``fit_many`` on one problem, gives bit-identical results:
+
+- a problem of H experiences is always computed on :func:`width` (H) rows,
+  the rows past H masked out (counts 1, values and features 0, excluded from
+  every sum), so sums over experiences run over the same length whatever
+  batch the problem is in; reductions run per problem, linear algebra per
+  matrix;
+- problems with the same counts and features (learners of one calendar that
+  differ only in what they learn from) share the eigendecomposition of
+  ``Z' D^-1 Z``, which depends on nothing else.
 
 The posterior mean is formed as ``tau2 V^-1 m + Z beta`` (with
 ``beta = sigma_b2 Z' V^-1 m``), which is exact: with tau2 = sigma_b2 = 0 every
@@ -32,6 +40,7 @@ value is exactly 0, not rounding noise.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,12 +48,13 @@ from numpy.typing import NDArray
 
 from memtrial.errors import InputError
 
-__all__ = ["VARIANCE_GRID", "FayHerriotBatch", "FayHerriotFit", "fit_fay_herriot", "fit_many", "log_likelihood_table", "posterior"]
+__all__ = ["VARIANCE_GRID", "FayHerriotBatch", "FayHerriotFit", "SpectraCache", "fit_fay_herriot", "fit_many", "log_likelihood_table", "posterior", "width"]
 
 #: {0} and 13 log-spaced points from 1e-6 to 1e2, for both sigma_b2 and tau2.
 VARIANCE_GRID: NDArray[np.float64] = np.concatenate([[0.0], np.logspace(-6.0, 2.0, 13)])
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+_WIDTH_STEP = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,49 +99,157 @@ class FayHerriotBatch:
         )
 
 
-def _check(m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64]) -> None:
+def _check(m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64] | None) -> None:
     if m.ndim != 2 or n.shape != m.shape:
         raise InputError(f"m and n must have one shape (B, H), got {m.shape} and {n.shape}", field="m")
-    if not np.all(n > 0):
+    if sizes is not None and (np.shape(sizes) != m.shape[:1] or np.any(np.asarray(sizes) < 0) or np.any(np.asarray(sizes) > m.shape[1])):
+        raise InputError(f"sizes must be ({m.shape[0]},) integers in [0, {m.shape[1]}]", field="sizes")
+    live = np.ones(m.shape, dtype=bool) if sizes is None else np.arange(m.shape[1])[None, :] < np.asarray(sizes)[:, None]
+    if not np.all(n[live] > 0):
         raise InputError("every count n must be > 0", field="n")
     if features.ndim != 3 or features.shape[:2] != m.shape:
         raise InputError(f"features must have shape {m.shape + ('p',)}, got {features.shape}", field="features")
 
 
 def _as_batch(
-    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64]
+    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64] | None = None
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
     features = np.asarray(features, dtype=np.float64)
     if features.ndim == 2 and m.ndim == 2:
         features = np.broadcast_to(features, (m.shape[0], *features.shape))
-    _check(m, n, features)
+    _check(m, n, features, sizes)
     return m, n, features
 
 
-def _tables(m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sigma_grid: NDArray[np.float64], tau_grid: NDArray[np.float64]) -> NDArray[np.float64]:
+def width(size: int) -> int:
+    """The number of rows a problem of ``size`` experiences is computed on: ``size`` rounded up to a
+    multiple of 16. Reductions over experiences depend on the length they run over, so a problem
+    is always computed at this width, alone or in a batch of others of any size."""
+    return max(_WIDTH_STEP, -(-size // _WIDTH_STEP) * _WIDTH_STEP)
+
+
+def _padded(
+    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64], columns: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+    """Problems on ``columns`` rows: rows past a problem's size hold m = 0, n = 1, z = 0 and are masked out."""
+    count, held = m.shape
+    live = np.arange(columns)[None, :] < sizes[:, None]
+    out_m, out_n = np.zeros((count, columns)), np.ones((count, columns))
+    out_z = np.zeros((count, columns, features.shape[2]))
+    kept = min(held, columns)
+    out_m[:, :kept], out_n[:, :kept], out_z[:, :kept] = m[:, :kept], n[:, :kept], features[:, :kept]
+    out_m[~live], out_n[~live], out_z[~live] = 0.0, 1.0, 0.0
+    return out_m, out_n, out_z, live
+
+
+def _inverse_d(n: NDArray[np.float64], live: NDArray[np.bool_], tau: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """D^-1 and log D for every tau (leading axes of ``tau`` broadcast against n's), 0 on masked rows."""
+    d = tau + 1.0 / n
+    return np.where(live, 1.0 / d, 0.0), np.where(live, np.log(d), 0.0)
+
+
+class SpectraCache:
+    """Eigendecompositions of ``Z' D^-1 Z`` by problem (counts, features, tau grid), least recently
+    used dropped past ``size``: worlds that share a calendar (one PlantedMem world under several
+    investors) share their learners' counts and features, hence these. A cached entry is the
+    very result the computation gives, so fits are identical with or without a cache."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self.entries: OrderedDict[bytes, tuple[NDArray[np.float64], NDArray[np.float64]]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: bytes) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        entry = self.entries.get(key)
+        if entry is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+            self.entries.move_to_end(key)
+        return entry
+
+    def put(self, key: bytes, entry: tuple[NDArray[np.float64], NDArray[np.float64]]) -> None:
+        self.entries[key] = entry
+        while len(self.entries) > self.size:
+            self.entries.popitem(last=False)
+
+
+def _spectra(
+    n: NDArray[np.float64],
+    features: NDArray[np.float64],
+    live: NDArray[np.bool_],
+    distinct: NDArray[np.int64],
+    d_inv: NDArray[np.float64],
+    tau_grid: NDArray[np.float64],
+    cache: SpectraCache | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Eigenvalues (clipped at 0) and eigenvectors of Z' D^-1 Z for every tau, per distinct problem:
+    (U, T, p) and (U, T, p, p)."""
+    keys = [b"".join((n[b].tobytes(), features[b].tobytes(), live[b].tobytes(), tau_grid.tobytes())) for b in distinct] if cache is not None else []
+    found = [cache.get(key) for key in keys] if cache is not None else [None] * distinct.size
+    missing = np.array([row for row, entry in enumerate(found) if entry is None], dtype=np.int64)
+    p = features.shape[2]
+    eigenvalues, vectors = np.empty((distinct.size, tau_grid.size, p)), np.empty((distinct.size, tau_grid.size, p, p))
+    if missing.size:
+        rows = distinct[missing]
+        weighted = d_inv[missing, :, :, None] * features[rows, None, :, :]  # (M, T, H, p)
+        gram = np.matmul(weighted.transpose(0, 1, 3, 2), features[rows, None, :, :])  # (M, T, p, p)
+        values, vecs = np.linalg.eigh(gram)
+        eigenvalues[missing], vectors[missing] = np.maximum(values, 0.0), vecs
+        if cache is not None:
+            for row in missing.tolist():
+                cache.put(keys[row], (eigenvalues[row].copy(), vectors[row].copy()))
+    for row, entry in enumerate(found):
+        if entry is not None:
+            eigenvalues[row], vectors[row] = entry
+    return eigenvalues, vectors
+
+
+def _tables(
+    m: NDArray[np.float64],
+    n: NDArray[np.float64],
+    features: NDArray[np.float64],
+    live: NDArray[np.bool_],
+    sigma_grid: NDArray[np.float64],
+    tau_grid: NDArray[np.float64],
+    cache: SpectraCache | None = None,
+) -> NDArray[np.float64]:
     """Log marginal likelihood of each problem for every (sigma_b2, tau2): (B, S, T)."""
-    n_problems, n_experiences, n_features = features.shape
-    d = tau_grid[None, :, None] + 1.0 / n[:, None, :]  # (B, T, H)
-    d_inv = 1.0 / d
-    log_det_d = np.log(d).sum(axis=2)  # (B, T)
+    n_problems, _, n_features = features.shape
+    sizes = live.sum(axis=1)
+    # D, log det D, Z' D^-1 Z and its eigendecomposition depend on (n, z) only: computed once per
+    # distinct problem (learners of one calendar that differ only in what they learn from share them)
+    keys: dict[bytes, int] = {}
+    first = np.array([keys.setdefault(n[b].tobytes() + features[b].tobytes() + live[b].tobytes(), b) for b in range(n_problems)])
+    distinct = np.unique(first)
+    row_of = np.searchsorted(distinct, first)
+    shared_d_inv, shared_log_d = _inverse_d(n[distinct, None, :], live[distinct, None, :], tau_grid[None, :, None])  # (U, T, H)
+    d_inv = shared_d_inv[row_of]  # (B, T, H)
+    log_det_d = shared_log_d.sum(axis=2)[row_of]  # (B, T)
     quad_d = (d_inv * (m * m)[:, None, :]).sum(axis=2)
-    base = -0.5 * (log_det_d + quad_d + n_experiences * _LOG_2PI)
+    constant = (sizes * _LOG_2PI)[:, None]
+    base = -0.5 * (log_det_d + quad_d + constant)
     table = np.broadcast_to(base[:, None, :], (n_problems, sigma_grid.size, tau_grid.size)).copy()
     positive = sigma_grid > 0.0
     if n_features == 0 or not positive.any():
         return table
-    weighted = d_inv[:, :, :, None] * features[:, None, :, :]  # (B, T, H, p)
-    gram = np.matmul(weighted.transpose(0, 1, 3, 2), features[:, None, :, :])  # (B, T, p, p)
+    eigenvalues, vectors = _spectra(n, features, live, distinct, shared_d_inv, tau_grid, cache)
+    sigma = sigma_grid[positive][None, :, None]  # (1, S+, 1)
     cross = np.matmul((d_inv * m[:, None, :])[:, :, None, :], features[:, None, :, :])[:, :, 0, :]  # (B, T, p)
-    eigenvalues, vectors = np.linalg.eigh(gram)
-    eigenvalues = np.maximum(eigenvalues, 0.0)
-    projected = np.matmul(cross[:, :, None, :], vectors)[:, :, 0, :]  # (B, T, p): Q' Z' D^-1 m
-    sigma = sigma_grid[positive][None, :, None, None]  # (1, S+, 1, 1)
-    quad = quad_d[:, None, :] - (projected[:, None, :, :] ** 2 / (1.0 / sigma + eigenvalues[:, None, :, :])).sum(axis=3)
-    log_det = log_det_d[:, None, :] + np.log1p(sigma * eigenvalues[:, None, :, :]).sum(axis=3)
-    table[:, positive] = -0.5 * (log_det + quad + n_experiences * _LOG_2PI)
+    projected = np.matmul(cross[:, :, None, :], vectors[row_of])[:, :, 0, :]  # (B, T, p): Q' Z' D^-1 m
+    # sums over the p eigenpairs, one term after another on (problems, S+, T) slabs
+    log_det_gain = np.zeros((distinct.size, sigma.shape[1], tau_grid.size))
+    quad_gain = np.zeros((n_problems, sigma.shape[1], tau_grid.size))
+    per_problem = eigenvalues[row_of]
+    for j in range(n_features):
+        log_det_gain += np.log1p(sigma * eigenvalues[:, None, :, j])
+        quad_gain += projected[:, None, :, j] ** 2 / (1.0 / sigma + per_problem[:, None, :, j])
+    log_det = log_det_d[:, None, :] + log_det_gain[row_of]
+    quad = quad_d[:, None, :] - quad_gain
+    table[:, positive] = -0.5 * (log_det + quad + constant[:, :, None])
     return table
 
 
@@ -144,15 +262,23 @@ def log_likelihood_table(
 ) -> NDArray[np.float64]:
     """Log marginal likelihood of m for every (sigma_b2, tau2), shape (S, T)."""
     batch_m, batch_n, batch_z = _as_batch(np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None])
-    return np.asarray(_tables(batch_m, batch_n, batch_z, np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64))[0])
+    size = batch_m.shape[1]
+    padded = _padded(batch_m, batch_n, batch_z, np.array([size]), width(size))
+    return np.asarray(_tables(*padded, np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64))[0])
 
 
 def _posteriors(
-    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sigma_b2: NDArray[np.float64], tau2: NDArray[np.float64], log_likelihood: NDArray[np.float64]
+    m: NDArray[np.float64],
+    n: NDArray[np.float64],
+    features: NDArray[np.float64],
+    live: NDArray[np.bool_],
+    sigma_b2: NDArray[np.float64],
+    tau2: NDArray[np.float64],
+    log_likelihood: NDArray[np.float64],
 ) -> FayHerriotBatch:
-    """Posterior of v and beta of each problem at its own hyperparameters."""
+    """Posterior of v and beta of each problem at its own hyperparameters (0 on masked rows)."""
     n_problems, _, n_features = features.shape
-    d_inv = 1.0 / (tau2[:, None] + 1.0 / n)  # (B, H)
+    d_inv = _inverse_d(n, live, tau2[:, None])[0]  # (B, H)
     v_inv_m = d_inv * m
     v_inv_diag = d_inv.copy()
     beta = np.zeros((n_problems, n_features))
@@ -174,7 +300,7 @@ def _posteriors(
         beta_cov[rows] = s2[:, None, None] * np.eye(n_features)[None] - (s2**2)[:, None, None] * z_v_inv_z
         fitted[rows] = tau2[rows][:, None] * corrected + np.matmul(z, beta[rows][:, :, None])[:, :, 0]
     noise = 1.0 / n
-    variance = np.maximum(noise - noise**2 * v_inv_diag, 0.0)
+    variance = np.where(live, np.maximum(noise - noise**2 * v_inv_diag, 0.0), 0.0)
     return FayHerriotBatch(sigma_b2, tau2, log_likelihood, fitted, variance, beta, beta_cov)
 
 
@@ -184,20 +310,41 @@ def fit_many(
     features: NDArray[np.float64],
     sigma_grid: NDArray[np.float64] = VARIANCE_GRID,
     tau_grid: NDArray[np.float64] = VARIANCE_GRID,
+    sizes: NDArray[np.int64] | None = None,
+    cache: SpectraCache | None = None,
 ) -> FayHerriotBatch:
-    """Fit B independent problems with the same number of experiences.
+    """Fit B independent problems at once.
 
     m, n: (B, H); features: (B, H, p), or (H, p) shared by every problem.
-    Each problem is fitted exactly as :func:`fit_fay_herriot` fits it alone.
+    sizes: (B,) the number of experiences of each problem (its first rows;
+    the rest is ignored); default H for all. The result has H columns, 0 past
+    a problem's size. Each problem is fitted exactly as :func:`fit_fay_herriot`
+    fits it alone: problems are computed in groups of one :func:`width`, and
+    problems with equal counts and features share one eigendecomposition
+    (kept across calls in ``cache`` when one is given).
     """
-    m, n, features = _as_batch(m, n, features)
+    m, n, features = _as_batch(m, n, features, sizes)
+    count, held = m.shape
+    sizes = np.full(count, held, dtype=np.int64) if sizes is None else np.asarray(sizes, dtype=np.int64)
     if features.shape[2] == 0:
         sigma_grid = np.zeros(1)
-    table = _tables(m, n, features, np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64))
-    flat = table.reshape(table.shape[0], -1).argmax(axis=1)
-    rows, columns = np.unravel_index(flat, table.shape[1:])
-    best = table.reshape(table.shape[0], -1)[np.arange(table.shape[0]), flat]
-    return _posteriors(m, n, features, np.asarray(sigma_grid)[rows].astype(np.float64), np.asarray(tau_grid)[columns].astype(np.float64), best)
+    sigma_grid, tau_grid = np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64)
+    p = features.shape[2]
+    out = FayHerriotBatch(np.zeros(count), np.zeros(count), np.zeros(count), np.zeros((count, held)), np.zeros((count, held)), np.zeros((count, p)), np.zeros((count, p, p)))
+    widths = np.array([width(int(size)) for size in sizes], dtype=np.int64)
+    for columns in np.unique(widths):
+        rows = np.flatnonzero(widths == columns)
+        padded_m, padded_n, padded_z, live = _padded(m[rows], n[rows], features[rows], sizes[rows], int(columns))
+        table = _tables(padded_m, padded_n, padded_z, live, sigma_grid, tau_grid, cache)
+        flat = table.reshape(table.shape[0], -1).argmax(axis=1)
+        best_sigma, best_tau = np.unravel_index(flat, table.shape[1:])
+        best = table.reshape(table.shape[0], -1)[np.arange(table.shape[0]), flat]
+        batch = _posteriors(padded_m, padded_n, padded_z, live, sigma_grid[best_sigma], tau_grid[best_tau], best)
+        kept = min(held, int(columns))
+        out.sigma_b2[rows], out.tau2[rows], out.log_likelihood[rows] = batch.sigma_b2, batch.tau2, batch.log_likelihood
+        out.mean[rows, :kept], out.variance[rows, :kept] = batch.mean[:, :kept], batch.variance[:, :kept]
+        out.beta[rows], out.beta_cov[rows] = batch.beta, batch.beta_cov
+    return out
 
 
 def fit_fay_herriot(
@@ -232,4 +379,7 @@ def posterior(
     diagonal of diag(1/n) - diag(1/n) V^-1 diag(1/n).
     """
     batch_m, batch_n, batch_z = _as_batch(np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None])
-    return _posteriors(batch_m, batch_n, batch_z, np.array([float(sigma_b2)]), np.array([float(tau2)]), np.array([float(log_likelihood)]))[0]
+    size = batch_m.shape[1]
+    padded_m, padded_n, padded_z, live = _padded(batch_m, batch_n, batch_z, np.array([size]), width(size))
+    fit = _posteriors(padded_m, padded_n, padded_z, live, np.array([float(sigma_b2)]), np.array([float(tau2)]), np.array([float(log_likelihood)]))[0]
+    return FayHerriotFit(fit.sigma_b2, fit.tau2, fit.log_likelihood, fit.mean[:size], fit.variance[:size], fit.beta, fit.beta_cov)

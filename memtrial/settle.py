@@ -227,25 +227,41 @@ def _check_settlement(
     return batch, single, rel, previous
 
 
+def _growth(weights: NDArray[np.float64], rel_prices: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Buy-and-hold growth before fees, weights (D, b, n) and rel_prices (D, H, n) -> (D, b, H): the
+    assets added one after another, so a row's path does not depend on the batch it is in."""
+    growth = weights[:, :, None, 0] * rel_prices[:, None, :, 0]
+    for asset in range(1, weights.shape[2]):
+        growth += weights[:, :, None, asset] * rel_prices[:, None, :, asset]
+    return growth
+
+
 def nav_paths(
     weights: ArrayLike, rel_prices: ArrayLike, prev_weights: ArrayLike, fee_bp: float = 15.0
 ) -> NDArray[np.float64]:
     """NAV paths ``path_1..path_H`` after the entry fee, shape (b, H) or (H,)."""
     batch, single, rel, previous = _check_settlement(weights, rel_prices, prev_weights, fee_bp)
     fee = fee_bp / 1e4 * np.abs(batch - previous).sum(axis=1)
-    # each row summed on its own (not a matrix product): a row's path does not depend on the batch it is in
-    paths = (1.0 - fee)[:, None] * (batch[:, None, :] * rel[None, :, :]).sum(axis=2)
+    paths = (1.0 - fee)[:, None] * _growth(batch[None], rel[None])[0]
     return np.asarray(paths[0] if single else paths, dtype=np.float64)
 
 
 def _utility_of_paths(paths: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
-    """U = J - (gamma / 2) Var of each row of NAV paths (b, H) (SPEC 4.2)."""
+    """U = J - (gamma / 2) Var of each row of NAV paths (b, H) (SPEC 4.2).
+
+    The sessions run along the leading axis of an (H, b) array, so every sum adds them one after
+    another and a row's utility does not depend on the batch it is in."""
     horizon = paths.shape[1]
-    previous_path = np.concatenate([np.ones((paths.shape[0], 1)), paths[:, :-1]], axis=1)
-    returns = paths / previous_path - 1.0
+    steps = np.ascontiguousarray(paths.T)  # (H, b)
+    returns = np.empty_like(steps)
+    returns[0] = steps[0] - 1.0
+    np.divide(steps[1:], steps[:-1], out=returns[1:])
+    returns[1:] -= 1.0
     if horizon == 1:
-        return np.asarray(returns[:, 0] - 0.5 * gamma * returns[:, 0] ** 2, dtype=np.float64)
-    return np.asarray((paths[:, -1] - 1.0) - 0.5 * gamma * horizon * returns.var(axis=1), dtype=np.float64)
+        return np.asarray(returns[0] - 0.5 * gamma * returns[0] ** 2, dtype=np.float64)
+    returns -= returns.sum(axis=0) / horizon
+    np.multiply(returns, returns, out=returns)
+    return np.asarray((paths[:, -1] - 1.0) - 0.5 * gamma * horizon * (returns.sum(axis=0) / horizon), dtype=np.float64)
 
 
 def mixture_utilities(
@@ -269,6 +285,9 @@ def mixture_utilities(
     return np.asarray(mixture_utilities_by_date(pair[None, 0], pair[None, 1], rel[None], previous[None], gamma, fee_bp, grid)[0], dtype=np.float64)
 
 
+_BLOCK_ELEMENTS = 1 << 16  # (H, dates, G) blocks of about 512 KB
+
+
 def mixture_utilities_by_date(
     reference: NDArray[np.float64],
     other: NDArray[np.float64],
@@ -281,23 +300,40 @@ def mixture_utilities_by_date(
     """:func:`mixture_utilities` of D dates at once: reference, other, prev_weights (D, n);
     rel_prices (D, H, n); returns (D, len(grid)), each date exactly as alone (inputs unchecked)."""
     q = np.linspace(0.0, 1.0, 201) if grid is None else np.asarray(grid, dtype=np.float64)
-    growth_reference = (reference[:, None, :] * rel_prices).sum(axis=2)  # (D, H)
-    growth_other = (other[:, None, :] * rel_prices).sum(axis=2)
-    weights = q[None, :, None] * reference[:, None, :] + (1.0 - q[None, :, None]) * other[:, None, :]  # (D, G, n)
-    keep = 1.0 - fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)  # (D, G): what the entry fee leaves
-    # the NAV before fees, linear in q; the fee scales a whole path, so it changes the first return only
-    paths = growth_other[:, None, :] + q[None, :, None] * (growth_reference - growth_other)[:, None, :]  # (D, G, H)
-    horizon = paths.shape[2]
-    returns = np.empty_like(paths)
-    np.divide(paths[:, :, 1:], paths[:, :, :-1], out=returns[:, :, 1:])
-    returns[:, :, 0] = keep * paths[:, :, 0]
-    returns -= 1.0
-    centred = returns - returns.mean(axis=2, keepdims=True)
-    np.multiply(centred, centred, out=centred)
-    variance = centred.sum(axis=2) / horizon
-    if horizon == 1:  # one return: U = r - (gamma / 2) r^2, as for a single path
-        return np.asarray(returns[:, :, 0] - 0.5 * gamma * returns[:, :, 0] ** 2, dtype=np.float64)
-    return np.asarray(keep * paths[:, :, -1] - 1.0 - 0.5 * gamma * horizon * variance, dtype=np.float64)
+    growth_reference = _growth(reference[:, None, :], rel_prices)[:, 0]  # (D, H)
+    growth_other = _growth(other[:, None, :], rel_prices)[:, 0]
+    dates, horizon = growth_other.shape
+    # The arithmetic runs on (D, G) slabs and on (H, dates, G) blocks of a few dates that stay in
+    # cache, in place; sums over assets and over sessions add one term after another, so a date's
+    # numbers do not depend on the batch it is in.
+    distance = np.zeros((dates, q.size))  # sum over assets of |w(q) - previous|
+    for asset in range(reference.shape[1]):
+        change = q[None, :] * reference[:, asset, None]
+        change += (1.0 - q)[None, :] * other[:, asset, None]
+        change -= prev_weights[:, asset, None]
+        distance += np.abs(change, out=change)
+    keep = 1.0 - fee_bp / 1e4 * distance  # (D, G): what the entry fee leaves
+    # the NAV before fees is linear in q; the fee scales a whole path, so it changes the first return only
+    slope = np.ascontiguousarray((growth_reference - growth_other).T)  # (H, D)
+    start = np.ascontiguousarray(growth_other.T)
+    out = np.empty((dates, q.size))
+    block = max(1, _BLOCK_ELEMENTS // max(1, horizon * q.size))
+    for first in range(0, dates, block):
+        rows = slice(first, min(first + block, dates))
+        paths = q[None, None, :] * slope[:, rows, None]  # (H, dates, G)
+        paths += start[:, rows, None]
+        growth = np.empty_like(paths)  # each session's growth factor, 1 + its return
+        np.divide(paths[1:], paths[:-1], out=growth[1:])
+        np.multiply(keep[rows], paths[0], out=growth[0])
+        if horizon == 1:  # one return: U = r - (gamma / 2) r^2, as for a single path
+            first = growth[0] - 1.0
+            out[rows] = first - 0.5 * gamma * first**2
+            continue
+        final = keep[rows] * paths[-1]
+        growth -= growth.sum(axis=0) / horizon  # the returns' deviations from their mean
+        np.multiply(growth, growth, out=growth)
+        out[rows] = final - 1.0 - 0.5 * gamma * horizon * (growth.sum(axis=0) / horizon)
+    return out
 
 
 def nav_paths_by_date(
@@ -306,7 +342,7 @@ def nav_paths_by_date(
     """:func:`nav_paths` of D dates at once: weights (D, b, n), rel_prices (D, H, n), prev_weights (D, n);
     returns (D, b, H), each row exactly as alone (inputs unchecked)."""
     fee = fee_bp / 1e4 * np.abs(weights - prev_weights[:, None, :]).sum(axis=2)
-    return np.asarray((1.0 - fee)[:, :, None] * (weights[:, :, None, :] * rel_prices[:, None, :, :]).sum(axis=3), dtype=np.float64)
+    return np.asarray((1.0 - fee)[:, :, None] * _growth(weights, rel_prices), dtype=np.float64)
 
 
 def utilities_by_date(

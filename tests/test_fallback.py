@@ -74,3 +74,19 @@ def test_unknown_variant_is_rejected():
 def test_update_rejects_a_short_utility_vector():
     with pytest.raises(InputError, match=r"mixture_utilities must be finite with shape \(201,\)"):
         AnchoredMixture().update(np.zeros(10), 0.0, 0.0)
+
+
+@pytest.mark.parametrize("variant", ["ftrl", "uniform", "ens", "ref"])
+def test_choices_after_every_number_of_updates_equal_the_running_mixture(variant):
+    from memtrial.fallback import choices_after, running_sums
+
+    rng = np.random.default_rng(3)
+    utilities = rng.normal(0.0, 0.02, (30, GRID.size)) + 0.01 * np.sin(np.linspace(0, 3, GRID.size))
+    mixture = AnchoredMixture(variant)
+    expected = [mixture.choose()]
+    for row in utilities:
+        mixture.update(row, float(row[-1]), float(row[0]))
+        expected.append(mixture.choose())
+    gains, spread = running_sums(utilities, utilities[:, -1], utilities[:, 0])
+    steps = np.array([0, 5, 1, 30, 17, 30, 2])
+    assert choices_after(gains, spread, steps, variant).tolist() == [expected[s] for s in steps]

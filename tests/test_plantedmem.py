@@ -121,3 +121,45 @@ def test_informative_content_draws_worlds_of_its_own_not_copies_of_many_experien
     assert not np.array_equal(many.drafts, informative.drafts)
     again = PlantedMemWorld(market, "informative_content", 3)
     assert np.array_equal(again.drafts, informative.drafts)  # still one world per seed
+
+
+def test_anchored_baselines_follow_the_running_mixture_of_their_own_proposals(market):
+    """The batch anchoring equals the closed action run date by date: each matured date adds the
+    utilities of the 201 mixtures of the reference and the baseline's proposal, in maturity order."""
+    from backtest.methods.base import Scoring, Walk
+    from backtest.methods.registry import build_methods
+    from memtrial.fallback import GRID, AnchoredMixture
+    from memtrial.settle import INVESTORS, mixture_utilities
+
+    world = PlantedMemWorld(market, "beta_0.5", 3)
+    scoring = Scoring(gamma=INVESTORS["balanced"].gamma)
+    contexts = [world.context(d) for d in range(world.n_dates)]
+    walk = Walk(contexts, [world.outcome(c.index) for c in contexts], scoring)
+    methods = {m.id: m for m in build_methods(world, scoring, 3, ["outcome_credit", "outcome_credit_anchored", "all_four_anchored"], contexts=contexts, outcome=lambda p: walk.rels[p])}
+    for base_id in ("outcome_credit", "all_four"):
+        proposals = walk.trajectory(methods[base_id]).weights if base_id in methods else None
+        anchored = walk.trajectory(methods[base_id + "_anchored"]).weights
+        if proposals is None:
+            proposals = walk.trajectories[(base_id, False)].weights
+        mixture = AnchoredMixture("ftrl")
+        for kind, position in walk.events:
+            context = contexts[position]
+            if kind == "decide":
+                q = mixture.choose()
+                assert np.array_equal(anchored[position], q * context.reference + (1 - q) * proposals[position])
+            else:
+                grid = mixture_utilities(context.reference, proposals[position], walk.rels[position], context.previous, scoring.gamma, scoring.fee_bp, GRID)
+                mixture.update(grid, float(grid[-1]), float(grid[0]))
+        assert mixture.n_updates == len(contexts)
+
+
+def test_worlds_of_one_calendar_reuse_a_world_and_give_what_a_fresh_world_gives(market):
+    """A process keeps the world (and its learners' eigendecompositions) between the investors of
+    one (regime, seed); every result equals a run on a freshly built world."""
+    from dataclasses import replace
+
+    spec = WorldSpec("many_experiences", "conservative", 4, methods=("equal_weight", "memtrial", "memtrial_content", "finmem_anchored"))
+    for investor in ("conservative", "aggressive", "conservative"):
+        cached = run_world(replace(spec, investor=investor), keep_choices=True)
+        fresh = run_world(replace(spec, investor=investor), market=market_for(False), keep_choices=True)
+        assert cached["choices"] == fresh["choices"] and cached["methods"] == fresh["methods"] and cached["values"] == fresh["values"]

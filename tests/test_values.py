@@ -161,3 +161,52 @@ def test_content_features_are_standardised_principal_components():
     np.testing.assert_allclose(z.mean(axis=0), 0, atol=1e-12)
     np.testing.assert_allclose(z.std(axis=0), 1, atol=1e-12)
     np.testing.assert_allclose(np.corrcoef(z.T), np.eye(8), atol=1e-10)
+
+
+def _problem(rng, size, p=3):
+    m = rng.normal(0, 1, size)
+    n = rng.integers(1, 40, size).astype(float)
+    z = rng.normal(0, 1, (size, p))
+    return m, n, z
+
+
+def test_a_batch_of_mixed_sizes_fits_each_problem_exactly_as_alone():
+    from memtrial.fayherriot import SpectraCache, fit_many, width
+
+    rng = np.random.default_rng(11)
+    sizes = [3, 16, 17, 40, 9, 33]
+    assert [width(s) for s in sizes] == [16, 16, 32, 48, 16, 48]
+    problems = [_problem(rng, s) for s in sizes]
+    columns = max(sizes)
+    m, n, z = np.zeros((len(sizes), columns)), np.ones((len(sizes), columns)), np.zeros((len(sizes), columns, 3))
+    for row, (pm, pn, pz) in enumerate(problems):
+        m[row, : pm.size], n[row, : pn.size], z[row, : pz.shape[0]] = pm, pn, pz
+    cache = SpectraCache()
+    for _ in range(2):  # the second pass reads every eigendecomposition from the cache
+        batch = fit_many(m, n, z, sizes=np.array(sizes), cache=cache)
+        for row, (pm, pn, pz) in enumerate(problems):
+            alone = fit_fay_herriot(pm, pn, pz)
+            assert (batch.sigma_b2[row], batch.tau2[row], batch.log_likelihood[row]) == (alone.sigma_b2, alone.tau2, alone.log_likelihood)
+            assert np.array_equal(batch.mean[row, : pm.size], alone.mean) and np.array_equal(batch.variance[row, : pm.size], alone.variance)
+            assert np.array_equal(batch.beta[row], alone.beta) and np.all(batch.mean[row, pm.size :] == 0.0)
+    assert cache.hits == len(sizes) and cache.misses == len(sizes)
+
+
+def test_problems_sharing_counts_and_features_share_one_eigendecomposition_and_stay_exact():
+    from memtrial.fayherriot import SpectraCache, fit_many
+
+    rng = np.random.default_rng(12)
+    _, n, z = _problem(rng, 20)
+    ms = rng.normal(0, 1, (3, 20))  # three learners of one calendar: one counts vector, other values
+    cache = SpectraCache()
+    batch = fit_many(ms, np.tile(n, (3, 1)), np.broadcast_to(z, (3, *z.shape)), cache=cache)
+    assert cache.misses == 1 and cache.hits == 0
+    for row in range(3):
+        assert np.array_equal(batch.mean[row], fit_fay_herriot(ms[row], n, z).mean)
+
+
+def test_fit_many_rejects_sizes_outside_the_arrays():
+    from memtrial.fayherriot import fit_many
+
+    with pytest.raises(InputError, match="sizes"):
+        fit_many(np.zeros((1, 4)), np.ones((1, 4)), np.zeros((1, 4, 2)), sizes=np.array([5]))

@@ -5,17 +5,18 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from backtest.methods.base import HALF, Method, Outcome, Scoring
+from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
 from backtest.context import DateContext
 from memtrial.engine import EngineConfig, MemTrial
-from memtrial.fallback import GRID, AnchoredMixture
+from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.settle import mixture_utilities_by_date
 
-__all__ = ["Anchored", "AnchoredGroup", "MemTrialMethod", "Oracle"]
+__all__ = ["Anchored", "MemTrialMethod", "Oracle"]
 
 
 class MemTrialMethod(Method):
     uses_gate = True
+    reads_chosen_utility = False
 
     def __init__(self, scoring: Scoring, method_id: str, config: EngineConfig, features: NDArray[np.float64]) -> None:
         super().__init__(scoring)
@@ -63,49 +64,57 @@ class Oracle(Method):
         return np.asarray(context.drafts[best])
 
 
-class AnchoredGroup:
-    """Scores the mixtures of every anchored baseline of a world in one call per date."""
-
-    def __init__(self) -> None:
-        self.members: list[Anchored] = []
-        self._scored: dict[int, dict[str, NDArray[np.float64]]] = {}
-
-    def grid(self, outcome: Outcome, member: Anchored) -> NDArray[np.float64]:
-        """Utilities of ``member``'s 201 mixtures on a matured date (all members' at once)."""
-        index = outcome.context.index
-        if index not in self._scored:
-            waiting = [m for m in self.members if index in m.proposals]
-            count = len(waiting)
-            rel = np.broadcast_to(outcome.rel, (count, *outcome.rel.shape))
-            reference = np.broadcast_to(outcome.context.reference, (count, outcome.context.reference.shape[0]))
-            previous = np.broadcast_to(outcome.context.previous, reference.shape)
-            proposals = np.array([m.proposals[index] for m in waiting])
-            scores = mixture_utilities_by_date(reference, proposals, rel, previous, member.scoring.gamma, member.scoring.fee_bp, GRID)
-            self._scored = {index: {m.id: row for m, row in zip(waiting, scores, strict=True)}}
-        return self._scored[index][member.id]
-
-
 class Anchored(Method):
     """A baseline given MemTrial's closed action: the KL-anchored mixture of the
-    reference and the baseline's own weights (q learned from its own history)."""
+    reference and the baseline's own weights (q learned from its own history).
 
-    def __init__(self, base: Method, group: AnchoredGroup | None = None) -> None:
+    The baseline proposes exactly what it proposes on its own (it learns from
+    its proposals, never from the mixture), so a world walks it once and
+    anchors every date afterwards: the 201 mixtures of every date are scored
+    in one batch and q follows from their running sums (:func:`choices_after`,
+    the rule of :meth:`AnchoredMixture.choose`).
+    """
+
+    def __init__(self, base: Method) -> None:
         super().__init__(base.scoring)
         self.base, self.id = base, base.id + "_anchored"
-        self.mixture = AnchoredMixture("ftrl")
-        self.proposals: dict[int, NDArray[np.float64]] = {}
-        self.group = group or AnchoredGroup()
-        self.group.members.append(self)
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
-        proposal = self.base.decide(context)
-        self.proposals[context.index] = proposal
-        q = self.mixture.choose()
-        return np.asarray(q * context.reference + (1 - q) * proposal)
+        raise TypeError(f"{self.id} anchors a whole walk at once: ask for its trajectory")
 
-    def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
-        grid = self.group.grid(outcome, self)
-        proposal = self.proposals.pop(outcome.context.index)
-        self.base.observe(outcome, proposal, float(grid[0]))
-        self.mixture.update(grid, float(grid[-1]), float(grid[0]))
-
+    def trajectory(self, walk: Walk, projected: bool = True) -> Trajectory:
+        proposals = walk.trajectory(self.base, projected=False).weights
+        mixtures = np.zeros((len(walk.contexts), GRID.size))
+        groups: dict[int, list[int]] = {}
+        for position, context in enumerate(walk.contexts):
+            groups.setdefault(context.reference.shape[0], []).append(position)
+        for members in groups.values():
+            rows = np.asarray(members)
+            mixtures[rows] = mixture_utilities_by_date(
+                np.array([walk.contexts[p].reference for p in members]),
+                np.asarray(proposals)[rows] if isinstance(proposals, np.ndarray) else np.array([proposals[p] for p in members]),
+                np.array([walk.rels[p] for p in members]),
+                np.array([walk.contexts[p].previous for p in members]),
+                self.scoring.gamma,
+                self.scoring.fee_bp,
+                GRID,
+            )
+        order = [position for kind, position in walk.events if kind == "settle"]
+        steps = np.zeros(len(walk.contexts), dtype=np.int64)  # updates before each decision
+        settled = 0
+        for kind, position in walk.events:
+            if kind == "settle":
+                settled += 1
+            else:
+                steps[position] = settled
+        in_order = mixtures[order]
+        gains, spread = running_sums(in_order, in_order[:, -1], in_order[:, 0])
+        q = choices_after(gains, spread, steps, FallbackVariant.FTRL)
+        if isinstance(proposals, np.ndarray):  # one universe: every date at once
+            references = np.array([context.reference for context in walk.contexts])
+            return Trajectory(walk.held_all(q[:, None] * references + (1 - q)[:, None] * proposals, projected))
+        weights = [
+            walk.held(position, np.asarray(share * context.reference + (1 - share) * proposals[position]), projected)
+            for position, (context, share) in enumerate(zip(walk.contexts, q.tolist(), strict=True))
+        ]
+        return Trajectory(stacked(weights))

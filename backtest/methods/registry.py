@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
-from backtest.methods.memtrial_methods import Anchored, AnchoredGroup, MemTrialMethod, Oracle
+from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
 from backtest.methods.simple import DraftMean, DraftPick, EqualWeight, Hedge, MinimumVariance, Reference, SelfConsistency
 from backtest.replay import family_of
 from memtrial.engine import EngineConfig
@@ -133,15 +133,7 @@ def build_methods(
         if configs:
             members = family_of(scoring, configs, world.features, getattr(world, "n_components", None), contexts, outcome)
             family = {member.id: member for member in members}
-    anchored = AnchoredGroup()  # the anchored baselines score their mixtures together
-    methods = [
-        family[method_id]
-        if method_id in family
-        else Anchored(_BASE[method_id.removesuffix("_anchored")](world, scoring, seed), anchored)
-        if method_id.endswith("_anchored")
-        else FACTORIES[method_id](world, scoring, seed)
-        for method_id in ids
-    ]
+    methods = [family[method_id] if method_id in family else FACTORIES[method_id](world, scoring, seed) for method_id in ids]
     if contexts is not None:  # methods whose dates depend on their own inputs only compute them in one batch
         for method in methods:
             prepare = getattr(method, "prepare", None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,6 +12,10 @@ from backtest.methods.base import HALF, Method, Outcome, Scoring
 from backtest.context import DateContext
 
 __all__ = ["DraftMean", "DraftPick", "EqualWeight", "Hedge", "MinimumVariance", "Reference", "SelfConsistency"]
+
+
+# min-variance weights by the digest of a world's histories (one market's dates repeat in every world)
+_PREPARED: dict[bytes, dict[int, NDArray[np.float64]]] = {}
 
 
 class EqualWeight(Method):
@@ -25,7 +30,7 @@ class MinimumVariance(Method):
 
     Each date's weights depend on that date's trailing history only; :meth:`prepare`
     computes every date of a world in one batch (dates with a negative weight then
-    go through the active-set loop one by one).
+    go through the active-set loop one by one), once per set of histories in a process.
     """
 
     id = "min_variance"
@@ -35,6 +40,21 @@ class MinimumVariance(Method):
         self._prepared: dict[int, NDArray[np.float64]] = {}
 
     def prepare(self, contexts: Sequence[DateContext]) -> None:
+        digest = hashlib.blake2b(digest_size=16)
+        for context in contexts:
+            digest.update(np.asarray([context.index, *context.history.shape], dtype=np.int64).tobytes())
+            digest.update(np.ascontiguousarray(context.history, dtype=np.float64).tobytes())
+        key = digest.digest()  # worlds on one market (every PlantedMem world) share their histories
+        cached = _PREPARED.get(key)
+        if cached is None:
+            self._prepare(contexts)
+            _PREPARED[key] = dict(self._prepared)
+            while len(_PREPARED) > 8:
+                _PREPARED.pop(next(iter(_PREPARED)))
+        else:
+            self._prepared = dict(cached)
+
+    def _prepare(self, contexts: Sequence[DateContext]) -> None:
         groups: dict[tuple[int, ...], list[DateContext]] = {}
         for context in contexts:
             groups.setdefault(context.history.shape, []).append(context)
@@ -105,6 +125,7 @@ class Hedge(Method):
 
     id = "hedge"
     RATE = 10.0
+    reads_chosen_utility = False
 
     def __init__(self, scoring: Scoring) -> None:
         super().__init__(scoring)
