@@ -12,8 +12,10 @@ fallback, design) by selecting from arrays:
 1. one pass over the calendar settles every date once per design: utilities of
    the designed drafts, the reference, the draft mean and the 201 mixtures;
    Banzhaf contrasts; running learner statistics, snapshotted at every plan;
-2. the value model is fitted at every plan of a design at once
-   (:func:`~memtrial.fayherriot.fit_many`, per learner mode);
+2. the value model is fitted at every plan of every design at once
+   (:func:`~memtrial.fayherriot.fit_many`, a call per learner mode and feature version); designs
+   of one calendar share counts and features, hence eigendecompositions, and
+   so do the worlds of one calendar under other investors (:data:`SPECTRA`);
 3. the mode scores, the automatic mode choice and each learner setting's gate
    scores follow in settlement order; the gates' running statistics are
    cumulative sums of those scores, the fallback's of the mixture utilities;
@@ -48,7 +50,7 @@ from memtrial.settle import mixture_utilities_by_date, utilities_by_date
 from memtrial.trust import GateTest, _mixture_log_wealth, _t_test_p, pearson_scores, trust_weights
 from memtrial.values import CreditBasis, LearnerMode, RunningStatistics, SufficientStatistics, _degenerate, _Fit, content_features
 
-__all__ = ["FamilyMember", "MemTrialFamily", "calendar", "family_of"]
+__all__ = ["SPECTRA", "FamilyMember", "MemTrialFamily", "calendar", "family_of"]
 
 FINAL = -1  # the snapshot key of a learner after the last settlement
 # the learners' eigendecompositions, shared by the worlds of one calendar that a process replays

@@ -5,6 +5,13 @@ draft draws (common random numbers), and a date's outcome reaches a method
 only once that date has matured (its maturity session is at or before the
 current decision's session). A world's result depends only on its spec, so
 results are identical whatever the number of workers or the scheduler.
+
+Methods never see each other, so a world is run method by method: a
+:class:`~backtest.methods.base.Walk` scores every date's drafts, reference
+and equal weight once, each method walks the calendar (or computes its
+dates at once), and every method's books are scored together at the end.
+A pool's task is the worlds of one calendar (a PlantedMem world under each
+investor), so a worker reuses what they share.
 """
 
 from __future__ import annotations

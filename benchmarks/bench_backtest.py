@@ -8,7 +8,8 @@ In one run, on the same worlds (one regime, one investor, seeds 0..N-1):
   second of each, their ratio, and whether every result is identical;
 - ``all_methods``: every method, online and replayed, the same way;
 - ``workers``: every method, replayed, with 1 and with 2 local worker
-  processes (pool start-up included in the wall, as it is for a user).
+  processes (pool start-up included in the wall, as it is for a user) on
+  every regime and investor of seeds 0..W-1 (``--worker-seeds``).
 
     python benchmarks/bench_backtest.py --out benchmarks/results/backtest.json
 """
@@ -24,7 +25,9 @@ import time
 from dataclasses import replace
 
 from backtest.methods.registry import MEMTRIAL_VARIANTS
+from backtest.plantedmem import REGIMES
 from backtest.runner import WorldSpec, market_for, run_many, run_world
+from memtrial.settle import INVESTORS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -51,6 +54,7 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=8)
     parser.add_argument("--regime", default="beta_0.25")
     parser.add_argument("--investor", default="balanced")
+    parser.add_argument("--worker-seeds", type=int, default=4, help="seeds of the workers comparison (x 7 regimes x 3 investors)")
     args = parser.parse_args()
     market_for(False)
     seeds = range(args.worlds)
@@ -68,11 +72,12 @@ def main() -> None:
     result["all_methods"] = engines(everything)
     print("all_methods", json.dumps(result["all_methods"]), flush=True)
     rows, outputs = {}, {}
+    pool_specs = [WorldSpec(regime, investor, seed) for investor in INVESTORS for regime in REGIMES for seed in range(args.worker_seeds)]
     for workers in (1, 2):
         start = time.perf_counter()
-        outputs[workers] = run_many(everything, workers=workers)
+        outputs[workers] = run_many(pool_specs, workers=workers)
         wall = time.perf_counter() - start
-        rows[workers] = {"workers": workers, "worlds": len(everything), "seconds": wall, "worlds_per_second": len(everything) / wall}
+        rows[workers] = {"workers": workers, "worlds": len(pool_specs), "seconds": wall, "worlds_per_second": len(pool_specs) / wall}
     result["workers"] = {
         "one_worker": rows[1],
         "two_workers": rows[2],
@@ -93,7 +98,10 @@ def main() -> None:
         block = result[name]
         lines.append(f"{name}: replay / online {block['replay_over_online']:.1f}x, identical results: {block['identical_results']}.")  # type: ignore[index]
     workers = result["workers"]
-    lines.append(f"Every method, replayed: 2 workers / 1 worker {workers['two_over_one']:.2f}x, identical results: {workers['identical_results']}.")  # type: ignore[index]
+    lines.append(
+        f"Every method, replayed, {workers['one_worker']['worlds']} worlds: 1 worker {workers['one_worker']['seconds']:.1f} s, "  # type: ignore[index]
+        f"2 workers {workers['two_workers']['seconds']:.1f} s ({workers['two_over_one']:.2f}x), identical results: {workers['identical_results']}."  # type: ignore[index]
+    )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 

@@ -136,6 +136,8 @@ def _padded(
     """Problems on ``columns`` rows: rows past a problem's size hold m = 0, n = 1, z = 0 and are masked out."""
     count, held = m.shape
     live = np.arange(columns)[None, :] < sizes[:, None]
+    if held == columns and live.all():  # nothing to pad
+        return m, n, features, live
     out_m, out_n = np.zeros((count, columns)), np.ones((count, columns))
     out_z = np.zeros((count, columns, features.shape[2]))
     kept = min(held, columns)
@@ -147,7 +149,11 @@ def _padded(
 def _inverse_d(n: NDArray[np.float64], live: NDArray[np.bool_], tau: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """D^-1 and log D for every tau (leading axes of ``tau`` broadcast against n's), 0 on masked rows."""
     d = tau + 1.0 / n
-    return np.where(live, 1.0 / d, 0.0), np.where(live, np.log(d), 0.0)
+    inverse, log_d = 1.0 / d, np.log(d)
+    if not live.all():
+        masked = np.broadcast_to(~live, inverse.shape)
+        inverse[masked], log_d[masked] = 0.0, 0.0
+    return inverse, log_d
 
 
 class SpectraCache:
@@ -194,11 +200,17 @@ def _spectra(
     p = features.shape[2]
     eigenvalues, vectors = np.empty((distinct.size, tau_grid.size, p)), np.empty((distinct.size, tau_grid.size, p, p))
     if missing.size:
-        rows = distinct[missing]
-        weighted = d_inv[missing, :, :, None] * features[rows, None, :, :]  # (M, T, H, p)
-        gram = np.matmul(weighted.transpose(0, 1, 3, 2), features[rows, None, :, :])  # (M, T, p, p)
+        if missing.size == features.shape[0]:  # every problem, each distinct: no copies
+            inverse, z = d_inv, features
+        else:
+            inverse, z = d_inv[missing], features[distinct[missing]]
+        weighted = inverse[:, :, :, None] * z[:, None, :, :]  # (M, T, H, p)
+        gram = np.matmul(weighted.transpose(0, 1, 3, 2), z[:, None, :, :])  # (M, T, p, p)
         values, vecs = np.linalg.eigh(gram)
-        eigenvalues[missing], vectors[missing] = np.maximum(values, 0.0), vecs
+        if missing.size == distinct.size:
+            eigenvalues, vectors = np.maximum(values, 0.0), vecs
+        else:
+            eigenvalues[missing], vectors[missing] = np.maximum(values, 0.0), vecs
         if cache is not None:
             for row in missing.tolist():
                 cache.put(keys[row], (eigenvalues[row].copy(), vectors[row].copy()))
@@ -222,12 +234,16 @@ def _tables(
     sizes = live.sum(axis=1)
     # D, log det D, Z' D^-1 Z and its eigendecomposition depend on (n, z) only: computed once per
     # distinct problem (learners of one calendar that differ only in what they learn from share them)
-    keys: dict[bytes, int] = {}
-    first = np.array([keys.setdefault(n[b].tobytes() + features[b].tobytes() + live[b].tobytes(), b) for b in range(n_problems)])
-    distinct = np.unique(first)
-    row_of = np.searchsorted(distinct, first)
+    if n_problems == 1:
+        distinct = row_of = np.zeros(1, dtype=np.int64)
+    else:
+        keys: dict[bytes, int] = {}
+        first = np.array([keys.setdefault(n[b].tobytes() + features[b].tobytes() + live[b].tobytes(), b) for b in range(n_problems)])
+        distinct = np.unique(first)
+        row_of = np.searchsorted(distinct, first)
+    everyone = distinct.size == n_problems  # then row_of is 0, 1, ..., B - 1
     shared_d_inv, shared_log_d = _inverse_d(n[distinct, None, :], live[distinct, None, :], tau_grid[None, :, None])  # (U, T, H)
-    d_inv = shared_d_inv[row_of]  # (B, T, H)
+    d_inv = shared_d_inv if everyone else shared_d_inv[row_of]  # (B, T, H)
     log_det_d = shared_log_d.sum(axis=2)[row_of]  # (B, T)
     quad_d = (d_inv * (m * m)[:, None, :]).sum(axis=2)
     constant = (sizes * _LOG_2PI)[:, None]
@@ -278,7 +294,9 @@ def _posteriors(
 ) -> FayHerriotBatch:
     """Posterior of v and beta of each problem at its own hyperparameters (0 on masked rows)."""
     n_problems, _, n_features = features.shape
-    d_inv = _inverse_d(n, live, tau2[:, None])[0]  # (B, H)
+    d_inv = 1.0 / (tau2[:, None] + 1.0 / n)  # (B, H)
+    if not live.all():
+        d_inv[~live] = 0.0
     v_inv_m = d_inv * m
     v_inv_diag = d_inv.copy()
     beta = np.zeros((n_problems, n_features))
