@@ -260,8 +260,8 @@ class RunningStatistics:
         means[seen] = sums[seen] / counts[seen]
         residual = centred.y - means[centred.experience_index]
         m2 = np.bincount(centred.experience_index, weights=residual * residual, minlength=n_experiences)
-        stats.ids = [centred.experience_ids[h] for h in seen]
-        stats.index = {e: row for row, e in enumerate(stats.ids)}
+        stats.ids = list(centred.experience_ids) if seen.size == n_experiences else [centred.experience_ids[h] for h in seen.tolist()]
+        stats.index = dict(zip(stats.ids, range(len(stats.ids))))
         stats.counts = counts[seen].astype(np.int64)
         stats.sums = np.asarray(sums[seen], dtype=np.float64)
         stats.m2 = np.asarray(m2[seen], dtype=np.float64)
@@ -386,7 +386,7 @@ class EmpiricalBayesLearner:
         self._fits: dict[LearnerMode, _Fit] = {}
         self._stale = False
         self._content_cache: tuple[int, dict[Hashable, NDArray[np.float64]]] | None = None
-        self._aligned: tuple[int, NDArray[np.float64]] | None = None
+        self._aligned: tuple[int, tuple[Hashable, ...], NDArray[np.float64]] | None = None
         self._features_version = 0
         self._features_hash: tuple[int, int] | None = None
         for experience_id, vector in (features or {}).items():
@@ -458,7 +458,6 @@ class EmpiricalBayesLearner:
         :class:`~memtrial.credit.ContributionRecord` s, in any order.
         """
         self.statistics = RunningStatistics.from_records(records, self.centre)
-        self._aligned = None
         self._stale = True
         self._refit()
         return self
@@ -466,7 +465,6 @@ class EmpiricalBayesLearner:
     def fit_arrays(self, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> EmpiricalBayesLearner:
         """:meth:`fit` on records given as three aligned arrays (N,); returns self."""
         self.statistics = RunningStatistics.from_arrays(dates, experience_ids, contributions, self.centre)
-        self._aligned = None
         self._stale = True
         self._refit()
         return self
@@ -508,12 +506,14 @@ class EmpiricalBayesLearner:
     def _aligned_features(self, ids: tuple[Hashable, ...]) -> NDArray[np.float64]:
         """(H, p) content features in the statistics' row order (z = 0 without an embedding).
 
-        Rows are only ever appended to the statistics, so the matrix is kept and
-        extended until the features change.
+        The matrix is kept with the ids it was built for and extended while
+        those ids stay a prefix of the statistics' (rows are only ever
+        appended; a refit from the same records keeps the order) and the
+        features do not change.
         """
         cached = self._aligned
-        if cached is not None and cached[0] == self._features_version and cached[1].shape[0] <= len(ids):
-            matrix = cached[1]
+        if cached is not None and cached[0] == self._features_version and len(cached[1]) <= len(ids) and ids[: len(cached[1])] == cached[1]:
+            matrix = cached[2]
         else:
             matrix = np.zeros((0, 0))
         if matrix.shape[0] < len(ids):
@@ -524,7 +524,7 @@ class EmpiricalBayesLearner:
             rows = [vectors.get(i) for i in ids[matrix.shape[0] :]]
             extra = np.array([np.zeros(dim) if row is None else row for row in rows], dtype=np.float64).reshape(len(rows), dim)
             matrix = np.vstack([matrix, extra]) if matrix.shape[0] else extra
-            self._aligned = (self._features_version, matrix)
+            self._aligned = (self._features_version, tuple(ids), matrix)
         return matrix
 
     # -- prequential scores (auto mode) --------------------------------------
