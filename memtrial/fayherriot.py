@@ -184,17 +184,16 @@ class SpectraCache:
 
 
 def _spectra(
-    n: NDArray[np.float64],
     features: NDArray[np.float64],
-    live: NDArray[np.bool_],
     distinct: NDArray[np.int64],
+    problem_keys: list[bytes],
     d_inv: NDArray[np.float64],
     tau_grid: NDArray[np.float64],
     cache: SpectraCache | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Eigenvalues (clipped at 0) and eigenvectors of Z' D^-1 Z for every tau, per distinct problem:
-    (U, T, p) and (U, T, p, p)."""
-    keys = [b"".join((n[b].tobytes(), features[b].tobytes(), live[b].tobytes(), tau_grid.tobytes())) for b in distinct] if cache is not None else []
+    (U, T, p) and (U, T, p, p). ``problem_keys``: each problem's (n, z, mask) bytes (read with a cache)."""
+    keys = [problem_keys[b] + tau_grid.tobytes() for b in distinct.tolist()] if cache is not None else []
     found = [cache.get(key) for key in keys] if cache is not None else [None] * distinct.size
     missing = np.array([row for row, entry in enumerate(found) if entry is None], dtype=np.int64)
     p = features.shape[2]
@@ -234,11 +233,12 @@ def _tables(
     sizes = live.sum(axis=1)
     # D, log det D, Z' D^-1 Z and its eigendecomposition depend on (n, z) only: computed once per
     # distinct problem (learners of one calendar that differ only in what they learn from share them)
+    problem_keys = [n[b].tobytes() + features[b].tobytes() + live[b].tobytes() for b in range(n_problems)] if n_problems > 1 or cache is not None else []
     if n_problems == 1:
         distinct = row_of = np.zeros(1, dtype=np.int64)
     else:
-        keys: dict[bytes, int] = {}
-        first = np.array([keys.setdefault(n[b].tobytes() + features[b].tobytes() + live[b].tobytes(), b) for b in range(n_problems)])
+        first_of: dict[bytes, int] = {}
+        first = np.array([first_of.setdefault(key, b) for b, key in enumerate(problem_keys)])
         distinct = np.unique(first)
         row_of = np.searchsorted(distinct, first)
     everyone = distinct.size == n_problems  # then row_of is 0, 1, ..., B - 1
@@ -252,7 +252,7 @@ def _tables(
     positive = sigma_grid > 0.0
     if n_features == 0 or not positive.any():
         return table
-    eigenvalues, vectors = _spectra(n, features, live, distinct, shared_d_inv, tau_grid, cache)
+    eigenvalues, vectors = _spectra(features, distinct, problem_keys, shared_d_inv, tau_grid, cache)
     sigma = sigma_grid[positive][None, :, None]  # (1, S+, 1)
     cross = np.matmul((d_inv * m[:, None, :])[:, :, None, :], features[:, None, :, :])[:, :, 0, :]  # (B, T, p)
     projected = np.matmul(cross[:, :, None, :], vectors[row_of])[:, :, 0, :]  # (B, T, p): Q' Z' D^-1 m
