@@ -1,4 +1,4 @@
-"""PlantedMem: a semi-synthetic world where each experience's quality is known (SPEC 5).
+"""PlantedMem: a semi-synthetic world where each experience's quality is known (method 5).
 
 Four class indices (equities, bonds, cash, commodities), one decision on the
 first session of each month from 2015 with 60 sessions of history and a

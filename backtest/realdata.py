@@ -1,4 +1,4 @@
-"""The real-data settings (SPEC 5): ClassAlloc, InvestorBench and PortBench-97.
+"""The real-data settings (method 5): ClassAlloc, InvestorBench and PortBench-97.
 
 A :class:`Setting` is the market of one benchmark: a session calendar, closes
 (NaN before an asset lists), asset classes, the decision sessions of the

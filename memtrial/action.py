@@ -1,11 +1,11 @@
 """The action a decision takes, given its frozen plan and its drafts.
 
-The gate (SPEC 3.3): gate open and best predicted gain > 0: the designed draft
+The gate (method 4.5): gate open and best predicted gain > 0: the designed draft
 whose subset has the highest predicted value (sum of its experiences' predicted
 values; ties go to fewer experiences, then to the smaller mask). Otherwise the
 anchored mixture ``q * reference + (1 - q) * mean(drafts)``.
 
-The dial (SPEC 4.8): ``omega * sum_S pi_S draft_S + (1 - omega) * mixture``,
+The dial (method 4.8): ``omega * sum_S pi_S draft_S + (1 - omega) * mixture``,
 pi the Euclidean projection of ``g / (2 kappa)`` onto the simplex, g_S twice
 the mean predicted value of S's members (0 for the empty subset), kappa the
 cost of one draft's noise.

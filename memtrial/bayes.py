@@ -1,4 +1,4 @@
-"""Full-Bayes Fay–Herriot value model in NumPyro (SPEC 4.4), on CPU or GPU through JAX.
+"""Full-Bayes Fay–Herriot value model in NumPyro (method 4.4), on CPU or GPU through JAX.
 
 The model works on per-experience sufficient statistics, in units of the
 empirical noise scale s0 (so the priors are scale free):

@@ -1,4 +1,4 @@
-"""The closed action: a KL-anchored mixture of the reference and the draft mean (SPEC 4.6).
+"""The closed action: a KL-anchored mixture of the reference and the draft mean (method 4.6).
 
 The family is ``w(q) = q * w_ref + (1 - q) * mean(drafts)`` for q on a grid of
 201 points in [0, 1]. After each matured date the realised utility of every

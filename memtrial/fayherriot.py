@@ -1,6 +1,6 @@
 """Empirical-Bayes Fay–Herriot fit on per-experience sufficient statistics.
 
-Model, in units of the contribution noise scale s (SPEC 4.4):
+Model, in units of the contribution noise scale s (method 4.4):
 
     m_h = v_h + e_h,        e_h ~ N(0, 1 / n_h)
     v_h = z_h' beta + u_h,  beta ~ N(0, sigma_b2 I),  u_h ~ N(0, tau2)

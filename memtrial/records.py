@@ -85,7 +85,7 @@ class Action(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Dial:
-    """The trust dial of one decision, frozen at plan time (SPEC 4.8).
+    """The trust dial of one decision, frozen at plan time (method 4.8).
 
     trust_weight: omega in [0, 1], the share played on memory;
     log_evidence: log K_t of the betting e-process it comes from;

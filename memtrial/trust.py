@@ -1,4 +1,4 @@
-"""The pre-registered trust gate (SPEC 4.5).
+"""The pre-registered trust gate (method 4.5).
 
 At ``plan`` time the learner's predicted values of the retrieved experiences
 are registered; when the date matures its score is the Pearson correlation
@@ -420,7 +420,7 @@ def trust_decision(config: GateConfig, statistics: GateStatistics) -> TrustDecis
 
 
 def trust_weight(config: GateConfig, statistics: GateStatistics) -> tuple[float, float]:
-    """The trust dial (SPEC 4.8): (omega, log K_t) with omega = clip(log K_t / log(1/alpha), 0, 1).
+    """The trust dial (method 4.8): (omega, log K_t) with omega = clip(log K_t / log(1/alpha), 0, 1).
 
     K_t is the betting e-process of the scores so far (the anytime test's
     statistic). Under the null, P(ever omega >= x) <= alpha**x by Ville's

@@ -1,4 +1,4 @@
-"""The trust dial (SPEC 4.8): omega from the e-process, the combination of designed drafts, its guarantee."""
+"""The trust dial (method 4.8): omega from the e-process, the combination of designed drafts, its guarantee."""
 
 import json
 

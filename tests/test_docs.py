@@ -47,3 +47,21 @@ def test_backtest_help_lists_every_regime_and_method_id():
     output = " ".join(CliRunner().invoke(app, ["backtest", "plantedmem", "--help"], terminal_width=400).output.split())
     for name in [*REGIMES, *METHOD_IDS]:
         assert name in output, name
+
+
+def test_every_method_citation_points_to_a_section_of_the_method_page():
+    method = (ROOT / "docs" / "method.md").read_text()
+    sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)[ .]", method, re.MULTILINE))
+    assert {"1", "3", "4.2", "4.4", "4.5", "4.6", "4.8", "4.10", "5"} <= sections
+    cited = set()
+    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(p for folder in ("memtrial", "service", "backtest", "tests") for p in (ROOT / folder).rglob("*.py"))]:
+        text = path.read_text()
+        assert not re.search(r"SPEC \d", text), f"{path} cites a specification the repository does not hold"
+        cited.update(re.findall(r"\bmethod (\d+(?:\.\d+)?)\b", text))
+    assert cited and cited <= sections, f"cited sections missing from docs/method.md: {sorted(cited - sections)}"
+
+
+def test_the_licence_file_matches_the_package_metadata():
+    licence = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in licence and "Version 2.0" in licence
+    assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()

@@ -27,7 +27,7 @@ __all__ = ["ANCHORED_BASES", "ENGINES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHO
 
 Factory = Callable[[Any, Scoring, int], Method]
 
-#: The default ``memtrial`` acts by the trust dial (SPEC 4.8) on values learned from the raw same-day
+#: The default ``memtrial`` acts by the trust dial (method 4.8) on values learned from the raw same-day
 #: contrasts; ``memtrial_paper`` is the paper's rule (binary prequential gate, date-centred values),
 #: and the ablations after it vary one setting of the paper's rule each.
 DIAL = {"action": "dial", "credit": "raw", "gate": GateConfig(test="anytime")}
