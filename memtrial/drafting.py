@@ -116,9 +116,22 @@ class Drafter(Protocol):
 
 
 def quote(text: str) -> str:
-    """Text as one JSON string literal: newlines, quotes and tag brackets escaped, so quoted data
-    cannot end its block or forge a section of the prompt."""
-    return json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    """Text as one JSON string literal: newlines, quotes and tag brackets escaped, and every invisible
+    control, format or separator character (bidi overrides, zero-width marks) written as its escape,
+    so quoted data cannot end its block, forge a section of the prompt or reorder what a reader sees."""
+    literal = json.dumps(text, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
+    if all(character.isprintable() for character in literal):
+        return literal
+    return "".join(character if character.isprintable() else f"\\u{ord(character):04x}" for character in literal)
+
+
+#: names shown as they are (tickers, "CASH"); any other name enters the prompt as a quoted string
+_PLAIN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._^=-]{0,31}$")
+
+
+def quote_name(name: str) -> str:
+    """An asset name for a prompt: a ticker-like name bare, any other as a JSON string (:func:`quote`)."""
+    return name if _PLAIN_NAME.match(name) else quote(name)
 
 
 def render_prompt(request: DraftRequest) -> str:
@@ -129,7 +142,7 @@ def render_prompt(request: DraftRequest) -> str:
     system prompt declares to be data: a lesson cannot open a new line of its
     own, close its block or restate the assets or the mandate.
     """
-    assets = "\n".join(f"- {asset} ({asset_class})" for asset, asset_class in zip(request.assets, request.asset_classes, strict=True))
+    assets = "\n".join(f"- {quote_name(asset)} ({quote_name(asset_class)})" for asset, asset_class in zip(request.assets, request.asset_classes, strict=True))
     if request.lessons:
         lessons = "<lessons>\n" + "\n".join(quote(lesson.text) for lesson in request.lessons) + "\n</lessons>"
     else:

@@ -1,4 +1,4 @@
-"""The MemTrial lifecycle: ``plan -> decide -> settle`` (SPEC 3).
+"""The MemTrial lifecycle: ``plan -> decide -> settle`` (method 3).
 
 - ``plan`` retrieves up to k experiences, builds the design, and freezes the
   learner's predicted values, the gate state and the fallback weight q. A plan
@@ -9,7 +9,7 @@
   the highest predicted value when the frozen gate state is open and that
   value is > 0; otherwise it takes the anchored mixture with the frozen q.
   With ``action="dial"`` it plays the frozen trust weight omega on a
-  combination of the designed drafts and 1 - omega on that mixture (SPEC 4.8).
+  combination of the designed drafts and 1 - omega on that mixture (method 4.8).
 - ``settle`` scores every draft, the reference, the draft mean, the chosen
   weights and the 201 mixtures against the realised prices, credits each
   experience with its Banzhaf contrast, scores the frozen prediction, and
@@ -89,9 +89,14 @@ class EngineConfig:
     diagnostics: compute the interaction contrasts of each settlement
     (diagnostics nobody acts on; a backtest turns them off).
     action: ``gate`` (the method's binary gate) or ``dial`` (the trust dial of
-    SPEC 4.8; needs the ``anytime`` gate, or ``none`` for a dial always at 1).
+    method 4.8; needs the ``anytime`` gate, or ``none`` for a dial always at 1).
     credit: what the learner learns from: ``centred`` (date-centred
     contributions) or ``raw`` (the raw same-day contrasts).
+    robust: screen each settlement's contributions for outliers before
+    learning (:class:`~memtrial.values.OutlierGuard`: clipped beyond 6 robust
+    sds, set aside beyond 50), so one implausible outcome cannot dominate or
+    zero the values. Off by default (the method as specified); the service
+    turns it on for every new agent.
     """
 
     k: int = 4
@@ -106,8 +111,11 @@ class EngineConfig:
     diagnostics: bool = True
     action: ActionRule = ActionRule.GATE
     credit: CreditBasis = CreditBasis.CENTRED
+    robust: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.robust, bool):
+            raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
             raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
         choices = (("design", DesignKind), ("learner", LearnerMode), ("fallback", FallbackVariant), ("action", ActionRule), ("credit", CreditBasis))
@@ -152,6 +160,7 @@ class EngineConfig:
             # behaviour those states had, so every earlier state (and its downgrade) stays byte for byte
             **({} if self.action is ActionRule.GATE else {"action": self.action.value}),
             **({} if self.credit is CreditBasis.CENTRED else {"credit": self.credit.value}),
+            **({"robust": True} if self.robust else {}),
         }
 
     @classmethod
@@ -189,6 +198,32 @@ class NoiseCost:
         return cls(int(data["count"]), float(data["total"]))
 
 
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    """What a settlement learns from: the utilities of the drafts, the reference, the mean, the chosen
+    weights and the mixtures (none for bare utilities), with what they were computed from."""
+
+    draft_utilities: NDArray[np.float64]
+    reference_u: float
+    mean_u: float | None
+    chosen_u: float | None
+    mixture_u: NDArray[np.float64]
+    prices: NDArray[np.float64]
+    outcome: Any = None
+    rule: str | None = None
+    scored: bool = False
+
+
+@dataclass(slots=True)
+class _Running:
+    """The running state a settlement updates (the engine's own, or one being recomputed)."""
+
+    learner: EmpiricalBayesLearner
+    gate: TrustGate
+    fallback: AnchoredMixture
+    noise: NoiseCost
+
+
 @dataclass(slots=True)
 class _Experience:
     embedding: NDArray[np.float64] | None
@@ -220,12 +255,16 @@ class MemTrial:
             raise ConfigError("give either config or keyword settings, not both")
         self.config = config if config is not None else EngineConfig(**settings)
         self.history: History = InMemoryHistory() if history is None else history
-        self.learner = EmpiricalBayesLearner(self.config.learner, n_components=self.config.n_components, centre=self.config.credit is CreditBasis.CENTRED)
+        self.learner = self._new_learner()
         self.gate: TrustGate = make_gate(self.config.gate, sink=self._append_log)
         self.fallback = AnchoredMixture(self.config.fallback)
         self.noise = NoiseCost()
         self.experiences: dict[ExperienceId, _Experience] = {}
         self.clock: Time | None = None
+
+    def _new_learner(self) -> EmpiricalBayesLearner:
+        config = self.config
+        return EmpiricalBayesLearner(config.learner, n_components=config.n_components, centre=config.credit is CreditBasis.CENTRED, robust=config.robust)
 
     def _append_log(self, entry: LogEntry) -> None:
         self.history.append_log(entry)
@@ -326,13 +365,12 @@ class MemTrial:
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         masks = design_module.plan_masks(self.config.design, self.config.k, len(ids))
-        mode_predictions = self.learner.predict_modes(ids)
-        selected = self.learner.selected_mode
-        predictions = dict(zip(ids, mode_predictions[selected], strict=True))
+        frozen = self._predictions(self.learner, ids)
+        predictions = frozen["predictions"]
         trust = self.gate.decision()
         dial = self._dial(ids, masks, predictions) if self.config.action is ActionRule.DIAL else None
         if ids:
-            details: dict[str, Any] = {"learner_mode": selected.value, "modes": {m.value: list(v) for m, v in mode_predictions.items()}}
+            details: dict[str, Any] = {"learner_mode": frozen["learner_mode"], "modes": {m: list(v) for m, v in frozen["mode_predictions"].items()}}
             if dial is not None:
                 details["dial"] = dial.to_dict()
             self.gate.register(decision_id, predictions, details, track=False)
@@ -343,9 +381,7 @@ class MemTrial:
             experience_ids=tuple(ids),
             masks=tuple(masks),
             subsets=tuple(design_module.subset_of(m, ids) for m in masks),  # type: ignore[misc]
-            predictions=predictions,
-            mode_predictions={m.value: v for m, v in mode_predictions.items()},
-            learner_mode=selected.value,
+            **frozen,
             trust=trust,
             q=self.fallback.choose(),
             reference=reference_weights,
@@ -409,6 +445,8 @@ class MemTrial:
         risky_mask = np.asarray(risky, dtype=bool)
         defensive_mask = np.asarray(defensive, dtype=bool)
         project(equal, risky_mask, defensive_mask, self.config.investor)
+        # the reference is played (alone, or mixed with the drafts): it is projected onto the mandate like every draft
+        weights["reference"] = project(weights["reference"], risky_mask, defensive_mask, self.config.investor)
         return weights["reference"], weights["previous"], risky_mask, defensive_mask
 
     def withdraw(self, decision_id: str, reason: str) -> None:
@@ -503,19 +541,10 @@ class MemTrial:
             if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(entry.settlement.rel_prices, prices):
                 return entry.settlement
             raise SettlementConflictError(f"decision {decision_id!r} was already settled with different prices", field="rel_prices")
-        if entry.decision is None:
-            raise LifecycleError(f"decision {decision_id!r} has no drafts yet: call decide before settle", field="decision_id")
+        decision = self._decided(entry, "call decide before settle")
         settled_at = self._settled_at(decision_id, plan, at)
-        decision = entry.decision
-        draft_mean = decision.drafts.mean(axis=0)
-        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights])
-        batch = batch / batch.sum(axis=1, keepdims=True)
-        scores = np.asarray(utility(batch, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp))
-        n_drafts = decision.drafts.shape[0]
-        reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
-        mixture_u = mixture_utilities(plan.reference, draft_mean, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp, GRID)
-        settlement = self._learn(plan, scores[:n_drafts], reference_u, mean_u, chosen_u, mixture_u, settled_at, prices.copy())
-        return self._record(entry, settlement, settled_at)
+        outcome = self._portfolio_outcome(plan, decision, prices)
+        return self._record(entry, self._learn(plan, outcome, settled_at, self._running()), settled_at)
 
     def settle_scored(
         self, decision_id: str, *, utilities: ArrayLike | None = None, outcome: Any = None, rule: str | None = None, at: Time | None = None
@@ -534,31 +563,187 @@ class MemTrial:
         plan = entry.plan
         if plan.kind != "scored":
             raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use settle", field="decision_id")
+        given_utilities = self._check_scored(plan, utilities, rule)
+        if entry.settlement is not None:
+            if self._same_scored(entry.settlement, given_utilities, outcome, rule):
+                return entry.settlement
+            raise SettlementConflictError(f"decision {decision_id!r} was already settled with a different outcome", field="outcome" if rule else "utilities")
+        decision = self._decided(entry, "decide before settling")
+        settled_at = self._settled_at(decision_id, plan, at)
+        realised = self._scored_outcome(decision, given_utilities, outcome, rule)
+        return self._record(entry, self._learn(plan, realised, settled_at, self._running()), settled_at)
+
+    def correct(
+        self,
+        decision_id: str,
+        *,
+        reason: str,
+        rel_prices: ArrayLike | None = None,
+        utilities: ArrayLike | None = None,
+        outcome: Any = None,
+        rule: str | None = None,
+        at: Time | None = None,
+    ) -> Settlement:
+        """Replace a settled decision's outcome (a bad price feed, a mis-graded answer) and relearn.
+
+        Give what :meth:`settle` (``rel_prices``) or :meth:`settle_scored`
+        (``utilities``, or ``outcome`` and ``rule``) takes, and the ``reason``.
+        The engine recomputes its running state from the stored history, in
+        the order the log recorded plans and scores: every later plan's
+        predictions are derived again from what the learner would then have
+        known, and every score, the learner, the gate's statistics, the noise
+        cost and the fallback equal those of an engine settled with the
+        corrected outcome from the start. The log keeps the superseded score
+        and gains a ``correction`` entry (the reason, the index of the entry
+        it supersedes, the new score); the plans and decisions as they were
+        served stay as they were. A correction equal to the current outcome is
+        a no-op. Content features are those of the experiences held now.
+        """
+        entry = self._live_entry(decision_id)
+        previous = entry.settlement
+        if previous is None:
+            raise LifecycleError(f"decision {decision_id!r} is not settled yet: settle it instead of correcting it", field="decision_id")
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        plan = entry.plan
+        decision = self._decided(entry, "decide before settling")
+        settled_at = self._settled_at(decision_id, plan, previous.settled_at if at is None else at)
+        if plan.kind == "portfolio":
+            if rel_prices is None or utilities is not None or rule is not None:
+                raise InputError("a portfolio decision is corrected with rel_prices", field="rel_prices")
+            prices = np.asarray(rel_prices, dtype=np.float64)
+            if previous.rel_prices.shape == prices.shape and np.array_equal(previous.rel_prices, prices):
+                return previous
+            realised = self._portfolio_outcome(plan, decision, prices)
+        else:
+            if rel_prices is not None:
+                raise InputError("a scored decision is corrected with utilities, or an outcome and its rule", field="rel_prices")
+            given_utilities = self._check_scored(plan, utilities, rule)
+            if self._same_scored(previous, given_utilities, outcome, rule):
+                return previous
+            realised = self._scored_outcome(decision, given_utilities, outcome, rule)
+        running, corrected, supersedes = self._replay(decision_id, realised, settled_at)
+        self.learner, self.fallback, self.noise = running.learner, running.fallback, running.noise
+        self.gate.statistics = running.gate.statistics
+        self.gate.log.append(
+            "correction",
+            {
+                "date": decision_id,
+                "reason": reason,
+                "supersedes": supersedes,
+                "score": corrected.score,
+                "realised": [[e, float(c)] for e, c in corrected.centred.items()],
+            },
+        )
+        entry.settlement = corrected
+        entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
+        self.history.correct(entry, corrected.contributions, corrected.centred)
+        if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
+            self.clock = settled_at
+        return corrected
+
+    def _replay(self, corrected_id: str, realised: _Outcome, settled_at: Time) -> tuple[_Running, Settlement, int | None]:
+        """The running state recomputed from the history with one decision's outcome replaced.
+
+        Plans and scores are taken in the log's order (a plan's predictions
+        depend on the scores before it); settlements of decisions without
+        experiences touch only the fallback and the noise cost, whose sums do
+        not depend on order, and are applied after.
+        """
+        entries = {entry.decision_id: entry for entry in self.history.entries_in_order()}
+        learner = self._new_learner()
+        for experience_id, experience in self.experiences.items():
+            if experience.embedding is not None:
+                learner.add_features(experience_id, experience.embedding)
+        running = _Running(learner, make_gate(self.config.gate), AnchoredMixture(self.config.fallback), NoiseCost())
+        pending: dict[str, Plan] = {}
+        scored: set[str] = set()
+        corrected: Settlement | None = None
+        supersedes: int | None = None
+
+        def stored(decision_id: str) -> DecisionEntry:
+            entry = entries.get(decision_id)
+            if entry is None:
+                raise StateError(f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed", field="history")
+            return entry
+
+        def settle(entry: DecisionEntry, plan: Plan) -> Settlement:
+            if entry.decision_id == corrected_id:
+                return self._learn(plan, realised, settled_at, running)
+            assert entry.settlement is not None and entry.decision is not None
+            return self._learn(plan, self._outcome_of(entry.plan, entry.decision, entry.settlement), entry.settlement.settled_at, running)
+
+        for item in self.history.log_entries():
+            decision_id = str(item.payload.get("date"))
+            if item.kind == "prediction":
+                plan = stored(decision_id).plan
+                pending[decision_id] = replace(plan, **self._predictions(running.learner, plan.experience_ids))
+            elif item.kind == "withdrawal":
+                pending.pop(decision_id, None)
+            elif item.kind == "score" and decision_id not in scored:
+                scored.add(decision_id)
+                result = settle(stored(decision_id), pending.pop(decision_id))
+                if decision_id == corrected_id:
+                    corrected, supersedes = result, item.index
+        for decision_id, entry in entries.items():
+            if entry.settlement is not None and not entry.plan.experience_ids:
+                result = settle(entry, entry.plan)
+                if decision_id == corrected_id:
+                    corrected = result
+        if corrected is None:
+            raise StateError(f"decision {corrected_id!r} is settled but the log holds no score for it", field="history")
+        return running, corrected, supersedes
+
+    def _predictions(self, learner: EmpiricalBayesLearner, ids: Sequence[ExperienceId]) -> dict[str, Any]:
+        """What a plan freezes from the learner: every mode's predictions and the selected mode's."""
+        mode_predictions = learner.predict_modes(ids)
+        selected = learner.selected_mode
+        return {
+            "predictions": dict(zip(ids, mode_predictions[selected], strict=True)),
+            "mode_predictions": {m.value: v for m, v in mode_predictions.items()},
+            "learner_mode": selected.value,
+        }
+
+    def _decided(self, entry: DecisionEntry, advice: str) -> Decision:
+        if entry.decision is None:
+            raise LifecycleError(f"decision {entry.decision_id!r} has no drafts yet: {advice}", field="decision_id")
+        return entry.decision
+
+    def _check_scored(self, plan: Plan, utilities: ArrayLike | None, rule: str | None) -> NDArray[np.float64] | None:
         if (utilities is None) == (rule is None):
             raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
-        given_utilities = None
-        if utilities is not None:
-            given_utilities = np.asarray(utilities, dtype=np.float64)
-            if given_utilities.shape != (len(plan.masks),) or not np.all(np.isfinite(given_utilities)):
-                raise InputError(f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given_utilities.shape}", field="utilities")
-        elif not scoring_rule(str(rule)).mixable:
-            raise InputError(f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities", field="rule")
-        if entry.settlement is not None:
-            previous = entry.settlement
-            same = previous.rule == rule and previous.outcome == outcome and (given_utilities is None or np.array_equal(previous.draft_utilities, given_utilities))
-            if same:
-                return previous
-            raise SettlementConflictError(f"decision {decision_id!r} was already settled with a different outcome", field="outcome" if rule else "utilities")
-        decision = entry.decision
-        if decision is None:
-            raise LifecycleError(f"decision {decision_id!r} has no drafts yet: decide before settling", field="decision_id")
-        settled_at = self._settled_at(decision_id, plan, at)
+        if utilities is None:
+            if not scoring_rule(str(rule)).mixable:
+                raise InputError(f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities", field="rule")
+            return None
+        given = np.asarray(utilities, dtype=np.float64)
+        if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
+            raise InputError(f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}", field="utilities")
+        return given
+
+    @staticmethod
+    def _same_scored(settlement: Settlement, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None) -> bool:
+        return settlement.rule == rule and settlement.outcome == outcome and (utilities is None or np.array_equal(settlement.draft_utilities, utilities))
+
+    def _portfolio_outcome(self, plan: Plan, decision: Decision, prices: NDArray[np.float64]) -> _Outcome:
+        """Every draft, the reference, the draft mean, the chosen weights and the 201 mixtures scored on the prices."""
+        draft_mean = decision.drafts.mean(axis=0)
+        batch = np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights])
+        batch = batch / batch.sum(axis=1, keepdims=True)
+        scores = np.asarray(utility(batch, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp))
+        n_drafts = decision.drafts.shape[0]
+        reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
+        mixture_u = mixture_utilities(plan.reference, draft_mean, prices, plan.previous, self.config.risk_aversion, self.config.fee_bp, GRID)
+        return _Outcome(scores[:n_drafts], reference_u, mean_u, chosen_u, mixture_u, prices.copy())
+
+    def _scored_outcome(self, decision: Decision, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None) -> _Outcome:
+        """A scored decision's utilities: given, or the rule's scores of the drafts, their mean, the played blend and the mixtures."""
         reference_index = decision.reference_index or 0
         mixture_u = np.zeros(0)
         mean_u: float | None = None
         chosen_u: float | None = None
-        if given_utilities is not None:
-            draft_utilities = given_utilities
+        if utilities is not None:
+            draft_utilities = utilities
             if decision.played is not None:
                 chosen_u = float(draft_utilities[decision.played])
         else:
@@ -572,9 +757,14 @@ class MemTrial:
             mixtures = GRID[:, None] * vectors[reference_index] + (1.0 - GRID[:, None]) * draft_mean
             mixture_u = score_drafts(str(rule), outcome, vectors=mixtures)
         reference_u = float(draft_utilities[reference_index])
-        settlement = self._learn(plan, draft_utilities, reference_u, mean_u, chosen_u, mixture_u, settled_at, np.zeros((0, 0)))
-        settlement = replace(settlement, outcome=outcome, rule=rule, scored=True)
-        return self._record(entry, settlement, settled_at)
+        return _Outcome(draft_utilities, reference_u, mean_u, chosen_u, mixture_u, np.zeros((0, 0)), outcome, rule, True)
+
+    def _outcome_of(self, plan: Plan, decision: Decision, settlement: Settlement) -> _Outcome:
+        """A stored settlement's outcome, recomputed from what it was given (prices, an outcome and rule, or utilities)."""
+        if plan.kind == "portfolio":
+            return self._portfolio_outcome(plan, decision, settlement.rel_prices)
+        utilities = settlement.draft_utilities if settlement.rule is None else None
+        return self._scored_outcome(decision, utilities, settlement.outcome, settlement.rule)
 
     def _settled_at(self, decision_id: str, plan: Plan, at: Time | None) -> Time:
         settled_at = plan.maturity if at is None else at
@@ -588,23 +778,19 @@ class MemTrial:
     def _record(self, entry: DecisionEntry, settlement: Settlement, settled_at: Time) -> Settlement:
         entry.settlement = settlement
         self.history.put(entry)
+        if settlement.contributions:
+            self.history.append_contributions(entry.decision_id, settlement.contributions, settlement.centred)
         if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return settlement
 
-    def _learn(
-        self,
-        plan: Plan,
-        draft_utilities: NDArray[np.float64],
-        reference_u: float,
-        mean_u: float | None,
-        chosen_u: float | None,
-        mixture_u: NDArray[np.float64],
-        settled_at: Time,
-        prices: NDArray[np.float64],
-    ) -> Settlement:
+    def _running(self) -> _Running:
+        return _Running(self.learner, self.gate, self.fallback, self.noise)
+
+    def _learn(self, plan: Plan, realised: _Outcome, settled_at: Time, running: _Running) -> Settlement:
         """Credit, score and learn from a settled decision's utilities (the same for every kind)."""
         ids = plan.experience_ids
+        draft_utilities = realised.draft_utilities
         contributions: dict[ExperienceId, float] = {}
         centred: dict[ExperienceId, float] = {}
         interactions: dict[str, float] = {}
@@ -615,38 +801,40 @@ class MemTrial:
             centred = dict(zip(ids, (float(c) for c in contrast - contrast.mean()), strict=True))
             if len(ids) >= 2 and self.config.diagnostics:
                 interactions = interaction_contrasts(draft_utilities, list(plan.masks), len(ids))
-            score = self.gate.score_predictions(plan.decision_id, plan.predictions, centred).score
-            self._score_modes(plan, centred)
-            self.learner.update(plan.decision_id, contributions)
-            self.history.append_contributions(plan.decision_id, contributions, centred)
-        if mixture_u.size and mean_u is not None:  # a scored decision settled with bare utilities has no mixtures to learn q from
-            self.fallback.update(mixture_u, reference_u, mean_u)
-        if mean_u is not None:
-            self.noise.add(noise_gain(draft_utilities, mean_u))
+            score = running.gate.score_predictions(plan.decision_id, plan.predictions, centred).score
+            self._score_modes(running.learner, plan, centred)
+            running.learner.update(plan.decision_id, contributions)
+        if realised.mixture_u.size and realised.mean_u is not None:  # a scored decision settled with bare utilities has no mixtures to learn q from
+            running.fallback.update(realised.mixture_u, realised.reference_u, realised.mean_u)
+        if realised.mean_u is not None:
+            running.noise.add(noise_gain(draft_utilities, realised.mean_u))
         return Settlement(
             decision_id=plan.decision_id,
             settled_at=settled_at,
-            rel_prices=prices,
+            rel_prices=realised.prices,
             draft_utilities=draft_utilities,
-            reference_utility=reference_u,
-            mean_utility=mean_u,
-            chosen_utility=chosen_u,
-            mixture_utilities=mixture_u,
+            reference_utility=realised.reference_u,
+            mean_utility=realised.mean_u,
+            chosen_utility=realised.chosen_u,
+            mixture_utilities=realised.mixture_u,
             contributions=contributions,
             centred=centred,
             interactions=interactions,
             score=score,
-            values={e: self.learner.predict(e) for e in ids},
+            values={e: running.learner.predict(e) for e in ids},
+            outcome=realised.outcome,
+            rule=realised.rule,
+            scored=realised.scored,
         )
 
-    def _score_modes(self, plan: Plan, centred: Mapping[ExperienceId, float]) -> None:
+    def _score_modes(self, learner: EmpiricalBayesLearner, plan: Plan, centred: Mapping[ExperienceId, float]) -> None:
         if self.config.learner is not LearnerMode.AUTO:
             return
         realised = [centred[e] for e in plan.experience_ids]
         for mode, predicted in plan.mode_predictions.items():
             value = pearson_score(predicted, realised)
             if value is not None:
-                self.learner.record_score(mode, value)
+                learner.record_score(mode, value)
 
     # -- queries -----------------------------------------------------------
     def _entry(self, decision_id: str) -> DecisionEntry:
@@ -683,11 +871,15 @@ class MemTrial:
         return {e: self.learner.predict(e) for e in self.experiences}
 
     def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
-        """(mean, sd, n) of an experience's value; sd is None before the learner has data."""
+        """(mean, sd, n) of an experience's value; sd is None before the learner has data.
+
+        The sd is the reported one (:meth:`EmpiricalBayesLearner.reported_posterior`): the plug-in
+        posterior's plus the uncertainty of the estimated tau2, never 0 for a value learnt from data.
+        """
         self._experience(experience_id)
         if not self.learner.is_fitted:
             return 0.0, None, 0
-        posterior = self.learner.posterior(experience_id)
+        posterior = self.learner.reported_posterior(experience_id)
         return posterior.mean, posterior.sd, self.learner.count(experience_id)
 
     # -- state -------------------------------------------------------------

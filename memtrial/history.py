@@ -19,7 +19,7 @@ request costs the same after ten decisions or ten thousand.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from memtrial.errors import StateError
@@ -37,6 +37,8 @@ class DecisionEntry:
     decision: Decision | None = None
     settlement: Settlement | None = None
     withdrawn: str | None = None  # why a plan was abandoned before any decision
+    # outcomes replaced by a correction, oldest first: {"reason", "superseded": the settlement's dict}
+    corrections: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def decision_id(self) -> str:
@@ -50,6 +52,8 @@ class DecisionEntry:
         }
         if self.withdrawn is not None:
             data["withdrawn"] = self.withdrawn
+        if self.corrections:
+            data["corrections"] = list(self.corrections)
         return data
 
     @classmethod
@@ -59,6 +63,7 @@ class DecisionEntry:
             None if data["decision"] is None else Decision.from_dict(data["decision"]),
             None if data["settlement"] is None else Settlement.from_dict(data["settlement"]),
             data.get("withdrawn"),
+            list(data.get("corrections", [])),
         )
 
 
@@ -81,6 +86,12 @@ class History(Protocol):
 
     def log_entries(self) -> Iterable[LogEntry]:
         """Every log entry, in index order (for verification)."""
+
+    def entries_in_order(self) -> Iterable[DecisionEntry]:
+        """Every decision entry, in the order the decisions were planned (to recompute the state after a correction)."""
+
+    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+        """Store an entry whose settlement a correction replaced, and replace its contribution records."""
 
 
 class InMemoryHistory:
@@ -109,6 +120,14 @@ class InMemoryHistory:
 
     def log_entries(self) -> Iterator[LogEntry]:
         return iter(self.log)
+
+    def entries_in_order(self) -> Iterator[DecisionEntry]:
+        return iter(list(self.entries.values()))
+
+    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+        self.entries[entry.decision_id] = entry
+        self.records = [record for record in self.records if record[0] != entry.decision_id]
+        self.records.extend((entry.decision_id, e, float(c)) for e, c in contributions.items())
 
     def prune_settled(self) -> int:
         """Drop settled entries (their learning stays in the engine); returns how many."""
@@ -159,4 +178,10 @@ class DetachedHistory:
         raise self._fail()
 
     def log_entries(self) -> Iterable[LogEntry]:
+        raise self._fail()
+
+    def entries_in_order(self) -> Iterable[DecisionEntry]:
+        raise self._fail()
+
+    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
         raise self._fail()

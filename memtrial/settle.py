@@ -1,6 +1,6 @@
 """Investor mandates, projection onto them, and settlement into utility.
 
-Settlement (SPEC 4.2). Let ``rel[h, i]`` be asset i's close h sessions after
+Settlement (method 4.2). Let ``rel[h, i]`` be asset i's close h sessions after
 entry divided by its entry close (h = 1..H). For weights w and the previous
 book ``w_prev``:
 
@@ -26,6 +26,7 @@ from memtrial.errors import ConfigError, InfeasibleMandateError, InputError
 __all__ = [
     "INVESTORS",
     "Investor",
+    "mandate_violation",
     "nav_paths",
     "nav_paths_by_date",
     "project",
@@ -113,6 +114,18 @@ def _check_groups(
             f"an asset cannot be both risky and defensive, got both at indices {overlap.tolist()}", field="defensive"
         )
     return risky_mask, defensive_mask
+
+
+def mandate_violation(weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor, tolerance: float = 1e-6) -> str | None:
+    """Why ``weights`` (n,) break the investor's mandate (the bound and the total), or None when they keep it."""
+    vector = np.asarray(weights, dtype=np.float64)
+    risky_total = float(vector[np.asarray(risky, dtype=bool)].sum())
+    defensive_total = float(vector[np.asarray(defensive, dtype=bool)].sum())
+    if risky_total > investor.risky_cap + tolerance:
+        return f"puts {risky_total:.6g} on risky assets; the {investor.name} mandate allows at most {investor.risky_cap}"
+    if defensive_total < investor.defensive_floor - tolerance:
+        return f"puts {defensive_total:.6g} on defensive assets; the {investor.name} mandate needs at least {investor.defensive_floor}"
+    return None
 
 
 def project(
@@ -247,7 +260,7 @@ def nav_paths(
 
 
 def _utility_of_paths(paths: NDArray[np.float64], gamma: float) -> NDArray[np.float64]:
-    """U = J - (gamma / 2) Var of each row of NAV paths (b, H) (SPEC 4.2).
+    """U = J - (gamma / 2) Var of each row of NAV paths (b, H) (method 4.2).
 
     The sessions run along the leading axis of an (H, b) array, so every sum adds them one after
     another and a row's utility does not depend on the batch it is in."""

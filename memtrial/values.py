@@ -1,4 +1,4 @@
-"""Experience values: the empirical-Bayes Fay–Herriot learner (SPEC 4.4).
+"""Experience values: the empirical-Bayes Fay–Herriot learner (method 4.4).
 
 The learner works on per-experience sufficient statistics of date-centred
 contributions, kept as running sums so that learning from a matured date
@@ -8,7 +8,7 @@ touches only that date's records:
   them to the running statistics (count, sum and sum of squared deviations of
   each experience; numbers of records and dates);
 - ``fit(records)`` replaces the statistics with those of a whole record set
-  (repeats of a (date, experience) averaged first, as SPEC 4.4 says).
+  (repeats of a (date, experience) averaged first, as method 4.4 says).
 
 From the statistics it estimates the noise scale
 
@@ -154,6 +154,68 @@ class CreditBasis(StrEnum):
     RAW = "raw"
 
 
+class OutlierGuard:
+    """Robust learning: what one implausible settlement may do to the statistics.
+
+    Each date's (centred) contributions y are compared with a robust scale s:
+    1.4826 times the median of the nonzero |y| of the last ``window`` records
+    (before this date). A y beyond ``clip`` * s is clipped to +-clip * s
+    (Huber); a date with any y beyond ``reject`` * s is set aside whole (it
+    is counted, and its |y| still enter the scale, so a lasting change of
+    scale is learnt within about window / 2 records). While fewer than
+    ``warmup`` dates are in, the raw dates are kept and the statistics are
+    rebuilt from them at every date with the scale of all of them, so an
+    outlier among the first dates is treated like one among later dates.
+    Memory is bounded: at most ``warmup`` dates and ``window`` magnitudes.
+    """
+
+    __slots__ = ("clip", "recent", "reject", "set_aside", "warm", "warmup", "window")
+
+    def __init__(self, clip: float = 6.0, reject: float = 50.0, window: int = 256, warmup: int = 16) -> None:
+        if not (np.isfinite(clip) and np.isfinite(reject) and 0.0 < clip <= reject):
+            raise ConfigError(f"outlier guard needs 0 < clip <= reject, got clip {clip!r}, reject {reject!r}", field="robust")
+        self.clip, self.reject, self.window, self.warmup = float(clip), float(reject), int(window), int(warmup)
+        self.recent: list[float] = []  # the last ``window`` magnitudes |y|, oldest first
+        self.warm: list[list[Any]] | None = []  # the raw dates [[ids...], [y...]] until ``warmup`` dates are in
+        self.set_aside = 0
+
+    def scale(self, magnitudes: Iterable[float]) -> float | None:
+        nonzero = [m for m in magnitudes if m > 0.0]
+        return 1.4826 * float(np.median(nonzero)) if nonzero else None
+
+    def screen(self, values: list[float], scale: float | None) -> list[float] | None:
+        """The date's values as learnt (clipped), or None when the date is set aside."""
+        if scale is None:
+            return values
+        if any(abs(v) > self.reject * scale for v in values):
+            return None
+        bound = self.clip * scale
+        return [min(max(v, -bound), bound) for v in values]
+
+    def remember(self, values: Iterable[float]) -> None:
+        self.recent.extend(abs(v) for v in values)
+        del self.recent[: max(0, len(self.recent) - self.window)]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clip": self.clip,
+            "reject": self.reject,
+            "window": self.window,
+            "warmup": self.warmup,
+            "recent": list(self.recent),
+            "warm": self.warm,
+            "set_aside": self.set_aside,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OutlierGuard:
+        guard = cls(data["clip"], data["reject"], data["window"], data["warmup"])
+        guard.recent = [float(v) for v in data["recent"]]
+        guard.warm = None if data["warm"] is None else [[list(ids), [float(v) for v in ys]] for ids, ys in data["warm"]]
+        guard.set_aside = int(data["set_aside"])
+        return guard
+
+
 class RunningStatistics:
     """Running per-experience statistics of date-centred contributions.
 
@@ -167,8 +229,9 @@ class RunningStatistics:
     and no date effect is removed from the residual degrees of freedom).
     """
 
-    def __init__(self, centre: bool = True) -> None:
+    def __init__(self, centre: bool = True, guard: OutlierGuard | None = None) -> None:
         self.centre = centre
+        self.guard = guard
         self.index: dict[Hashable, int] = {}
         self.ids: list[Hashable] = []
         self.counts: NDArray[np.int64] = np.zeros(0, dtype=np.int64)
@@ -211,8 +274,48 @@ class RunningStatistics:
         if not all(np.isfinite(v) for v in values):
             raise InputError("contributions must be finite", field="contributions")
         date_mean = sum(values) / len(values) if self.centre else 0.0
-        for experience_id, value in zip(contributions, values, strict=True):
-            y = value - date_mean
+        ys = [value - date_mean for value in values]
+        if not all(np.isfinite(y) for y in ys):
+            raise InputError("contributions are too large to centre (their differences overflow)", field="contributions")
+        guard = self.guard
+        if guard is None:
+            self._add(list(contributions), ys)
+            return True
+        if guard.warm is not None:
+            guard.warm.append([list(contributions), ys])
+            self._rebuild_warm(guard)
+            if len(guard.warm) >= guard.warmup:
+                for _ids, warm_ys in guard.warm:
+                    guard.remember(warm_ys)
+                guard.warm = None
+            return True
+        screened = guard.screen(ys, guard.scale(guard.recent))
+        guard.remember(ys)
+        if screened is None:
+            guard.set_aside += 1
+        else:
+            self._add(list(contributions), screened)
+        return True
+
+    def _rebuild_warm(self, guard: OutlierGuard) -> None:
+        """The statistics of the warm-up dates, screened with the scale of all of them."""
+        assert guard.warm is not None
+        scale = guard.scale(abs(y) for _ids, ys in guard.warm for y in ys)
+        self.index, self.ids = {}, []
+        self.counts, self.sums, self.m2 = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
+        self.n_records = self.n_dates = 0
+        self.total = self.total_sq = 0.0
+        guard.set_aside = 0
+        for ids, ys in guard.warm:
+            screened = guard.screen(ys, scale)
+            if screened is None:
+                guard.set_aside += 1
+            else:
+                self._add(ids, screened)
+
+    def _add(self, experience_ids: list[Any], ys: list[float]) -> None:
+        """Add one date's (centred, screened) values."""
+        for experience_id, y in zip(experience_ids, ys, strict=True):
             row = self._row(experience_id)
             count = int(self.counts[row])
             old_mean = self.sums[row] / count if count else 0.0
@@ -221,9 +324,8 @@ class RunningStatistics:
             self.m2[row] += (y - old_mean) * (y - self.sums[row] / (count + 1))
             self.total += y
             self.total_sq += y * y
-        self.n_records += len(values)
+        self.n_records += len(ys)
         self.n_dates += 1
-        return True
 
     def snapshot(self) -> SufficientStatistics | None:
         """The statistics the model is fitted on; None before any centred record."""
@@ -275,6 +377,7 @@ class RunningStatistics:
         size = len(self.ids)
         return {
             **({} if self.centre else {"centre": False}),
+            **({} if self.guard is None else {"guard": self.guard.to_dict()}),
             "ids": list(self.ids),
             "counts": [int(c) for c in self.counts[:size]],
             "sums": [float(v) for v in self.sums[:size]],
@@ -287,7 +390,8 @@ class RunningStatistics:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunningStatistics:
-        stats = cls(bool(data.get("centre", True)))
+        guard = data.get("guard")
+        stats = cls(bool(data.get("centre", True)), None if guard is None else OutlierGuard.from_dict(guard))
         ids = list(data["ids"])
         if not (len(ids) == len(data["counts"]) == len(data["sums"]) == len(data["m2"])):
             raise StateError("learner statistics must have one count, sum and m2 per experience", field="learner")
@@ -307,7 +411,7 @@ def sufficient_statistics(records: Iterable[Record]) -> SufficientStatistics | N
     """Centre by date, then reduce to per-experience statistics; None without centred records.
 
     s2 = residual_ss / dof when dof > 0 and that is positive, else the plain
-    variance of all centred contributions (SPEC 4.4).
+    variance of all centred contributions (method 4.4).
     """
     return RunningStatistics.from_records(records).snapshot()
 
@@ -321,11 +425,15 @@ class _Fit:
     scale: float
     model: FayHerriotFit
     features: Mapping[Hashable, NDArray[np.float64]]
+    observed: NDArray[np.float64] | None = None  # m_h in units of s, for the variance of the estimated tau2
+    design: NDArray[np.float64] | None = None  # z_h in the rows' order
 
-    def posterior(self, experience_id: Hashable) -> ValuePosterior:
+    def posterior(self, experience_id: Hashable, hyper: bool = False) -> ValuePosterior:
+        """The plug-in posterior at the fitted (sigma_b2, tau2); ``hyper`` adds the variance of estimating tau2."""
         row = self.index.get(experience_id)
         if row is not None:
-            return ValuePosterior(float(self.model.mean[row] * self.scale), float(np.sqrt(self.model.variance[row]) * self.scale))
+            variance = float(self.model.variance[row]) + (self._hyper_variance(row) if hyper else 0.0)
+            return ValuePosterior(float(self.model.mean[row] * self.scale), float(np.sqrt(variance) * self.scale))
         z = self.features.get(experience_id)
         variance = self.model.tau2
         mean = 0.0
@@ -333,6 +441,26 @@ class _Fit:
             mean = float(z @ self.model.beta)
             variance += float(z @ self.model.beta_cov @ z)
         return ValuePosterior(mean * self.scale, float(np.sqrt(variance) * self.scale))
+
+    def _hyper_variance(self, row: int) -> float:
+        """What the plug-in posterior variance leaves out: the uncertainty of the estimated tau2.
+
+        At tau2 = 0 the plug-in posterior is a point (sd 0) however scattered
+        the contributions are. Morris's (1983) correction adds
+        ``2 / (H - p - 2) * B**2 * max((m - z'beta)**2, 1/n)`` with the
+        shrinkage ``B = (1/n) / (tau2 + 1/n)`` (denominator at least 1), which
+        is positive for every experience with data and vanishes as B -> 0.
+        Reported sds only: posterior means, and so every decision, are unchanged.
+        """
+        if self.observed is None:
+            return 0.0
+        n = float(self.counts[row])
+        sampling = 1.0 / n
+        shrinkage = sampling / (float(self.model.tau2) + sampling)
+        prior = 0.0 if self.design is None or self.design.shape[1] == 0 else float(self.design[row] @ self.model.beta)
+        spread = max((float(self.observed[row]) - prior) ** 2, sampling)
+        dof = max(self.observed.shape[0] - self.model.beta.shape[0] - 2, 1)
+        return float(2.0 / dof * shrinkage * shrinkage * spread)
 
 
 class _ModeScores:
@@ -362,6 +490,8 @@ class EmpiricalBayesLearner:
     centre : learn from date-centred contributions (the default: relative
         values) or, with False, from the raw same-day contrasts (absolute
         values: what including an experience adds to a draft).
+    robust : screen every date through an :class:`OutlierGuard` (one
+        implausible settlement cannot dominate or zero the values).
     """
 
     def __init__(
@@ -371,6 +501,7 @@ class EmpiricalBayesLearner:
         n_components: int | None = DEFAULT_COMPONENTS,
         min_auto_scores: int = MIN_AUTO_SCORES,
         centre: bool = True,
+        robust: bool = False,
     ) -> None:
         self.mode = parse_choice(LearnerMode, mode, "mode")
         if n_components is not None and (isinstance(n_components, bool) or n_components < 1):
@@ -380,8 +511,9 @@ class EmpiricalBayesLearner:
         self.n_components = n_components
         self.min_auto_scores = min_auto_scores
         self.centre = centre
+        self.robust = robust
         self.features: dict[Hashable, NDArray[np.float64]] = {}
-        self.statistics = RunningStatistics(centre)
+        self.statistics = self._empty_statistics()
         self.mode_scores: dict[LearnerMode, _ModeScores] = {LearnerMode.IDENTITY: _ModeScores(), LearnerMode.CONTENT: _ModeScores()}
         self._fits: dict[LearnerMode, _Fit] = {}
         self._stale = False
@@ -440,6 +572,15 @@ class EmpiricalBayesLearner:
             self._features_hash = (self._features_version, digest)
         return self._features_hash
 
+    def _empty_statistics(self) -> RunningStatistics:
+        return RunningStatistics(self.centre, OutlierGuard() if self.robust else None)
+
+    @property
+    def dates_set_aside(self) -> int:
+        """Dates the outlier guard has set aside (0 for a learner that is not robust)."""
+        guard = self.statistics.guard
+        return 0 if guard is None else guard.set_aside
+
     # -- learning ---------------------------------------------------------
     def update(self, date: Hashable, contributions: Mapping[Any, float]) -> EmpiricalBayesLearner:
         """Learn from one new date: its contributions, one per experience; returns self.
@@ -457,13 +598,24 @@ class EmpiricalBayesLearner:
         records: (date, experience_id, contribution) tuples or
         :class:`~memtrial.credit.ContributionRecord` s, in any order.
         """
-        self.statistics = RunningStatistics.from_records(records, self.centre)
+        if self.robust:  # the guard screens dates in the order they were learnt
+            by_date: dict[Hashable, dict[Hashable, float]] = {}
+            for record in records:
+                date, experience_id, contribution = (record.date, record.experience_id, record.contribution) if isinstance(record, ContributionRecord) else record
+                by_date.setdefault(date, {})[experience_id] = float(contribution)
+            self.statistics = self._empty_statistics()
+            for contributions in by_date.values():
+                self.statistics.add_date(contributions)
+        else:
+            self.statistics = RunningStatistics.from_records(records, self.centre)
         self._stale = True
         self._refit()
         return self
 
     def fit_arrays(self, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> EmpiricalBayesLearner:
         """:meth:`fit` on records given as three aligned arrays (N,); returns self."""
+        if self.robust:
+            return self.fit(zip(np.asarray(dates).tolist(), np.asarray(experience_ids).tolist(), np.asarray(contributions, dtype=np.float64).tolist(), strict=True))
         self.statistics = RunningStatistics.from_arrays(dates, experience_ids, contributions, self.centre)
         self._stale = True
         self._refit()
@@ -501,7 +653,8 @@ class EmpiricalBayesLearner:
                 model = fit_fay_herriot(stats.means / stats.scale, counts, z)
             else:
                 model = _degenerate(len(stats.experience_ids), z.shape[1])
-            self._fits[mode] = _Fit(index, stats.counts, stats.scale, model, vectors)
+            observed = stats.means / stats.scale if stats.scale > 0.0 else None
+            self._fits[mode] = _Fit(index, stats.counts, stats.scale, model, vectors, observed, z)
 
     def _aligned_features(self, ids: tuple[Hashable, ...]) -> NDArray[np.float64]:
         """(H, p) content features in the statistics' row order (z = 0 without an embedding).
@@ -557,10 +710,19 @@ class EmpiricalBayesLearner:
         return {mode: tuple(self.predict(i, mode) for i in ids) for mode in self._modes()}
 
     def posterior(self, experience_id: Hashable, mode: LearnerMode | str | None = None) -> ValuePosterior:
-        """Posterior (mean, sd) in utility units. Requires a fit."""
+        """Plug-in posterior (mean, sd) in utility units, at the fitted variances. Requires a fit."""
         if not self.is_fitted:
             raise LifecycleError("the learner has no centred records yet: fit it on dates with >= 2 experiences")
         return self._posterior(experience_id, mode)
+
+    def reported_posterior(self, experience_id: Hashable, mode: LearnerMode | str | None = None) -> ValuePosterior:
+        """(mean, sd) as reported to people: the sd adds the uncertainty of the estimated tau2
+        (Morris's correction), so a learnt value never reads sd 0 because tau2 was estimated at 0."""
+        if not self.is_fitted:
+            raise LifecycleError("the learner has no centred records yet: fit it on dates with >= 2 experiences")
+        key = self.selected_mode if mode is None else LearnerMode(mode)
+        self._posterior(experience_id, key)
+        return self.fits_[key].posterior(experience_id, hyper=True)
 
     def count(self, experience_id: Hashable) -> int:
         """Number of dates the experience has a centred contribution on."""
@@ -584,6 +746,8 @@ class EmpiricalBayesLearner:
 
     def load_state_dict(self, data: Mapping[str, Any]) -> None:
         statistics = RunningStatistics.from_dict(data["statistics"])
+        if (statistics.guard is not None) != self.robust:
+            raise StateError(f"the learner's statistics are {'' if statistics.guard is not None else 'not '}screened for outliers; the learner expects {'' if self.robust else 'no '}screening", field="learner")
         if statistics.centre != self.centre:
             raise StateError(f"the learner's statistics are {'centred' if statistics.centre else 'raw'}, the learner expects {'centred' if self.centre else 'raw'}", field="learner")
         self.statistics = statistics

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.validation import bounded_text
+from service.validation import AssetName, bounded_text
 
 __all__ = [
     "AgentList",
@@ -19,6 +19,7 @@ __all__ = [
     "Asset",
     "AssetClass",
     "ContributionPublic",
+    "CorrectionPublic",
     "DecisionList",
     "DecisionPublic",
     "DecisionRecord",
@@ -94,7 +95,7 @@ class ErrorBody(Public):
 class Asset(Public):
     model_config = ConfigDict(extra="forbid")
 
-    asset: bounded_text(64)  # type: ignore[valid-type]
+    asset: AssetName
     asset_class: AssetClass
 
 
@@ -256,6 +257,14 @@ class DecisionPublic(Public):
     reference: int | None = None
 
 
+class CorrectionPublic(Public):
+    """An outcome a correction replaced: why, when, and the settlement as it stood (superseded)."""
+
+    reason: str
+    corrected_at: dt.datetime
+    superseded: dict[str, Any] = Field(description="the replaced settlement as it was answered")
+
+
 class SettlementPublic(Public):
     decision_id: str
     status: str
@@ -271,6 +280,7 @@ class SettlementPublic(Public):
     values: dict[str, ValuePublic]
     outcome: Any = None
     rule: str | None = None
+    corrections: list[CorrectionPublic] = Field(default_factory=list, description="outcomes this settlement replaced, oldest first")
 
 
 class DecisionSummary(Public):
@@ -325,6 +335,9 @@ class LogPage(Public):
 
     gate_hash: str
     n_entries: int
+    superseded: dict[str, int] = Field(
+        default_factory=dict, description="score entries a correction replaced, by index (as a string): the index of that correction entry"
+    )
     items: list[LogEntryPublic]
     next_cursor: str | None
     limit: int

@@ -26,7 +26,7 @@ from service.jobs import RefitRunner
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.providers import load_providers
-from service.ratelimit import SharedRateLimiter
+from service.ratelimit import SharedRateLimiter, TrustedProxies
 from service.routes import agents, decisions, experiences, health, llm, refit, trust
 from service.schemas import ERROR_RESPONSES
 from service.settings import Settings
@@ -78,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         limiter=SharedRateLimiter(settings.rate_limit_file),
         keys=KeyCache(settings.auth_cache_seconds),
         jobs=runner,
+        trusted_proxies=TrustedProxies(settings.trusted_proxies),
     )
     app.state.services = services
     install_handlers(app)
@@ -102,20 +103,30 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, body_timeout=settings.body_timeout_seconds)
     return app
+
+
+#: label values come from fixed sets, so no request can add series to /metrics: methods outside these
+#: read "other", paths no route matched read "unmatched", statuses are HTTP's own three digits
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 def _route_of(request: Request) -> str:
     return str(getattr(request.scope.get("route"), "path", "unmatched"))
 
 
+def _method_of(request: Request) -> str:
+    return request.method if request.method in METHODS else "other"
+
+
 def _record(request: Request, status: int, start: float) -> None:
     path = _route_of(request)
-    LATENCY.labels(request.method, path).observe(time.perf_counter() - start)
-    REQUESTS.labels(request.method, path, str(status)).inc()
+    method = _method_of(request)
+    LATENCY.labels(method, path).observe(time.perf_counter() - start)
+    REQUESTS.labels(method, path, str(status) if 100 <= status <= 599 else "other").inc()
     elapsed = round(1000 * (time.perf_counter() - start), 2)
-    logger.info("request", extra={"request_id": request.state.request_id, "method": request.method, "path": path, "status": status, "ms": elapsed})
+    logger.info("request", extra={"request_id": request.state.request_id, "method": method, "path": path, "status": status, "ms": elapsed})
 
 
 def _mount_docs(app: FastAPI) -> None:

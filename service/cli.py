@@ -17,6 +17,21 @@ def _database_url(option: str | None) -> str:
     return option or os.environ.get("MEMTRIAL_DATABASE_URL", DEFAULT_DATABASE_URL)
 
 
+def port_problem(host: str, port: int) -> str | None:
+    """Why the server could not listen on host:port (None: it can). Binds as the server will, with
+    SO_REUSEADDR: a port a crashed server left in TIME-WAIT is free, one a live process listens on is not."""
+    import socket
+
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+            probe.listen(1)
+        except OSError as error:
+            return error.strerror or str(error)
+    return None
+
+
 def serve(
     database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP),
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
@@ -25,7 +40,9 @@ def serve(
     migrate: bool = typer.Option(True, help="Upgrade the database schema before serving."),
 ) -> None:
     """Run the REST service (migrates the database first)."""
-    import socket
+    import shutil
+    import signal
+    import sys
     import tempfile
 
     import uvicorn
@@ -41,27 +58,39 @@ def serve(
         load_providers(settings.llm_config)
     except (ValueError, LLMConfigError) as error:
         raise _fail(error) from None
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError as error:
-            raise _fail(f"cannot listen on {host}:{port}: {error.strerror}") from None
+    problem = port_problem(host, port)
+    if problem is not None:
+        raise _fail(f"cannot listen on {host}:{port}: {problem}")
     if migrate:
         upgrade(url)
+    scratch = None
     if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):  # the workers of this server count rate limits together
-        os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = os.path.join(tempfile.mkdtemp(prefix="memtrial-"), "rate-limits")
+        scratch = tempfile.mkdtemp(prefix="memtrial-")
+        os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = os.path.join(scratch, "rate-limits")
     if workers > 1:
         os.environ["MEMTRIAL_SUPERVISOR_PID"] = str(os.getpid())
+    from service.server import GuardedH11Protocol
+
     typer.echo(f"memtrial service on http://{host}:{port} (database {url.split('@')[-1]})")
-    uvicorn.run(
-        "service.app:create_app_from_env",
-        factory=True,
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
-    )
+    # uvicorn re-raises the SIGTERM it shut down for once it has restored this handler: exit through
+    # Python, so the scratch folder below is removed, with the status a SIGTERM death would give
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        uvicorn.run(
+            "service.app:create_app_from_env",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+            timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
+            http=GuardedH11Protocol,
+            # the client address is the peer's; X-Forwarded-For is read by the app, from MEMTRIAL_TRUSTED_PROXIES only
+            proxy_headers=False,
+        )
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 tenants = typer.Typer(help="Manage tenants and their API keys.", no_args_is_help=True)

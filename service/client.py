@@ -28,6 +28,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from pydantic import TypeAdapter
@@ -67,6 +68,41 @@ class ServiceError(Exception):
 
 def _time(value: dt.datetime | str) -> str:
     return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def _segment(value: str, name: str) -> str:
+    """An id as one path segment: a non-empty string without '/' (ValueError naming the parameter otherwise),
+    percent-encoded, so no id can reach another resource."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if "/" in value or "\\" in value:
+        raise ValueError(f"{name} must be a single id, not a path: got {value!r}")
+    if value in (".", ".."):
+        raise ValueError(f"{name} must be an id, got {value!r}")
+    return quote(value, safe="")
+
+
+def _outcome_body(
+    prices: Mapping[str, Sequence[float]] | None,
+    returns: Mapping[str, Sequence[float]] | None,
+    utilities: Sequence[float] | None,
+    outcome: Any,
+    rule: str | None,
+    settled_at: dt.datetime | str | None,
+) -> dict[str, Any]:
+    """The body of a settle or a correction."""
+    body: dict[str, Any] = {}
+    if prices is not None:
+        body["prices"] = {asset: list(values) for asset, values in prices.items()}
+    if returns is not None:
+        body["returns"] = {asset: list(values) for asset, values in returns.items()}
+    if utilities is not None:
+        body["utilities"] = [float(u) for u in utilities]
+    if rule is not None:
+        body["rule"], body["outcome"] = rule, outcome
+    if settled_at is not None:
+        body["settled_at"] = _time(settled_at)
+    return body
 
 
 def _params(**values: Any) -> dict[str, Any]:
@@ -173,10 +209,13 @@ class Operations:
         drafter: Mapping[str, Any] | None = None,
         action: str = "gate",
         credit: str = "centred",
+        robust: bool = True,
     ) -> Any:
         """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
         names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`."""
         body: dict[str, Any] = {"name": name, "kind": kind, "design": design, "learner": learner, "fallback": fallback, "fee_bp": fee_bp, "action": action, "credit": credit}
+        if not robust:
+            body["robust"] = False
         optional = {"investor": investor, "universe": None if universe is None else list(universe), "outcomes": None if outcomes is None else list(outcomes)}
         body.update({key: value for key, value in optional.items() if value is not None})
         if gate is not None:
@@ -186,13 +225,13 @@ class Operations:
         return self._run(Call("POST", "/v1/agents", body, model=AgentPublic, creates=True))
 
     def get_agent(self, agent_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{agent_id}", model=AgentPublic))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}", model=AgentPublic))
 
     def update_agent(self, agent_id: str, *, name: str | None = None, drafter: Mapping[str, Any] | None = None, remove_drafter: bool = False) -> Any:
         body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
         if remove_drafter:
             body["remove_drafter"] = True
-        return self._run(Call("PATCH", f"/v1/agents/{agent_id}", body, model=AgentPublic))
+        return self._run(Call("PATCH", f"/v1/agents/{_segment(agent_id, 'agent_id')}", body, model=AgentPublic))
 
     def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> Any:
         """One page of the tenant's agents (:class:`~service.api_types.AgentList`)."""
@@ -200,36 +239,36 @@ class Operations:
 
     def delete_agent(self, agent_id: str) -> Any:
         """Delete the agent and everything it owns (irreversible)."""
-        return self._run(Call("DELETE", f"/v1/agents/{agent_id}"))
+        return self._run(Call("DELETE", f"/v1/agents/{_segment(agent_id, 'agent_id')}"))
 
     # -- experiences ------------------------------------------------------------
     def add_experience(self, agent_id: str, text: str, metadata: Mapping[str, Any] | None = None, structured: Mapping[str, Any] | None = None) -> Any:
         body = {"text": text, "metadata": dict(metadata or {}), "structured": None if structured is None else dict(structured)}
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences", body, model=ExperiencePublic, creates=True))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", body, model=ExperiencePublic, creates=True))
 
     def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Any:
         """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``)."""
         items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences", {"experiences": items}, model=ExperienceList, creates=True))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", {"experiences": items}, model=ExperienceList, creates=True))
 
     def list_experiences(self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None) -> Any:
         params = _params(limit=limit, offset=offset or None, cursor=cursor, active=None if active is None else str(active).lower())
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/experiences", params=params, model=ExperienceList))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", params=params, model=ExperienceList))
 
     def get_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/experiences/{experience_id}", model=ExperienceDetail))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}", model=ExperienceDetail))
 
     def update_experience(self, agent_id: str, experience_id: str, metadata: Mapping[str, Any]) -> Any:
-        return self._run(Call("PATCH", f"/v1/agents/{agent_id}/experiences/{experience_id}", {"metadata": dict(metadata)}, model=ExperiencePublic))
+        return self._run(Call("PATCH", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}", {"metadata": dict(metadata)}, model=ExperiencePublic))
 
     def retire_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences/{experience_id}/retire", model=ExperiencePublic))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}/retire", model=ExperiencePublic))
 
     def delete_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(Call("DELETE", f"/v1/agents/{agent_id}/experiences/{experience_id}"))
+        return self._run(Call("DELETE", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}"))
 
     def search_experiences(self, agent_id: str, query: str, k: int = 4) -> Any:
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/experiences/search", {"query": query, "k": k}, model=SearchResult))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/search", {"query": query, "k": k}, model=SearchResult))
 
     # -- decisions --------------------------------------------------------------
     def create_decision(
@@ -257,14 +296,14 @@ class Operations:
         if reference_weights is not None:
             body["reference_weights"] = dict(reference_weights)
         model = PlanPublic if drafting == "client" else DecisionPublic
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/decisions", body, model=model, creates=True))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", body, model=model, creates=True))
 
     def submit_drafts(self, agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None) -> Any:
         """One draft per designed subset, in the plan's order (``reference``: scored decisions' reference draft)."""
         body: dict[str, Any] = {"drafts": [dict(d) if isinstance(d, Mapping) else d for d in drafts]}
         if reference is not None:
             body["reference"] = reference
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/decisions/{decision_id}/drafts", body, model=DecisionPublic, creates=True))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/drafts", body, model=DecisionPublic, creates=True))
 
     def settle(
         self,
@@ -279,50 +318,58 @@ class Operations:
         settled_at: dt.datetime | str | None = None,
     ) -> Any:
         """Settle with prices or returns (portfolio), or utilities, or an outcome and its rule (scored)."""
-        body: dict[str, Any] = {}
-        if prices is not None:
-            body["prices"] = {asset: list(values) for asset, values in prices.items()}
-        if returns is not None:
-            body["returns"] = {asset: list(values) for asset, values in returns.items()}
-        if utilities is not None:
-            body["utilities"] = [float(u) for u in utilities]
-        if rule is not None:
-            body["rule"], body["outcome"] = rule, outcome
-        if settled_at is not None:
-            body["settled_at"] = _time(settled_at)
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/decisions/{decision_id}/settle", body, model=SettlementPublic, creates=True))
+        body = _outcome_body(prices, returns, utilities, outcome, rule, settled_at)
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/settle", body, model=SettlementPublic, creates=True))
+
+    def correct(
+        self,
+        agent_id: str,
+        decision_id: str,
+        *,
+        reason: str,
+        prices: Mapping[str, Sequence[float]] | None = None,
+        returns: Mapping[str, Sequence[float]] | None = None,
+        utilities: Sequence[float] | None = None,
+        outcome: Any = None,
+        rule: str | None = None,
+        settled_at: dt.datetime | str | None = None,
+    ) -> Any:
+        """Replace a settled decision's wrong outcome (what :meth:`settle` takes, and the reason): the agent
+        relearns as if settled right from the start; the log keeps the superseded score."""
+        body = {**_outcome_body(prices, returns, utilities, outcome, rule, settled_at), "reason": reason}
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/corrections", body, model=SettlementPublic, creates=True))
 
     def get_decision(self, agent_id: str, decision_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/decisions/{decision_id}", model=DecisionRecord))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}", model=DecisionRecord))
 
     def list_decisions(
         self, agent_id: str, *, limit: int = 50, cursor: str | None = None, status: str | None = None, maturity_before: dt.datetime | str | None = None
     ) -> Any:
         """One page of the agent's decisions, oldest first (:class:`~service.api_types.DecisionList`)."""
         params = _params(limit=limit, cursor=cursor, status=status, maturity_before=None if maturity_before is None else _time(maturity_before))
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/decisions", params=params, model=DecisionList))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", params=params, model=DecisionList))
 
     # -- trust and values -------------------------------------------------------
     def trust(self, agent_id: str, *, limit: int = 200) -> Any:
         """Gate, state and the ``limit`` most recent scores with the statistic after each."""
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/trust", params={"limit": limit}, model=TrustPublic))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust", params={"limit": limit}, model=TrustPublic))
 
     def trust_log(self, agent_id: str, *, limit: int = 200, cursor: str | None = None) -> Any:
         """One page of the raw hash-chained log (:class:`~service.api_types.LogPage`)."""
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/trust/log", params=_params(limit=limit, cursor=cursor), model=LogPage))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/log", params=_params(limit=limit, cursor=cursor), model=LogPage))
 
     def verify(self, agent_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/trust/verify", model=VerifyPublic))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/verify", model=VerifyPublic))
 
     def values(self, agent_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/values", model=ValuesPublic))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/values", model=ValuesPublic))
 
     # -- full-Bayes refit -------------------------------------------------------
     def start_refit(self, agent_id: str, method: str = "nuts") -> Any:
-        return self._run(Call("POST", f"/v1/agents/{agent_id}/refit", {"method": method}, model=RefitPublic, creates=True))
+        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit", {"method": method}, model=RefitPublic, creates=True))
 
     def get_refit(self, agent_id: str, job_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{agent_id}/refit/{job_id}", model=RefitPublic))
+        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit/{_segment(job_id, 'job_id')}", model=RefitPublic))
 
 
 class MemtrialClient(Operations):

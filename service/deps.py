@@ -19,7 +19,7 @@ from service.errors import ApiError
 from service.jobs import RefitRunner
 from service.models import ApiKey
 from service.providers import Providers
-from service.ratelimit import SharedRateLimiter
+from service.ratelimit import Decision, SharedRateLimiter, TrustedProxies
 from service.retrieval import IndexCache
 from service.security import hash_key
 from service.settings import Settings
@@ -69,6 +69,7 @@ class Services:
     limiter: SharedRateLimiter = field(default_factory=SharedRateLimiter)
     keys: KeyCache = field(default_factory=lambda: KeyCache(5.0))
     jobs: RefitRunner | None = None  # type: ignore[assignment]
+    trusted_proxies: TrustedProxies = field(default_factory=lambda: TrustedProxies(""))
 
 
 def get_services(request: Request) -> Services:
@@ -80,20 +81,41 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 _bearer = HTTPBearer(auto_error=False, description="An API key of your tenant (`memtrial tenants create NAME` prints one).")
 
 
-def _refuse(services: Services, request: Request, message: str) -> ApiError:
+def client_address(request: Request, trusted: TrustedProxies) -> str:
+    """The real source of a request: its peer, or, when the peer is a trusted proxy, the last address
+    of ``X-Forwarded-For`` that is not itself a trusted proxy (what any other peer sends there is ignored)."""
+    peer = request.client.host if request.client else "unknown"
+    if not trusted.trusts(peer):
+        return peer
+    hops = [hop.strip() for header in request.headers.getlist("x-forwarded-for") for hop in header.split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not trusted.trusts(hop):
+            return hop
+    return peer
+
+
+def _too_many_failures(verdict: Decision) -> ApiError:
+    return ApiError(429, "rate_limited", "too many requests with a missing or invalid API key from this address", "authorization", retry_after=verdict.retry_after)
+
+
+def _refuse(services: Services, source: str, message: str) -> ApiError:
     """401, or 429 once a client address has failed too often (failed attempts are limited too)."""
-    address = request.client.host if request.client else "unknown"
-    verdict = services.limiter.hit(f"auth-failure:{address}", services.settings.auth_failures_per_minute)
+    verdict = services.limiter.hit(f"auth-failure:{source}", services.settings.auth_failures_per_minute)
     if not verdict.allowed:
-        return ApiError(429, "rate_limited", "too many requests with a missing or invalid API key from this address", "authorization", retry_after=verdict.retry_after)
+        return _too_many_failures(verdict)
     return ApiError(401, "unauthorized", message, "authorization")
 
 
 def get_tenant(request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> str:
+    source = client_address(request, services.trusted_proxies)
+    # a source over its failure limit is refused before its key is looked up, so a right guess looks like a wrong one
+    blocked = services.limiter.check(f"auth-failure:{source}", services.settings.auth_failures_per_minute)
+    if not blocked.allowed:
+        raise _too_many_failures(blocked)
     header = request.headers.get("authorization", "")
     scheme, _space, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
-        raise _refuse(services, request, "missing API key: send 'Authorization: Bearer <key>'")
+        raise _refuse(services, source, "missing API key: send 'Authorization: Bearer <key>'")
     digest = hash_key(key.strip())
 
     def fetch() -> str | None:
@@ -103,7 +125,7 @@ def get_tenant(request: Request, services: ServicesDep, _: Annotated[HTTPAuthori
 
     tenant_id = services.keys.get(digest, fetch)
     if tenant_id is None:
-        raise _refuse(services, request, "unknown or revoked API key")
+        raise _refuse(services, source, "unknown or revoked API key")
     verdict = services.limiter.hit(f"key:{digest}", services.settings.rate_limit_per_minute)
     if not verdict.allowed:
         raise ApiError(

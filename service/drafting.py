@@ -71,6 +71,9 @@ async def _one(provider: Provider, settings: dict[str, Any], prompt: str, assets
 
 async def draft_all(provider: Provider, settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float) -> list[dict[str, float]]:
     """All drafts of one decision, concurrently, in the order of ``requests``."""
+    why = provider.refusal(str(settings["model"]))
+    if why is not None:  # the operator's file changed since the agent chose its model
+        raise ApiError(422, "invalid", f"drafting: the agent's model {settings['model']!r} {why}; update the agent's drafter", "drafting")
     assets = list(requests[0].assets)
     # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
     answers = await asyncio.gather(*(_one(provider, settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True)

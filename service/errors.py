@@ -81,8 +81,10 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def _api(_: Request, error: ApiError) -> JSONResponse:
-        headers = None if error.retry_after is None else {"Retry-After": str(error.retry_after)}
-        return JSONResponse(error_body(error.code, error.message, error.field), status_code=error.status, headers=headers)
+        headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+        if error.status == 401:
+            headers["WWW-Authenticate"] = 'Bearer realm="memtrial"'
+        return JSONResponse(error_body(error.code, error.message, error.field), status_code=error.status, headers=headers or None)
 
     @app.exception_handler(MemtrialError)
     async def _core(request: Request, error: MemtrialError) -> JSONResponse:

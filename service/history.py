@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from memtrial.history import DecisionEntry
@@ -86,6 +86,11 @@ class SqlHistory:
         row = self._row(decision_id)
         if row is None or row.engine_plan is None:
             return None
+        return self._entry(row)
+
+    @staticmethod
+    def _entry(row: Decision) -> DecisionEntry:
+        assert row.engine_plan is not None
         return DecisionEntry(
             Plan.from_dict(json.loads(row.engine_plan)),
             None if row.engine_decision is None else CoreDecision.from_dict(json.loads(row.engine_decision)),
@@ -120,7 +125,7 @@ class SqlHistory:
 
     def append_log(self, entry: LogEntry) -> None:
         payload = entry.payload
-        score = payload.get("score") if entry.kind == "score" else None
+        score = payload.get("score") if entry.kind in ("score", "correction") else None
         row = LogRow(
             agent_id=self.agent.id,
             index=entry.index,
@@ -155,3 +160,27 @@ class SqlHistory:
     def log_entries(self) -> Iterator[LogEntry]:
         self.session.flush()
         return read_log(self.session, self.agent.id)
+
+    def entries_in_order(self) -> Iterator[DecisionEntry]:
+        """Every decision of the agent in plan order (read in pages; rows already loaded are reused)."""
+        self.session.flush()
+        position = 0
+        while True:
+            rows = self.session.scalars(
+                select(Decision).where(Decision.agent_id == self.agent.id, Decision.seq > position).order_by(Decision.seq).limit(LOG_PAGE)
+            ).all()
+            for row in rows:
+                self.rows.setdefault(row.id, row)
+                if row.engine_plan is not None:
+                    yield self._entry(row)
+            if len(rows) < LOG_PAGE:
+                return
+            position = rows[-1].seq
+
+    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+        """The one rewrite the history allows: a corrected settlement and its contribution rows (the log keeps both outcomes)."""
+        row = self._row(entry.decision_id)
+        assert row is not None and entry.settlement is not None, "a corrected decision has a settled row"
+        row.engine_settlement = canonical_json(entry.settlement.to_dict(mixtures=False))
+        self.session.execute(delete(Contribution).where(Contribution.agent_id == self.agent.id, Contribution.decision_id == entry.decision_id))
+        self.append_contributions(entry.decision_id, contributions, centred)

@@ -5,11 +5,12 @@ tool is one call of :class:`~service.client.AsyncMemtrialClient` (so retries
 and idempotency keys come with it). It needs the service's URL and an API key
 (``--url`` / ``MEMTRIAL_URL``, ``--api-key`` / ``MEMTRIAL_API_KEY``) and speaks
 stdio (for a desktop client that starts it) or streamable HTTP (``--transport
-http``, at ``http://HOST:PORT/mcp``).
+http``, at ``http://HOST:PORT/mcp``, behind its own bearer token: ``--token`` /
+``MEMTRIAL_MCP_TOKEN``, required).
 
 Tools: ``list_agents``, ``create_agent``, ``add_experiences``,
 ``search_experiences``, ``plan_decision`` (the designed subsets and their
-texts: draft once per subset), ``submit_drafts``, ``settle``, ``get_values``
+texts: draft once per subset), ``submit_drafts``, ``settle``, ``correct_outcome``, ``get_values``
 (with 90% intervals), ``get_trust``, ``verify_chain``. A refusal of the service
 comes back as a tool error naming the field and the rule.
 """
@@ -17,6 +18,8 @@ comes back as a tool error naming the field and the rule.
 from __future__ import annotations
 
 import datetime as dt
+import hmac
+import json
 import logging
 import os
 from typing import Any
@@ -140,6 +143,22 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
 
     @server.tool()
+    async def correct_outcome(
+        agent_id: str,
+        decision_id: str,
+        reason: str,
+        outcome: Any = None,
+        rule: str | None = None,
+        utilities: list[float] | None = None,
+        returns: dict[str, list[float]] | None = None,
+        settled_at: str | None = None,
+    ) -> dict[str, Any]:
+        """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer), with the reason.
+        The agent relearns as if it had been settled right; the wrong outcome stays in the log, superseded."""
+        answer = await call("correct", agent_id, decision_id, reason=reason, outcome=outcome, rule=rule, utilities=utilities, returns=returns, settled_at=settled_at)
+        return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
+
+    @server.tool()
     async def get_values(agent_id: str) -> dict[str, Any]:
         """What each experience is worth: posterior mean, sd, number of scored uses and a 90% interval."""
         async with client() as memtrial:
@@ -161,14 +180,44 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
     return server
 
 
+MIN_TOKEN_LENGTH = 16
+
+
+class BearerGuard:
+    """The MCP HTTP endpoint's own authentication: every request must carry ``Authorization: Bearer <token>``
+    (the operator's ``MEMTRIAL_MCP_TOKEN``, compared in constant time); anything else answers 401. The
+    service's API key stays inside this server and is never what a client sends."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app, self.token = app, token.encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            header = dict(scope.get("headers", [])).get(b"authorization", b"")
+            scheme, _, given = header.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
+                body = json.dumps({"error": {"code": "unauthorized", "message": "send 'Authorization: Bearer <token>' (the MCP server's token)", "field": "authorization"}}).encode()
+                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"www-authenticate", b'Bearer realm="memtrial-mcp"')]
+                await send({"type": "http.response.start", "status": 401, "headers": headers})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(url: str, api_key: str, token: str, host: str = "127.0.0.1", port: int = 8765) -> Any:
+    """The streamable-HTTP MCP application (at /mcp) behind its bearer token."""
+    return BearerGuard(build_server(url, api_key, host, port).streamable_http_app(), token)
+
+
 def mcp(
     transport: str = typer.Option("stdio", help="stdio (started by an MCP client) or http (streamable HTTP at /mcp)."),
     url: str = typer.Option(os.environ.get("MEMTRIAL_URL", "http://127.0.0.1:8000"), help="The memtrial service (default: MEMTRIAL_URL)."),
     api_key: str | None = typer.Option(None, help="An API key of the service (default: MEMTRIAL_API_KEY)."),
     host: str = typer.Option("127.0.0.1", help="http transport: interface to listen on."),
     port: int = typer.Option(8765, help="http transport: port to listen on."),
+    token: str | None = typer.Option(None, help="http transport: the bearer token clients must send (default: MEMTRIAL_MCP_TOKEN; required)."),
 ) -> None:
-    """Serve the agent loop as MCP tools over stdio or streamable HTTP."""
+    """Serve the agent loop as MCP tools over stdio or streamable HTTP (HTTP requires a bearer token)."""
     key = api_key or os.environ.get("MEMTRIAL_API_KEY")
     if not key:
         typer.echo("error: an API key is needed: --api-key or MEMTRIAL_API_KEY (memtrial tenants create prints one)", err=True)
@@ -176,4 +225,17 @@ def mcp(
     if transport not in ("stdio", "http"):
         typer.echo(f"error: transport must be 'stdio' or 'http', got {transport!r}", err=True)
         raise typer.Exit(code=2)
-    build_server(url, key, host, port).run("stdio" if transport == "stdio" else "streamable-http")
+    if transport == "stdio":
+        build_server(url, key, host, port).run("stdio")
+        return
+    secret = token or os.environ.get("MEMTRIAL_MCP_TOKEN")
+    if not secret or len(secret) < MIN_TOKEN_LENGTH:
+        typer.echo(
+            f"error: --transport http needs a bearer token of at least {MIN_TOKEN_LENGTH} characters: --token or MEMTRIAL_MCP_TOKEN "
+            "(e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(32))'); clients send it as 'Authorization: Bearer <token>'",
+            err=True,
+        )
+        raise typer.Exit(code=2)
+    import uvicorn
+
+    uvicorn.run(http_app(url, key, secret, host, port), host=host, port=port, log_level="warning")

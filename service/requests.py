@@ -12,7 +12,6 @@ is refused the same way instead of being ignored.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -28,18 +27,30 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text} overflows a 64-bit float")
-    return value
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are unique: a repeated key is refused (JSON leaves it undefined; Python keeps the last)."""
+    document = dict(pairs)
+    if len(document) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"the key {key!r} appears twice in one object")
+            seen.add(key)
+    return document
 
 
 def strict_loads(body: bytes | str) -> Any:
-    """``json.loads`` that refuses NaN, Infinity, overflowing numbers and invalid UTF-8, as JSONDecodeError."""
+    """``json.loads`` that refuses NaN, Infinity, repeated keys, nesting too deep to parse and invalid
+    UTF-8, as JSONDecodeError.
+
+    A number that overflows a 64-bit float parses as infinity, so the field that holds it is refused by
+    its own validation, which names it (every number the service takes must be finite).
+    """
     text = body.decode("utf-8") if isinstance(body, bytes) else body
     try:
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+    except RecursionError:
+        raise json.JSONDecodeError("nests too deeply to parse", text, 0) from None
     except ValueError as error:
         if isinstance(error, json.JSONDecodeError):
             raise

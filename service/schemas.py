@@ -7,7 +7,7 @@ import math
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictInt, Tag, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, field_validator, model_validator
 
 from service.api_types import (
     AgentList,
@@ -33,6 +33,7 @@ from service.api_types import (
     ScorePublic,
     SearchHit,
     SearchResult,
+    CorrectionPublic,
     SettlementPublic,
     SubsetPublic,
     TrustPublic,
@@ -52,6 +53,7 @@ DEFENSIVE_CLASSES = frozenset({"bonds", "cash"})
 _ERROR_MEANINGS = {
     401: "missing, unknown or revoked API key",
     404: "no such resource for this tenant",
+    408: "the request body paused too long (MEMTRIAL_BODY_TIMEOUT_SECONDS)",
     409: "conflict with the agent's state (time order, maturity, a different payload)",
     413: "request body too large",
     422: "invalid input; the message names the field and the rule",
@@ -117,6 +119,9 @@ class AgentCreate(Strict):
         "gate", description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')"
     )
     credit: Literal["centred", "raw"] = Field("centred", description="what values are learned from: date-centred contributions or the raw same-day contrasts")
+    robust: StrictBool = Field(
+        True, description="screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator"
+    )
 
     @field_validator("outcomes")
     @classmethod
@@ -261,6 +266,12 @@ class SettleRequest(Strict):
             if not all(math.isfinite(v) for v in values):
                 raise ValueError(f"series for {asset!r} must be finite")
         return self
+
+
+class CorrectionRequest(SettleRequest):
+    """A settle body with the reason the earlier outcome was wrong."""
+
+    reason: bounded_text(2_000) = Field(description="why the earlier outcome was wrong (kept in the log)")  # type: ignore[valid-type]
 
 
 # -- trust and values -----------------------------------------------------

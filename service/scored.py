@@ -61,7 +61,17 @@ def chosen_draft(settings: Mapping[str, Any], drafts: Sequence[Any], decision: C
     return blend[0] if _number(drafts[0]) else blend
 
 
-def rule_settlement(settings: Mapping[str, Any], drafts: Sequence[Any], vectors: bool, rule: str, outcome: Any) -> dict[str, Any]:
+def check_utilities(utilities: Sequence[float] | NDArray[np.float64], bound: float, field: str) -> None:
+    """Utilities beyond the plausible bound (``MEMTRIAL_MAX_ABS_UTILITY``) are refused: 422 naming the field."""
+    for index, value in enumerate(np.asarray(utilities, dtype=np.float64).tolist()):
+        if not abs(value) <= bound:
+            where = f"{field}[{index}]" if field == "utilities" else field
+            raise ApiError(
+                422, "invalid", f"{where}: a utility of {value:.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY); check the grading", where
+            )
+
+
+def rule_settlement(settings: Mapping[str, Any], drafts: Sequence[Any], vectors: bool, rule: str, outcome: Any, bound: float = float("inf")) -> dict[str, Any]:
     """The engine's settle_scored arguments for an outcome and a rule.
 
     brier and log need probability vectors; the outcome names one of the
@@ -81,9 +91,18 @@ def rule_settlement(settings: Mapping[str, Any], drafts: Sequence[Any], vectors:
         if isinstance(outcome, bool) or not isinstance(outcome, int) or not 0 <= outcome < size:
             raise ApiError(422, "invalid", f"outcome: must be the index of the realised outcome, 0 to {size - 1}, got {outcome!r}", "outcome")
         return {"outcome": outcome, "rule": rule}
+    if rule == "exact" and settings.get("outcomes"):
+        raise ApiError(
+            422, "invalid", "rule: 'exact' compares answers; this agent's drafts are probability forecasts over its outcomes: settle them with 'brier' or 'log'", "rule"
+        )
     if rule == "abs_error" and not _number(outcome):
         raise ApiError(422, "invalid", f"outcome: rule 'abs_error' needs a number, got {outcome!r}", "outcome")
+    if rule == "abs_error" and not abs(float(outcome)) <= bound:
+        raise ApiError(422, "invalid", f"outcome: {float(outcome):.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)", "outcome")
     if rule == "abs_error" and vectors and all(_number(d) for d in drafts):
+        worst = max(abs(float(d) - float(outcome)) for d in drafts)
+        if not worst <= bound:
+            raise ApiError(422, "invalid", f"outcome: a draft misses it by {worst:.6g}, beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)", "outcome")
         return {"outcome": float(outcome), "rule": rule}
     try:
         utilities = score_drafts(rule, outcome, answers=list(drafts))

@@ -31,6 +31,7 @@ class Settings:
     max_body_bytes: int = _setting(2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413.")
     rate_limit_per_minute: int = _setting(0, "MEMTRIAL_RATE_LIMIT_PER_MINUTE", "Requests per API key per minute, counted across all workers of a server; 0: unlimited. Over it: 429 with `Retry-After`.")
     auth_failures_per_minute: int = _setting(30, "MEMTRIAL_AUTH_FAILURES_PER_MINUTE", "Requests with a missing, unknown or revoked key per client address per minute, across workers; 0: unlimited.")
+    trusted_proxies: str = _setting("", "MEMTRIAL_TRUSTED_PROXIES", "Comma-separated addresses or networks of reverse proxies whose `X-Forwarded-For` names the client (for rate limits and logs); empty: the peer address is the client, whatever the header says.")
     rate_limit_file: str | None = _setting(None, "MEMTRIAL_RATE_LIMIT_FILE", "File the workers of one server share their rate-limit counters in (`memtrial serve` sets it; unset: counters in this process only).")
     auth_cache_seconds: float = _setting(5.0, "MEMTRIAL_AUTH_CACHE_SECONDS", "How long a worker trusts its cached key lookup, in [0, 5]: a revoked key is refused everywhere within this time.")
     llm_config: str | None = _setting(None, "MEMTRIAL_LLM_CONFIG", "JSON file of the LLM providers server drafting may call (endpoints, models, where keys come from); unset: server drafting is off. See docs/configuration.md.")
@@ -44,6 +45,10 @@ class Settings:
     refit_queue_size: int = _setting(4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running); more get 429.")
     idempotency_hours: float = _setting(24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept.")
     shutdown_seconds: float = _setting(10.0, "MEMTRIAL_SHUTDOWN_SECONDS", "On SIGTERM, how long open requests may finish before the server stops.")
+    header_timeout_seconds: float = _setting(15.0, "MEMTRIAL_HEADER_TIMEOUT_SECONDS", "`memtrial serve`: a connection must deliver each complete request head within this many seconds of opening (or of its previous answer), or it is closed; 0: no deadline.")
+    body_timeout_seconds: float = _setting(20.0, "MEMTRIAL_BODY_TIMEOUT_SECONDS", "Longest pause between two parts of a request body; a longer one answers 408 and closes the connection (a slow but steady upload is served); 0: no limit.")
+    max_session_return: float = _setting(10.0, "MEMTRIAL_MAX_SESSION_RETURN", "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422.")
+    max_abs_utility: float = _setting(1e6, "MEMTRIAL_MAX_ABS_UTILITY", "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422.")
     log_level: str = _setting("INFO", "MEMTRIAL_LOG_LEVEL", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR).")
 
     def __post_init__(self) -> None:
@@ -53,6 +58,9 @@ class Settings:
             value = getattr(self, item.name)
             if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
                 raise ValueError(f"{item.metadata['env']} must be >= 0, got {value!r}")
+        from service.ratelimit import TrustedProxies
+
+        TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError(f"MEMTRIAL_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.settle import Investor, mandate_violation
 from service.errors import ApiError
 from service.schemas import DEFENSIVE_CLASSES, RISKY_CLASSES
 
@@ -41,11 +43,23 @@ class Universe:
             raise ApiError(422, "invalid", f"{field}: weights must sum to 1, got {total!r}", field)
         return vector
 
+    def check_mandate(self, vector: NDArray[np.float64], investor: Investor, field: str) -> None:
+        """Weights the service would play must keep the agent's mandate: 422 naming the field and the bound."""
+        violation = mandate_violation(vector, self.risky, self.defensive, investor)
+        if violation is not None:
+            raise ApiError(422, "invalid", f"{field}: {violation}", field)
+
     def mapping(self, vector: Sequence[float] | NDArray[np.float64]) -> dict[str, float]:
         return {asset: float(w) for asset, w in zip(self.assets, vector, strict=True)}
 
-    def relative_prices(self, series: Mapping[str, Sequence[float]], kind: str) -> NDArray[np.float64]:
-        """(H, n) prices relative to entry from closes (H + 1 per asset) or returns (H per asset)."""
+    def relative_prices(
+        self, series: Mapping[str, Sequence[float]], kind: str, horizon: int | None = None, max_return: float = math.inf
+    ) -> NDArray[np.float64]:
+        """(H, n) prices relative to entry from closes (H + 1 per asset) or returns (H per asset).
+
+        horizon: the sessions the decision holds (H must equal it); max_return:
+        the largest plausible simple return of one session (closes imply theirs).
+        """
         unknown = sorted(set(series) - set(self.assets))
         if unknown:
             raise ApiError(422, "invalid", f"{kind}: unknown assets {unknown}", kind)
@@ -56,14 +70,37 @@ class Universe:
         if len(lengths) != 1:
             raise ApiError(422, "invalid", f"{kind}: every asset needs the same number of values, got lengths {sorted(lengths)}", kind)
         matrix = np.array([series[asset] for asset in self.assets], dtype=np.float64).T
+        sessions = matrix.shape[0] - 1 if kind == "prices" else matrix.shape[0]
+        if horizon is not None and sessions != horizon:
+            expected = f"{horizon + 1} closes (the entry close and one per session)" if kind == "prices" else f"{horizon} returns (one per session)"
+            raise ApiError(422, "invalid", f"{kind}: the decision holds {horizon} sessions: give {expected} per asset, got {matrix.shape[0]}", kind)
         if kind == "prices":
             if matrix.shape[0] < 2:
                 raise ApiError(422, "invalid", "prices: give the entry close and at least one later close per asset", kind)
             if np.any(matrix <= 0):
                 raise ApiError(422, "invalid", "prices: closes must be > 0", kind)
+            returns = matrix[1:] / matrix[:-1] - 1.0
+        else:
+            if matrix.shape[0] < 1:
+                raise ApiError(422, "invalid", "returns: give at least one return per asset", kind)
+            if np.any(matrix <= -1):
+                raise ApiError(422, "invalid", "returns: returns must be > -1", kind)
+            returns = matrix
+        implausible = np.argwhere(~(returns <= max_return))
+        if implausible.size:
+            session, column = (int(v) for v in implausible[0])
+            asset = self.assets[column]
+            shown = "a close-to-close return" if kind == "prices" else "a return"
+            raise ApiError(
+                422,
+                "invalid",
+                f"{kind}.{asset}: session {session + 1} has {shown} of {float(returns[session, column]):.6g}, above the plausible {max_return:g} a session "
+                "(MEMTRIAL_MAX_SESSION_RETURN); check the price feed",
+                f"{kind}.{asset}",
+            )
+        if kind == "prices":
             return np.asarray(matrix[1:] / matrix[0], dtype=np.float64)
-        if matrix.shape[0] < 1:
-            raise ApiError(422, "invalid", "returns: give at least one return per asset", kind)
-        if np.any(matrix <= -1):
-            raise ApiError(422, "invalid", "returns: returns must be > -1", kind)
-        return np.asarray(np.cumprod(1.0 + matrix, axis=0), dtype=np.float64)
+        relative = np.cumprod(1.0 + matrix, axis=0)
+        if not np.all(np.isfinite(relative)):
+            raise ApiError(422, "invalid", f"{kind}: the compounded returns overflow", kind)
+        return np.asarray(relative, dtype=np.float64)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import unicodedata
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, StrictFloat, StringConstraints
 
 
 __all__ = [
+    "AssetName",
     "EARLIEST",
     "LATEST",
     "MAX_DEPTH",
@@ -30,6 +32,7 @@ __all__ = [
     "JsonValue",
     "bounded_text",
     "check_document",
+    "check_name",
     "check_text",
     "check_value",
 ]
@@ -52,8 +55,39 @@ def check_text(value: str, field: str = "text") -> str:
     return value
 
 
+#: characters no name may hold: controls (Cc), formats (Cf: bidi overrides, zero-width marks), line and
+#: paragraph separators (Zl, Zp), surrogates (Cs), private use (Co) and unassigned (Cn) code points
+_NOT_IN_NAMES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+#: characters that do not show: whitespace and formats (a text of only these says nothing)
+_INVISIBLE = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def _visible(value: str) -> bool:
+    return any(unicodedata.category(character) not in _INVISIBLE and not character.isspace() for character in value)
+
+
+def check_name(value: str, field: str = "the name") -> str:
+    """A name (asset, outcome, agent): printable, without leading or trailing space, not blank."""
+    check_text(value, field)
+    for character in value:
+        if unicodedata.category(character) in _NOT_IN_NAMES:
+            raise ValueError(f"{field} must be printable: it holds U+{ord(character):04X} ({unicodedata.name(character, 'unnamed')})")
+    if value != value.strip():
+        raise ValueError(f"{field} must not begin or end with white space, got {value!r}")
+    if not _visible(value):
+        raise ValueError(f"{field} must hold a visible character")
+    return value
+
+
 def _text(value: str) -> str:
-    return check_text(value, "the text")
+    check_text(value, "the text")
+    if not _visible(value):
+        raise ValueError("the text must hold a visible character (not only white space or zero-width marks)")
+    return value
+
+
+def _name(value: str) -> str:
+    return check_name(value)
 
 
 def _walk(value: Any, depth: int) -> None:
@@ -119,7 +153,8 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
     """A :data:`Text` of ``min_length`` to ``max_length`` characters."""
     return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), AfterValidator(_text)]
 
-Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_text)]
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_name)]
+AssetName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_name)]
 JsonDocument = Annotated[dict[str, Any], AfterValidator(check_document)]
 JsonValue = Annotated[Any, AfterValidator(check_value)]
 Weight = Annotated[StrictFloat, AfterValidator(_weight)]

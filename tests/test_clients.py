@@ -22,7 +22,7 @@ async def decision_loop(client: AsyncMemtrialClient, n: int) -> tuple[str, list[
     settlements = []
     for t in range(n):
         when = START + dt.timedelta(days=31 * t)
-        plan = await client.create_decision(agent.id, when, when + dt.timedelta(days=28), f"month {t}")
+        plan = await client.create_decision(agent.id, when, when + dt.timedelta(days=28), f"month {t}", horizon=2)
         assert isinstance(plan, PlanPublic)
         decision = await client.submit_drafts(agent.id, plan.decision_id, [DRAFT] * len(plan.subsets))
         assert isinstance(decision, DecisionPublic) and decision.weights is not None
@@ -72,7 +72,7 @@ def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_an
         client = MemtrialClient(api_key=key, http=raw, retries=2)
         agent = client.create_agent("once", "balanced", UNIVERSE)
         client.add_experiences(agent.id, ["a", "b", "c", "d"])
-        plan = client.create_decision(agent.id, START, START + dt.timedelta(days=28), "x")
+        plan = client.create_decision(agent.id, START, START + dt.timedelta(days=28), "x", horizon=2)
         client.submit_drafts(agent.id, plan.decision_id, [DRAFT] * len(plan.subsets))
         settled = client.settle(agent.id, plan.decision_id, returns=RETURNS, settled_at=START + dt.timedelta(days=28))
         assert flaky.lost == 1 and len(flaky.keys) == 2 and flaky.keys[0] == flaky.keys[1] is not None  # one key, reused by the retry

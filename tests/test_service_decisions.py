@@ -23,6 +23,7 @@ RETURNS = {"SPY": [0.01, -0.004, 0.006], "TLT": [-0.002, 0.003, 0.001], "GLD": [
 
 def plan(client, agent, t=0, **kwargs):
     time = START + dt.timedelta(days=30 * t)
+    kwargs.setdefault("horizon", 3)  # RETURNS holds three sessions
     return client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: rates fell, equities volatile", **kwargs)
 
 

@@ -156,7 +156,12 @@ def test_non_finite_numbers_anywhere_in_a_body_are_422(http, client, agent, numb
         path = f"/v1/agents/{agent['id']}/experiences"
     response = raw(http, client, "POST", path, payload)
     assert response.status_code == 422
-    assert response.json()["error"]["code"] == "invalid_json" and response.json()["error"]["field"] == "body"
+    error = response.json()["error"]
+    if number == "1e400":  # a number that overflows parses as infinity, and the field holding it says so
+        assert error["code"] == "invalid" and error["field"].startswith(where), error
+        assert "finite" in error["message"]
+    else:
+        assert error["code"] == "invalid_json" and error["field"] == "body"
 
 
 def test_an_offset_beyond_64_bits_is_422(http, client, agent):

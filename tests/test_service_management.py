@@ -25,7 +25,7 @@ def loop(client, agent_id, n_dates, settle_last=True):
     ids = []
     for t in range(n_dates):
         time_t = START + dt.timedelta(days=t)
-        plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(hours=20), f"day {t}: {'calm' if t % 2 else 'stormy'} markets")
+        plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(hours=20), f"day {t}: {'calm' if t % 2 else 'stormy'} markets", horizon=2)
         drafts = [{"SPY": 0.1 + 0.05 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.3 - 0.05 * len(s["experience_ids"]), "BIL": 0.3} for s in plan["subsets"]]
         client.submit_drafts(agent_id, plan["decision_id"], drafts)
         if settle_last or t < n_dates - 1:

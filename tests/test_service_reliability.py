@@ -33,7 +33,7 @@ def live(database_url):
 
 def planned_and_drafted(client, agent_id, t):
     time = START + dt.timedelta(days=30 * t)
-    plan = client.create_decision(agent_id, time, time + dt.timedelta(days=28), f"month {t}")
+    plan = client.create_decision(agent_id, time, time + dt.timedelta(days=28), f"month {t}", horizon=2)
     client.submit_drafts(agent_id, plan["decision_id"], [DRAFT] * len(plan["subsets"]))
     return plan["decision_id"]
 

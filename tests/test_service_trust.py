@@ -18,7 +18,7 @@ def run_dates(client, agent, n_dates):
     tilt = {item["id"]: 0.02 * (i - 2.5) for i, item in enumerate(added["items"])}  # each lesson moves the equity weight its own way
     for t in range(n_dates):
         time = START + dt.timedelta(days=30 * t)
-        body = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: markets {'up' if t % 2 else 'down'}")
+        body = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: markets {'up' if t % 2 else 'down'}", horizon=2)
         drafts = []
         for s in body["subsets"]:
             shift = sum(tilt[e] for e in s["experience_ids"])

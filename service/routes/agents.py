@@ -36,8 +36,9 @@ def _check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
     if provider is None:
         known = sorted(services.providers.by_name)
         raise ApiError(422, "invalid", f"drafter.provider: {drafter.provider!r} is not a provider of this server (known: {known})", "drafter.provider")
-    if not provider.allows(drafter.model):
-        raise ApiError(422, "invalid", f"drafter.model: provider {provider.name!r} does not offer {drafter.model!r} (it offers {list(provider.models)})", "drafter.model")
+    why = provider.refusal(drafter.model)
+    if why is not None:
+        raise ApiError(422, "invalid", f"drafter.model: {drafter.model!r} {why} (provider {provider.name!r})", "drafter.model")
 
 
 def _check_kind(body: AgentCreate) -> None:
@@ -59,7 +60,7 @@ def _check_kind(body: AgentCreate) -> None:
 def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None) -> AgentPublic:
     gate = GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores)  # type: ignore[arg-type]
     _check_kind(body)
-    common: dict[str, Any] = {"design": body.design, "learner": body.learner, "gate": gate, "fallback": body.fallback, "action": body.action, "credit": body.credit}
+    common: dict[str, Any] = {"design": body.design, "learner": body.learner, "gate": gate, "fallback": body.fallback, "action": body.action, "credit": body.credit, "robust": body.robust}
     if body.kind == "portfolio":
         assert body.investor is not None and body.universe is not None
         config = EngineConfig(investor=INVESTORS[body.investor], fee_bp=body.fee_bp, **common)

@@ -30,7 +30,7 @@ from service.drafting import draft_all
 from service.errors import ApiError, error_body
 from service.history import SqlHistory
 from service.idempotency import Idempotency, IdempotencyKey, store_answer
-from service.models import Decision, Experience, new_id
+from service.models import Agent, Decision, Experience, new_id
 from service.pagination import CursorQuery, LimitQuery, decode_cursor, encode_cursor
 from service.requests import StrictJSONRoute
 from service.schemas import (
@@ -46,10 +46,12 @@ from service.schemas import (
     RetrievedPublic,
     SettlementPublic,
     SettleRequest,
+    CorrectionPublic,
+    CorrectionRequest,
     SubsetPublic,
     check_portfolio_drafts,
 )
-from service.scored import chosen_draft, rule_settlement, scored_drafts
+from service.scored import check_utilities, chosen_draft, rule_settlement, scored_drafts
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.universe import Universe
 from service.views import gate_statistic, trust_public, value_public
@@ -90,8 +92,14 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
             raise ApiError(422, "invalid", "reference_weights: a scored decision has no universe; designate the reference draft when posting the drafts", "reference_weights")
+        if not scored and body.maturity <= body.decision_time:
+            raise ApiError(
+                422, "invalid", f"maturity: a portfolio decision holds {body.horizon} sessions: its maturity must be later than its decision_time", "maturity"
+            )
         universe = None if scored else Universe(agent.settings["universe"])
         reference = None if universe is None or body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
+        if reference is not None and universe is not None:
+            universe.check_mandate(reference, INVESTORS[str(agent.settings["investor"])], "reference_weights")
         hits = services.indexes.search(session, agent, context, 4)
         engine = services.engines.checkout(session, agent)
         history = engine.history
@@ -130,7 +138,8 @@ def _plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreat
             dial=None if plan.dial is None else DialPublic(**plan.dial.to_dict()),
         )
         row = history.rows[decision_id]
-        row.request = body.model_dump(mode="json")
+        # decisions planned before settle checked the horizon keep being settled as they were
+        row.request = {**body.model_dump(mode="json"), "horizon_checked": True}
         row.plan = public.model_dump(mode="json")
         if body.drafting == "client":
             guard.complete(201, public)
@@ -261,15 +270,77 @@ def submit_drafts(
     return _decide(services, tenant_id, agent_id, decision_id, body.drafts, Idempotency(key, tenant_id, request, body), body.reference)  # type: ignore[return-value]
 
 
+def _outcome_arguments(services: Services, agent: Agent, row: Decision, engine: Any, body: SettleRequest) -> dict[str, Any]:
+    """The engine's settle (or correct) arguments for a settle body, checked against the decision and the bounds."""
+    scored = _kind(agent.settings) == "scored"
+    if scored and (body.prices is not None or body.returns is not None):
+        field = "prices" if body.prices is not None else "returns"
+        raise ApiError(422, "invalid", f"{field}: a scored decision is settled with utilities, or an outcome and its rule", field)
+    if not scored and (body.utilities is not None or body.rule is not None):
+        field = "utilities" if body.utilities is not None else "rule"
+        raise ApiError(422, "invalid", f"{field}: a portfolio decision is settled with prices or returns", field)
+    settings = services.settings
+    if not scored:
+        universe = Universe(agent.settings["universe"])
+        kind = "prices" if body.prices is not None else "returns"
+        request = row.request or {}
+        horizon = int(request["horizon"]) if request.get("horizon_checked") else None
+        series = body.prices if body.prices is not None else body.returns or {}
+        return {"rel_prices": universe.relative_prices(series, kind, horizon, settings.max_session_return)}
+    drafts = list((row.decision or {}).get("drafts", []))
+    entry = engine.history.get(row.id)
+    vectors = entry is not None and entry.decision is not None and entry.decision.drafts.shape[1] > 0
+    if body.utilities is not None:
+        if len(body.utilities) != len(drafts):
+            raise ApiError(422, "invalid", f"utilities: give one per draft ({len(drafts)}), got {len(body.utilities)}", "utilities")
+        check_utilities(body.utilities, settings.max_abs_utility, "utilities")
+        return {"utilities": np.array(body.utilities)}
+    assert body.rule is not None
+    arguments = rule_settlement(agent.settings, drafts, vectors, body.rule, body.outcome, settings.max_abs_utility)
+    if "utilities" in arguments:
+        check_utilities(arguments["utilities"], settings.max_abs_utility, "outcome")
+    return arguments
+
+
+def _settlement_public(decision_id: str, settlement: Any, engine: Any, body: SettleRequest, corrections: list[Any] | None = None) -> SettlementPublic:
+    return SettlementPublic(
+        decision_id=decision_id,
+        status="settled",
+        settled_at=settlement.settled_at,
+        draft_utilities=[float(u) for u in settlement.draft_utilities],
+        reference_utility=settlement.reference_utility,
+        draft_mean_utility=settlement.mean_utility,
+        chosen_utility=settlement.chosen_utility,
+        contributions={str(e): c for e, c in settlement.contributions.items()},
+        centred={str(e): c for e, c in settlement.centred.items()},
+        interactions=dict(settlement.interactions),
+        score=settlement.score,
+        values={str(e): value_public(engine, str(e)) for e in settlement.contributions},
+        outcome=body.outcome,
+        rule=body.rule,
+        corrections=corrections or [],
+    )
+
+
+def _payload_hash(body: SettleRequest) -> str:
+    """What identifies an outcome: the settle body without a correction's reason."""
+    return hashlib.sha256(canonical_json(body.model_dump(mode="json", exclude={"reason"})).encode()).hexdigest()
+
+
+def _check_settled_at(body: SettleRequest) -> dt.datetime:
+    now = dt.datetime.now(dt.UTC)
+    if body.settled_at is not None and body.settled_at > now + dt.timedelta(minutes=1):
+        raise ApiError(422, "invalid", "settled_at: cannot be in the future", "settled_at")
+    return now
+
+
 @router.post("/{decision_id}/settle")
 def settle_decision(
     agent_id: str, decision_id: str, body: SettleRequest, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
 ) -> SettlementPublic:
     """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
-    payload_hash = hashlib.sha256(canonical_json(body.model_dump(mode="json")).encode()).hexdigest()
-    now = dt.datetime.now(dt.UTC)
-    if body.settled_at is not None and body.settled_at > now + dt.timedelta(minutes=1):
-        raise ApiError(422, "invalid", "settled_at: cannot be in the future", "settled_at")
+    payload_hash = _payload_hash(body)
+    now = _check_settled_at(body)
     guard = Idempotency(key, tenant_id, request, body)
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
@@ -282,66 +353,68 @@ def settle_decision(
                 public = SettlementPublic(**(row.settlement or {}))
                 guard.complete(200, public)
                 return public
-            raise ApiError(409, "settlement_conflict", f"decision {decision_id!r} was already settled with a different payload", "body")
+            raise ApiError(409, "settlement_conflict", f"decision {decision_id!r} was already settled with a different payload (to replace a wrong outcome, post a correction)", "body")
         if row.status == "failed":
             raise ApiError(409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id")
         if row.status != "decided":
             raise ApiError(409, "conflict", f"decision {decision_id!r} has no drafts yet: post its drafts before settling", "decision_id")
-        scored = _kind(agent.settings) == "scored"
-        if scored and (body.prices is not None or body.returns is not None):
-            field = "prices" if body.prices is not None else "returns"
-            raise ApiError(422, "invalid", f"{field}: a scored decision is settled with utilities, or an outcome and its rule", field)
-        if not scored and (body.utilities is not None or body.rule is not None):
-            field = "utilities" if body.utilities is not None else "rule"
-            raise ApiError(422, "invalid", f"{field}: a portfolio decision is settled with prices or returns", field)
-        rel = None
-        if not scored:
-            universe = Universe(agent.settings["universe"])
-            kind = "prices" if body.prices is not None else "returns"
-            rel = universe.relative_prices(body.prices if body.prices is not None else body.returns or {}, kind)
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        arguments = _outcome_arguments(services, agent, row, engine, body)
         maturity = as_utc(row.maturity)
         if body.settled_at is None and maturity > now:
             raise ApiError(
                 409, "premature_settlement", f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet", "settled_at"
             )
         settled_at = maturity if body.settled_at is None else body.settled_at
-        engine = services.engines.checkout(session, agent, {row.id: row})
         history = engine.history
         assert isinstance(history, SqlHistory)
-        if rel is not None:
-            settlement = engine.settle(decision_id, rel, at=settled_at)
+        if "rel_prices" in arguments:
+            settlement = engine.settle(decision_id, arguments["rel_prices"], at=settled_at)
         else:
-            drafts = list((row.decision or {}).get("drafts", []))
-            entry = engine.history.get(decision_id)
-            vectors = entry is not None and entry.decision is not None and entry.decision.drafts.shape[1] > 0
-            if body.utilities is not None:
-                if len(body.utilities) != len(drafts):
-                    raise ApiError(422, "invalid", f"utilities: give one per draft ({len(drafts)}), got {len(body.utilities)}", "utilities")
-                arguments: dict[str, Any] = {"utilities": np.array(body.utilities)}
-            else:
-                assert body.rule is not None
-                arguments = rule_settlement(agent.settings, drafts, vectors, body.rule, body.outcome)
             settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
         if history.last_score_row is not None:
             history.last_score_row.statistic = gate_statistic(engine.gate)
-        values = {str(e): value_public(engine, str(e)) for e in settlement.contributions}
-        public = SettlementPublic(
-            decision_id=decision_id,
-            status="settled",
-            settled_at=settled_at,
-            draft_utilities=[float(u) for u in settlement.draft_utilities],
-            reference_utility=settlement.reference_utility,
-            draft_mean_utility=settlement.mean_utility,
-            chosen_utility=settlement.chosen_utility,
-            contributions={str(e): c for e, c in settlement.contributions.items()},
-            centred={str(e): c for e, c in settlement.centred.items()},
-            interactions=dict(settlement.interactions),
-            score=settlement.score,
-            values=values,
-            outcome=body.outcome,
-            rule=body.rule,
-        )
+        public = _settlement_public(decision_id, settlement, engine, body)
         row.status = "settled"
+        row.settlement = public.model_dump(mode="json")
+        row.settle_hash = payload_hash
+        guard.complete(200, public)
+        save_engine(session, agent, engine, services.engines)
+        return public
+
+
+@router.post("/{decision_id}/corrections")
+def correct_decision(
+    agent_id: str, decision_id: str, body: CorrectionRequest, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+) -> SettlementPublic:
+    """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer) and relearn.
+
+    Takes the settle body and a ``reason``. The log keeps the superseded score and gains a
+    ``correction`` entry; values, trust statistics and the fallback become those of an agent
+    settled with the corrected outcome from the start. Correcting with the current outcome is a no-op.
+    """
+    payload_hash = _payload_hash(body)
+    _check_settled_at(body)
+    guard = Idempotency(key, tenant_id, request, body)
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if (replayed := guard.replay(session)) is not None:
+            return replayed  # type: ignore[return-value]
+        guard.claim(session, agent.id)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        if row.status != "settled":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} is {row.status}, not settled: settle it instead of correcting it", "decision_id")
+        if row.settle_hash == payload_hash:
+            public = SettlementPublic(**(row.settlement or {}))
+            guard.complete(200, public)
+            return public
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        arguments = _outcome_arguments(services, agent, row, engine, body)
+        settlement = engine.correct(decision_id, reason=body.reason, at=body.settled_at, **arguments)
+        previous = dict(row.settlement or {})
+        history = list(previous.pop("corrections", []))
+        history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))
+        public = _settlement_public(decision_id, settlement, engine, body, history)
         row.settlement = public.model_dump(mode="json")
         row.settle_hash = payload_hash
         guard.complete(200, public)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated
 
 from fastapi import APIRouter, Query
 from sqlalchemy import func, select
+from sqlalchemy.orm import Session
 
 from service.db import transaction
 from service.deps import ServicesDep, TenantDep
@@ -34,7 +36,10 @@ def get_trust(
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
         gate = engine.gate
-        scored = (LogRow.agent_id == agent.id, LogRow.kind == "score", LogRow.score.is_not(None))
+        superseded = superseded_scores(session, agent.id)
+        scored = (LogRow.agent_id == agent.id, LogRow.kind.in_(("score", "correction")), LogRow.score.is_not(None))
+        if superseded:
+            scored = (*scored, LogRow.index.not_in(list(superseded)))
         recent = session.execute(
             select(LogRow.decision_id, LogRow.score, LogRow.statistic).where(*scored).order_by(LogRow.index.desc()).limit(limit)
         ).all()
@@ -47,6 +52,12 @@ def get_trust(
         )
         return_engine(session, agent, engine, services.engines)
         return public
+
+
+def superseded_scores(session: Session, agent_id: str) -> dict[int, int]:
+    """Score entries a correction replaced: their index -> the correction's index (read from the corrections)."""
+    rows = session.execute(select(LogRow.index, LogRow.payload).where(LogRow.agent_id == agent_id, LogRow.kind == "correction")).all()
+    return {int(json.loads(payload)["supersedes"]): int(index) for index, payload in rows if json.loads(payload).get("supersedes") is not None}
 
 
 @router.get("/trust/log")
@@ -63,9 +74,13 @@ def get_log(
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         total = session.scalar(select(func.count()).select_from(LogRow).where(LogRow.agent_id == agent.id)) or 0
         entries = list(read_log(session, agent.id, start, limit + 1))
+        superseded = superseded_scores(session, agent.id)
     items = [LogEntryPublic(index=e.index, kind=e.kind, payload=dict(e.payload), prev_hash=e.prev_hash, hash=e.hash) for e in entries[:limit]]
     more = len(entries) > limit
-    return LogPage(gate_hash=agent.gate_hash, n_entries=total, items=items, next_cursor=encode_cursor("log", start + limit) if more else None, limit=limit)
+    shown = {str(e.index): superseded[e.index] for e in entries[:limit] if e.index in superseded}
+    return LogPage(
+        gate_hash=agent.gate_hash, n_entries=total, items=items, next_cursor=encode_cursor("log", start + limit) if more else None, limit=limit, superseded=shown
+    )
 
 
 @router.get("/trust/verify")
