@@ -74,7 +74,7 @@ def load(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, o
                 time_t = START + dt.timedelta(days=30 * t)
                 try:
                     start = time.perf_counter()
-                    plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(days=28), f"month {t}")
+                    plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(days=28), f"month {t}", horizon=len(RETURNS["SPY"]))
                     planned = time.perf_counter()
                     client.submit_drafts(agent_id, plan["decision_id"], [{"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}] * len(plan["subsets"]))
                     drafted = time.perf_counter()

@@ -75,6 +75,9 @@ def test_the_mcp_command_needs_an_api_key():
     assert result.returncode == 2 and "an API key is needed" in result.stderr
 
 
+TOKEN = "mcp-token-for-the-test-0123456789"
+
+
 @pytest.mark.slow  # a second server process
 def test_the_mcp_tools_are_served_over_streamable_http(service):
     import subprocess
@@ -87,13 +90,16 @@ def test_the_mcp_tools_are_served_over_streamable_http(service):
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "memtrial.cli", "mcp", "--transport", "http", "--port", str(port)],
-        env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key},
+        env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key, "MEMTRIAL_MCP_TOKEN": TOKEN},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
 
     async def main():
-        async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, _), ClientSession(read, write) as session:
+        import httpx
+
+        authorised = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
+        async with authorised, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=authorised) as (read, write, _), ClientSession(read, write) as session:
             await session.initialize()
             agents = payload(await session.call_tool("list_agents", {}))
             return {tool.name for tool in (await session.list_tools()).tools}, agents

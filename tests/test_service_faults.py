@@ -28,7 +28,10 @@ class BlackHole:
         self.listener.listen(256)
         self.port = self.listener.getsockname()[1]
         self.held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.closed = False
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
 
     def _accept(self) -> None:
         while True:
@@ -36,12 +39,19 @@ class BlackHole:
                 connection, _ = self.listener.accept()
             except OSError:
                 return
-            self.held.append(connection)
+            with self.lock:  # a connection accepted while closing is closed at once, never left to the collector
+                if self.closed:
+                    connection.close()
+                    return
+                self.held.append(connection)
 
     def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            for connection in self.held:
+                connection.close()
         self.listener.close()
-        for connection in self.held:
-            connection.close()
+        self.thread.join(timeout=5)
 
 
 @pytest.fixture
