@@ -40,15 +40,26 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Event, Method, Outcome, Scoring, Trajectory, Walk, calendar, stacked
-from memtrial.action import ActionRule, dial_combination, dial_gains, dial_weights, noise_gain
-from memtrial.credit import contributions_by_date
+from memtrial.action import ActionRule, best_subsets, dial_combination, dial_gains, dial_weights, gated_weights, noise_costs, noise_gain, subset_values
+from memtrial.credit import centre_contrasts, contributions_by_date
 from memtrial.design import DesignKind, plan_masks, validate_masks
 from memtrial.engine import EngineConfig
 from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.fayherriot import FayHerriotFit, SpectraCache, fit_many
-from memtrial.settle import mixture_utilities_by_date, utilities_by_date
-from memtrial.trust import GateTest, _mixture_log_wealth, _t_test_p, pearson_scores, trust_weights
-from memtrial.values import CreditBasis, LearnerMode, RunningStatistics, SufficientStatistics, _degenerate, _Fit, content_features
+from memtrial.running import running_counts
+from memtrial.settle import mixture_utilities_by_date, normalised, utilities_by_date
+from memtrial.trust import GateTest, gate_series, gate_states, pearson_scores
+from memtrial.values import (
+    MIN_AUTO_SCORES,
+    CreditBasis,
+    LearnerMode,
+    RunningStatistics,
+    SufficientStatistics,
+    ValueFit,
+    auto_prefers_content,
+    content_features,
+    degenerate_fit,
+)
 
 __all__ = ["SPECTRA", "FamilyMember", "MemTrialFamily", "calendar", "family_of"]
 
@@ -78,7 +89,7 @@ class _Design:
     centred: dict[int, NDArray[np.float64]] = field(default_factory=dict)
     mixture: dict[int, tuple[NDArray[np.float64], float, float]] = field(default_factory=dict)
     predictions: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)  # (positions, k)
-    final: dict[LearnerMode, _Fit] = field(default_factory=dict)
+    final: dict[LearnerMode, ValueFit] = field(default_factory=dict)
     realised: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # (positions, k) centred contributions
     counts: dict[LearnerMode, NDArray[np.int64]] = field(default_factory=dict)  # mode scores before each settlement step
     totals: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)
@@ -101,7 +112,7 @@ def _assemble(n_dates: int, parts: Sequence[tuple[NDArray[np.int64], NDArray[np.
     return weights
 
 
-def _posterior_means(fit: _Fit, ids: Sequence[int]) -> list[float]:
+def _posterior_means(fit: ValueFit, ids: Sequence[int]) -> list[float]:
     """``[fit.posterior(e).mean for e in ids]``, the learnt experiences read off the fit's arrays at once."""
     rows = [fit.index.get(e) for e in ids]
     if all(row is not None for row in rows):
@@ -189,7 +200,7 @@ class MemTrialFamily:
                 drafts = np.array([c.drafts[masks] for c in contexts])  # (G, runs, n)
                 means = drafts.mean(axis=1)
                 rows = np.concatenate([drafts, reference[:, None, :], means[:, None, :]], axis=1)
-                rows = rows / rows.sum(axis=2, keepdims=True)
+                rows = normalised(rows)
                 scores = utilities_by_date(rows, rel, previous, self.gamma, self.fee_bp)
                 mixtures = mixture_utilities_by_date(reference, means, rel, previous, self.gamma, self.fee_bp, GRID)
                 runs = len(masks)
@@ -201,7 +212,7 @@ class MemTrialFamily:
                     included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
                     n_in = included.sum(axis=0)
                     contrasts = contributions_by_date(scores[:, :runs], included, n_in, runs - n_in)
-                    centred = contrasts - contrasts.mean(axis=1, keepdims=True)
+                    centred = centre_contrasts(contrasts)
                     for row, position in enumerate(positions):
                         design.contrasts[position] = contrasts[row]
                         design.centred[position] = centred[row]
@@ -271,8 +282,8 @@ class MemTrialFamily:
             stats = snapshot.stats
             assert stats is not None
             size = len(stats.experience_ids)
-            model = fitted.get((id(design), position)) or _degenerate(size, dim)
-            fit = _Fit(snapshot.index, stats.counts, stats.scale, model, vectors)
+            model = fitted.get((id(design), position)) or degenerate_fit(size, dim)
+            fit = ValueFit(snapshot.index, stats.counts, stats.scale, model, vectors)
             if position == FINAL:
                 design.final[mode] = fit
             else:
@@ -313,23 +324,15 @@ class MemTrialFamily:
             realised[position, : len(centred)] = centred
         scored = list(design.centred)
         mode_scores = {mode: self._pearson(predictions, realised, scored) for mode, predictions in ((LearnerMode.IDENTITY, identity), (LearnerMode.CONTENT, content))}
-        # the automatic choice at each plan: content once both modes have 10 scores and content's mean is higher
-        counts = {mode: np.zeros(len(order) + 1, dtype=np.int64) for mode in mode_scores}
-        totals = {mode: np.zeros(len(order) + 1) for mode in mode_scores}
+        # the running mode scores in settlement order, and the automatic choice at each plan
+        counts, totals = {}, {}
+        steps = np.asarray(order, dtype=np.int64)
         for mode, values in mode_scores.items():
-            running_count, running_total = 0, 0.0
-            for step, position in enumerate(order, start=1):
-                value = values[position]
-                if not np.isnan(value):
-                    running_count += 1
-                    running_total += float(value)
-                counts[mode][step], totals[mode][step] = running_count, running_total
-        automatic = identity.copy()
-        for position in range(len(self.contexts)):
-            step = settled_before[position]
-            n_identity, n_content = counts[LearnerMode.IDENTITY][step], counts[LearnerMode.CONTENT][step]
-            if min(n_identity, n_content) >= 10 and totals[LearnerMode.CONTENT][step] / n_content > totals[LearnerMode.IDENTITY][step] / n_identity:
-                automatic[position] = content[position]
+            in_order = values[steps] if order else np.zeros(0)
+            counts[mode], totals[mode] = running_counts(in_order, ~np.isnan(in_order))
+        modes = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
+        prefers = auto_prefers_content(np.stack([counts[m][settled_before] for m in modes], axis=-1), np.stack([totals[m][settled_before] for m in modes], axis=-1), MIN_AUTO_SCORES)
+        automatic = np.where(prefers[:, None], content, identity)
         design.realised, design.counts, design.totals = realised, counts, totals
         return {LearnerMode.IDENTITY: identity, LearnerMode.CONTENT: content, LearnerMode.AUTO: automatic}
 
@@ -351,41 +354,19 @@ class MemTrialFamily:
         return out
 
     def _trust(
-        self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64], shared: dict[object, NDArray[np.float64]] | None = None
+        self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64], shared: dict[object, object] | None = None
     ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
-        """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega.
+        """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega
+        (:func:`~memtrial.trust.gate_states` over every plan at once).
 
-        ``shared`` keeps the e-process and the t-test p-values of these scores for the next variant
-        that scores the same way (they depend on the scores and the bets only, not on alpha)."""
+        ``shared`` keeps the statistics of these scores for the next variant that scores the same way
+        (they depend on the scores and the bets only, not on alpha)."""
         shared = {} if shared is None else shared
-        kept = ~np.isnan(scores)
-        count = np.concatenate([[0], np.cumsum(kept)])  # scores before each settlement step
-        values = np.where(kept, scores, 0.0)
-        bets = np.asarray(config.gate.bets)
-        n_scored = count[settled_before]
-        statistic = np.full(len(self.contexts), np.nan)
-        if config.gate.test is GateTest.NONE:
-            return np.ones(len(self.contexts), dtype=bool), statistic, np.ones(len(self.contexts))
-        minimum = config.gate.min_scores or 0
-        enough = n_scored >= minimum
-        log_e = shared.get(("log_e", config.gate.bets))
-        if log_e is None:
-            growth = np.log1p(values[:, None] * bets[None, :]) * kept[:, None]
-            cumulative = np.vstack([np.zeros(bets.size), np.cumsum(growth, axis=0)])[settled_before]  # (dates, bets)
-            log_e = shared[("log_e", config.gate.bets)] = _mixture_log_wealth(cumulative.T)
-        omega = np.where(enough, trust_weights(log_e, config.gate.alpha), 0.0)
-        if config.gate.test is GateTest.PREQUENTIAL:
-            p = shared.get("p")
-            if p is None:
-                total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
-                total_sq = np.concatenate([[0.0], np.cumsum(values * values)])[settled_before]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    p = shared["p"] = _t_test_p(n_scored.astype(np.float64), total, total_sq)
-            statistic = np.where(enough & (n_scored >= 2), p, np.nan)
-            return enough & (p < config.gate.alpha), statistic, omega
-        e_value = np.exp(log_e)
-        statistic = np.where(enough, e_value, np.nan)
-        return enough & (e_value >= 1.0 / config.gate.alpha), statistic, omega
+        key = (config.gate.bets, config.gate.test is GateTest.PREQUENTIAL)
+        series = shared.get(key)
+        if series is None:
+            series = shared[key] = gate_series(scores, settled_before, config.gate.bets, p_values=key[1])
+        return gate_states(config.gate, series)  # type: ignore[arg-type]
 
     def _fallback(self, design: _Design, variant: FallbackVariant, order: Sequence[int], settled_before: NDArray[np.int64]) -> NDArray[np.float64]:
         """Each plan's mixture weight q on the reference (the rule of AnchoredMixture.choose, every date at once)."""
@@ -410,26 +391,16 @@ class MemTrialFamily:
         return [(masks, positions) for (masks, _), positions in groups.items()]
 
     def _act(self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
-        """Each date's weights and whether it acted on a designed draft (the rule of
-        :func:`memtrial.action.choose`, a batch of dates of one shape at once)."""
+        """Each date's weights and whether it acted on a designed draft (:func:`~memtrial.action.gated_weights`,
+        a batch of dates of one shape at once)."""
         parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
         acted = np.zeros(len(self.contexts), dtype=bool)
         for masks, positions in self._shapes(design):
             rows = np.asarray(positions, dtype=np.int64)
             size = len(self.ids[positions[0]])
-            mask_array = np.asarray(masks)
-            values = np.zeros((rows.size, len(masks)))
-            for j in range(size):  # each subset's predicted value, its members added in retrieval order
-                member = (mask_array >> j & 1).astype(bool)
-                values += np.where(member[None, :], predictions[rows, j][:, None], 0.0)
-            rank = np.array([m.bit_count() * 256 + m for m in masks])  # ties: fewer experiences, then the smaller mask
-            best = np.where(values == values.max(axis=1, keepdims=True), rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
-            gain = values[np.arange(rows.size), best]
+            best, gain = best_subsets(subset_values(predictions[rows, :size], masks), masks)
             drafts, reference = self._books(masks, positions)
-            on_subset = trust_open[rows] & (gain > 0.0)
-            mixed = q[rows][:, None] * reference + (1.0 - q[rows][:, None]) * drafts.mean(axis=1)
-            chosen = np.where(on_subset[:, None], drafts[np.arange(rows.size), best], mixed)
-            acted[rows] = on_subset
+            chosen, acted[rows] = gated_weights(trust_open[rows], gain, best, q[rows], reference, drafts)
             parts.append((rows, chosen))
         return _assemble(len(self.contexts), parts), acted
 
@@ -437,13 +408,7 @@ class MemTrialFamily:
         self, design: _Design, predictions: NDArray[np.float64], omega: NDArray[np.float64], q: NDArray[np.float64], order: Sequence[int], settled_before: NDArray[np.int64]
     ) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
         """Each date's weights under the trust dial (the rule of the engine's dial, a batch of dates of one shape at once)."""
-        gains_in_order = [design.noise.get(p) for p in order]
-        kept = np.array([g is not None for g in gains_in_order], dtype=bool)
-        values = np.array([0.0 if g is None else g for g in gains_in_order])
-        count = np.concatenate([[0], np.cumsum(kept)])[settled_before]
-        total = np.concatenate([[0.0], np.cumsum(values)])[settled_before]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            kappa = np.where(count > 0, total / count, np.nan)
+        kappa = noise_costs([design.noise.get(p) for p in order], settled_before)
         parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
         acted = omega > 0.0
         for masks, positions in self._shapes(design):
@@ -471,10 +436,10 @@ class MemTrialFamily:
         design = self.designs[(config.design, config.credit)]
         mode = config.learner
         if mode is LearnerMode.AUTO:
-            counts, totals = design.counts, design.totals
-            n_identity, n_content = counts[LearnerMode.IDENTITY][-1], counts[LearnerMode.CONTENT][-1]
-            content_better = min(n_identity, n_content) >= 10 and totals[LearnerMode.CONTENT][-1] / n_content > totals[LearnerMode.IDENTITY][-1] / n_identity
-            mode = LearnerMode.CONTENT if content_better else LearnerMode.IDENTITY
+            modes = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
+            counts = np.array([design.counts[m][-1] for m in modes])
+            totals = np.array([design.totals[m][-1] for m in modes])
+            mode = LearnerMode.CONTENT if bool(auto_prefers_content(counts, totals, MIN_AUTO_SCORES)) else LearnerMode.IDENTITY
         fit = design.final.get(mode)
         return {e: 0.0 if fit is None else fit.posterior(e).mean for e in self.versions[-1]}
 

@@ -23,11 +23,29 @@ from enum import StrEnum
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
+from memtrial.fallback import mixture
+from memtrial.running import running_counts
 from memtrial.settle import project_simplex
 
-__all__ = ["ActionRule", "Choice", "best_subset", "choose", "dial_combination", "dial_gains", "dial_weights", "noise_gain"]
+__all__ = [
+    "ActionRule",
+    "Choice",
+    "acts_on_memory",
+    "anchored",
+    "best_subset",
+    "best_subsets",
+    "choose",
+    "dial_combination",
+    "dial_gains",
+    "dial_weights",
+    "gated_weights",
+    "noise_costs",
+    "noise_gain",
+    "subset_rank",
+    "subset_values",
+]
 
 
 class ActionRule(StrEnum):
@@ -46,30 +64,78 @@ class Choice:
     weights: NDArray[np.float64]
 
 
-def best_subset(predictions: Mapping[Any, float], subsets: Sequence[Sequence[Hashable]], masks: Sequence[int]) -> tuple[int, float]:
-    """(row, predicted value) of the designed subset with the highest predicted value."""
-    values = [sum(predictions[e] for e in subset) for subset in subsets]
-    order = sorted(range(len(masks)), key=lambda i: (-values[i], len(subsets[i]), masks[i]))
-    return order[0], float(values[order[0]])
+def subset_rank(masks: Sequence[int]) -> NDArray[np.int64]:
+    """The tie-break among subsets of equal predicted value: fewer experiences first, then the smaller mask."""
+    return np.array([mask.bit_count() * 256 + mask for mask in masks], dtype=np.int64)
+
+
+def subset_values(predictions: ArrayLike, masks: Sequence[int]) -> NDArray[np.float64]:
+    """Each designed subset's predicted value: the sum of its members' predicted values.
+
+    predictions: (..., k) values of the retrieved experiences in retrieval
+    order; returns (..., len(masks)). Members are added in retrieval order, so
+    every row gets exactly the sum it gets alone.
+    """
+    values = np.asarray(predictions, dtype=np.float64)
+    mask_array = np.asarray(masks, dtype=np.int64)
+    out = np.zeros((*values.shape[:-1], len(masks)))
+    for j in range(values.shape[-1]):
+        member = (mask_array >> j & 1).astype(bool)
+        out += np.where(member, values[..., j, None], 0.0)
+    return out
+
+
+def best_subsets(values: NDArray[np.float64], masks: Sequence[int]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The designed subset with the highest predicted value in each row of ``values`` (..., S) (ties:
+    :func:`subset_rank`), and that value: (best, gain), each (...)."""
+    rank = subset_rank(masks)
+    best = np.where(values == values.max(axis=-1, keepdims=True), rank, np.iinfo(np.int64).max).argmin(axis=-1)
+    return best, np.take_along_axis(values, best[..., None], axis=-1)[..., 0]
+
+
+def acts_on_memory(is_open: ArrayLike, gain: ArrayLike) -> NDArray[np.bool_]:
+    """The gate's test: act on the best designed draft where the frozen gate is open and its predicted gain is > 0."""
+    return np.asarray(is_open, dtype=bool) & (np.asarray(gain, dtype=np.float64) > 0.0)
+
+
+def gated_weights(
+    is_open: NDArray[np.bool_], gain: NDArray[np.float64], best: NDArray[np.int64], q: NDArray[np.float64], reference: NDArray[np.float64], drafts: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
+    """The gate's action for a batch of decisions: the best designed draft where the gate is open and
+    its predicted gain is > 0, else the anchored mixture. is_open, gain, best, q: (D,); reference
+    (D, n); drafts (D, S, n). Returns the weights (D, n) and whether each acted on a draft (D,)."""
+    acted = acts_on_memory(is_open, gain)
+    chosen = drafts[np.arange(drafts.shape[0]), best]
+    return np.where(acted[:, None], chosen, anchored(q, reference, drafts)), acted
+
+
+def anchored(q: ArrayLike, reference: ArrayLike, drafts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The closed action ``q * reference + (1 - q) * mean(drafts)`` (method 4.6): q (...), reference
+    (..., n), drafts (..., S, n); returns (..., n)."""
+    return mixture(np.asarray(q, dtype=np.float64), reference, np.asarray(drafts, dtype=np.float64).mean(axis=-2))
+
+
+def best_subset(predictions: Mapping[Any, float], ids: Sequence[Hashable], masks: Sequence[int]) -> tuple[int, float]:
+    """(row, predicted value) of the designed subset with the highest predicted value
+    (``ids``: the retrieved experiences, in the order the masks' bits refer to)."""
+    best, gain = best_subsets(subset_values([predictions[e] for e in ids], masks), masks)
+    return int(best), float(gain)
 
 
 def choose(
     predictions: Mapping[Any, float],
-    subsets: Sequence[Sequence[Hashable]],
+    ids: Sequence[Hashable],
     masks: Sequence[int],
     is_open: bool,
     q: float,
     reference: NDArray[np.float64],
     drafts: NDArray[np.float64],
 ) -> Choice:
-    """The gated choice between the best designed draft and the anchored mixture.
-
-    drafts: (len(masks), n) rows aligned with ``subsets``; reference: (n,).
-    """
-    best, gain = best_subset(predictions, subsets, masks)
-    if is_open and gain > 0.0:
-        return Choice(best, gain, drafts[best].copy())
-    return Choice(None, gain, q * reference + (1.0 - q) * drafts.mean(axis=0))
+    """The gated choice between the best designed draft and the anchored mixture (:func:`gated_weights`
+    on one decision). drafts: (len(masks), n) rows aligned with the masks; reference: (n,)."""
+    best, gain = best_subset(predictions, ids, masks)
+    weights, acted = gated_weights(np.array([is_open]), np.array([gain]), np.array([best]), np.array([q]), reference[None, :], drafts[None, :, :])
+    return Choice(best if acted[0] else None, gain, weights[0])
 
 
 def dial_gains(predictions: NDArray[np.float64], masks: Sequence[int]) -> NDArray[np.float64]:
@@ -106,9 +172,7 @@ def dial_combination(gains: NDArray[np.float64], noise_cost: NDArray[np.float64]
     if usable.any():
         pi[usable] = project_simplex(flat[usable] / (2.0 * costs[usable])[:, None], 1.0)
     if (~usable).any():
-        rank = np.array([m.bit_count() * 256 + m for m in masks])
-        best_value = flat[~usable].max(axis=1, keepdims=True)
-        best = np.where(flat[~usable] == best_value, rank[None, :], np.iinfo(np.int64).max).argmin(axis=1)
+        best, _ = best_subsets(flat[~usable], masks)
         one_hot = np.zeros((best.size, flat.shape[1]))
         one_hot[np.arange(best.size), best] = 1.0
         pi[~usable] = one_hot
@@ -124,10 +188,19 @@ def dial_weights(
     """
     pi = np.asarray(combination, dtype=np.float64)
     omega = np.asarray(trust_weight, dtype=np.float64)[..., None]
-    weight_q = np.asarray(q, dtype=np.float64)[..., None]
     memory = (pi[..., :, None] * drafts).sum(axis=-2)
-    fallback = weight_q * reference + (1.0 - weight_q) * drafts.mean(axis=-2)
-    return np.asarray(omega * memory + (1.0 - omega) * fallback, dtype=np.float64)
+    return np.asarray(omega * memory + (1.0 - omega) * anchored(q, reference, drafts), dtype=np.float64)
+
+
+def noise_costs(gains: Sequence[float | None], steps: NDArray[np.int64]) -> NDArray[np.float64]:
+    """kappa after ``steps[d]`` settled decisions, for every d at once (NaN before any estimate):
+    the running mean of the settled decisions' :func:`noise_gain` (None: no estimate), the rule of
+    the engine's NoiseCost for a whole calendar."""
+    kept = np.array([g is not None for g in gains], dtype=bool)
+    values = np.array([0.0 if g is None else g for g in gains], dtype=np.float64)
+    count, total = running_counts(values, kept)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(count[steps] > 0, total[steps] / count[steps], np.nan)
 
 
 def noise_gain(draft_utilities: NDArray[np.float64], mean_utility: float) -> float | None:

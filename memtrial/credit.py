@@ -31,11 +31,17 @@ __all__ = [
     "ContributionRecord",
     "centre_arrays",
     "centre_by_date",
+    "centre_contrasts",
     "contributions",
     "contributions_by_date",
     "interactions",
     "utilities_array",
 ]
+
+
+def centre_contrasts(contrasts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Date-centred contributions: each date's contrasts (..., k) minus their mean over the date's experiences."""
+    return np.asarray(contrasts - contrasts.mean(axis=-1, keepdims=True), dtype=np.float64)
 
 
 @dataclass(frozen=True, slots=True)

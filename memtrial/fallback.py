@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, InputError, StateError, parse_choice
 
-__all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "choices_after", "mixture_weights", "running_sums"]
+__all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "choices_after", "mixture", "mixture_weights", "running_sums"]
 
 GRID: NDArray[np.float64] = np.linspace(0.0, 1.0, 201)
 LAMBDA0 = 4.0
@@ -89,10 +89,16 @@ def choices_after(
     return q
 
 
+def mixture(q: ArrayLike, reference: ArrayLike, draft_mean: ArrayLike) -> NDArray[np.float64]:
+    """w(q) = q * reference + (1 - q) * draft_mean, the one formula of the family: q (...),
+    reference and draft_mean (..., n) (broadcast); returns (..., n)."""
+    weight = np.asarray(q, dtype=np.float64)[..., None]
+    return np.asarray(weight * np.asarray(reference, dtype=np.float64) + (1.0 - weight) * np.asarray(draft_mean, dtype=np.float64), dtype=np.float64)
+
+
 def mixture_weights(reference: ArrayLike, draft_mean: ArrayLike, grid: ArrayLike = GRID) -> NDArray[np.float64]:
     """Weights of every grid mixture, shape (len(grid), n)."""
-    q = np.asarray(grid, dtype=np.float64)[:, None]
-    return np.asarray(q * np.asarray(reference)[None, :] + (1 - q) * np.asarray(draft_mean)[None, :], dtype=np.float64)
+    return mixture(grid, np.asarray(reference, dtype=np.float64)[None, :], np.asarray(draft_mean, dtype=np.float64)[None, :])
 
 
 class AnchoredMixture:

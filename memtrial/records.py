@@ -21,6 +21,7 @@ from memtrial.trust import TrustDecision
 __all__ = [
     "Action",
     "Decision",
+    "DecisionKind",
     "Dial",
     "ExperienceId",
     "Plan",
@@ -72,6 +73,13 @@ def decode_time(data: Mapping[str, Any]) -> Time:
 
 def _floats(values: NDArray[np.float64] | Sequence[float]) -> list[float]:
     return [float(v) for v in values]
+
+
+class DecisionKind(StrEnum):
+    """What a decision's drafts are: portfolio weights settled by prices, or any JSON settled by a rule (method 4.9)."""
+
+    PORTFOLIO = "portfolio"
+    SCORED = "scored"
 
 
 class Action(StrEnum):
@@ -148,7 +156,7 @@ class Plan:
     risky: NDArray[np.bool_] | None
     defensive: NDArray[np.bool_] | None
     dial: Dial | None = None
-    kind: str = "portfolio"
+    kind: DecisionKind = DecisionKind.PORTFOLIO
 
     @property
     def n_assets(self) -> int:
@@ -171,7 +179,7 @@ class Plan:
             "risky": None if self.risky is None else [bool(x) for x in self.risky],
             "defensive": None if self.defensive is None else [bool(x) for x in self.defensive],
             **({} if self.dial is None else {"dial": self.dial.to_dict()}),
-            **({} if self.kind == "portfolio" else {"kind": self.kind}),
+            **({} if self.kind is DecisionKind.PORTFOLIO else {"kind": self.kind.value}),
         }
 
     @classmethod
@@ -195,7 +203,7 @@ class Plan:
             risky=None if data["risky"] is None else np.asarray(data["risky"], dtype=bool),
             defensive=None if data["defensive"] is None else np.asarray(data["defensive"], dtype=bool),
             dial=None if data.get("dial") is None else Dial.from_dict(data["dial"]),
-            kind=str(data.get("kind", "portfolio")),
+            kind=DecisionKind(data.get("kind", "portfolio")),
         )
 
 

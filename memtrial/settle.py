@@ -26,9 +26,11 @@ from memtrial.errors import ConfigError, InfeasibleMandateError, InputError
 __all__ = [
     "INVESTORS",
     "Investor",
+    "check_weights",
     "mandate_violation",
     "nav_paths",
     "nav_paths_by_date",
+    "normalised",
     "project",
     "project_simplex",
     "relative_prices",
@@ -84,6 +86,11 @@ def _as_weight_batch(weights: ArrayLike, name: str) -> tuple[NDArray[np.float64]
     return np.atleast_2d(array), array.ndim == 1
 
 
+def normalised(weights: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Weight vectors (..., n) scaled to sum to 1 (drafts that sum to 1 within the tolerance, exactly)."""
+    return np.asarray(weights / weights.sum(axis=-1, keepdims=True), dtype=np.float64)
+
+
 def project_simplex(points: NDArray[np.float64], total: float) -> NDArray[np.float64]:
     """Euclidean projection of each row of ``points`` onto {w >= 0, sum w = total}.
 
@@ -114,6 +121,19 @@ def _check_groups(
             f"an asset cannot be both risky and defensive, got both at indices {overlap.tolist()}", field="defensive"
         )
     return risky_mask, defensive_mask
+
+
+def check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> None:
+    """Rows of long-only weights over ``n_assets`` assets, each summing to 1 within 1e-6 (InputError naming ``name``)."""
+    if matrix.ndim != 2 or matrix.shape[1] != n_assets or n_assets < 1:
+        raise InputError(f"{name} must have {n_assets} weights per row (n_assets >= 1), got shape {matrix.shape}", field=name)
+    if not np.all(np.isfinite(matrix)):
+        raise InputError(f"{name} must be finite (no NaN or inf)", field=name)
+    if np.any(matrix < 0):
+        raise InputError(f"{name} must be >= 0 (long only)", field=name)
+    sums = matrix.sum(axis=1)
+    if np.any(np.abs(sums - 1.0) > WEIGHT_SUM_TOLERANCE):
+        raise InputError(f"{name} rows must sum to 1, got sums {[round(float(s), 9) for s in sums]}", field=name)
 
 
 def mandate_violation(weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor, tolerance: float = 1e-6) -> str | None:

@@ -34,12 +34,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from memtrial.errors import ConfigError, DuplicateError, InputError, StateError, UnknownDecisionError, parse_choice
 from memtrial.prereg import LogEntry, PredictionLog, canonical_json, sha256_hex
+from memtrial.running import running_counts
 from memtrial.special import t_sf
 
 __all__ = [
     "DEFAULT_BETS",
     "AnytimeGate",
     "GateConfig",
+    "GateSeries",
     "GateStatistics",
     "GateTest",
     "PrequentialGate",
@@ -49,6 +51,9 @@ __all__ = [
     "TrustStatus",
     "UngatedGate",
     "anytime_log_wealth",
+    "dial_omega",
+    "gate_series",
+    "gate_states",
     "make_gate",
     "pearson_score",
     "pearson_scores",
@@ -395,28 +400,88 @@ class TrustGate(ABC):
         self.log._head = str(data["log_head"])
 
 
-def trust_decision(config: GateConfig, statistics: GateStatistics) -> TrustDecision:
-    """The state of a gate with ``config`` after the scores summarised in ``statistics``.
+@dataclass(frozen=True, slots=True)
+class GateSeries:
+    """A gate's statistics at many moments (D,): the scores counted, log K_t and the t-test's p-value
+    (NaN with fewer than 2 scores; None where the test needs none)."""
 
-    One function for every way of running the method (a gate object, a batch
-    replay of a whole world), so both decide the same way.
+    n_scored: NDArray[np.int64]
+    log_e: NDArray[np.float64]
+    p_value: NDArray[np.float64] | None
+
+
+def gate_series(scores: ArrayLike, steps: ArrayLike, bets: Sequence[float] = DEFAULT_BETS, *, p_values: bool = True) -> GateSeries:
+    """:class:`GateStatistics` after ``steps[d]`` of the ``scores`` (N,) in order (NaN: a skipped score),
+    for every d at once: the same additions as :meth:`GateStatistics.add`, so each moment holds
+    exactly what an online gate holds then."""
+    values = np.asarray(scores, dtype=np.float64)
+    at = np.asarray(steps, dtype=np.int64)
+    kept = ~np.isnan(values)
+    count, total = running_counts(values, kept)
+    grid = np.asarray(bets, dtype=np.float64)
+    played = np.where(kept, values, 0.0)
+    growth = np.log1p(played[:, None] * grid[None, :]) * kept[:, None]
+    cumulative = np.vstack([np.zeros(grid.size), np.cumsum(growth, axis=0)])[at]  # (D, bets)
+    log_e = _mixture_log_wealth(cumulative.T)
+    p = None
+    if p_values:
+        _, total_sq = running_counts(played * played, kept)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            p = np.where(count[at] >= 2, _t_test_p(count[at].astype(np.float64), total[at], total_sq[at]), np.nan)
+    return GateSeries(count[at], log_e, p)
+
+
+def gate_states(config: GateConfig, series: GateSeries) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+    """The state of a gate with ``config`` at each moment of ``series``: (open, statistic, omega), each (D,).
+
+    The one rule of the gate and the dial, for one moment (:func:`trust_decision`, :func:`trust_weight`)
+    or a whole calendar (a backtest's replay). statistic: the p-value (prequential) or the e-value
+    K_t (anytime), NaN while there is not enough evidence or without a test. omega: the trust dial's
+    weight clip(log K_t / log(1/alpha), 0, 1), 0 before ``min_scores`` scores, 1 without a gate.
     """
-    n_scored, mean = statistics.n_scored, statistics.mean_score
+    size = series.n_scored.shape
+    omega = dial_omega(config, series.n_scored, series.log_e)
     if config.test is GateTest.NONE:
-        return TrustDecision(TrustStatus.OPEN, GateTest.NONE, n_scored, None, None, mean)
+        return np.ones(size, dtype=bool), np.full(size, np.nan), omega
+    enough = series.n_scored >= (config.min_scores or 0)
     if config.test is GateTest.PREQUENTIAL:
-        if n_scored < (config.min_scores or 0):
-            return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.PREQUENTIAL, n_scored, None, config.alpha, mean)
-        p_value = statistics.p_value()
-        assert p_value is not None
-        status = TrustStatus.OPEN if p_value < config.alpha else TrustStatus.CLOSED
-        return TrustDecision(status, GateTest.PREQUENTIAL, n_scored, p_value, config.alpha, mean)
-    threshold = 1.0 / config.alpha
-    if n_scored < (config.min_scores or 0):
-        return TrustDecision(TrustStatus.INSUFFICIENT_EVIDENCE, GateTest.ANYTIME, n_scored, None, threshold, mean)
-    e_value = float(np.exp(statistics.log_e_value()))
-    status = TrustStatus.OPEN if e_value >= threshold else TrustStatus.CLOSED
-    return TrustDecision(status, GateTest.ANYTIME, n_scored, e_value, threshold, mean)
+        assert series.p_value is not None, "the prequential test needs p-values"
+        statistic = np.where(enough, series.p_value, np.nan)
+        return enough & (series.p_value < config.alpha), statistic, omega
+    e_value = np.exp(series.log_e)
+    return enough & (e_value >= 1.0 / config.alpha), np.where(enough, e_value, np.nan), omega
+
+
+def dial_omega(config: GateConfig, n_scored: NDArray[np.int64], log_e: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The trust dial's weight at each moment: clip(log K_t / log(1/alpha), 0, 1), 0 before
+    ``min_scores`` scores, 1 without a gate."""
+    if config.test is GateTest.NONE:
+        return np.ones(np.shape(n_scored))
+    return np.where(np.asarray(n_scored) >= (config.min_scores or 0), trust_weights(log_e, config.alpha), 0.0)
+
+
+def _series_now(config: GateConfig, statistics: GateStatistics) -> GateSeries:
+    """The statistics of an online gate as a series of one moment."""
+    p_value = None
+    if config.test is GateTest.PREQUENTIAL:
+        p = statistics.p_value()
+        p_value = np.array([np.nan if p is None else p])
+    return GateSeries(np.array([statistics.n_scored]), np.array([statistics.log_e_value()]), p_value)
+
+
+def trust_decision(config: GateConfig, statistics: GateStatistics) -> TrustDecision:
+    """The state of a gate with ``config`` after the scores summarised in ``statistics`` (:func:`gate_states`)."""
+    n_scored, mean = statistics.n_scored, statistics.mean_score
+    threshold = None if config.test is GateTest.NONE else config.alpha if config.test is GateTest.PREQUENTIAL else 1.0 / config.alpha
+    is_open, statistic, _ = gate_states(config, _series_now(config, statistics))
+    value = float(statistic[0])
+    if bool(is_open[0]):
+        status = TrustStatus.OPEN
+    elif n_scored < (config.min_scores or 0):
+        status = TrustStatus.INSUFFICIENT_EVIDENCE
+    else:
+        status = TrustStatus.CLOSED
+    return TrustDecision(status, config.test, n_scored, None if np.isnan(value) else value, threshold, mean)
 
 
 def trust_weight(config: GateConfig, statistics: GateStatistics) -> tuple[float, float]:
@@ -425,14 +490,10 @@ def trust_weight(config: GateConfig, statistics: GateStatistics) -> tuple[float,
     K_t is the betting e-process of the scores so far (the anytime test's
     statistic). Under the null, P(ever omega >= x) <= alpha**x by Ville's
     inequality. Without a gate (``none``) omega is 1; before ``min_scores``
-    scores it is 0.
+    scores it is 0 (:func:`gate_states`).
     """
     log_e = statistics.log_e_value()
-    if config.test is GateTest.NONE:
-        return 1.0, log_e
-    if statistics.n_scored < (config.min_scores or 0):
-        return 0.0, log_e
-    return trust_weights(np.array([log_e]), config.alpha)[0], log_e
+    return float(dial_omega(config, np.array([statistics.n_scored]), np.array([log_e]))[0]), log_e
 
 
 def trust_weights(log_e: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:

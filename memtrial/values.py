@@ -45,7 +45,11 @@ from memtrial.fayherriot import FayHerriotFit, fit_fay_herriot
 __all__ = [
     "BayesLearner",
     "EmpiricalBayesLearner",
+    "ValueFit",
+    "auto_prefers_content",
+    "degenerate_fit",
     "LearnerMode",
+    "MIN_AUTO_SCORES",
     "CreditBasis",
     "RunningStatistics",
     "SufficientStatistics",
@@ -417,7 +421,7 @@ def sufficient_statistics(records: Iterable[Record]) -> SufficientStatistics | N
 
 
 @dataclass(frozen=True, slots=True)
-class _Fit:
+class ValueFit:
     """One mode's fit in utility units, with the lookup from id to row."""
 
     index: Mapping[Hashable, int]
@@ -461,6 +465,17 @@ class _Fit:
         spread = max((float(self.observed[row]) - prior) ** 2, sampling)
         dof = max(self.observed.shape[0] - self.model.beta.shape[0] - 2, 1)
         return float(2.0 / dof * shrinkage * shrinkage * spread)
+
+
+def auto_prefers_content(counts: ArrayLike, totals: ArrayLike, minimum: int = MIN_AUTO_SCORES) -> NDArray[np.bool_]:
+    """The ``auto`` mode's choice at each moment: content once both modes have ``minimum`` scores and
+    content's mean score is the higher. counts, totals: (..., 2), identity then content; returns (...)."""
+    count = np.asarray(counts)
+    total = np.asarray(totals, dtype=np.float64)
+    enough = count.min(axis=-1) >= minimum
+    with np.errstate(divide="ignore", invalid="ignore"):
+        better = total[..., 1] / count[..., 1] > total[..., 0] / count[..., 0]
+    return np.asarray(enough & better, dtype=bool)
 
 
 class _ModeScores:
@@ -515,7 +530,7 @@ class EmpiricalBayesLearner:
         self.features: dict[Hashable, NDArray[np.float64]] = {}
         self.statistics = self._empty_statistics()
         self.mode_scores: dict[LearnerMode, _ModeScores] = {LearnerMode.IDENTITY: _ModeScores(), LearnerMode.CONTENT: _ModeScores()}
-        self._fits: dict[LearnerMode, _Fit] = {}
+        self._fits: dict[LearnerMode, ValueFit] = {}
         self._stale = False
         self._content_cache: tuple[int, dict[Hashable, NDArray[np.float64]]] | None = None
         self._aligned: tuple[int, tuple[Hashable, ...], NDArray[np.float64]] | None = None
@@ -622,7 +637,7 @@ class EmpiricalBayesLearner:
         return self
 
     @property
-    def fits_(self) -> dict[LearnerMode, _Fit]:
+    def fits_(self) -> dict[LearnerMode, ValueFit]:
         """The fitted model of every mode (refitted if anything changed)."""
         self._refit()
         return self._fits
@@ -652,9 +667,9 @@ class EmpiricalBayesLearner:
             if stats.scale > 0.0:
                 model = fit_fay_herriot(stats.means / stats.scale, counts, z)
             else:
-                model = _degenerate(len(stats.experience_ids), z.shape[1])
+                model = degenerate_fit(len(stats.experience_ids), z.shape[1])
             observed = stats.means / stats.scale if stats.scale > 0.0 else None
-            self._fits[mode] = _Fit(index, stats.counts, stats.scale, model, vectors, observed, z)
+            self._fits[mode] = ValueFit(index, stats.counts, stats.scale, model, vectors, observed, z)
 
     def _aligned_features(self, ids: tuple[Hashable, ...]) -> NDArray[np.float64]:
         """(H, p) content features in the statistics' row order (z = 0 without an embedding).
@@ -687,9 +702,9 @@ class EmpiricalBayesLearner:
         if self.mode is not LearnerMode.AUTO:
             return self.mode
         identity, content = self.mode_scores[LearnerMode.IDENTITY], self.mode_scores[LearnerMode.CONTENT]
-        if min(identity.count, content.count) < self.min_auto_scores:
-            return LearnerMode.IDENTITY
-        return LearnerMode.CONTENT if content.mean > identity.mean else LearnerMode.IDENTITY
+        counts = np.array([[identity.count, content.count]])
+        totals = np.array([[identity.total, content.total]])
+        return LearnerMode.CONTENT if bool(auto_prefers_content(counts, totals, self.min_auto_scores)[0]) else LearnerMode.IDENTITY
 
     def record_score(self, mode: LearnerMode | str, score: float) -> None:
         """Add a prequential score of ``mode``'s frozen predictions (for ``auto``)."""
@@ -757,7 +772,7 @@ class EmpiricalBayesLearner:
         self._stale = True
 
 
-def _degenerate(n_experiences: int, n_features: int) -> FayHerriotFit:
+def degenerate_fit(n_experiences: int, n_features: int) -> FayHerriotFit:
     """All centred contributions are zero: every value is exactly zero."""
     return FayHerriotFit(
         sigma_b2=0.0,

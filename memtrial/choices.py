@@ -1,0 +1,91 @@
+"""What a decision plays, from its frozen plan and its drafts (method 4.5, 4.8, 4.9): the decision records.
+
+The rules themselves live in :mod:`memtrial.action` (one definition each, in
+batch form); these functions apply them to one plan and build the
+:class:`~memtrial.records.Decision` with its explanation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memtrial.action import acts_on_memory, anchored, best_subset, choose, dial_combination, dial_gains, dial_weights
+from memtrial.explain import explain
+from memtrial.records import Action, Decision, Dial, ExperienceId, Plan
+from memtrial.trust import GateConfig, GateStatistics, trust_weight
+
+__all__ = ["choose_portfolio", "choose_scored", "plan_dial"]
+
+
+def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> Decision:
+    """A scored decision's action: the gate or the dial over the designed drafts, the designated
+    reference draft as the conservative anchor (mixed with the draft mean where drafts are vectors).
+
+    vectors: (S, m) numeric drafts, or (S, 0) for drafts that cannot be averaged.
+    """
+    mixable = vectors.shape[1] > 0
+    best, gain = best_subset(plan.predictions, plan.experience_ids, plan.masks)
+    common: dict[str, Any] = {
+        "decision_id": plan.decision_id,
+        "trust": plan.trust,
+        "predictions": dict(plan.predictions),
+        "learner_mode": plan.learner_mode,
+        "drafts": vectors,
+        "reference_index": reference,
+    }
+    if plan.dial is not None:
+        dial = plan.dial
+        shared: dict[str, Any] = {"predicted_gain": max(dial.gains), "explanation": "", "dial": dial, **common}
+        if mixable:
+            weights = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), vectors[reference], vectors)
+            decision = Decision(weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, played=None, **shared)
+        elif dial.trust_weight >= 1.0:  # answers cannot be blended: memory's draft only at full trust
+            top = int(np.argmax(dial.combination))
+            decision = Decision(weights=vectors[top], action=Action.DIAL, subset=plan.subsets[top], mask=plan.masks[top], q=None, played=top, **shared)
+        else:
+            decision = Decision(weights=vectors[reference], action=Action.REFERENCE, subset=None, mask=None, q=None, played=reference, **shared)
+        return replace(decision, explanation=explain(decision, plan.subsets))
+    shared = {"predicted_gain": gain, "explanation": "", **common}
+    if bool(acts_on_memory(np.array([plan.trust.is_open]), np.array([gain]))[0]):
+        decision = Decision(weights=vectors[best], action=Action.SUBSET, subset=plan.subsets[best], mask=plan.masks[best], q=None, played=best, **shared)
+    elif mixable:
+        decision = Decision(weights=anchored(plan.q, vectors[reference], vectors), action=Action.MIXTURE, subset=None, mask=None, q=plan.q, played=None, **shared)
+    else:
+        decision = Decision(weights=vectors[reference], action=Action.REFERENCE, subset=None, mask=None, q=None, played=reference, **shared)
+    return replace(decision, explanation=explain(decision))
+
+
+def choose_portfolio(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
+    """The gated choice between the best designed subset and the anchored mixture (or the dial's blend).
+
+    drafts: (S, n) mandate-projected drafts, rows aligned with the plan's subsets.
+    """
+    common: dict[str, Any] = {"decision_id": plan.decision_id, "trust": plan.trust, "predictions": dict(plan.predictions), "learner_mode": plan.learner_mode, "drafts": drafts}
+    if plan.dial is not None:
+        dial = plan.dial
+        weights = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), plan.reference, drafts)
+        blended = Decision(weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, predicted_gain=max(dial.gains), explanation="", dial=dial, **common)
+        return replace(blended, explanation=explain(blended, plan.subsets))
+    choice = choose(plan.predictions, plan.experience_ids, plan.masks, plan.trust.is_open, plan.q, plan.reference, drafts)
+    common.update(predicted_gain=choice.gain, weights=choice.weights, explanation="")
+    if choice.index is not None:
+        decision = Decision(action=Action.SUBSET, subset=plan.subsets[choice.index], mask=plan.masks[choice.index], q=None, **common)
+    else:
+        decision = Decision(action=Action.MIXTURE, subset=None, mask=None, q=plan.q, **common)
+    return replace(decision, explanation=explain(decision))
+
+
+def plan_dial(
+    gate: GateConfig, statistics: GateStatistics, noise_cost: float | None, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[ExperienceId, float]
+) -> Dial:
+    """The dial a plan freezes (method 4.8): omega from the e-process so far, kappa from the matured
+    decisions, pi from the predictions."""
+    omega, log_e = trust_weight(gate, statistics)
+    gains = dial_gains(np.array([[predictions[e] for e in ids]]).reshape(1, len(ids)), masks)
+    pi = dial_combination(gains, np.array([np.nan if noise_cost is None else noise_cost]), masks)[0]
+    return Dial(float(omega), float(log_e), noise_cost, tuple(float(g) for g in gains[0]), tuple(float(p) for p in pi))

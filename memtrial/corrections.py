@@ -1,0 +1,91 @@
+"""Corrections (method 4.10): an engine's running state recomputed from its history with one outcome replaced.
+
+Plans and scores are taken in the order the log recorded them (a plan's
+predictions depend on the scores before it): each plan's predictions are
+derived again from what the learner would then have known, each settlement is
+learnt again through :func:`memtrial.learning.learn`, the corrected one with its
+new outcome. Settlements of decisions without experiences touch only the
+fallback and the noise cost, whose sums do not depend on order, and are
+applied after. The result equals the running state of an engine settled with
+the corrected outcome from the start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from memtrial.config import EngineConfig
+from memtrial.errors import StateError
+from memtrial.fallback import AnchoredMixture
+from memtrial.history import DecisionEntry, History
+from memtrial.learning import NoiseCost, Outcome, Running, frozen_predictions, learn, outcome_of
+from memtrial.records import ExperienceId, Plan, Settlement, Time
+from memtrial.trust import make_gate
+from memtrial.values import EmpiricalBayesLearner
+
+__all__ = ["Recomputed", "recompute"]
+
+Recomputed = tuple[Running, Settlement, int | None]
+
+
+def recompute(
+    config: EngineConfig,
+    history: History,
+    learner: EmpiricalBayesLearner,
+    embeddings: Mapping[ExperienceId, NDArray[np.float64] | None],
+    corrected_id: str,
+    realised: Outcome,
+    settled_at: Time,
+) -> Recomputed:
+    """(the running state, the corrected settlement, the index of the score entry it supersedes).
+
+    learner: a fresh learner of the engine's settings; embeddings: the
+    experiences' embeddings as the engine holds them now (content features
+    are those of the experiences held now).
+    """
+    entries = {entry.decision_id: entry for entry in history.entries_in_order()}
+    for experience_id, embedding in embeddings.items():
+        if embedding is not None:
+            learner.add_features(experience_id, embedding)
+    running = Running(learner, make_gate(config.gate), AnchoredMixture(config.fallback), NoiseCost())
+    pending: dict[str, Plan] = {}
+    scored: set[str] = set()
+    corrected: Settlement | None = None
+    supersedes: int | None = None
+
+    def stored(decision_id: str) -> DecisionEntry:
+        entry = entries.get(decision_id)
+        if entry is None:
+            raise StateError(f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed", field="history")
+        return entry
+
+    def settle(entry: DecisionEntry, plan: Plan) -> Settlement:
+        if entry.decision_id == corrected_id:
+            return learn(config, plan, realised, settled_at, running)
+        assert entry.settlement is not None and entry.decision is not None
+        return learn(config, plan, outcome_of(config, entry.plan, entry.decision, entry.settlement), entry.settlement.settled_at, running)
+
+    for item in history.log_entries():
+        decision_id = str(item.payload.get("date"))
+        if item.kind == "prediction":
+            plan = stored(decision_id).plan
+            pending[decision_id] = replace(plan, **frozen_predictions(running.learner, plan.experience_ids))
+        elif item.kind == "withdrawal":
+            pending.pop(decision_id, None)
+        elif item.kind == "score" and decision_id not in scored:
+            scored.add(decision_id)
+            result = settle(stored(decision_id), pending.pop(decision_id))
+            if decision_id == corrected_id:
+                corrected, supersedes = result, item.index
+    for decision_id, entry in entries.items():
+        if entry.settlement is not None and not entry.plan.experience_ids:
+            result = settle(entry, entry.plan)
+            if decision_id == corrected_id:
+                corrected = result
+    if corrected is None:
+        raise StateError(f"decision {corrected_id!r} is settled but the log holds no score for it", field="history")
+    return running, corrected, supersedes
