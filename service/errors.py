@@ -79,6 +79,12 @@ def _route(request: Request) -> str:
 
 def install_handlers(app: FastAPI) -> None:
 
+    from service.usecases.unit import Replayed
+
+    @app.exception_handler(Replayed)
+    async def _replayed(_: Request, replayed: Replayed) -> JSONResponse:
+        return replayed.response
+
     @app.exception_handler(ApiError)
     async def _api(_: Request, error: ApiError) -> JSONResponse:
         headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}

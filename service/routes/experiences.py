@@ -16,7 +16,6 @@ from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.requests import StrictJSONRoute
 from service.schemas import (
     ContributionPublic,
-    ExperienceBatch,
     ExperienceDetail,
     ExperienceInput,
     ExperienceList,
@@ -27,6 +26,7 @@ from service.schemas import (
     SearchResult,
 )
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
+from service.usecases import experiences
 from service.views import experience_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"], route_class=StrictJSONRoute)
@@ -38,35 +38,7 @@ def add_experiences(
     agent_id: str, body: ExperienceInput, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
 ) -> ExperiencePublic | ExperienceList:
     """Add one experience, or a batch (``{"experiences": [...]}``, at most 256 and 1,000,000 characters of text)."""
-    items = body.experiences if isinstance(body, ExperienceBatch) else [body]
-    guard = Idempotency(key, tenant_id, request, body)
-    with transaction(services.sessions) as session:
-        load_agent(session, tenant_id, agent_id, lock=False)  # 404 before any embedding work
-        if (replayed := guard.replay(session)) is not None:
-            return replayed  # type: ignore[return-value]
-    vectors = services.embedder.encode([item.text for item in items])
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=True)
-        if (replayed := guard.replay(session)) is not None:
-            return replayed  # type: ignore[return-value]
-        guard.claim(session, agent.id)
-        engine = services.engines.checkout(session, agent)
-        rows = [
-            Experience(agent_id=agent.id, text=item.text, meta=item.metadata, structured=item.structured, embedding=vector.tobytes())
-            for item, vector in zip(items, vectors, strict=True)
-        ]
-        session.add_all(rows)
-        session.flush()
-        for row, vector in zip(rows, vectors, strict=True):
-            engine.add_experience(row.id, vector)
-        agent.index_version += 1
-        save_engine(session, agent, engine, services.engines)
-        public = [experience_public(row, engine) for row in rows]
-        answer: ExperiencePublic | ExperienceList = (
-            ExperienceList(items=public, total=len(public), limit=len(public), offset=0) if isinstance(body, ExperienceBatch) else public[0]
-        )
-        guard.complete(201, answer)
-        return answer
+    return experiences.add(services, tenant_id, agent_id, body, Idempotency(key, tenant_id, request, body))
 
 
 @router.get("")

@@ -1,122 +1,29 @@
-"""Full-Bayes refits: ``POST .../refit`` queues a background job; ``GET .../refit/{job}`` reports it.
-
-The job reads the agent's contribution records and embeddings as of the
-moment it was queued, fits the NumPyro model (NUTS by default, or SVI) in the
-worker's refit thread, and stores every experience's posterior (mean, sd, 90%
-interval, P(v > 0)); the values endpoint then shows the latest interval. A job
-is ``queued``, ``running``, ``done`` or ``failed`` (see :mod:`service.jobs`);
-a worker holds at most ``MEMTRIAL_REFIT_QUEUE_SIZE`` jobs, and answers 429
-beyond that.
-"""
+"""Full-Bayes refits: ``POST .../refit`` queues a background job; ``GET .../refit/{job}`` reports it
+(:mod:`service.usecases.refit`)."""
 
 from __future__ import annotations
 
-import datetime as dt
-import threading
-from typing import Any, Literal
-
-import numpy as np
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
 
-from service.db import transaction
 from service.api_types import RefitPublic
 from service.deps import ServicesDep, TenantDep
-from service.errors import ApiError
 from service.idempotency import Idempotency, IdempotencyKey
-from service.models import Contribution, RefitJob
 from service.requests import StrictJSONRoute
-from service.store import as_utc, load_agent, return_engine, valid_id
+from service.usecases import refit
+from service.usecases.refit import RefitCreate
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/refit", tags=["refit"], route_class=StrictJSONRoute)
-_FIT_LOCK = threading.Lock()
-QUEUE_FULL_RETRY_SECONDS = 30
-
-
-class RefitCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    method: Literal["nuts", "svi"] = "nuts"
-
-
-def _public(job: RefitJob) -> RefitPublic:
-    return RefitPublic(
-        job_id=job.id,
-        status=job.status,  # type: ignore[arg-type]
-        method=job.method,
-        created_at=as_utc(job.created_at),
-        finished_at=None if job.finished_at is None else as_utc(job.finished_at),
-        error=job.error,
-        posterior=job.result,
-    )
-
-
-def _fit(mode: str, records: list[Any], features: dict[str, np.ndarray], method: str) -> tuple[str, dict[str, Any] | None, str | None]:
-    from memtrial.bayes import BayesLearner
-
-    with _FIT_LOCK:
-        learner = BayesLearner(mode if mode != "auto" else "content", features=features, method=method).fit(records)
-    if learner.stats_ is None or learner.samples_ is None:
-        return "done", {}, None
-    return "done", {str(e): learner.posterior(e)._asdict() for e in learner.stats_.experience_ids}, None
 
 
 @router.post("", status_code=202)
 def start_refit(
     agent_id: str, tenant_id: TenantDep, services: ServicesDep, request: Request, body: RefitCreate | None = None, key: IdempotencyKey = None
 ) -> RefitPublic:
-    method = (body or RefitCreate()).method
-    guard = Idempotency(key, tenant_id, request, body or RefitCreate())
-    runner = services.jobs
-    if not runner.reserve():
-        raise ApiError(429, "queue_full", f"this server already holds {runner.capacity} refits; retry when one has finished", None, retry_after=QUEUE_FULL_RETRY_SECONDS)
-    submitted = False
-    try:
-        with transaction(services.sessions) as session:
-            agent = load_agent(session, tenant_id, agent_id, lock=False)
-            if (replayed := guard.replay(session)) is not None:
-                return replayed  # type: ignore[return-value]
-            guard.claim(session, agent.id)
-            engine = services.engines.checkout(session, agent)
-            records = [
-                tuple(row)
-                for row in session.execute(
-                    select(Contribution.decision_id, Contribution.experience_id, Contribution.contribution)
-                    .where(Contribution.agent_id == agent.id)
-                    .order_by(Contribution.seq)
-                )
-            ]
-            features = {str(e): x.embedding for e, x in engine.experiences.items() if x.embedding is not None}
-            return_engine(session, agent, engine, services.engines)
-            job = RefitJob(
-                agent_id=agent.id, status="queued", method=method, state_version=agent.state_version, heartbeat_at=dt.datetime.now(dt.UTC), worker=runner.worker
-            )
-            session.add(job)
-            session.flush()
-            public = _public(job)
-            guard.complete(202, public)
-            mode = str(agent.settings["learner"])
-        runner.submit(public.job_id, lambda: _fit(mode, records, features, method))
-        submitted = True
-        return public
-    finally:
-        if not submitted:
-            runner.release()
+    """Queue a full-Bayes refit (NUTS by default, or SVI) of the agent's values; poll it with GET .../refit/{job}."""
+    chosen = body or RefitCreate()
+    return refit.start(services, tenant_id, agent_id, chosen.method, Idempotency(key, tenant_id, request, chosen))
 
 
 @router.get("/{job_id}")
 def get_refit(agent_id: str, job_id: str, tenant_id: TenantDep, services: ServicesDep) -> RefitPublic:
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=False)
-        job = None if not valid_id(job_id) else session.scalars(select(RefitJob).where(RefitJob.id == job_id, RefitJob.agent_id == agent.id)).first()
-        if job is None:
-            raise ApiError(404, "not_found", f"refit job {job_id!r} not found", "job_id")
-        return _public(job)
-
-
-def latest_posterior(session: Any, agent_id: str) -> dict[str, dict[str, float]]:
-    """The posterior of the newest finished refit of an agent (empty when none)."""
-    job = session.scalars(
-        select(RefitJob).where(RefitJob.agent_id == agent_id, RefitJob.status == "done").order_by(RefitJob.finished_at.desc())
-    ).first()
-    return dict(job.result or {}) if job is not None else {}
+    return refit.job(services, tenant_id, agent_id, job_id)

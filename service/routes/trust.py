@@ -15,7 +15,7 @@ from service.history import read_log
 from service.models import LogRow
 from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.requests import StrictJSONRoute
-from service.routes.refit import latest_posterior
+from service.usecases.refit import latest_posterior
 from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
 from service.store import load_agent, return_engine
 from service.views import trust_public, value_public

@@ -1,0 +1,99 @@
+"""Agent use cases: the engine configuration an agent's settings freeze, and creating the agent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from memtrial.config import EngineConfig
+from memtrial.engine import MemTrial
+from memtrial.records import DecisionKind
+from memtrial.settle import INVESTORS, project
+from memtrial.trust import GateConfig
+from service.db import transaction
+from service.deps import Services
+from service.errors import ApiError
+from service.idempotency import Idempotency
+from service.models import Agent
+from service.schemas import AgentCreate, AgentPublic, DrafterSettings
+from service.universe import Universe
+from service.usecases.unit import check_replay
+from service.views import agent_public
+
+__all__ = ["check_drafter", "create", "engine_config"]
+
+
+def check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
+    """A drafter must name a provider of this server and a model that provider may call."""
+    if drafter is None:
+        return
+    provider = services.providers.get(drafter.provider)
+    if provider is None:
+        known = sorted(services.providers.by_name)
+        raise ApiError(422, "invalid", f"drafter.provider: {drafter.provider!r} is not a provider of this server (known: {known})", "drafter.provider")
+    why = provider.refusal(drafter.model)
+    if why is not None:
+        raise ApiError(422, "invalid", f"drafter.model: {drafter.model!r} {why} (provider {provider.name!r})", "drafter.model")
+
+
+def _check_kind(body: AgentCreate) -> None:
+    """What each kind of agent needs: a portfolio agent an investor and a universe; a scored agent neither."""
+    if body.kind == DecisionKind.PORTFOLIO:
+        for name in ("investor", "universe"):
+            if getattr(body, name) is None:
+                raise ApiError(422, "invalid", f"{name}: a portfolio agent needs one (or create a scored agent with kind 'scored')", name)
+        if body.outcomes is not None:
+            raise ApiError(422, "invalid", "outcomes: only scored agents have named outcomes", "outcomes")
+        return
+    for name in ("investor", "universe", "drafter"):
+        if getattr(body, name) is not None:
+            reason = "server drafting writes portfolios; a scored agent drafts on the client" if name == "drafter" else "a scored agent has no mandate or universe"
+            raise ApiError(422, "invalid", f"{name}: {reason}", name)
+
+
+def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
+    """The engine configuration (and its frozen gate) an agent's settings give; 422 for settings that do not fit together."""
+    gate = GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores)  # type: ignore[arg-type]
+    _check_kind(body)
+    common: dict[str, Any] = {
+        "design": body.design,
+        "learner": body.learner,
+        "gate": gate,
+        "fallback": body.fallback,
+        "action": body.action,
+        "credit": body.credit,
+        "robust": body.robust,
+    }
+    if body.kind != DecisionKind.PORTFOLIO:
+        return EngineConfig(gamma=0.0, fee_bp=body.fee_bp, **common), gate  # utilities come from the outcome; no mandate, no fee
+    assert body.investor is not None and body.universe is not None
+    universe = Universe([asset.model_dump() for asset in body.universe])
+    project(np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor])  # the mandate is feasible
+    return EngineConfig(investor=INVESTORS[body.investor], fee_bp=body.fee_bp, **common), gate
+
+
+def create(services: Services, tenant_id: str, body: AgentCreate, guard: Idempotency) -> AgentPublic:
+    """A new agent with its frozen gate configuration and an empty engine."""
+    config, gate = engine_config(body)
+    check_drafter(services, body.drafter)
+    engine = MemTrial(config)
+    settings = body.model_dump(mode="json")
+    settings["gate"] = gate.to_dict()
+    with transaction(services.sessions) as session:
+        check_replay(session, guard)
+        agent = Agent(
+            tenant_id=tenant_id,
+            name=body.name,
+            settings=settings,
+            gate_hash=engine.gate_hash,
+            state=engine.to_json(history=False),
+            state_version=0,
+            index_version=0,
+        )
+        session.add(agent)
+        session.flush()
+        guard.claim(session, agent.id)
+        public = agent_public(agent)
+        guard.complete(201, public)
+        return public

@@ -1,0 +1,428 @@
+"""Decision use cases: plan (client or server drafting), decide, settle, correct, read, list.
+
+Server drafting runs in three steps so that no database lock is held while
+the LLM answers: plan and commit, draft concurrently, then decide and commit.
+If the drafts cannot be made, the plan is withdrawn (status ``failed``, a
+``withdrawal`` entry closes its registered prediction) and the error answers.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from pydantic import AfterValidator, TypeAdapter, ValidationError
+from sqlalchemy import select
+
+from memtrial.drafting import DraftRequest, Lesson, mandate_text
+from memtrial.prereg import canonical_json
+from memtrial.records import Decision as CoreDecision
+from memtrial.settle import INVESTORS
+from service.db import transaction
+from service.deps import Services
+from service.drafting import draft_all
+from service.errors import ApiError, error_body
+from service.history import SqlHistory
+from service.idempotency import Idempotency, store_answer
+from service.models import Agent, Decision, Experience, new_id
+from service.pagination import decode_cursor, encode_cursor
+from service.schemas import (
+    DecisionCreate,
+    DecisionList,
+    DecisionPublic,
+    DecisionRecord,
+    DecisionSummary,
+    DialPublic,
+    PlanPublic,
+    PortfolioDrafts,
+    RetrievedPublic,
+    SettlementPublic,
+    SettleRequest,
+    CorrectionPublic,
+    CorrectionRequest,
+    SubsetPublic,
+    check_portfolio_drafts,
+)
+from service.scored import check_utilities, chosen_draft, rule_settlement, scored_drafts
+from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
+from service.universe import Universe
+from service.usecases.unit import agent_write
+from service.views import gate_statistic, trust_public, value_public
+
+_PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(Annotated[PortfolioDrafts, AfterValidator(check_portfolio_drafts)])
+
+
+def _kind(settings: dict[str, object]) -> str:
+    return str(settings.get("kind", "portfolio"))
+
+
+def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
+    """Portfolio drafts checked as the request body would check them (same errors, same fields)."""
+    try:
+        return _PORTFOLIO_DRAFTS.validate_python(drafts)
+    except ValidationError as error:
+        raise RequestValidationError([{**item, "loc": ("body", "drafts", *item["loc"])} for item in error.errors()]) from None
+
+
+def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency) -> tuple[PlanPublic, dict[str, object]]:
+    """Plan a decision: retrieve, design, freeze the predictions; the plan and the agent's settings."""
+    latest = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=services.settings.max_clock_skew_seconds)
+    if body.decision_time > latest:
+        raise ApiError(
+            422,
+            "invalid",
+            f"decision_time: {body.decision_time.isoformat()} is later than now plus the allowed clock skew "
+            f"({services.settings.max_clock_skew_seconds} s): a decision cannot be made in the future",
+            "decision_time",
+        )
+    context = services.embedder.encode([body.context_text])[0]
+    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+        scored = _kind(agent.settings) == "scored"
+        if scored and body.reference_weights is not None:
+            raise ApiError(422, "invalid", "reference_weights: a scored decision has no universe; designate the reference draft when posting the drafts", "reference_weights")
+        if not scored and body.maturity <= body.decision_time:
+            raise ApiError(
+                422, "invalid", f"maturity: a portfolio decision holds {body.horizon} sessions: its maturity must be later than its decision_time", "maturity"
+            )
+        universe = None if scored else Universe(agent.settings["universe"])
+        reference = None if universe is None or body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
+        if reference is not None and universe is not None:
+            universe.check_mandate(reference, INVESTORS[str(agent.settings["investor"])], "reference_weights")
+        hits = services.indexes.search(session, agent, context, 4)
+        engine = services.engines.checkout(session, agent)
+        history = engine.history
+        assert isinstance(history, SqlHistory)
+        decision_id = new_id()
+        history.expect_new(decision_id)
+        if universe is None:
+            plan = engine.plan(decision_id, body.decision_time, body.maturity, retrieved=[h for h, _ in hits], kind="scored")
+        else:
+            plan = engine.plan(
+                decision_id,
+                body.decision_time,
+                body.maturity,
+                retrieved=[h for h, _ in hits],
+                reference=reference,
+                n_assets=universe.size,
+                risky=universe.risky,
+                defensive=universe.defensive,
+            )
+        with session.no_autoflush:  # the new row is written once, complete, at commit
+            texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))).all())
+        public = PlanPublic(
+            decision_id=decision_id,
+            status="planned",
+            decision_time=plan.time,  # type: ignore[arg-type]
+            maturity=plan.maturity,  # type: ignore[arg-type]
+            retrieved=[RetrievedPublic(id=h, text=texts[h], score=s) for h, s in hits],
+            subsets=[
+                SubsetPublic(index=i, mask=m, experience_ids=list(map(str, subset)), texts=[texts[str(e)] for e in subset])
+                for i, (m, subset) in enumerate(zip(plan.masks, plan.subsets, strict=True))
+            ],
+            predictions={str(e): v for e, v in plan.predictions.items()},
+            learner_mode=plan.learner_mode,
+            trust=trust_public(plan.trust),
+            q=plan.q,
+            dial=None if plan.dial is None else DialPublic(**plan.dial.to_dict()),
+        )
+        row = history.rows[decision_id]
+        # decisions planned before settle checked the horizon keep being settled as they were
+        row.request = {**body.model_dump(mode="json"), "horizon_checked": True}
+        row.plan = public.model_dump(mode="json")
+        if body.drafting == "client":
+            guard.complete(201, public)
+        save_engine(session, agent, engine, services.engines, head_only=True)
+        return public, dict(agent.settings)
+
+
+def decide(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[Any], guard: Idempotency, reference: int | None = None
+) -> DecisionPublic:
+    """Act on one draft per designed subset."""
+    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        if row.status == "settled":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
+        if _kind(agent.settings) == "scored":
+            vectors = scored_drafts(agent.settings, drafts)
+            engine = services.engines.checkout(session, agent, {row.id: row})
+            if vectors is not None:
+                decision = engine.decide_scored(decision_id, vectors=vectors, reference=0 if reference is None else reference)
+            else:
+                decision = engine.decide_scored(decision_id, n_drafts=len(drafts), reference=0 if reference is None else reference)
+            public = _decision_public(row, decision, None, drafts, chosen_draft(agent.settings, drafts, decision))
+        else:
+            if reference is not None:
+                raise ApiError(422, "invalid", "reference: only scored decisions designate a reference draft (a portfolio decision anchors on its reference weights)", "reference")
+            universe = Universe(agent.settings["universe"])
+            matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(_portfolio_drafts(drafts))]
+            engine = services.engines.checkout(session, agent, {row.id: row})
+            decision = engine.decide(decision_id, matrix)
+            public = _decision_public(row, decision, universe)
+        if row.decision is None:
+            row.decision = public.model_dump(mode="json", exclude={"plan"})
+            row.status = "decided"
+        guard.complete(200, public)
+        return_engine(session, agent, engine, services.engines)  # deciding changes no running state
+        return public
+
+
+def _finish_server_decision(services: Services, tenant_id: str, key: str | None, status: int, answer: DecisionPublic | dict[str, object]) -> None:
+    """Store the final answer of a server-drafted decision with its Idempotency-Key."""
+    if key is not None:
+        with transaction(services.sessions) as session:
+            store_answer(session, tenant_id, key, status, answer)
+
+
+def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str) -> None:
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        engine.withdraw(decision_id, reason)
+        save_engine(session, agent, engine, services.engines, head_only=True)
+
+
+def _decision_public(row: Decision, decision: CoreDecision, universe: Universe | None, drafts: list[Any] | None = None, chosen: Any = None) -> DecisionPublic:
+    return DecisionPublic(
+        decision_id=row.id,
+        status="decided",
+        weights=None if universe is None else universe.mapping(decision.weights),
+        action=decision.action.value,
+        subset=None if decision.subset is None else [str(e) for e in decision.subset],
+        mask=decision.mask,
+        q=decision.q,
+        trust=trust_public(decision.trust),
+        predictions={str(e): v for e, v in decision.predictions.items()},
+        predicted_gain=decision.predicted_gain,
+        learner_mode=decision.learner_mode,
+        explanation=decision.explanation,
+        drafts=list(drafts or []) if universe is None else [universe.mapping(d) for d in decision.drafts],
+        dial=None if decision.dial is None else DialPublic(**decision.dial.to_dict()),
+        plan=PlanPublic(**row.plan),
+        chosen=chosen,
+        played=decision.played,
+        reference=decision.reference_index,
+    )
+
+
+async def create(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, request: Request, key: str | None) -> PlanPublic | DecisionPublic:
+    """Plan a decision; with server drafting, draft through the agent's provider and decide."""
+    provider = None
+    if body.drafting == "server":
+        with transaction(services.sessions) as session:
+            drafter = load_agent(session, tenant_id, agent_id, lock=False).settings.get("drafter")
+        if drafter is None:
+            raise ApiError(422, "invalid", "drafting: this agent has no drafter configured; use client drafting", "drafting")
+        provider = services.providers.get(str(drafter.get("provider")))
+        if provider is None:
+            raise ApiError(422, "invalid", f"drafting: the agent's provider {drafter.get('provider')!r} is not configured on this server; update the agent's drafter", "drafting")
+    guard = Idempotency(key, tenant_id, request, body)
+    planned, settings = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
+    if body.drafting == "client":
+        return planned
+    assert provider is not None
+    universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]  # type: ignore[attr-defined]
+    mandate = mandate_text(INVESTORS[str(settings["investor"])])
+    assets, classes = (tuple(a for a, _ in universe), tuple(c for _, c in universe))
+    requests = [
+        DraftRequest(body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i)
+        for i, subset in enumerate(planned.subsets)
+    ]
+    try:
+        drafts = await draft_all(provider, settings["drafter"], requests, services.settings.llm_timeout_seconds)  # type: ignore[arg-type]
+    except ApiError as failure:
+        await run_in_threadpool(_withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message)
+        await run_in_threadpool(_finish_server_decision, services, tenant_id, key, failure.status, error_body(failure.code, failure.message, failure.field))
+        raise
+    decision = await run_in_threadpool(decide, services, tenant_id, agent_id, planned.decision_id, drafts, Idempotency(None, tenant_id, request, body))
+    await run_in_threadpool(_finish_server_decision, services, tenant_id, key, 201, decision)
+    return decision
+
+
+def _outcome_arguments(services: Services, agent: Agent, row: Decision, engine: Any, body: SettleRequest) -> dict[str, Any]:
+    """The engine's settle (or correct) arguments for a settle body, checked against the decision and the bounds."""
+    scored = _kind(agent.settings) == "scored"
+    if scored and (body.prices is not None or body.returns is not None):
+        field = "prices" if body.prices is not None else "returns"
+        raise ApiError(422, "invalid", f"{field}: a scored decision is settled with utilities, or an outcome and its rule", field)
+    if not scored and (body.utilities is not None or body.rule is not None):
+        field = "utilities" if body.utilities is not None else "rule"
+        raise ApiError(422, "invalid", f"{field}: a portfolio decision is settled with prices or returns", field)
+    settings = services.settings
+    if not scored:
+        universe = Universe(agent.settings["universe"])
+        kind = "prices" if body.prices is not None else "returns"
+        request = row.request or {}
+        horizon = int(request["horizon"]) if request.get("horizon_checked") else None
+        series = body.prices if body.prices is not None else body.returns or {}
+        return {"rel_prices": universe.relative_prices(series, kind, horizon, settings.max_session_return)}
+    drafts = list((row.decision or {}).get("drafts", []))
+    entry = engine.history.get(row.id)
+    vectors = entry is not None and entry.decision is not None and entry.decision.drafts.shape[1] > 0
+    if body.utilities is not None:
+        if len(body.utilities) != len(drafts):
+            raise ApiError(422, "invalid", f"utilities: give one per draft ({len(drafts)}), got {len(body.utilities)}", "utilities")
+        check_utilities(body.utilities, settings.max_abs_utility, "utilities")
+        return {"utilities": np.array(body.utilities)}
+    assert body.rule is not None
+    arguments = rule_settlement(agent.settings, drafts, vectors, body.rule, body.outcome, settings.max_abs_utility)
+    if "utilities" in arguments:
+        check_utilities(arguments["utilities"], settings.max_abs_utility, "outcome")
+    return arguments
+
+
+def _settlement_public(decision_id: str, settlement: Any, engine: Any, body: SettleRequest, corrections: list[Any] | None = None) -> SettlementPublic:
+    return SettlementPublic(
+        decision_id=decision_id,
+        status="settled",
+        settled_at=settlement.settled_at,
+        draft_utilities=[float(u) for u in settlement.draft_utilities],
+        reference_utility=settlement.reference_utility,
+        draft_mean_utility=settlement.mean_utility,
+        chosen_utility=settlement.chosen_utility,
+        contributions={str(e): c for e, c in settlement.contributions.items()},
+        centred={str(e): c for e, c in settlement.centred.items()},
+        interactions=dict(settlement.interactions),
+        score=settlement.score,
+        values={str(e): value_public(engine, str(e)) for e in settlement.contributions},
+        outcome=body.outcome,
+        rule=body.rule,
+        corrections=corrections or [],
+    )
+
+
+def _payload_hash(body: SettleRequest) -> str:
+    """What identifies an outcome: the settle body without a correction's reason."""
+    return hashlib.sha256(canonical_json(body.model_dump(mode="json", exclude={"reason"})).encode()).hexdigest()
+
+
+def _check_settled_at(body: SettleRequest) -> dt.datetime:
+    now = dt.datetime.now(dt.UTC)
+    if body.settled_at is not None and body.settled_at > now + dt.timedelta(minutes=1):
+        raise ApiError(422, "invalid", "settled_at: cannot be in the future", "settled_at")
+    return now
+
+
+def settle(services: Services, tenant_id: str, agent_id: str, decision_id: str, body: SettleRequest, guard: Idempotency) -> SettlementPublic:
+    """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
+    payload_hash = _payload_hash(body)
+    now = _check_settled_at(body)
+    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        if row.status == "settled":
+            if row.settle_hash == payload_hash:
+                public = SettlementPublic(**(row.settlement or {}))
+                guard.complete(200, public)
+                return public
+            raise ApiError(409, "settlement_conflict", f"decision {decision_id!r} was already settled with a different payload (to replace a wrong outcome, post a correction)", "body")
+        if row.status == "failed":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id")
+        if row.status != "decided":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} has no drafts yet: post its drafts before settling", "decision_id")
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        arguments = _outcome_arguments(services, agent, row, engine, body)
+        maturity = as_utc(row.maturity)
+        if body.settled_at is None and maturity > now:
+            raise ApiError(
+                409, "premature_settlement", f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet", "settled_at"
+            )
+        settled_at = maturity if body.settled_at is None else body.settled_at
+        history = engine.history
+        assert isinstance(history, SqlHistory)
+        if "rel_prices" in arguments:
+            settlement = engine.settle(decision_id, arguments["rel_prices"], at=settled_at)
+        else:
+            settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
+        if history.last_score_row is not None:
+            history.last_score_row.statistic = gate_statistic(engine.gate)
+        public = _settlement_public(decision_id, settlement, engine, body)
+        row.status = "settled"
+        row.settlement = public.model_dump(mode="json")
+        row.settle_hash = payload_hash
+        guard.complete(200, public)
+        save_engine(session, agent, engine, services.engines)
+        return public
+
+
+def correct(services: Services, tenant_id: str, agent_id: str, decision_id: str, body: CorrectionRequest, guard: Idempotency) -> SettlementPublic:
+    """Replace a settled decision's wrong outcome and relearn (the same outcome again is a no-op)."""
+    payload_hash = _payload_hash(body)
+    _check_settled_at(body)
+    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        if row.status != "settled":
+            raise ApiError(409, "conflict", f"decision {decision_id!r} is {row.status}, not settled: settle it instead of correcting it", "decision_id")
+        if row.settle_hash == payload_hash:
+            public = SettlementPublic(**(row.settlement or {}))
+            guard.complete(200, public)
+            return public
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        arguments = _outcome_arguments(services, agent, row, engine, body)
+        settlement = engine.correct(decision_id, reason=body.reason, at=body.settled_at, **arguments)
+        previous = dict(row.settlement or {})
+        history = list(previous.pop("corrections", []))
+        history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))
+        public = _settlement_public(decision_id, settlement, engine, body, history)
+        row.settlement = public.model_dump(mode="json")
+        row.settle_hash = payload_hash
+        guard.complete(200, public)
+        save_engine(session, agent, engine, services.engines)
+        return public
+
+
+def list_page(
+    services: Services, tenant_id: str, agent_id: str, limit: int, cursor: str | None, status: str | None, maturity_before: dt.datetime | None
+) -> DecisionList:
+    """The agent's decisions, oldest first, a page at a time."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        query = select(Decision).where(Decision.agent_id == agent.id)
+        if status is not None:
+            query = query.where(Decision.status == status)
+        if maturity_before is not None:
+            if maturity_before.tzinfo is None:
+                raise ApiError(422, "invalid", "maturity_before: give a timezone (e.g. 2024-01-31T21:00:00Z)", "maturity_before")
+            try:
+                bound = maturity_before.astimezone(dt.UTC)
+            except OverflowError:
+                raise ApiError(422, "invalid", "maturity_before: outside the supported range", "maturity_before") from None
+            query = query.where(Decision.maturity < bound)
+        if cursor is not None:
+            query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int))
+        rows = session.scalars(query.order_by(Decision.seq).limit(limit + 1)).all()
+        items = [
+            DecisionSummary(
+                decision_id=row.id,
+                status=row.status,  # type: ignore[arg-type]
+                decision_time=as_utc(row.decision_time),
+                maturity=as_utc(row.maturity),
+                action=None if row.decision is None else row.decision.get("action"),
+                chosen_utility=None if row.settlement is None else row.settlement.get("chosen_utility"),
+                created_at=as_utc(row.created_at),
+                failure=row.failure,
+            )
+            for row in rows[:limit]
+        ]
+        more = len(rows) > limit
+        return DecisionList(items=items, next_cursor=encode_cursor("decisions", rows[limit - 1].seq) if more else None, limit=limit)
+
+
+def record(services: Services, tenant_id: str, agent_id: str, decision_id: str) -> DecisionRecord:
+    """A decision as far as it has got: its plan, its decision, its settlement."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        return DecisionRecord(
+            decision_id=row.id,
+            status=row.status,
+            failure=row.failure,
+            plan=None if row.plan is None else PlanPublic(**row.plan),
+            decision=row.decision,
+            settlement=None if row.settlement is None else SettlementPublic(**row.settlement),
+        )
