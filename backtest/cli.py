@@ -72,12 +72,23 @@ def plantedmem(
     workers: int = typer.Option(1, min=1, help="Local worker processes."),
     scheduler: str | None = typer.Option(None, help="Dask scheduler address (tcp://host:port): run the worlds there."),
     out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
-    synthetic_market: bool = typer.Option(False, "--synthetic-market", help="Regime-switching synthetic class returns instead of the price data."),
+    synthetic_market: bool = typer.Option(
+        False, "--synthetic-market", help="Regime-switching synthetic class returns instead of the price data."
+    ),
     methods: str | None = typer.Option(None, help=METHOD_HELP),
-    learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical (closed form) or bayes (NumPyro, SVI)."),
+    learner: str = typer.Option(
+        "empirical", help="Value model of the MemTrial variants: empirical (closed form) or bayes (NumPyro, SVI)."
+    ),
 ) -> None:
     """PlantedMem: every method, every regime, every investor."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from backtest.report import write_report
     from backtest.runner import WorldSpec, market_for, run_many
@@ -93,42 +104,95 @@ def plantedmem(
     _check_methods_and_learner(method_ids, METHOD_IDS, learner)
     seed_list = parse_seeds(seeds)
     _load_or_exit(lambda: market_for(synthetic_market))
-    specs = [WorldSpec(r, i, s, synthetic_market, method_ids, learner) for i in investors for r in regime_ids for s in seed_list]
+    specs = [
+        WorldSpec(r, i, s, synthetic_market, method_ids, learner)
+        for i in investors
+        for r in regime_ids
+        for s in seed_list
+    ]
     start = time.perf_counter()
-    columns = (TextColumn("worlds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    columns = (
+        TextColumn("worlds"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, transient=False) as progress:
         task = progress.add_task("worlds", total=len(specs))
         results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
     wall = time.perf_counter() - start
-    command = "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else "memtrial backtest plantedmem"
+    command = (
+        "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if len(sys.argv) > 2
+        else "memtrial backtest plantedmem"
+    )
     document = write_report(out, results, seed_list, wall, command)
-    memtrial_means = [cell["memtrial"]["mean_utility_pp"] for cells in document["investors"].values() for cell in cells.values() if "memtrial" in cell]
+    memtrial_means = [
+        cell["memtrial"]["mean_utility_pp"]
+        for cells in document["investors"].values()
+        for cell in cells.values()
+        if "memtrial" in cell
+    ]
     typer.echo(f"{len(specs)} worlds in {wall:.1f} s; results in {out}/results.json")
     if memtrial_means:
-        typer.echo(f"MemTrial mean utility over regimes and investors: {sum(memtrial_means) / len(memtrial_means):.4f} pp")
+        typer.echo(
+            f"MemTrial mean utility over regimes and investors: {sum(memtrial_means) / len(memtrial_means):.4f} pp"
+        )
 
 
 def _real_command(env: str, help_text: str) -> None:
     def command(
         drafter: str = typer.Option(
-            "analogical", help="analogical (offline, no LLM), litellm (any model litellm reaches) or smollm2 (the local model of the local-llm extra)."
+            "analogical",
+            help="analogical (offline, no LLM), litellm (any model litellm reaches) or smollm2 (the local model of the local-llm extra).",
         ),
-        model: str | None = typer.Option(None, help="litellm model name, e.g. openai/gpt-4o-mini or openai/smollm2 with --api-base."),
+        model: str | None = typer.Option(
+            None, help="litellm model name, e.g. openai/gpt-4o-mini or openai/smollm2 with --api-base."
+        ),
         api_base: str | None = typer.Option(None, help="Base URL of an OpenAI-compatible server (litellm's api_base)."),
-        cache: Path | None = typer.Option(None, help="Response cache file (SQLite); default OUT/draft_cache.sqlite for litellm."),
-        offline: bool = typer.Option(False, "--offline", help="Replay answers from the cache only; a miss is an error."),
-        json_schema: bool = typer.Option(False, "--json-schema", help="Ask the server to constrain answers to the weights' JSON schema."),
+        cache: Path | None = typer.Option(
+            None, help="Response cache file (SQLite); default OUT/draft_cache.sqlite for litellm."
+        ),
+        offline: bool = typer.Option(
+            False, "--offline", help="Replay answers from the cache only; a miss is an error."
+        ),
+        json_schema: bool = typer.Option(
+            False, "--json-schema", help="Ask the server to constrain answers to the weights' JSON schema."
+        ),
         investor: str = typer.Option("all", help="aggressive, balanced, conservative or all."),
         seeds: str = typer.Option("0-19", help="Seeds of the drafter's randomness and the methods' exploration."),
         workers: int = typer.Option(1, min=1, help="Local worker processes."),
-        scheduler: str | None = typer.Option(None, help="Dask scheduler address (tcp://host:port): run the worlds there."),
+        scheduler: str | None = typer.Option(
+            None, help="Dask scheduler address (tcp://host:port): run the worlds there."
+        ),
         methods: str | None = typer.Option(None, help=REAL_METHOD_HELP),
-        warmup_dates: int | None = typer.Option(None, min=0, help="Keep only the last N warm-up decisions (short runs)."),
+        warmup_dates: int | None = typer.Option(
+            None, min=0, help="Keep only the last N warm-up decisions (short runs)."
+        ),
         test_dates: int | None = typer.Option(None, min=1, help="Keep only the first N test decisions (short runs)."),
         learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical or bayes."),
         out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
     ) -> None:
-        _run_real(env, drafter, model, api_base, cache, offline, json_schema, investor, seeds, workers, scheduler, methods, warmup_dates, test_dates, learner, out)
+        _run_real(
+            env,
+            drafter,
+            model,
+            api_base,
+            cache,
+            offline,
+            json_schema,
+            investor,
+            seeds,
+            workers,
+            scheduler,
+            methods,
+            warmup_dates,
+            test_dates,
+            learner,
+            out,
+        )
 
     command.__doc__ = help_text
     app.command(env)(command)
@@ -189,24 +253,60 @@ def _run_real(
                     raise typer.Exit(code=2) from None
         kind = "analogical" if drafter == "analogical" else "litellm"
         # the weak local model's answers are clipped at 0 (its decoding cannot forbid a minus sign); others are rejected
-        spec_of_drafter = DrafterSpec(kind, model, api_base, str(cache.resolve()) if cache else None, offline, json_schema, drafter == "smollm2")
+        spec_of_drafter = DrafterSpec(
+            kind, model, api_base, str(cache.resolve()) if cache else None, offline, json_schema, drafter == "smollm2"
+        )
         specs = [
-            WorldSpec(env, i, s, methods=method_ids, value_model=learner, env=env, drafter=spec_of_drafter, warmup_dates=warmup_dates, test_dates=test_dates)
+            WorldSpec(
+                env,
+                i,
+                s,
+                methods=method_ids,
+                value_model=learner,
+                env=env,
+                drafter=spec_of_drafter,
+                warmup_dates=warmup_dates,
+                test_dates=test_dates,
+            )
             for i in investors
             for s in seed_list
         ]
-        _run_specs(env, specs, seed_list, workers, scheduler, out, {"kind": drafter, "model": model, "api_base": api_base})
+        _run_specs(
+            env, specs, seed_list, workers, scheduler, out, {"kind": drafter, "model": model, "api_base": api_base}
+        )
 
 
-def _run_specs(env: str, specs: list[Any], seed_list: list[int], workers: int, scheduler: str | None, out: Path, drafter_info: dict[str, Any]) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _run_specs(
+    env: str,
+    specs: list[Any],
+    seed_list: list[int],
+    workers: int,
+    scheduler: str | None,
+    out: Path,
+    drafter_info: dict[str, Any],
+) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from backtest.report_real import write_real_report
     from backtest.runner import run_many
     from memtrial.errors import MemtrialError
 
     start = time.perf_counter()
-    columns = (TextColumn(f"{env} worlds"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())
+    columns = (
+        TextColumn(f"{env} worlds"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
     try:
         with Progress(*columns, transient=False) as progress:
             task = progress.add_task("worlds", total=len(specs))
@@ -215,19 +315,29 @@ def _run_specs(env: str, specs: list[Any], seed_list: list[int], workers: int, s
         typer.echo(f"error: {error}", err=True)
         raise typer.Exit(code=2) from None
     wall = time.perf_counter() - start
-    command = "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:]) if len(sys.argv) > 2 else f"memtrial backtest {env}"
+    command = (
+        "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:])
+        if len(sys.argv) > 2
+        else f"memtrial backtest {env}"
+    )
     document = write_real_report(out, results, seed_list, wall, command, env, drafter_info)
     typer.echo(f"{len(specs)} worlds in {wall:.1f} s; results in {out}/results.json")
     for name, cells in document["investors"].items():
         cell = cells[env]
         if "memtrial" in cell:
             gap = cell["memtrial"]["mean_utility_pp"] - cell["equal_weight"]["mean_utility_pp"]
-            typer.echo(f"{name}: MemTrial {cell['memtrial']['mean_utility_pp']:.4f} pp, 1/N {cell['equal_weight']['mean_utility_pp']:.4f} pp ({gap:+.4f})")
+            typer.echo(
+                f"{name}: MemTrial {cell['memtrial']['mean_utility_pp']:.4f} pp, 1/N {cell['equal_weight']['mean_utility_pp']:.4f} pp ({gap:+.4f})"
+            )
 
 
 _real_command("classalloc", "ClassAlloc: five class indices, monthly, warm-up 2015-07..2020-04, test 2020-05 on.")
-_real_command("investorbench", "InvestorBench: HON, JNJ, MSFT, UVV + cash, daily, horizon 1, news in the context; 149 test days.")
-_real_command("portbench", "PortBench-97: 88 ETFs/stocks + 9 crypto, monthly, warm-up 2019-08..2022-12, test 2023-01..2024-11.")
+_real_command(
+    "investorbench", "InvestorBench: HON, JNJ, MSFT, UVV + cash, daily, horizon 1, news in the context; 149 test days."
+)
+_real_command(
+    "portbench", "PortBench-97: 88 ETFs/stocks + 9 crypto, monthly, warm-up 2019-08..2022-12, test 2023-01..2024-11."
+)
 
 
 #: Every input of the benchmarks: (path within a data folder, who needs it).
@@ -247,7 +357,10 @@ def forecast(
     seeds: str = typer.Option("15-114", help="Seeds: test 15-114, dev 0-14."),
     workers: int = typer.Option(1, min=1, help="Local worker processes."),
     out: Path = typer.Option(..., help="Output folder for results.json and results.md."),
-    methods: str | None = typer.Option(None, help="Comma-separated method ids (default: all): memtrial, memtrial_paper, no_memory, all_four, draft_mean, outcome_credit, counterfactual_argmax, oracle."),
+    methods: str | None = typer.Option(
+        None,
+        help="Comma-separated method ids (default: all): memtrial, memtrial_paper, no_memory, all_four, draft_mean, outcome_credit, counterfactual_argmax, oracle.",
+    ),
 ) -> None:
     """PlantedForecast: scored decisions (three-outcome forecasts, Brier rule) with planted experiences."""
     import json
@@ -259,7 +372,11 @@ def forecast(
     if bad := [m for m in chosen if m not in FORECAST_METHODS]:
         raise typer.BadParameter(f"unknown methods {bad}; choose from {FORECAST_METHODS}")
     results, wall = run_forecasts(seed_list, workers, chosen)
-    command = "memtrial backtest forecast " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("forecast") + 1 :]) if "forecast" in sys.argv else "memtrial backtest forecast"
+    command = (
+        "memtrial backtest forecast " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("forecast") + 1 :])
+        if "forecast" in sys.argv
+        else "memtrial backtest forecast"
+    )
     document, table = forecast_report(results, seed_list, wall, command)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps({**document, "worlds": results}, indent=1) + "\n")
@@ -267,7 +384,10 @@ def forecast(
     typer.echo(f"{len(seed_list)} worlds in {wall:.1f} s; results in {out / 'results.json'}")
     best = document["methods"]
     if "memtrial" in best:
-        typer.echo(f"MemTrial {best['memtrial']['mean_utility']:.4f}" + "".join(f", {m} {best[m]['mean_utility']:.4f}" for m in best if m != "memtrial"))
+        typer.echo(
+            f"MemTrial {best['memtrial']['mean_utility']:.4f}"
+            + "".join(f", {m} {best[m]['mean_utility']:.4f}" for m in best if m != "memtrial")
+        )
 
 
 @data_app.callback()
@@ -290,6 +410,8 @@ def data_check() -> None:
             missing += 1
             typer.echo(f"missing  {relative:36s} looked in: {', '.join(str(p) for p in places)}  ({users})")
     if missing:
-        typer.echo(f"{missing} input{'s' if missing > 1 else ''} missing: set MEMTRIAL_DATA to a folder that holds them (InvestorBench's files are not shipped).")
+        typer.echo(
+            f"{missing} input{'s' if missing > 1 else ''} missing: set MEMTRIAL_DATA to a folder that holds them (InvestorBench's files are not shipped)."
+        )
         raise typer.Exit(code=1)
     typer.echo("every benchmark input is present")

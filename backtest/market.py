@@ -42,7 +42,7 @@ class Market:
             returns[day] = means[state] + vols[state] * rng.standard_normal(4)
         returns[0] = 0.0
         dates = pd.bdate_range(start, periods=n_sessions)
-        return cls(dates, np.cumprod(1.0 + returns, axis=0), tuple(PLANTEDMEM_CLASSES))
+        return cls(dates, np.asarray(np.cumprod(1.0 + returns, axis=0), dtype=np.float64), tuple(PLANTEDMEM_CLASSES))
 
     @cached_property
     def labels(self) -> list[str]:
@@ -59,7 +59,7 @@ class Market:
 
     def relative(self, session: int, horizon: int) -> NDArray[np.float64]:
         """(horizon, n) closes of the next sessions relative to the close of ``session``."""
-        return self.levels[session + 1 : session + 1 + horizon] / self.levels[session]
+        return np.asarray(self.levels[session + 1 : session + 1 + horizon] / self.levels[session], dtype=np.float64)
 
     @cached_property
     def _returns(self) -> NDArray[np.float64]:
@@ -80,4 +80,6 @@ def monthly_decision_sessions(dates: pd.DatetimeIndex, first_year: int, history:
     """First session of each month from ``first_year`` on with ``history`` sessions before and ``horizon`` after."""
     frame = pd.Series(np.arange(len(dates)), index=dates)
     firsts = frame.groupby([dates.year, dates.month]).first()
-    return [int(i) for i in firsts.to_numpy() if dates[i].year >= first_year and i >= history and i + horizon < len(dates)]
+    return [
+        int(i) for i in firsts.to_numpy() if dates[i].year >= first_year and i >= history and i + horizon < len(dates)
+    ]

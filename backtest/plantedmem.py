@@ -78,12 +78,16 @@ class PlantedMemWorld:
         self.sessions = market.decision_sessions(2015, HISTORY, HORIZON)
         n_dates, n_assets, m = len(self.sessions), len(market.assets), regime.n_experiences
         entropy = [seed, regime.stream] if regime.stream else seed
-        kinds, retrieval, pointers, drafts = (np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(4))
+        kinds, retrieval, pointers, drafts = (
+            np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(4)
+        )
         quarter = m // 4
         types = np.array([1] * quarter + [0] * (m - 2 * quarter) + [-1] * quarter)
         self.types = np.zeros(m, dtype=int) if regime.all_neutral else kinds.permutation(types)
         self.home = kinds.integers(0, 2, size=m)
-        self.features = regime.kappa * self.types[:, None] * np.eye(N_FEATURES)[0] + kinds.standard_normal((m, N_FEATURES))
+        self.features = regime.kappa * self.types[:, None] * np.eye(N_FEATURES)[0] + kinds.standard_normal(
+            (m, N_FEATURES)
+        )
         equities = market.levels[:, 0]
         self.regime_of_date = np.array([int(equities[s] > equities[s - HISTORY]) for s in self.sessions])
         scores = (self.home[None, :] == self.regime_of_date[:, None]) + retrieval.normal(0.0, 0.5, size=(n_dates, m))
@@ -93,7 +97,9 @@ class PlantedMemWorld:
         informed = pointers.random(size=(n_dates, K)) < 0.7
         random_class = pointers.integers(0, n_assets, size=(n_dates, K))
         kinds_retrieved = self.types[self.retrieved]
-        target = np.where(kinds_retrieved > 0, best[:, None], np.where(kinds_retrieved < 0, worst[:, None], random_class))
+        target = np.where(
+            kinds_retrieved > 0, best[:, None], np.where(kinds_retrieved < 0, worst[:, None], random_class)
+        )
         self.pointer_class = np.where((kinds_retrieved != 0) & informed, target, random_class)
         alpha = CONCENTRATION * TYPICAL[:n_assets] / TYPICAL[:n_assets].sum()
         self.base = drafts.dirichlet(alpha, size=(n_dates, 16))
@@ -102,9 +108,11 @@ class PlantedMemWorld:
         self.n_dates, self.n_assets = n_dates, n_assets
         self.equal = np.full(n_assets, 1.0 / n_assets)
         # every date's sixteen designed drafts and self-consistency mean, built at once
-        pointers = self._pointers()
-        self.drafts = self._tilt(self.base, pointers)
-        self.consistency = self._tilt(self.consistency_base, np.repeat(pointers[:, [0b0011]], self.consistency_base.shape[1], axis=1)).mean(axis=1)
+        pointer_means = self._pointers()
+        self.drafts = self._tilt(self.base, pointer_means)
+        self.consistency = self._tilt(
+            self.consistency_base, np.repeat(pointer_means[:, [0b0011]], self.consistency_base.shape[1], axis=1)
+        ).mean(axis=1)
         self.reference = self.reference_draws.mean(axis=1)
 
     def _pointers(self) -> NDArray[np.float64]:

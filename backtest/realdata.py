@@ -49,7 +49,7 @@ from backtest.data import (
     tradable,
 )
 from backtest.methods.base import HALF
-from memtrial.drafting import DraftRequest, Drafter, Lesson, mandate_text
+from memtrial.drafting import Drafter, DraftRequest, Lesson, mandate_text
 from memtrial.errors import ConfigError
 from memtrial.settle import INVESTORS, nav_paths, project, utility
 
@@ -101,7 +101,11 @@ class Setting:
             test = test[:test_dates]
         notes = list(self.exclusions)
         if warmup_dates is not None or test_dates is not None:
-            notes.append(Exclusion("decision dates", f"run shortened to {len(warm)} warm-up and {len(test)} test dates on request"))
+            notes.append(
+                Exclusion(
+                    "decision dates", f"run shortened to {len(warm)} warm-up and {len(test)} test dates on request"
+                )
+            )
         return replace(self, decisions=tuple(warm + test), first_test=len(warm), exclusions=tuple(notes))
 
 
@@ -116,7 +120,13 @@ def _split(dates: pd.DatetimeIndex, decisions: list[int], test_start: str) -> in
     return sum(1 for s in decisions if dates[s] < pd.Timestamp(test_start))
 
 
-def _universe_exclusions(setting_dates: pd.DatetimeIndex, closes: NDArray[np.float64], assets: Sequence[str], decisions: Sequence[int], history: int) -> list[Exclusion]:
+def _universe_exclusions(
+    setting_dates: pd.DatetimeIndex,
+    closes: NDArray[np.float64],
+    assets: Sequence[str],
+    decisions: Sequence[int],
+    history: int,
+) -> list[Exclusion]:
     notes = []
     for j, asset in enumerate(assets):
         missing = [s for s in decisions if not tradable(closes, s, history)[j]]
@@ -140,7 +150,19 @@ def load_setting(name: str) -> Setting:
         dates = pd.DatetimeIndex(frame.index)
         decisions = _monthly(dates, "2015-07-01", "2100-01-01", 126, 20)
         classes = tuple(CLASSALLOC_CLASSES)
-        return Setting(name, dates, frame.to_numpy(), classes, classes, tuple(decisions), _split(dates, decisions, "2020-05-01"), 20, 126, 12.0, 0.5)
+        return Setting(
+            name,
+            dates,
+            frame.to_numpy(),
+            classes,
+            classes,
+            tuple(decisions),
+            _split(dates, decisions, "2020-05-01"),
+            20,
+            126,
+            12.0,
+            0.5,
+        )
     if name == "portbench":
         etf = load_etf_closes()
         crypto = align_to_sessions(load_crypto_closes(), pd.DatetimeIndex(etf.index))
@@ -154,7 +176,12 @@ def load_setting(name: str) -> Setting:
         values = frame.to_numpy(dtype=np.float64)
         assets = tuple(frame.columns)
         notes = _universe_exclusions(dates, values, assets, decisions, 126)
-        notes.append(Exclusion("crypto closes", "calendar-day closes aligned to trading sessions: the last close on or before each session"))
+        notes.append(
+            Exclusion(
+                "crypto closes",
+                "calendar-day closes aligned to trading sessions: the last close on or before each session",
+            )
+        )
         return Setting(
             name, dates, values, assets, tuple(asset_classes[a] for a in assets), tuple(decisions),
             _split(dates, decisions, "2023-01-01"), 20, 126, 12.0, 0.5, exclusions=tuple(notes),
@@ -168,10 +195,10 @@ def load_setting(name: str) -> Setting:
         decisions = [i for i in range(len(dates) - 1) if low <= dates[i] <= high and i >= 60]
         assets = tuple(frame.columns)
         classes = tuple("cash" if a == "CASH" else "equities" for a in assets)
-        notes = (Exclusion("CASH", "cash earns nothing: its close is 1 on every date"),)
+        cash_note = (Exclusion("CASH", "cash earns nothing: its close is 1 on every date"),)
         return Setting(
             name, dates, frame.to_numpy(dtype=np.float64), assets, classes, tuple(decisions), _split(dates, decisions, "2020-10-01"),
-            1, 60, 252.0, 0.1, data.news, data.filings, notes,
+            1, 60, 252.0, 0.1, data.news, data.filings, cash_note,
         )  # fmt: skip
     raise ConfigError(f"setting must be one of {list(SETTINGS)}, got {name!r}", field="setting")
 
@@ -198,7 +225,9 @@ class _Bank:
 
     def search(self, query: NDArray[np.float32], k: int) -> list[int]:
         scores, positions = self.index.search(query.reshape(1, -1), min(k, len(self.ids)))  # type: ignore[attr-defined]
-        order = sorted(zip(scores[0], positions[0], strict=True), key=lambda hit: (-round(float(hit[0]), 6), int(hit[1])))
+        order = sorted(
+            zip(scores[0], positions[0], strict=True), key=lambda hit: (-round(float(hit[0]), 6), int(hit[1]))
+        )
         return [self.ids[int(p)] for _, p in order]
 
 
@@ -308,7 +337,7 @@ class RealWorld:
                 filings = (s.filings or {}).get(s.assets[m], {}).get(s.dates[session], [])
                 if news:
                     shown = news[:1] if brief else news[:2]
-                    line += " News: " + " | ".join(n[:120 if brief else 200] for n in shown)
+                    line += " News: " + " | ".join(n[: 120 if brief else 200] for n in shown)
                 if filings and not brief:
                     line += " Filing: " + filings[0][:200]
                 lines.append(line)
@@ -395,7 +424,10 @@ class RealWorld:
         added, self._added = self._added, []
         retrieved = self.bank.search(self.context_vectors[date], K)
         masks = list(range(16)) if self.full_design else list(HALF)
-        requests = [self.draft_request(date, tuple(self.lessons[retrieved[j]] for j in range(K) if mask >> j & 1), mask) for mask in masks]
+        requests = [
+            self.draft_request(date, tuple(self.lessons[retrieved[j]] for j in range(K) if mask >> j & 1), mask)
+            for mask in masks
+        ]
         if self.self_consistency:
             top2 = (self.lessons[retrieved[0]], self.lessons[retrieved[1]])
             requests += [self.draft_request(date, top2, 16 + i) for i in range(CONSISTENCY_SAMPLES)]

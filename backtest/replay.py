@@ -40,7 +40,17 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Event, Method, Outcome, Scoring, Trajectory, Walk, calendar, stacked
-from memtrial.action import ActionRule, best_subsets, dial_combination, dial_gains, dial_weights, gated_weights, noise_costs, noise_gain, subset_values
+from memtrial.action import (
+    ActionRule,
+    best_subsets,
+    dial_combination,
+    dial_gains,
+    dial_weights,
+    gated_weights,
+    noise_costs,
+    noise_gain,
+    subset_values,
+)
 from memtrial.credit import centre_contrasts, contributions_by_date
 from memtrial.design import DesignKind, plan_masks, validate_masks
 from memtrial.engine import EngineConfig
@@ -90,21 +100,27 @@ class _Design:
     mixture: dict[int, tuple[NDArray[np.float64], float, float]] = field(default_factory=dict)
     predictions: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)  # (positions, k)
     final: dict[LearnerMode, ValueFit] = field(default_factory=dict)
-    realised: NDArray[np.float64] = field(default_factory=lambda: np.zeros((0, 0)))  # (positions, k) centred contributions
-    counts: dict[LearnerMode, NDArray[np.int64]] = field(default_factory=dict)  # mode scores before each settlement step
+    realised: NDArray[np.float64] = field(
+        default_factory=lambda: np.zeros((0, 0))
+    )  # (positions, k) centred contributions
+    counts: dict[LearnerMode, NDArray[np.int64]] = field(
+        default_factory=dict
+    )  # mode scores before each settlement step
     totals: dict[LearnerMode, NDArray[np.float64]] = field(default_factory=dict)
     cache: dict[object, tuple[NDArray[np.float64], NDArray[np.float64]]] = field(default_factory=dict)
     noise: dict[int, float | None] = field(default_factory=dict)  # per position: its estimate of kappa
 
 
-def _assemble(n_dates: int, parts: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]) -> Sequence[NDArray[np.float64]]:
+def _assemble(
+    n_dates: int, parts: Sequence[tuple[NDArray[np.int64], NDArray[np.float64]]]
+) -> Sequence[NDArray[np.float64]]:
     """Each date's weights from batches (the dates of a batch, their weights): one (dates, n) array
     when a single batch holds every date, else a list."""
     if len(parts) == 1 and parts[0][0].size == n_dates:
         rows, chosen = parts[0]
         out = np.empty_like(chosen)
         out[rows] = chosen
-        return out
+        return out  # type: ignore[return-value]  # an array of rows is a sequence of rows
     weights: list[NDArray[np.float64]] = [np.zeros(0)] * n_dates
     for rows, chosen in parts:
         for row, position in enumerate(rows.tolist()):
@@ -116,7 +132,7 @@ def _posterior_means(fit: ValueFit, ids: Sequence[int]) -> list[float]:
     """``[fit.posterior(e).mean for e in ids]``, the learnt experiences read off the fit's arrays at once."""
     rows = [fit.index.get(e) for e in ids]
     if all(row is not None for row in rows):
-        return (fit.model.mean[rows] * fit.scale).tolist()  # type: ignore[no-any-return]
+        return (fit.model.mean[rows] * fit.scale).tolist()  # type: ignore[no-any-return,index]
     return [fit.posterior(e).mean for e in ids]
 
 
@@ -138,14 +154,25 @@ class MemTrialFamily:
         self.configs = dict(configs)
         first = next(iter(self.configs.values()))
         for method_id, config in self.configs.items():
-            if (config.k, config.gamma, config.fee_bp, config.n_components) != (first.k, first.gamma, first.fee_bp, first.n_components):
+            if (config.k, config.gamma, config.fee_bp, config.n_components) != (
+                first.k,
+                first.gamma,
+                first.fee_bp,
+                first.n_components,
+            ):
                 raise ValueError(f"variant {method_id!r} differs from the family in k, gamma, fee or components")
         self.k, self.gamma, self.fee_bp, self.n_components = first.k, float(first.gamma), first.fee_bp, n_components  # type: ignore[arg-type]
         self.contexts = list(contexts)
-        self._batches: dict[tuple[tuple[int, ...], tuple[int, ...]], tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
+        self._batches: dict[
+            tuple[tuple[int, ...], tuple[int, ...]], tuple[NDArray[np.float64], NDArray[np.float64]]
+        ] = {}
         self.position = {context.index: position for position, context in enumerate(self.contexts)}
-        self.designs = {(config.design, config.credit): _Design(config.design, config.credit) for config in self.configs.values()}
-        self.features: dict[int, NDArray[np.float64]] = {e: np.asarray(z, dtype=np.float64) for e, z in enumerate(features)}
+        self.designs = {
+            (config.design, config.credit): _Design(config.design, config.credit) for config in self.configs.values()
+        }
+        self.features: dict[int, NDArray[np.float64]] = {
+            e: np.asarray(z, dtype=np.float64) for e, z in enumerate(features)
+        }
         self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
         self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
         for design in self.designs.values():
@@ -168,18 +195,24 @@ class MemTrialFamily:
                     self.versions.append(dict(self.features))
                 for design_kind, design in self.designs.items():
                     stats = running[design_kind].snapshot()
-                    design.snapshots[position] = _Snapshot(stats, dict(running[design_kind].index), len(self.versions) - 1)
+                    design.snapshots[position] = _Snapshot(
+                        stats, dict(running[design_kind].index), len(self.versions) - 1
+                    )
                 continue
             ids = self.ids[position]
             if ids:
                 for design_kind, design in self.designs.items():
-                    running[design_kind].add_date(dict(zip(ids, (float(c) for c in design.contrasts[position]), strict=True)))
+                    running[design_kind].add_date(
+                        dict(zip(ids, (float(c) for c in design.contrasts[position]), strict=True))
+                    )
         for design_kind, design in self.designs.items():  # the learner after the last settlement
-            design.snapshots[FINAL] = _Snapshot(running[design_kind].snapshot(), dict(running[design_kind].index), len(self.versions) - 1)
+            design.snapshots[FINAL] = _Snapshot(
+                running[design_kind].snapshot(), dict(running[design_kind].index), len(self.versions) - 1
+            )
 
     def _outcomes(self, outcome: Callable[[int], NDArray[np.float64]]) -> None:
         """Utilities, contrasts and mixture utilities of every date, a batch per shape of date."""
-        groups: dict[tuple[object, ...], list[int]] = {}
+        groups: dict[tuple[int, int], list[int]] = {}
         for position, context in enumerate(self.contexts):
             groups.setdefault((len(self.ids[position]), context.reference.shape[0]), []).append(position)
         for (size, _), positions in groups.items():
@@ -192,9 +225,15 @@ class MemTrialFamily:
                 first = done.setdefault(design.kind, design)
                 if first is not design:  # a design of the same kind (other credit) settles to the same numbers
                     for position in positions:
-                        design.mixture[position], design.noise[position] = first.mixture[position], first.noise[position]
+                        design.mixture[position], design.noise[position] = (
+                            first.mixture[position],
+                            first.noise[position],
+                        )
                         if size:
-                            design.contrasts[position], design.centred[position] = first.contrasts[position], first.centred[position]
+                            design.contrasts[position], design.centred[position] = (
+                                first.contrasts[position],
+                                first.centred[position],
+                            )
                     continue
                 masks = list(design.masks[positions[0]])
                 drafts = np.array([c.drafts[masks] for c in contexts])  # (G, runs, n)
@@ -240,18 +279,24 @@ class MemTrialFamily:
                         if position != FINAL:
                             predictions[position, : len(self.ids[position])] = 0.0  # not fitted: the prior mean
                         continue
-                    problems.setdefault(snapshot.features_version if mode is LearnerMode.CONTENT else -1, []).append((design, position))
+                    problems.setdefault(snapshot.features_version if mode is LearnerMode.CONTENT else -1, []).append(
+                        (design, position)
+                    )
             for version, members in problems.items():
                 vectors = contents.setdefault(version, self._content(version)) if mode is LearnerMode.CONTENT else {}
                 self._fit_version(mode, vectors, members)
 
-    def _fit_version(self, mode: LearnerMode, vectors: dict[object, NDArray[np.float64]], members: list[tuple[_Design, int]]) -> None:
+    def _fit_version(
+        self, mode: LearnerMode, vectors: dict[object, NDArray[np.float64]], members: list[tuple[_Design, int]]
+    ) -> None:
         dim = next((v.shape[0] for v in vectors.values()), 0)
         masters: dict[int, NDArray[np.float64]] = {}  # per design: features of its learner's experiences, in order
         for design, _ in members:
             if id(design) not in masters:
                 ids = design.snapshots[FINAL].stats.experience_ids  # type: ignore[union-attr]
-                masters[id(design)] = np.array([vectors.get(i, np.zeros(dim)) for i in ids], dtype=np.float64).reshape(len(ids), dim)
+                masters[id(design)] = np.array([vectors.get(i, np.zeros(dim)) for i in ids], dtype=np.float64).reshape(
+                    len(ids), dim
+                )
         live = [(design, position) for design, position in members if design.snapshots[position].stats.scale > 0.0]  # type: ignore[union-attr]
         fitted: dict[tuple[int, int], FayHerriotFit] = {}
         if live:
@@ -273,7 +318,15 @@ class MemTrialFamily:
                         design.predictions[mode][position, : len(rows)] = batch.mean[row, rows] * stats.scale  # type: ignore[union-attr]
                         continue
                 fit = batch[row]
-                fitted[(id(design), position)] = FayHerriotFit(fit.sigma_b2, fit.tau2, fit.log_likelihood, fit.mean[:size], fit.variance[:size], fit.beta, fit.beta_cov)
+                fitted[(id(design), position)] = FayHerriotFit(
+                    fit.sigma_b2,
+                    fit.tau2,
+                    fit.log_likelihood,
+                    fit.mean[:size],
+                    fit.variance[:size],
+                    fit.beta,
+                    fit.beta_cov,
+                )
         done = {(id(design), position) for design, position in live} - set(fitted)
         for design, position in members:
             if (id(design), position) in done:
@@ -283,11 +336,13 @@ class MemTrialFamily:
             assert stats is not None
             size = len(stats.experience_ids)
             model = fitted.get((id(design), position)) or degenerate_fit(size, dim)
-            fit = ValueFit(snapshot.index, stats.counts, stats.scale, model, vectors)
+            value_fit = ValueFit(snapshot.index, stats.counts, stats.scale, model, vectors)
             if position == FINAL:
-                design.final[mode] = fit
+                design.final[mode] = value_fit
             else:
-                design.predictions[mode][position, : len(self.ids[position])] = _posterior_means(fit, self.ids[position])
+                design.predictions[mode][position, : len(self.ids[position])] = _posterior_means(
+                    value_fit, self.ids[position]
+                )
 
     # -- 3 and 4. scores, gates, fallbacks and actions for every date --------------------------
     def _serve(self, events: Sequence[Event]) -> dict[str, tuple[NDArray[np.float64], ...]]:
@@ -303,10 +358,15 @@ class MemTrialFamily:
         for key, design in self.designs.items():
             registered = self._registered(design, order, settled_before)
             variants = {m: c for m, c in self.configs.items() if (c.design, c.credit) == key}
-            scores = {setting: self._scores(design, registered[setting], order) for setting in {c.learner for c in variants.values()}}
-            shared: dict[object, dict[object, NDArray[np.float64]]] = {setting: {} for setting in scores}
+            scores = {
+                setting: self._scores(design, registered[setting], order)
+                for setting in {c.learner for c in variants.values()}
+            }
+            shared: dict[object, dict[object, object]] = {setting: {} for setting in scores}
             for method_id, config in variants.items():
-                trust_open, statistic, omega = self._trust(config, scores[config.learner], settled_before, shared[config.learner])
+                trust_open, statistic, omega = self._trust(
+                    config, scores[config.learner], settled_before, shared[config.learner]
+                )
                 q = self._fallback(design, config.fallback, order, settled_before)
                 if config.action is ActionRule.DIAL:
                     weights, acted = self._dial(design, registered[config.learner], omega, q, order, settled_before)
@@ -316,14 +376,19 @@ class MemTrialFamily:
                 served[method_id] = (weights, trust_open, statistic, acted, registered[config.learner], omega)  # type: ignore[assignment]
         return served
 
-    def _registered(self, design: _Design, order: Sequence[int], settled_before: NDArray[np.int64]) -> dict[LearnerMode, NDArray[np.float64]]:
+    def _registered(
+        self, design: _Design, order: Sequence[int], settled_before: NDArray[np.int64]
+    ) -> dict[LearnerMode, NDArray[np.float64]]:
         """Predictions each learner setting registered at each plan (auto: the mode chosen then)."""
         identity, content = design.predictions[LearnerMode.IDENTITY], design.predictions[LearnerMode.CONTENT]
         realised = np.full((len(self.contexts), self.k), np.nan)
         for position, centred in design.centred.items():
             realised[position, : len(centred)] = centred
         scored = list(design.centred)
-        mode_scores = {mode: self._pearson(predictions, realised, scored) for mode, predictions in ((LearnerMode.IDENTITY, identity), (LearnerMode.CONTENT, content))}
+        mode_scores = {
+            mode: self._pearson(predictions, realised, scored)
+            for mode, predictions in ((LearnerMode.IDENTITY, identity), (LearnerMode.CONTENT, content))
+        }
         # the running mode scores in settlement order, and the automatic choice at each plan
         counts, totals = {}, {}
         steps = np.asarray(order, dtype=np.int64)
@@ -331,7 +396,11 @@ class MemTrialFamily:
             in_order = values[steps] if order else np.zeros(0)
             counts[mode], totals[mode] = running_counts(in_order, ~np.isnan(in_order))
         modes = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
-        prefers = auto_prefers_content(np.stack([counts[m][settled_before] for m in modes], axis=-1), np.stack([totals[m][settled_before] for m in modes], axis=-1), MIN_AUTO_SCORES)
+        prefers = auto_prefers_content(
+            np.stack([counts[m][settled_before] for m in modes], axis=-1),
+            np.stack([totals[m][settled_before] for m in modes], axis=-1),
+            MIN_AUTO_SCORES,
+        )
         automatic = np.where(prefers[:, None], content, identity)
         design.realised, design.counts, design.totals = realised, counts, totals
         return {LearnerMode.IDENTITY: identity, LearnerMode.CONTENT: content, LearnerMode.AUTO: automatic}
@@ -341,7 +410,9 @@ class MemTrialFamily:
         by_position = self._pearson(registered, design.realised, list(design.centred))
         return by_position[np.asarray(order, dtype=np.int64)] if order else np.zeros(0)
 
-    def _pearson(self, predicted: NDArray[np.float64], realised: NDArray[np.float64], positions: Sequence[int]) -> NDArray[np.float64]:
+    def _pearson(
+        self, predicted: NDArray[np.float64], realised: NDArray[np.float64], positions: Sequence[int]
+    ) -> NDArray[np.float64]:
         """Per position, the Pearson score of a plan's predictions against its realised centred
         contributions (NaN where skipped or not scored), computed a batch per number of experiences."""
         out = np.full(len(self.contexts), np.nan)
@@ -354,7 +425,11 @@ class MemTrialFamily:
         return out
 
     def _trust(
-        self, config: EngineConfig, scores: NDArray[np.float64], settled_before: NDArray[np.int64], shared: dict[object, object] | None = None
+        self,
+        config: EngineConfig,
+        scores: NDArray[np.float64],
+        settled_before: NDArray[np.int64],
+        shared: dict[object, object] | None = None,
     ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
         """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega
         (:func:`~memtrial.trust.gate_states` over every plan at once).
@@ -368,11 +443,17 @@ class MemTrialFamily:
             series = shared[key] = gate_series(scores, settled_before, config.gate.bets, p_values=key[1])
         return gate_states(config.gate, series)  # type: ignore[arg-type]
 
-    def _fallback(self, design: _Design, variant: FallbackVariant, order: Sequence[int], settled_before: NDArray[np.int64]) -> NDArray[np.float64]:
+    def _fallback(
+        self, design: _Design, variant: FallbackVariant, order: Sequence[int], settled_before: NDArray[np.int64]
+    ) -> NDArray[np.float64]:
         """Each plan's mixture weight q on the reference (the rule of AnchoredMixture.choose, every date at once)."""
         if "sums" not in design.cache:
             mixtures = np.array([design.mixture[p][0] for p in order]).reshape(len(order), GRID.size)
-            design.cache["sums"] = running_sums(mixtures, np.array([design.mixture[p][1] for p in order]), np.array([design.mixture[p][2] for p in order]))
+            design.cache["sums"] = running_sums(
+                mixtures,
+                np.array([design.mixture[p][1] for p in order]),
+                np.array([design.mixture[p][2] for p in order]),
+            )
         gains, spread = design.cache["sums"]
         return choices_after(gains, spread, settled_before, variant)
 
@@ -380,7 +461,10 @@ class MemTrialFamily:
         """The designed drafts (dates, runs, n) and references (dates, n) of a batch of dates, built once."""
         key = (masks, tuple(positions))
         if key not in self._batches:
-            self._batches[key] = (np.array([self.contexts[p].drafts[list(masks)] for p in positions]), np.array([self.contexts[p].reference for p in positions]))
+            self._batches[key] = (
+                np.array([self.contexts[p].drafts[list(masks)] for p in positions]),
+                np.array([self.contexts[p].reference for p in positions]),
+            )
         return self._batches[key]
 
     def _shapes(self, design: _Design) -> list[tuple[tuple[int, ...], list[int]]]:
@@ -390,7 +474,9 @@ class MemTrialFamily:
             groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
         return [(masks, positions) for (masks, _), positions in groups.items()]
 
-    def _act(self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
+    def _act(
+        self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]
+    ) -> tuple[Sequence[NDArray[np.float64]], NDArray[np.bool_]]:
         """Each date's weights and whether it acted on a designed draft (:func:`~memtrial.action.gated_weights`,
         a batch of dates of one shape at once)."""
         parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
@@ -405,8 +491,14 @@ class MemTrialFamily:
         return _assemble(len(self.contexts), parts), acted
 
     def _dial(
-        self, design: _Design, predictions: NDArray[np.float64], omega: NDArray[np.float64], q: NDArray[np.float64], order: Sequence[int], settled_before: NDArray[np.int64]
-    ) -> tuple[list[NDArray[np.float64]], NDArray[np.bool_]]:
+        self,
+        design: _Design,
+        predictions: NDArray[np.float64],
+        omega: NDArray[np.float64],
+        q: NDArray[np.float64],
+        order: Sequence[int],
+        settled_before: NDArray[np.int64],
+    ) -> tuple[Sequence[NDArray[np.float64]], NDArray[np.bool_]]:
         """Each date's weights under the trust dial (the rule of the engine's dial, a batch of dates of one shape at once)."""
         kappa = noise_costs([design.noise.get(p) for p in order], settled_before)
         parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
@@ -426,9 +518,14 @@ class MemTrialFamily:
         and the trust weight (None: the variant acts by the gate)."""
         weights, trust_open, statistic, _, _, omega = self.served[method_id]
         position = self.position[index]
-        value = float(statistic[position])  # type: ignore[index]
-        weight = float(omega[position])  # type: ignore[index]
-        return weights[position], bool(trust_open[position]), None if np.isnan(value) else value, None if np.isnan(weight) else weight  # type: ignore[index]
+        value = float(statistic[position])
+        weight = float(omega[position])
+        return (
+            weights[position],
+            bool(trust_open[position]),
+            None if np.isnan(value) else value,
+            None if np.isnan(weight) else weight,
+        )
 
     def values(self, method_id: str) -> dict[int, float]:
         """A variant's posterior mean value of every experience after the last settlement."""
@@ -439,7 +536,11 @@ class MemTrialFamily:
             modes = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
             counts = np.array([design.counts[m][-1] for m in modes])
             totals = np.array([design.totals[m][-1] for m in modes])
-            mode = LearnerMode.CONTENT if bool(auto_prefers_content(counts, totals, MIN_AUTO_SCORES)) else LearnerMode.IDENTITY
+            mode = (
+                LearnerMode.CONTENT
+                if bool(auto_prefers_content(counts, totals, MIN_AUTO_SCORES))
+                else LearnerMode.IDENTITY
+            )
         fit = design.final.get(mode)
         return {e: 0.0 if fit is None else fit.posterior(e).mean for e in self.versions[-1]}
 
@@ -454,7 +555,9 @@ class FamilyMember(Method):
         self.id, self._family = method_id, family
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
-        weights, self.last_open, self.last_statistic, self.last_trust_weight = self._family().weights(self.id, context.index)
+        weights, self.last_open, self.last_statistic, self.last_trust_weight = self._family().weights(
+            self.id, context.index
+        )
         return weights
 
     def trajectory(self, walk: Walk, projected: bool = True) -> Trajectory:
@@ -463,7 +566,7 @@ class FamilyMember(Method):
         weights, trust_open, statistic, _, _, omega = family.served[self.id]
         rows = np.array([family.position[context.index] for context in walk.contexts])
         in_order = weights[rows] if isinstance(weights, np.ndarray) else stacked([weights[row] for row in rows])
-        return Trajectory(walk.held_all(in_order, projected), trust_open[rows], statistic[rows], omega[rows])  # type: ignore[index]
+        return Trajectory(walk.held_all(in_order, projected), trust_open[rows], statistic[rows], omega[rows])
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
         """Nothing to do: the family settled every date, in maturity order, when it was built."""

@@ -59,7 +59,9 @@ PAPER_METHODS = [
 ]  # fmt: skip
 
 
-def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, env: str = "plantedmem") -> dict[str, Any]:
+def aggregate(
+    results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, env: str = "plantedmem"
+) -> dict[str, Any]:
     """The results.json document: investors -> regimes -> methods -> summary over seeds."""
     table: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -74,7 +76,11 @@ def aggregate(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seco
             per_seed = [w["methods"][method_id]["mean_utility_pp"] for w in worlds]
             opens = [w["methods"][method_id]["open_rate"] for w in worlds]
             dials = [w["methods"][method_id].get("trust_weights") for w in worlds]
-            recoveries = [w["methods"][method_id]["value_recovery"] for w in worlds if w["methods"][method_id]["value_recovery"] is not None]
+            recoveries = [
+                w["methods"][method_id]["value_recovery"]
+                for w in worlds
+                if w["methods"][method_id]["value_recovery"] is not None
+            ]
             summary[method_id] = {
                 "mean_utility_pp": float(np.mean(per_seed)),
                 "sd_over_seeds": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
@@ -141,15 +147,25 @@ def markdown(document: dict[str, Any], command: str) -> str:
     ]
     average: dict[str, list[float]] = {m: [] for m in methods}
     for investor, cells in investors.items():
-        lines += ["", f"## {investor}", "", "| method | " + " | ".join(regimes) + " | mean |", "|---|" + "---:|" * (len(regimes) + 1)]
+        lines += [
+            "",
+            f"## {investor}",
+            "",
+            "| method | " + " | ".join(regimes) + " | mean |",
+            "|---|" + "---:|" * (len(regimes) + 1),
+        ]
         for method in methods:
             values = [cells[r][method]["mean_utility_pp"] for r in regimes]
             average[method].extend(values)
-            row = " | ".join(f"{cells[r][method]['mean_utility_pp']:.3f} ± {cells[r][method]['sd_over_seeds']:.3f}" for r in regimes)
+            row = " | ".join(
+                f"{cells[r][method]['mean_utility_pp']:.3f} ± {cells[r][method]['sd_over_seeds']:.3f}" for r in regimes
+            )
             lines.append(f"| {DISPLAY.get(method, method)} | {row} | {np.mean(values):.3f} |")
         ranks = [_ranks(cells[r])["memtrial"] for r in regimes if "memtrial" in cells[r]]
         if ranks:
-            lines.append("| MemTrial's rank (non-oracle) | " + " | ".join(str(x) for x in ranks) + f" | {np.mean(ranks):.1f} |")
+            lines.append(
+                "| MemTrial's rank (non-oracle) | " + " | ".join(str(x) for x in ranks) + f" | {np.mean(ranks):.1f} |"
+            )
         opens = [cells[r].get("memtrial_anytime", {}).get("ever_open_rate") for r in regimes]
         if all(o is not None for o in opens):
             lines.append("| anytime gate: worlds ever open | " + " | ".join(f"{o:.2f}" for o in opens) + " | |")
@@ -159,10 +175,20 @@ def markdown(document: dict[str, Any], command: str) -> str:
         trusted = [cells[r].get("memtrial", {}).get("ever_fully_trusted_rate") for r in regimes]
         if all(t is not None for t in trusted):
             lines.append("| trust dial: worlds ever at weight 1 | " + " | ".join(f"{t:.2f}" for t in trusted) + " | |")
-            lines.append("| trust dial: mean weight | " + " | ".join(f"{cells[r]['memtrial']['trust_weight']:.2f}" for r in regimes) + " | |")
+            lines.append(
+                "| trust dial: mean weight | "
+                + " | ".join(f"{cells[r]['memtrial']['trust_weight']:.2f}" for r in regimes)
+                + " | |"
+            )
     lines += _summary(investors, regimes, methods)
     overall = sorted(((float(np.mean(v)), m) for m, v in average.items() if v), reverse=True)
-    lines += ["", "## Averaged over regimes and investors", "", "| rank | method | mean utility (pp) |", "|---:|---|---:|"]
+    lines += [
+        "",
+        "## Averaged over regimes and investors",
+        "",
+        "| rank | method | mean utility (pp) |",
+        "|---:|---|---:|",
+    ]
     rank = 0
     for value, method in overall:
         label = "-" if method in UNRANKED else str(rank := rank + 1)
@@ -182,23 +208,33 @@ def _summary(investors: dict[str, Any], regimes: Sequence[str], methods: Sequenc
     groups = [(name, rs) for name, rs in (("memory regimes", memory), ("core five", core)) if rs]
     if groups:
         lines += ["", "## Memory regimes and the paper's core five, averaged over investors", ""]
-        lines += ["| rank | method | " + " | ".join(f"{name} ({', '.join(rs)})" for name, rs in groups) + " |", "|---:|---|" + "---:|" * len(groups)]
+        lines += [
+            "| rank | method | " + " | ".join(f"{name} ({', '.join(rs)})" for name, rs in groups) + " |",
+            "|---:|---|" + "---:|" * len(groups),
+        ]
         means = {m: [_regime_mean(investors, rs, m) for _, rs in groups] for m in methods}
         rank = 0
         for method in sorted(methods, key=lambda m: -means[m][0]):
             label = "-" if method in UNRANKED else str(rank := rank + 1)
-            lines.append(f"| {label} | {DISPLAY.get(method, method)} | " + " | ".join(f"{v:.4f}" for v in means[method]) + " |")
+            lines.append(
+                f"| {label} | {DISPLAY.get(method, method)} | " + " | ".join(f"{v:.4f}" for v in means[method]) + " |"
+            )
     paper = [m for m in PAPER_METHODS if m in methods]
     if core and len(paper) == len(PAPER_METHODS):
         shown = paper + [m for m in ("memtrial", "oracle") if m in methods]
         lines += ["", "## The paper's view: its five core regimes and its fifteen methods", ""]
-        lines += ["(MemTrial by the paper's rule; the trust dial and the oracle are shown beside it, outside the ranking.)", ""]
+        lines += [
+            "(MemTrial by the paper's rule; the trust dial and the oracle are shown beside it, outside the ranking.)",
+            "",
+        ]
         lines += ["| rank | method | " + " | ".join(core) + " | mean |", "|---:|---|" + "---:|" * (len(core) + 1)]
         means_core = {m: _regime_mean(investors, core, m) for m in shown}
         rank = 0
         for method in sorted(shown, key=lambda m: -means_core[m]):
             label = str(rank := rank + 1) if method in paper else "-"
-            cells = " | ".join(f"{np.mean([investors[i][r][method]['mean_utility_pp'] for i in investors]):.3f}" for r in core)
+            cells = " | ".join(
+                f"{np.mean([investors[i][r][method]['mean_utility_pp'] for i in investors]):.3f}" for r in core
+            )
             lines.append(f"| {label} | {DISPLAY.get(method, method)} | {cells} | {means_core[method]:.4f} |")
     return lines
 
@@ -221,19 +257,41 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
 
     investors = document["investors"]
     regimes = list(next(iter(investors.values())))
-    shown = [m for m in ("memtrial", "memtrial_paper", "counterfactual_argmax", "outcome_credit", "no_memory", "equal_weight", "draft_mean", "oracle") if m in next(iter(investors.values()))[regimes[0]]]
-    paths = []
+    shown = [
+        m
+        for m in (
+            "memtrial",
+            "memtrial_paper",
+            "counterfactual_argmax",
+            "outcome_credit",
+            "no_memory",
+            "equal_weight",
+            "draft_mean",
+            "oracle",
+        )
+        if m in next(iter(investors.values()))[regimes[0]]
+    ]
+    paths: list[Path] = []
     figure, axes = plt.subplots(1, len(investors), figsize=(6 * len(investors), 4.5), squeeze=False)
     for axis, (investor, cells) in zip(axes[0], investors.items(), strict=True):
         for method in shown:
-            axis.plot(range(len(regimes)), [cells[r][method]["mean_utility_pp"] for r in regimes], marker="o", label=DISPLAY.get(method, method))
+            axis.plot(
+                range(len(regimes)),
+                [cells[r][method]["mean_utility_pp"] for r in regimes],
+                marker="o",
+                label=DISPLAY.get(method, method),
+            )
         axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
         axis.set_title(f"{investor}: mean utility (pp)")
     axes[0][0].legend(fontsize=7)
     save_figure(figure, folder / "utility_by_regime.png", paths)
 
     figure, axis = plt.subplots(figsize=(7, 4.5))
-    gated = [m for m in ("memtrial", "memtrial_paper", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01") if m in investors[next(iter(investors))][regimes[0]]]
+    gated = [
+        m
+        for m in ("memtrial", "memtrial_paper", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01")
+        if m in investors[next(iter(investors))][regimes[0]]
+    ]
     for method in gated:
         rates = [np.mean([investors[i][r][method]["open_rate"] for i in investors]) for r in regimes]
         axis.plot(range(len(regimes)), rates, marker="o", label=DISPLAY.get(method, method))
@@ -271,7 +329,9 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     return paths
 
 
-def write_report(folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str) -> dict[str, Any]:
+def write_report(
+    folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str
+) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     document = aggregate(results, seeds, wall_seconds)
     (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")

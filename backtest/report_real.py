@@ -28,7 +28,9 @@ def _usage(results: Sequence[dict[str, Any]]) -> dict[str, float] | None:
     return {key: float(sum(u[key] for u in usages)) for key in usages[0]}
 
 
-def document_of(results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, env: str, drafter: dict[str, Any]) -> dict[str, Any]:
+def document_of(
+    results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, env: str, drafter: dict[str, Any]
+) -> dict[str, Any]:
     document = aggregate(results, seeds, wall_seconds, env)
     first = results[0]
     exclusions: list[dict[str, str]] = []
@@ -97,11 +99,22 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
                 )
         if summary:
             lines += ["", "; ".join(summary) + "."]
-    lines += ["", "## Averaged over investors", "", "| rank | method | utility (pp) | vs 1/N (pp) |", "|---:|---|---:|---:|"]
+    lines += [
+        "",
+        "## Averaged over investors",
+        "",
+        "| rank | method | utility (pp) | vs 1/N (pp) |",
+        "|---:|---|---:|---:|",
+    ]
     methods = list(next(iter(document["investors"].values()))[env])
-    means = {m: float(np.mean([cells[env][m]["mean_utility_pp"] for cells in document["investors"].values()])) for m in methods}
+    means = {
+        m: float(np.mean([cells[env][m]["mean_utility_pp"] for cells in document["investors"].values()]))
+        for m in methods
+    }
     for rank, method in enumerate(sorted(methods, key=lambda m: -means[m]), start=1):
-        lines.append(f"| {rank} | {DISPLAY.get(method, method)} | {means[method]:.4f} | {means[method] - means['equal_weight']:+.4f} |")
+        lines.append(
+            f"| {rank} | {DISPLAY.get(method, method)} | {means[method]:.4f} | {means[method] - means['equal_weight']:+.4f} |"
+        )
     usage = document.get("drafter_usage")
     if usage:
         lines += [
@@ -124,7 +137,9 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
             ]
     if document["exclusions"]:
         lines += ["", "## Excluded, and why", ""]
-        lines += [f"- {e['what']}: {e['reason']}" + (f" ({e['dates']})" if e["dates"] else "") for e in document["exclusions"]]
+        lines += [
+            f"- {e['what']}: {e['reason']}" + (f" ({e['dates']})" if e["dates"] else "") for e in document["exclusions"]
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -135,12 +150,17 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
     import matplotlib.pyplot as plt
 
     env, investors = document["env"], document["investors"]
-    paths = []
+    paths: list[Path] = []
     figure, axes = plt.subplots(1, len(investors), figsize=(6 * len(investors), 5), squeeze=False)
     for axis, (investor, cells) in zip(axes[0], investors.items(), strict=True):
         cell = cells[env]
         order = sorted(cell, key=lambda m: cell[m]["mean_utility_pp"])
-        axis.barh(range(len(order)), [cell[m]["mean_utility_pp"] for m in order], xerr=[cell[m]["sd_over_seeds"] for m in order], color=["C3" if m == "memtrial" else "C0" for m in order])
+        axis.barh(
+            range(len(order)),
+            [cell[m]["mean_utility_pp"] for m in order],
+            xerr=[cell[m]["sd_over_seeds"] for m in order],
+            color=["C3" if m == "memtrial" else "C0" for m in order],
+        )
         axis.set_yticks(range(len(order)), [DISPLAY.get(m, m) for m in order], fontsize=6)
         axis.axvline(cell["equal_weight"]["mean_utility_pp"], color="k", lw=0.8, ls="--")
         axis.set_title(f"{investor}: mean utility (pp), dashed = 1/N")
@@ -161,14 +181,26 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
             axis.tick_params(labelsize=6)
         for axis in list(axes.flat)[len(methods) :]:
             axis.axis("off")
-        figure.suptitle(f"{TITLES.get(env, env)}, {investor}: wealth over the test window ({dates[0]} .. {dates[-1]}), mean over seeds; grey = 1/N", fontsize=9)
+        figure.suptitle(
+            f"{TITLES.get(env, env)}, {investor}: wealth over the test window ({dates[0]} .. {dates[-1]}), mean over seeds; grey = 1/N",
+            fontsize=9,
+        )
         save_figure(figure, folder / f"wealth_paths_{investor}.png", paths, dpi=100)
 
     figure, axis = plt.subplots(figsize=(7, 4))
-    gated = [m for m in ("memtrial", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01") if m in next(iter(investors.values()))[env]]
+    gated = [
+        m
+        for m in ("memtrial", "memtrial_anytime", "memtrial_alpha_0.2", "memtrial_alpha_0.01")
+        if m in next(iter(investors.values()))[env]
+    ]
     width = 0.8 / max(len(gated), 1)
     for i, method in enumerate(gated):
-        axis.bar(np.arange(len(investors)) + i * width, [cells[env][method]["open_rate"] for cells in investors.values()], width, label=DISPLAY.get(method, method))
+        axis.bar(
+            np.arange(len(investors)) + i * width,
+            [cells[env][method]["open_rate"] for cells in investors.values()],
+            width,
+            label=DISPLAY.get(method, method),
+        )
     axis.set_xticks(np.arange(len(investors)) + 0.4 - width / 2, list(investors))
     axis.set_ylabel("share of scored decisions with the gate open")
     axis.legend(fontsize=7)
@@ -177,7 +209,13 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
 
 
 def write_real_report(
-    folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str, env: str, drafter: dict[str, Any]
+    folder: Path,
+    results: Sequence[dict[str, Any]],
+    seeds: Sequence[int],
+    wall_seconds: float,
+    command: str,
+    env: str,
+    drafter: dict[str, Any],
 ) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
     document = document_of(results, seeds, wall_seconds, env, drafter)

@@ -164,7 +164,11 @@ def _make_world(spec: WorldSpec, market: Any, method_ids: list[str]) -> tuple[An
     drafter = make_drafter(spec, setting.scale_pp)
     try:
         world = RealWorld(
-            setting, spec.investor, drafter, full_design="memtrial_full" in method_ids, self_consistency="self_consistency" in method_ids
+            setting,
+            spec.investor,
+            drafter,
+            full_design="memtrial_full" in method_ids,
+            self_consistency="self_consistency" in method_ids,
         )
     except BaseException:
         _close(drafter)
@@ -193,7 +197,9 @@ def _wealth_stats(returns: list[float], periods_per_year: float) -> dict[str, fl
     }
 
 
-def _turnover(previous: tuple[tuple[str, ...], np.ndarray] | None, current: tuple[tuple[str, ...], np.ndarray]) -> float | None:
+def _turnover(
+    previous: tuple[tuple[str, ...], np.ndarray] | None, current: tuple[tuple[str, ...], np.ndarray]
+) -> float | None:
     """Half the L1 change between two books (names, weights), summed over the sorted union of names."""
     if previous is None:
         return None
@@ -209,7 +215,9 @@ def _turnovers(universes: list[tuple[str, ...]], books: Sequence[np.ndarray], sc
     """Turnover into each scored date from the book held before it (the first date has none)."""
     if len(books) < 2:
         return []
-    if len(set(universes)) == 1 and list(universes[0]) == sorted(universes[0]):  # the usual case: one universe, in order
+    if len(set(universes)) == 1 and list(universes[0]) == sorted(
+        universes[0]
+    ):  # the usual case: one universe, in order
         changes = 0.5 * np.abs(np.diff(np.array(books), axis=0)).sum(axis=1)
         return [float(c) for c, counted in zip(changes, scored[1:], strict=True) if counted]
     out = []
@@ -221,7 +229,9 @@ def _turnovers(universes: list[tuple[str, ...]], books: Sequence[np.ndarray], sc
     return out
 
 
-def run_world(spec: WorldSpec, market: Any = None, perturb: tuple[int, int, float] | None = None, keep_choices: bool = False) -> dict[str, Any]:
+def run_world(
+    spec: WorldSpec, market: Any = None, perturb: tuple[int, int, float] | None = None, keep_choices: bool = False
+) -> dict[str, Any]:
     """Run one world; per method: utilities (pp) and returns of the scored dates, gate-open
     rate, turnover, Sharpe-like ratio, drawdown and (PlantedMem) value recovery.
 
@@ -241,7 +251,12 @@ def run_world(spec: WorldSpec, market: Any = None, perturb: tuple[int, int, floa
 
 
 def _run(
-    spec: WorldSpec, world: Any, drafter: Drafter | None, method_ids: list[str], perturb: tuple[int, int, float] | None, keep_choices: bool
+    spec: WorldSpec,
+    world: Any,
+    drafter: Drafter | None,
+    method_ids: list[str],
+    perturb: tuple[int, int, float] | None,
+    keep_choices: bool,
 ) -> dict[str, Any]:
     scoring = Scoring(gamma=INVESTORS[spec.investor].gamma)
     presented = [c for c in (world.context(date) for date in range(world.n_dates)) if c is not None]
@@ -251,10 +266,12 @@ def _run(
         if perturb is not None and perturb[0] == context.index:
             rel = rel.copy()
             rel[:, perturb[1]] *= perturb[2]
-        return rel
+        return np.asarray(rel)
 
     rels = [realised(context) for context in presented]
-    methods = build_methods(world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: rels[p])
+    methods = build_methods(
+        world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: rels[p]
+    )
     walk = Walk(presented, rels, scoring, getattr(world, "project_onto_mandate", None))
     trajectories = {m.id: walk.trajectory(m) for m in methods}
     scored = [c.scored for c in presented]
@@ -283,7 +300,9 @@ def _run(
         "choices": {m.id: [w.tolist() for w in trajectories[m.id].weights] for m in methods} if keep_choices else None,
         "trust_states": {m.id: trajectories[m.id].states() for m in methods if m.uses_gate} if keep_choices else None,
         "values": {m.id: m.values() for m in methods} if keep_choices else None,
-        "learned_values": None if learned is None or types is None else {"types": types.tolist(), "values": [learned.get(e, 0.0) for e in range(len(types))]},
+        "learned_values": None
+        if learned is None or types is None
+        else {"types": types.tolist(), "values": [learned.get(e, 0.0) for e in range(len(types))]},
         "methods": {
             m.id: {
                 "utilities_pp": utilities[row],
@@ -313,12 +332,14 @@ def _scores(walk: Walk, books: list[Sequence[np.ndarray]]) -> tuple[list[list[fl
     by_position: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for members in groups.values():
         if all(isinstance(book, np.ndarray) for book in books):
-            picked = np.stack([book[members] for book in books], axis=1)  # (D, methods, n)
+            picked = np.stack([book[members] for book in books], axis=1)  # type: ignore[call-overload]  # (D, methods, n)
         else:
             picked = np.array([[book[p] for book in books] for p in members])
         rel = np.array([walk.rels[p] for p in members])
         previous = np.array([walk.contexts[p].previous for p in members])
-        values = utilities_by_date(picked / picked.sum(axis=2, keepdims=True), rel, previous, walk.scoring.gamma, walk.scoring.fee_bp)
+        values = utilities_by_date(
+            picked / picked.sum(axis=2, keepdims=True), rel, previous, walk.scoring.gamma, walk.scoring.fee_bp
+        )
         gains = nav_paths_by_date(picked, rel, previous, walk.scoring.fee_bp)[:, :, -1] - 1.0
         for row, position in enumerate(members):
             by_position[position] = (values[row], gains[row])
@@ -338,7 +359,10 @@ class Progress:
 
 
 def run_many(
-    specs: Sequence[WorldSpec], workers: int = 1, scheduler: str | None = None, on_done: Callable[[int], None] | None = None
+    specs: Sequence[WorldSpec],
+    workers: int = 1,
+    scheduler: str | None = None,
+    on_done: Callable[[int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Results in the order of ``specs``: in this process (workers=1), a local process
     pool, or a Dask cluster at ``scheduler``."""
@@ -376,9 +400,9 @@ def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) ->
     if scheduler is not None:
         from distributed import Client, as_completed
 
-        with Client(scheduler) as client:
+        with Client(scheduler) as client:  # type: ignore[no-untyped-call]
             futures = {client.submit(run_group, [specs[i] for i in group], pure=False): group for group in groups}
-            for future in as_completed(futures):
+            for future in as_completed(futures):  # type: ignore[no-untyped-call]
                 yield from zip(futures[future], future.result(), strict=True)
         return
     if workers <= 1:
@@ -388,7 +412,8 @@ def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) ->
         return
     import multiprocessing
     import os
-    from concurrent.futures import ProcessPoolExecutor, as_completed as completed
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import as_completed as completed
 
     # one BLAS/OpenMP thread per worker: several workers with several threads each fight over the cores
     for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):

@@ -45,7 +45,11 @@ def engines(specs: list[WorldSpec]) -> dict[str, object]:
         all(online[key] == replayed[key] for key in ("choices", "trust_states", "values", "methods"))
         for online, replayed in zip(outputs["online"], outputs["replay"], strict=True)
     )
-    return {**timed, "replay_over_online": timed["replay"]["worlds_per_second"] / timed["online"]["worlds_per_second"], "identical_results": identical}
+    return {
+        **timed,
+        "replay_over_online": timed["replay"]["worlds_per_second"] / timed["online"]["worlds_per_second"],
+        "identical_results": identical,
+    }
 
 
 def main() -> None:
@@ -54,11 +58,15 @@ def main() -> None:
     parser.add_argument("--worlds", type=int, default=8)
     parser.add_argument("--regime", default="beta_0.25")
     parser.add_argument("--investor", default="balanced")
-    parser.add_argument("--worker-seeds", type=int, default=4, help="seeds of the workers comparison (x 7 regimes x 3 investors)")
+    parser.add_argument(
+        "--worker-seeds", type=int, default=4, help="seeds of the workers comparison (x 7 regimes x 3 investors)"
+    )
     args = parser.parse_args()
     market_for(False)
     seeds = range(args.worlds)
-    variants = [WorldSpec(args.regime, args.investor, seed, methods=("equal_weight", *MEMTRIAL_VARIANTS)) for seed in seeds]
+    variants = [
+        WorldSpec(args.regime, args.investor, seed, methods=("equal_weight", *MEMTRIAL_VARIANTS)) for seed in seeds
+    ]
     everything = [WorldSpec(args.regime, args.investor, seed) for seed in seeds]
     run_world(everything[0])  # imports and the market are loaded once, outside the timings
     result: dict[str, object] = {
@@ -72,12 +80,22 @@ def main() -> None:
     result["all_methods"] = engines(everything)
     print("all_methods", json.dumps(result["all_methods"]), flush=True)
     rows, outputs = {}, {}
-    pool_specs = [WorldSpec(regime, investor, seed) for investor in INVESTORS for regime in REGIMES for seed in range(args.worker_seeds)]
+    pool_specs = [
+        WorldSpec(regime, investor, seed)
+        for investor in INVESTORS
+        for regime in REGIMES
+        for seed in range(args.worker_seeds)
+    ]
     for workers in (1, 2):
         start = time.perf_counter()
         outputs[workers] = run_many(pool_specs, workers=workers)
         wall = time.perf_counter() - start
-        rows[workers] = {"workers": workers, "worlds": len(pool_specs), "seconds": wall, "worlds_per_second": len(pool_specs) / wall}
+        rows[workers] = {
+            "workers": workers,
+            "worlds": len(pool_specs),
+            "seconds": wall,
+            "worlds_per_second": len(pool_specs) / wall,
+        }
     result["workers"] = {
         "one_worker": rows[1],
         "two_workers": rows[2],
@@ -92,11 +110,15 @@ def main() -> None:
         block = result[name]
         for engine in ("online", "replay"):
             row = block[engine]  # type: ignore[index]
-            lines.append(f"| {name} | {engine} | {row['worlds']} | {row['seconds']:.2f} | {row['worlds_per_second']:.2f} |")
+            lines.append(
+                f"| {name} | {engine} | {row['worlds']} | {row['seconds']:.2f} | {row['worlds_per_second']:.2f} |"
+            )
     lines.append("")
     for name in ("memtrial", "all_methods"):
         block = result[name]
-        lines.append(f"{name}: replay / online {block['replay_over_online']:.1f}x, identical results: {block['identical_results']}.")  # type: ignore[index]
+        lines.append(
+            f"{name}: replay / online {block['replay_over_online']:.1f}x, identical results: {block['identical_results']}."
+        )  # type: ignore[index]
     workers = result["workers"]
     lines.append(
         f"Every method, replayed, {workers['one_worker']['worlds']} worlds: 1 worker {workers['one_worker']['seconds']:.1f} s, "  # type: ignore[index]

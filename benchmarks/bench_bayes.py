@@ -37,7 +37,15 @@ def worlds(count: int, seed: int = 0) -> list[object]:
         stats = sufficient_statistics(zip(dates.tolist(), picks.tolist(), values.tolist(), strict=True))
         assert stats is not None
         features = rng.normal(size=(len(stats.experience_ids), 8))
-        problems.append(Problem(stats.means / stats.scale, stats.counts.astype(float), features, stats.residual_ss / stats.scale**2, stats.dof))
+        problems.append(
+            Problem(
+                stats.means / stats.scale,
+                stats.counts.astype(float),
+                features,
+                stats.residual_ss / stats.scale**2,
+                stats.dof,
+            )
+        )
     return problems
 
 
@@ -64,10 +72,17 @@ def main() -> None:
     warm_single = timed(lambda: fit_many(problems[:1], num_steps=args.steps))
     rows = []
     for count in counts:
-        first = timed(lambda: fit_many(problems[:count], num_steps=args.steps))
-        batched = timed(lambda: fit_many(problems[:count], num_steps=args.steps))
-        loop = timed(lambda: [fit_many([p], num_steps=args.steps) for p in problems[:count]])
-        row = {"worlds": count, "batched_s": batched, "batched_compile_s": max(first - batched, 0.0), "one_at_a_time_s": loop, "loop_over_batched": loop / batched}
+        batch = problems[:count]
+        first = timed(lambda batch=batch: fit_many(batch, num_steps=args.steps))
+        batched = timed(lambda batch=batch: fit_many(batch, num_steps=args.steps))
+        loop = timed(lambda batch=batch: [fit_many([p], num_steps=args.steps) for p in batch])
+        row = {
+            "worlds": count,
+            "batched_s": batched,
+            "batched_compile_s": max(first - batched, 0.0),
+            "one_at_a_time_s": loop,
+            "loop_over_batched": loop / batched,
+        }
         rows.append(row)
         print(json.dumps(row), flush=True)
     result = {
@@ -81,9 +96,17 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
-    lines = ["| worlds | batched (s) | compile of the batch (s) | one at a time (s) | loop / batched |", "|---:|---:|---:|---:|---:|"]
-    lines += [f"| {r['worlds']} | {r['batched_s']:.3f} | {r['batched_compile_s']:.2f} | {r['one_at_a_time_s']:.2f} | {r['loop_over_batched']:.1f}x |" for r in rows]
-    lines.append(f"\nDevice: {result['device']}; compile of the single-world kernel: {result['single_world_compile_s']:.2f} s.")
+    lines = [
+        "| worlds | batched (s) | compile of the batch (s) | one at a time (s) | loop / batched |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {r['worlds']} | {r['batched_s']:.3f} | {r['batched_compile_s']:.2f} | {r['one_at_a_time_s']:.2f} | {r['loop_over_batched']:.1f}x |"
+        for r in rows
+    ]
+    lines.append(
+        f"\nDevice: {result['device']}; compile of the single-world kernel: {result['single_world_compile_s']:.2f} s."
+    )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 

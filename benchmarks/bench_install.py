@@ -114,11 +114,19 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
-    lines = ["# Install size and time", "", f"`{document['command']}` (Python {document['python']}, {document['machine']})", "",
-             "| target | install (s) | size (MB) | packages | `import memtrial` (s) | `memtrial` says |", "|---|---:|---:|---:|---:|---|"]
+    lines = [
+        "# Install size and time",
+        "",
+        f"`{document['command']}` (Python {document['python']}, {document['machine']})",
+        "",
+        "| target | install (s) | size (MB) | packages | `import memtrial` (s) | `memtrial` says |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for target, row in results.items():
         assert isinstance(row, dict)
-        lines.append(f"| {target} | {row['install_s']} | {row['size_mb']} | {row['packages']} | {row['import_memtrial_s_median']} | {row['memtrial_command_says']} |")
+        lines.append(
+            f"| {target} | {row['install_s']} | {row['size_mb']} | {row['packages']} | {row['import_memtrial_s_median']} | {row['memtrial_command_says']} |"
+        )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 
 

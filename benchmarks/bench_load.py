@@ -49,7 +49,9 @@ class MemoryWatch(threading.Thread):
     def run(self) -> None:
         while self.running:
             try:
-                total = self.process.memory_info().rss + sum(c.memory_info().rss for c in self.process.children(recursive=True))
+                total = self.process.memory_info().rss + sum(
+                    c.memory_info().rss for c in self.process.children(recursive=True)
+                )
                 self.peak = max(self.peak, total)
             except psutil.Error:
                 pass
@@ -74,9 +76,15 @@ def load(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, o
                 time_t = START + dt.timedelta(days=30 * t)
                 try:
                     start = time.perf_counter()
-                    plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(days=28), f"month {t}", horizon=len(RETURNS["SPY"]))
+                    plan = client.create_decision(
+                        agent_id, time_t, time_t + dt.timedelta(days=28), f"month {t}", horizon=len(RETURNS["SPY"])
+                    )
                     planned = time.perf_counter()
-                    client.submit_drafts(agent_id, plan["decision_id"], [{"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}] * len(plan["subsets"]))
+                    client.submit_drafts(
+                        agent_id,
+                        plan["decision_id"],
+                        [{"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}] * len(plan["subsets"]),
+                    )
                     drafted = time.perf_counter()
                     client.settle(agent_id, plan["decision_id"], returns=RETURNS)
                     settled = time.perf_counter()
@@ -105,7 +113,8 @@ def load(url: str, workers: int, n_agents: int, n_decisions: int) -> dict[str, o
         "requests_per_second": requests / wall,
         "peak_rss_mb": watch.peak / 2**20,
         "latency_ms": {
-            name: {q: float(np.percentile(np.array(values) * 1000, int(q[1:]))) for q in ("p50", "p95", "p99")} for name, values in timings.items()
+            name: {q: float(np.percentile(np.array(values) * 1000, int(q[1:]))) for q in ("p50", "p95", "p99")}
+            for name, values in timings.items()
         },
     }
 
@@ -132,7 +141,13 @@ def drafting_loop(server: Server, llm: FakeLLM, url: str, n_decisions: int) -> d
             client.create_decision(agent["id"], time_t, time_t + dt.timedelta(days=28), f"month {t}", drafting="server")
             if t:  # the first call warms litellm up
                 walls.append(time.perf_counter() - start)
-        return {"llm_delay_s": 0.2, "drafts_per_decision": 8, "decision_p50_s": float(np.median(walls)), "max_in_flight": llm.max_in_flight, "calls": llm.calls}
+        return {
+            "llm_delay_s": 0.2,
+            "drafts_per_decision": 8,
+            "decision_p50_s": float(np.median(walls)),
+            "max_in_flight": llm.max_in_flight,
+            "calls": llm.calls,
+        }
 
 
 def main() -> None:
@@ -140,7 +155,11 @@ def main() -> None:
     parser.add_argument("--out", type=pathlib.Path, default=ROOT / "benchmarks" / "results" / "load.json")
     parser.add_argument("--agents", type=int, default=8)
     parser.add_argument("--decisions", type=int, default=20)
-    parser.add_argument("--postgres", default="postgresql://postgres@127.0.0.1:5432/test", help="PostgreSQL URL (its public schema is reset); '' skips it")
+    parser.add_argument(
+        "--postgres",
+        default="postgresql://postgres@127.0.0.1:5432/test",
+        help="PostgreSQL URL (its public schema is reset); '' skips it",
+    )
     args = parser.parse_args()
     result: dict[str, object] = {"benchmark": "load", "cpus": os.cpu_count(), "runs": []}
     with tempfile.TemporaryDirectory() as folder:
@@ -167,8 +186,15 @@ def main() -> None:
         "|---|---:|---:|---:|---:|---|---|---|",
     ]
     for run in result["runs"]:  # type: ignore[attr-defined]
-        cells = [" / ".join(f"{run['latency_ms'][name][q]:.0f}" for q in ("p50", "p95", "p99")) for name in ("plan", "drafts", "settle")]
-        lines.append(f"| {run['database']} | {run['workers']} | {run['requests_per_second']:.1f} | {run['errors']} | {run['peak_rss_mb']:.0f} | " + " | ".join(cells) + " |")
+        cells = [
+            " / ".join(f"{run['latency_ms'][name][q]:.0f}" for q in ("p50", "p95", "p99"))
+            for name in ("plan", "drafts", "settle")
+        ]
+        lines.append(
+            f"| {run['database']} | {run['workers']} | {run['requests_per_second']:.1f} | {run['errors']} | {run['peak_rss_mb']:.0f} | "
+            + " | ".join(cells)
+            + " |"
+        )
     drafting = result["server_drafting"]
     lines.append(
         f"\nServer drafting with an LLM answering in 200 ms: a decision with 8 drafts takes {drafting['decision_p50_s']:.2f} s (median), "  # type: ignore[index]

@@ -52,7 +52,15 @@ def main() -> None:
         requests += [world.draft_request(date, lessons[: mask.bit_count()], 100 + mask) for mask in (0, 1, 3, 7, 15)]
     requests = requests[: args.drafts]
     with LocalModelServer(threads=args.threads) as api_base:
-        with LiteLLMDrafter(MODEL_NAME, api_base=api_base, json_schema=True, clip_negative=True, max_retries=0, timeout=300, concurrency=1) as drafter:
+        with LiteLLMDrafter(
+            MODEL_NAME,
+            api_base=api_base,
+            json_schema=True,
+            clip_negative=True,
+            max_retries=0,
+            timeout=300,
+            concurrency=1,
+        ) as drafter:
             drafter.draft(requests[:1])  # load the model's weights into memory
             seconds, failures = [], 0
             start_usage = drafter.usage.to_dict()
@@ -64,7 +72,15 @@ def main() -> None:
                     failures += 1
                 seconds.append(time.perf_counter() - started)
             usage = {k: drafter.usage.to_dict()[k] - start_usage[k] for k in start_usage}
-        with LiteLLMDrafter(MODEL_NAME, api_base=api_base, json_schema=True, clip_negative=True, max_retries=2, timeout=300, concurrency=8) as together:
+        with LiteLLMDrafter(
+            MODEL_NAME,
+            api_base=api_base,
+            json_schema=True,
+            clip_negative=True,
+            max_retries=2,
+            timeout=300,
+            concurrency=8,
+        ) as together:
             started = time.perf_counter()
             together.draft([replace(r, sample=200 + i) for i, r in enumerate(requests[:8])])
             concurrent_wall = time.perf_counter() - started

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import itertools
 import json
 import os
 import pathlib
@@ -33,15 +32,78 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-EVENTS = ["a surprise rate cut", "a hawkish central bank", "an inflation print above consensus", "a banking scare", "a weak jobs report", "strong earnings",
-          "an oil supply shock", "a sovereign downgrade", "a tariff announcement", "a recession warning", "a currency intervention", "a tech selloff",
-          "record buybacks", "a housing slowdown", "a commodity rally", "falling real yields", "a credit spread blowout", "an election result",
-          "a dovish pivot", "a liquidity squeeze"]
-MARKETS = ["long bonds", "short bonds", "large-cap equities", "small caps", "emerging markets", "gold", "oil", "real estate", "cash", "investment grade credit",
-           "high yield", "the dollar", "bitcoin", "utilities", "banks", "technology stocks", "value stocks", "TIPS", "copper", "Japanese equities"]
-MOVES = ["rallied", "fell sharply", "drifted lower", "held steady", "outperformed", "lagged", "whipsawed", "recovered quickly", "broke out", "collapsed"]
-HORIZONS = ["within a week", "over the next month", "over a quarter", "by the end of the year", "the same day", "after two sessions"]
-OUTCOMES = ["so the book gained", "so the book lost", "and the hedge paid off", "and the hedge failed", "and diversification helped", "and concentration hurt"]
+EVENTS = [
+    "a surprise rate cut",
+    "a hawkish central bank",
+    "an inflation print above consensus",
+    "a banking scare",
+    "a weak jobs report",
+    "strong earnings",
+    "an oil supply shock",
+    "a sovereign downgrade",
+    "a tariff announcement",
+    "a recession warning",
+    "a currency intervention",
+    "a tech selloff",
+    "record buybacks",
+    "a housing slowdown",
+    "a commodity rally",
+    "falling real yields",
+    "a credit spread blowout",
+    "an election result",
+    "a dovish pivot",
+    "a liquidity squeeze",
+]
+MARKETS = [
+    "long bonds",
+    "short bonds",
+    "large-cap equities",
+    "small caps",
+    "emerging markets",
+    "gold",
+    "oil",
+    "real estate",
+    "cash",
+    "investment grade credit",
+    "high yield",
+    "the dollar",
+    "bitcoin",
+    "utilities",
+    "banks",
+    "technology stocks",
+    "value stocks",
+    "TIPS",
+    "copper",
+    "Japanese equities",
+]
+MOVES = [
+    "rallied",
+    "fell sharply",
+    "drifted lower",
+    "held steady",
+    "outperformed",
+    "lagged",
+    "whipsawed",
+    "recovered quickly",
+    "broke out",
+    "collapsed",
+]
+HORIZONS = [
+    "within a week",
+    "over the next month",
+    "over a quarter",
+    "by the end of the year",
+    "the same day",
+    "after two sessions",
+]
+OUTCOMES = [
+    "so the book gained",
+    "so the book lost",
+    "and the hedge paid off",
+    "and the hedge failed",
+    "and diversification helped",
+    "and concentration hurt",
+]
 
 
 def sentences(count: int, seed: int) -> list[str]:
@@ -153,7 +215,16 @@ def service_search(texts: list[str], vectors: np.ndarray, queries: list[str]) ->
                         connection.execute(
                             insert(Experience.__table__),
                             [
-                                {"id": f"{i:032x}", "agent_id": agent_id, "text": texts[i], "metadata": "{}", "embedding": vectors[i].tobytes(), "active": True, "created_at": now, "updated_at": now}
+                                {
+                                    "id": f"{i:032x}",
+                                    "agent_id": agent_id,
+                                    "text": texts[i],
+                                    "metadata": "{}",
+                                    "embedding": vectors[i].tobytes(),
+                                    "active": True,
+                                    "created_at": now,
+                                    "updated_at": now,
+                                }
                                 for i in range(start, min(start + 10_000, len(texts)))
                             ],
                         )
@@ -170,7 +241,12 @@ def service_search(texts: list[str], vectors: np.ndarray, queries: list[str]) ->
         finally:
             server.stop()
     array = np.array(timings) * 1000.0
-    return {"experiences": len(texts), "first_search_with_index_build_s": build, "p50_ms": float(np.percentile(array, 50)), "p99_ms": float(np.percentile(array, 99))}
+    return {
+        "experiences": len(texts),
+        "first_search_with_index_build_s": build,
+        "p50_ms": float(np.percentile(array, 50)),
+        "p99_ms": float(np.percentile(array, 99)),
+    }
 
 
 def main() -> None:
@@ -179,8 +255,12 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000")
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--service-queries", type=int, default=200)
-    parser.add_argument("--cache", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "memtrial" / "bench-embeddings",
-                        help="folder where embeddings are kept between runs ('' to always embed)")
+    parser.add_argument(
+        "--cache",
+        type=pathlib.Path,
+        default=pathlib.Path.home() / ".cache" / "memtrial" / "bench-embeddings",
+        help="folder where embeddings are kept between runs ('' to always embed)",
+    )
     args = parser.parse_args()
     import faiss
 
@@ -197,7 +277,15 @@ def main() -> None:
     for size in sizes:
         measured = indexes(corpus[:size], queries)
         rows.append({"experiences": size, "indexes": measured})
-        print(json.dumps({"experiences": size, **{name: (round(v["p50_ms"], 3), round(v["recall_at_4"], 4)) for name, v in measured.items()}}), flush=True)  # type: ignore[index]
+        print(
+            json.dumps(
+                {
+                    "experiences": size,
+                    **{name: (round(v["p50_ms"], 3), round(v["recall_at_4"], 4)) for name, v in measured.items()},
+                }
+            ),
+            flush=True,
+        )  # type: ignore[index]
     service = service_search(corpus_texts, corpus, query_texts[: args.service_queries])
     print("service", json.dumps(service), flush=True)
     result = {
@@ -213,7 +301,9 @@ def main() -> None:
     lines = ["| experiences | index | build (s) | p50 (ms) | p99 (ms) | recall@4 |", "|---:|---|---:|---:|---:|---:|"]
     for row in rows:
         for name, value in row["indexes"].items():  # type: ignore[attr-defined]
-            lines.append(f"| {row['experiences']} | {name} | {value['build_s']:.2f} | {value['p50_ms']:.3f} | {value['p99_ms']:.3f} | {value['recall_at_4']:.4f} |")
+            lines.append(
+                f"| {row['experiences']} | {name} | {value['build_s']:.2f} | {value['p50_ms']:.3f} | {value['p99_ms']:.3f} | {value['recall_at_4']:.4f} |"
+            )
     lines.append("")
     lines.append(
         f"Service search at {service['experiences']} experiences (query embedding included, HNSW): p50 {service['p50_ms']:.1f} ms, "

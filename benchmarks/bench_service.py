@@ -70,18 +70,21 @@ def bytes_written(url: str, agent_id: str, first: int, count: int, state_bytes: 
     total_row = " + ".join(f"coalesce({length}(CAST({c} AS TEXT)), 0)" for c in columns)
     with engine.connect() as connection:
         decisions = connection.execute(
-            text(f"SELECT id, {total_row} FROM decisions WHERE agent_id = :a ORDER BY seq LIMIT :n OFFSET :o"), {"a": agent_id, "n": count, "o": first}
+            text(f"SELECT id, {total_row} FROM decisions WHERE agent_id = :a ORDER BY seq LIMIT :n OFFSET :o"),
+            {"a": agent_id, "n": count, "o": first},
         ).all()
         ids = [row[0] for row in decisions]
         rows = sum(int(row[1]) for row in decisions)
         logs = connection.execute(
-            text(f"SELECT coalesce(sum({length}(payload) + 2 * 64 + 40), 0) FROM log_entries WHERE agent_id = :a AND decision_id IN :ids").bindparams(
-                bindparam("ids", expanding=True)
-            ),
+            text(
+                f"SELECT coalesce(sum({length}(payload) + 2 * 64 + 40), 0) FROM log_entries WHERE agent_id = :a AND decision_id IN :ids"
+            ).bindparams(bindparam("ids", expanding=True)),
             {"a": agent_id, "ids": ids},
         ).scalar_one()
         contributions = connection.execute(
-            text("SELECT count(*) FROM contributions WHERE agent_id = :a AND decision_id IN :ids").bindparams(bindparam("ids", expanding=True)),
+            text("SELECT count(*) FROM contributions WHERE agent_id = :a AND decision_id IN :ids").bindparams(
+                bindparam("ids", expanding=True)
+            ),
             {"a": agent_id, "ids": ids},
         ).scalar_one()
     engine.dispose()
@@ -92,7 +95,9 @@ def bytes_written(url: str, agent_id: str, first: int, count: int, state_bytes: 
 def state_size(url: str, agent_id: str) -> int:
     engine = make_engine(url)
     with engine.connect() as connection:
-        size = int(connection.execute(text("SELECT length(state) FROM agents WHERE id = :a"), {"a": agent_id}).scalar_one())
+        size = int(
+            connection.execute(text("SELECT length(state) FROM agents WHERE id = :a"), {"a": agent_id}).scalar_one()
+        )
     engine.dispose()
     return size
 
@@ -114,7 +119,13 @@ def agent_life(url: str, checkpoints: list[int], window: int, upkeep: bool = Fal
     try:
         with MemtrialClient(server.url, new_key(url, "life")) as client:
             agent_id = client.create_agent("long-lived", "balanced", UNIVERSE, gate={"test": "anytime"})["id"]
-            client.add_experiences(agent_id, [{"text": f"lesson {i}: class {i % 4} did {'well' if i % 3 else 'badly'} in regime {i % 5}"} for i in range(12)])
+            client.add_experiences(
+                agent_id,
+                [
+                    {"text": f"lesson {i}: class {i % 4} did {'well' if i % 3 else 'badly'} in regime {i % 5}"}
+                    for i in range(12)
+                ],
+            )
             total = checkpoints[-1] + window
             sizes = {}
             started = time.perf_counter()
@@ -127,7 +138,15 @@ def agent_life(url: str, checkpoints: list[int], window: int, upkeep: bool = Fal
                 begin = time.perf_counter()
                 plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(hours=20), context(t), horizon=1)
                 planned = time.perf_counter()
-                drafts = [{"SPY": 0.2 + 0.05 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.3 - 0.05 * len(s["experience_ids"]), "BIL": 0.2} for s in plan["subsets"]]
+                drafts = [
+                    {
+                        "SPY": 0.2 + 0.05 * len(s["experience_ids"]),
+                        "TLT": 0.3,
+                        "GLD": 0.3 - 0.05 * len(s["experience_ids"]),
+                        "BIL": 0.2,
+                    }
+                    for s in plan["subsets"]
+                ]
                 client.submit_drafts(agent_id, plan["decision_id"], drafts)
                 drafted = time.perf_counter()
                 client.settle(agent_id, plan["decision_id"], returns=returns(t))
@@ -148,8 +167,12 @@ def agent_life(url: str, checkpoints: list[int], window: int, upkeep: bool = Fal
         }
     first, last = str(checkpoints[0]), str(checkpoints[-1])
     result["checkpoints"] = windows
-    result["last_over_first_p50"] = {name: windows[last][name]["p50_ms"] / windows[first][name]["p50_ms"] for name in REQUESTS}  # type: ignore[index]
-    result["last_over_first_p99"] = {name: windows[last][name]["p99_ms"] / windows[first][name]["p99_ms"] for name in REQUESTS}  # type: ignore[index]
+    result["last_over_first_p50"] = {
+        name: windows[last][name]["p50_ms"] / windows[first][name]["p50_ms"] for name in REQUESTS
+    }  # type: ignore[index]
+    result["last_over_first_p99"] = {
+        name: windows[last][name]["p99_ms"] / windows[first][name]["p99_ms"] for name in REQUESTS
+    }  # type: ignore[index]
     return result
 
 
@@ -172,7 +195,11 @@ def main() -> None:
     parser.add_argument("--checkpoints", default="20,1000,5000", help="settled decisions before each measured window")
     parser.add_argument("--window", type=int, default=200, help="decisions measured after each checkpoint")
     parser.add_argument("--postgres", default=None, help="also run on this PostgreSQL URL (its public schema is reset)")
-    parser.add_argument("--vacuum", action="store_true", help="VACUUM ANALYZE the PostgreSQL database before each window (autovacuum's upkeep)")
+    parser.add_argument(
+        "--vacuum",
+        action="store_true",
+        help="VACUUM ANALYZE the PostgreSQL database before each window (autovacuum's upkeep)",
+    )
     args = parser.parse_args()
     checkpoints = [int(x) for x in args.checkpoints.split(",")]
     result: dict[str, object] = {
@@ -186,7 +213,9 @@ def main() -> None:
         upgrade(url)
         result["databases"]["sqlite"] = agent_life(url, checkpoints, args.window)  # type: ignore[index]
     if args.postgres:
-        result["databases"]["postgresql"] = agent_life(reset_postgres(args.postgres), checkpoints, args.window, upkeep=args.vacuum)  # type: ignore[index]
+        result["databases"]["postgresql"] = agent_life(
+            reset_postgres(args.postgres), checkpoints, args.window, upkeep=args.vacuum
+        )  # type: ignore[index]
         result["postgresql_vacuum_before_each_window"] = args.vacuum
     embedding = embedding_cost(args.window)
     result["query_embedding"] = embedding
@@ -198,7 +227,11 @@ def main() -> None:
     lines = [
         f"Window: {args.window} decisions after each checkpoint; one agent, 4 assets, 12 experiences, 1 worker. "
         f"Query embedding alone: p50 {embedding['p50_ms']:.1f} ms."
-        + (" PostgreSQL: VACUUM ANALYZE before each window (autovacuum's upkeep; the reference machine's server runs with autovacuum off)." if args.vacuum and args.postgres else ""),
+        + (
+            " PostgreSQL: VACUUM ANALYZE before each window (autovacuum's upkeep; the reference machine's server runs with autovacuum off)."
+            if args.vacuum and args.postgres
+            else ""
+        ),
         "",
         "| database | settled before | plan p50 / p99 (ms) | drafts p50 / p99 (ms) | settle p50 / p99 (ms) | bytes written per decision | state bytes |",
         "|---|---:|---:|---:|---:|---:|---:|",
@@ -206,13 +239,19 @@ def main() -> None:
     for name, life in result["databases"].items():  # type: ignore[attr-defined]
         for checkpoint, row in life["checkpoints"].items():
             cells = " | ".join(f"{row[r]['p50_ms']:.1f} / {row[r]['p99_ms']:.1f}" for r in REQUESTS)
-            lines.append(f"| {name} | {checkpoint} | {cells} | {row['bytes_written_per_decision']:.0f} | {row['state_bytes']} |")
+            lines.append(
+                f"| {name} | {checkpoint} | {cells} | {row['bytes_written_per_decision']:.0f} | {row['state_bytes']} |"
+            )
     lines.append("")
-    lines.append(f"| database | ratio {checkpoints[-1]} / {checkpoints[0]} (p50) | plan | drafts | settle | embedding share of plan p50 |")
+    lines.append(
+        f"| database | ratio {checkpoints[-1]} / {checkpoints[0]} (p50) | plan | drafts | settle | embedding share of plan p50 |"
+    )
     lines.append("|---|---|---:|---:|---:|---:|")
     for name, life in result["databases"].items():  # type: ignore[attr-defined]
         ratio = life["last_over_first_p50"]
-        lines.append(f"| {name} | | {ratio['plan']:.2f} | {ratio['drafts']:.2f} | {ratio['settle']:.2f} | {life['embedding_share_of_plan_p50']:.0%} |")
+        lines.append(
+            f"| {name} | | {ratio['plan']:.2f} | {ratio['drafts']:.2f} | {ratio['settle']:.2f} | {life['embedding_share_of_plan_p50']:.0%} |"
+        )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"wrote {args.out} and {args.out.with_suffix('.md')}")

@@ -34,7 +34,16 @@ from live_server import free_port  # noqa: E402
 
 
 def _serve(database: Path, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "memtrial.cli", "serve", "--database-url", f"sqlite:///{database}", "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "memtrial.cli",
+        "serve",
+        "--database-url",
+        f"sqlite:///{database}",
+        "--port",
+        str(port),
+    ]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
 
 
@@ -53,7 +62,9 @@ def _status(port: int, path: str) -> int | None:
 
 def _tree_rss_mb(pid: int) -> float:
     process = psutil.Process(pid)
-    return (process.memory_info().rss + sum(child.memory_info().rss for child in process.children(recursive=True))) / 2**20
+    return (
+        process.memory_info().rss + sum(child.memory_info().rss for child in process.children(recursive=True))
+    ) / 2**20
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -136,8 +147,14 @@ def main() -> None:
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
-    lines = ["# Server start", "", f"`{document['command']}` ({document['machine']}; medians of {args.runs} starts, one worker, SQLite)", "",
-             "| figure | value |", "|---|---:|"]
+    lines = [
+        "# Server start",
+        "",
+        f"`{document['command']}` ({document['machine']}; medians of {args.runs} starts, one worker, SQLite)",
+        "",
+        "| figure | value |",
+        "|---|---:|",
+    ]
     lines += [f"| {key} | {value} |" for key, value in summary.items()]
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
     print(json.dumps(summary, indent=2))

@@ -55,7 +55,11 @@ def simulate(n_records: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndar
     n_experiences = max(n_records // 10, 8)
     truth = rng.normal(0, 0.01, size=n_experiences)
     n_dates = n_records // 4
-    picks = np.argsort(rng.random((n_dates, n_experiences)), axis=1)[:, :4] if n_experiences <= 64 else np.array([rng.choice(n_experiences, 4, replace=False) for _ in range(n_dates)])
+    picks = (
+        np.argsort(rng.random((n_dates, n_experiences)), axis=1)[:, :4]
+        if n_experiences <= 64
+        else np.array([rng.choice(n_experiences, 4, replace=False) for _ in range(n_dates)])
+    )
     market = rng.normal(0, 0.05, size=(n_dates, 1))
     contributions = truth[picks] + market + rng.normal(0, 0.02, size=picks.shape)
     dates = np.repeat(np.arange(n_dates), 4)
@@ -81,7 +85,10 @@ def measure(n_records: int, dense_max: int, repeats: int) -> dict[str, object]:
     online = EmpiricalBayesLearner("auto", features=embeddings)
     n_dates = int(dates[-1]) + 1
     timed = min(HELD_OUT, n_dates - 1)
-    day = [dict(zip(experiences[4 * t : 4 * t + 4].tolist(), contributions[4 * t : 4 * t + 4].tolist(), strict=True)) for t in range(n_dates)]
+    day = [
+        dict(zip(experiences[4 * t : 4 * t + 4].tolist(), contributions[4 * t : 4 * t + 4].tolist(), strict=True))
+        for t in range(n_dates)
+    ]
     for t in range(n_dates - timed):
         online.update(t, day[t])
     online.fits_  # noqa: B018 - fitted before the timed updates
@@ -95,7 +102,9 @@ def measure(n_records: int, dense_max: int, repeats: int) -> dict[str, object]:
     ids = list(online.statistics.ids)
     incremental = np.array([online.predict(h) for h in ids])
     batch_values = np.array([batch.predict(h) for h in ids])
-    incremental_gap = float(np.max(np.abs(incremental - batch_values)) / max(float(np.max(np.abs(batch_values))), 1e-300))
+    incremental_gap = float(
+        np.max(np.abs(incremental - batch_values)) / max(float(np.max(np.abs(batch_values))), 1e-300)
+    )
 
     fit = online.fits_[LearnerMode.CONTENT]
     vectors = online.content_vectors()
@@ -106,7 +115,14 @@ def measure(n_records: int, dense_max: int, repeats: int) -> dict[str, object]:
     m = stats.means / stats.scale
     grid = best_of(repeats, lambda: log_likelihood_table(m, n, z, VARIANCE_GRID, VARIANCE_GRID))
     grid_solve = best_of(repeats, lambda: solve_likelihood_table(m, n, z, VARIANCE_GRID, VARIANCE_GRID))
-    grid_gap = float(np.max(np.abs(log_likelihood_table(m, n, z, VARIANCE_GRID, VARIANCE_GRID) - solve_likelihood_table(m, n, z, VARIANCE_GRID, VARIANCE_GRID))))
+    grid_gap = float(
+        np.max(
+            np.abs(
+                log_likelihood_table(m, n, z, VARIANCE_GRID, VARIANCE_GRID)
+                - solve_likelihood_table(m, n, z, VARIANCE_GRID, VARIANCE_GRID)
+            )
+        )
+    )
     core = best_of(repeats, lambda: fit_fay_herriot(m, n, z))
     row: dict[str, object] = {
         "records": int(contributions.size),

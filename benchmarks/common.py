@@ -40,7 +40,13 @@ def new_key(url: str, name: str) -> str:
 
 def new_agent(client: MemtrialClient, n_experiences: int) -> str:
     agent = client.create_agent("bench", "balanced", UNIVERSE)
-    client.add_experiences(agent["id"], [{"text": f"lesson {i}: regime {i % 7}, class {i % 4}, outcome {'good' if i % 3 else 'bad'}"} for i in range(n_experiences)])
+    client.add_experiences(
+        agent["id"],
+        [
+            {"text": f"lesson {i}: regime {i % 7}, class {i % 4}, outcome {'good' if i % 3 else 'bad'}"}
+            for i in range(n_experiences)
+        ],
+    )
     return str(agent["id"])
 
 

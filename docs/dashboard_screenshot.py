@@ -1,6 +1,6 @@
 """Write docs/dashboard.png: the dashboard of a demo agent after 30 scored decisions, in headless Chromium.
 
-    python docs/dashboard_screenshot.py
+python docs/dashboard_screenshot.py
 """
 
 import shutil

@@ -99,7 +99,12 @@ def acts_on_memory(is_open: ArrayLike, gain: ArrayLike) -> NDArray[np.bool_]:
 
 
 def gated_weights(
-    is_open: NDArray[np.bool_], gain: NDArray[np.float64], best: NDArray[np.int64], q: NDArray[np.float64], reference: NDArray[np.float64], drafts: NDArray[np.float64]
+    is_open: NDArray[np.bool_],
+    gain: NDArray[np.float64],
+    best: NDArray[np.int64],
+    q: NDArray[np.float64],
+    reference: NDArray[np.float64],
+    drafts: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_]]:
     """The gate's action for a batch of decisions: the best designed draft where the gate is open and
     its predicted gain is > 0, else the anchored mixture. is_open, gain, best, q: (D,); reference
@@ -134,7 +139,9 @@ def choose(
     """The gated choice between the best designed draft and the anchored mixture (:func:`gated_weights`
     on one decision). drafts: (len(masks), n) rows aligned with the masks; reference: (n,)."""
     best, gain = best_subset(predictions, ids, masks)
-    weights, acted = gated_weights(np.array([is_open]), np.array([gain]), np.array([best]), np.array([q]), reference[None, :], drafts[None, :, :])
+    weights, acted = gated_weights(
+        np.array([is_open]), np.array([gain]), np.array([best]), np.array([q]), reference[None, :], drafts[None, :, :]
+    )
     return Choice(best if acted[0] else None, gain, weights[0])
 
 
@@ -156,7 +163,9 @@ def dial_gains(predictions: NDArray[np.float64], masks: Sequence[int]) -> NDArra
     return out
 
 
-def dial_combination(gains: NDArray[np.float64], noise_cost: NDArray[np.float64], masks: Sequence[int]) -> NDArray[np.float64]:
+def dial_combination(
+    gains: NDArray[np.float64], noise_cost: NDArray[np.float64], masks: Sequence[int]
+) -> NDArray[np.float64]:
     """pi: the projection of g / (2 kappa) onto the simplex, for each row of ``gains`` (..., S).
 
     Where kappa is NaN (no estimate yet) or not > 0 (drafts carry no noise to
@@ -180,7 +189,11 @@ def dial_combination(gains: NDArray[np.float64], noise_cost: NDArray[np.float64]
 
 
 def dial_weights(
-    combination: NDArray[np.float64], trust_weight: NDArray[np.float64], q: NDArray[np.float64], reference: NDArray[np.float64], drafts: NDArray[np.float64]
+    combination: NDArray[np.float64],
+    trust_weight: NDArray[np.float64],
+    q: NDArray[np.float64],
+    reference: NDArray[np.float64],
+    drafts: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """omega * sum_S pi_S draft_S + (1 - omega) * (q * reference + (1 - q) * mean(drafts)).
 

@@ -120,11 +120,15 @@ def _summary(samples: NDArray[np.float64]) -> list[BayesPosterior]:
     low, high = np.quantile(samples, [(1 - CREDIBLE) / 2, (1 + CREDIBLE) / 2], axis=0)
     return [
         BayesPosterior(float(mu), float(sd), float(lo), float(hi), float(p))
-        for mu, sd, lo, hi, p in zip(samples.mean(axis=0), samples.std(axis=0), low, high, (samples > 0).mean(axis=0), strict=True)
+        for mu, sd, lo, hi, p in zip(
+            samples.mean(axis=0), samples.std(axis=0), low, high, (samples > 0).mean(axis=0), strict=True
+        )
     ]
 
 
-def _nuts(model: Any, seed: int, num_warmup: int, num_samples: int, num_chains: int, target_accept: float, **data: Any) -> tuple[dict[str, np.ndarray], int]:
+def _nuts(
+    model: Any, seed: int, num_warmup: int, num_samples: int, num_chains: int, target_accept: float, **data: Any
+) -> tuple[dict[str, np.ndarray], int]:
     mcmc = MCMC(
         NUTS(model, target_accept_prob=target_accept),
         num_warmup=num_warmup,
@@ -139,7 +143,13 @@ def _nuts(model: Any, seed: int, num_warmup: int, num_samples: int, num_chains: 
 
 
 def hierarchical_normal_means(
-    y: ArrayLike, sigma: ArrayLike, mu_scale: float = 5.0, tau_scale: float = 5.0, seed: int = 0, num_samples: int = 2000, num_chains: int = 4
+    y: ArrayLike,
+    sigma: ArrayLike,
+    mu_scale: float = 5.0,
+    tau_scale: float = 5.0,
+    seed: int = 0,
+    num_samples: int = 2000,
+    num_chains: int = 4,
 ) -> dict[str, Any]:
     """theta_j ~ N(mu, tau), y_j ~ N(theta_j, sigma_j): the feature-free level of the value model
     (mu ~ N(0, mu_scale), tau ~ HalfCauchy(tau_scale), non-centred), by NUTS.
@@ -149,11 +159,24 @@ def hierarchical_normal_means(
     y_array = jnp.asarray(y, dtype=jnp.float32)
     sigma_array = jnp.asarray(sigma, dtype=jnp.float32)
     if y_array.shape != sigma_array.shape or y_array.ndim != 1:
-        raise InputError(f"y and sigma must be 1-d of one length, got {y_array.shape} and {sigma_array.shape}", field="y")
-    model = partial(fay_herriot_model, noise_known=True, tau_prior="half_cauchy", tau_scale=tau_scale, mu_scale=mu_scale)
+        raise InputError(
+            f"y and sigma must be 1-d of one length, got {y_array.shape} and {sigma_array.shape}", field="y"
+        )
+    model = partial(
+        fay_herriot_model, noise_known=True, tau_prior="half_cauchy", tau_scale=tau_scale, mu_scale=mu_scale
+    )
     samples, divergences = _nuts(
-        model, seed, num_samples, num_samples, num_chains, 0.95,
-        obs_scale=sigma_array, z=jnp.zeros((y_array.shape[0], 0)), mask=jnp.ones(y_array.shape[0], bool), dof=jnp.asarray(0.0), m=y_array,
+        model,
+        seed,
+        num_samples,
+        num_samples,
+        num_chains,
+        0.95,
+        obs_scale=sigma_array,
+        z=jnp.zeros((y_array.shape[0], 0)),
+        mask=jnp.ones(y_array.shape[0], bool),
+        dof=jnp.asarray(0.0),
+        m=y_array,
     )
     return {
         "mu": (float(samples["mu"].mean()), float(samples["mu"].std())),
@@ -176,7 +199,9 @@ class Problem:
 
 def _problem(stats: SufficientStatistics, features: NDArray[np.float64]) -> Problem:
     scale = stats.scale if stats.scale > 0 else 1.0
-    return Problem(stats.means / scale, stats.counts.astype(np.float64), features, stats.residual_ss / scale**2, stats.dof)
+    return Problem(
+        stats.means / scale, stats.counts.astype(np.float64), features, stats.residual_ss / scale**2, stats.dof
+    )
 
 
 def _bucket(size: int) -> int:
@@ -185,7 +210,9 @@ def _bucket(size: int) -> int:
 
 
 @partial(jax.jit, static_argnames=("num_steps", "num_draws"))
-def _svi_batch(keys: Any, obs_scale: Any, z: Any, mask: Any, dof: Any, m: Any, rss: Any, num_steps: int, num_draws: int) -> Any:
+def _svi_batch(
+    keys: Any, obs_scale: Any, z: Any, mask: Any, dof: Any, m: Any, rss: Any, num_steps: int, num_draws: int
+) -> Any:
     guide = AutoNormal(fay_herriot_model)
     optimizer = numpyro.optim.Adam(0.03)
     svi = SVI(fay_herriot_model, guide, optimizer, Trace_ELBO())
@@ -206,7 +233,9 @@ def _svi_batch(keys: Any, obs_scale: Any, z: Any, mask: Any, dof: Any, m: Any, r
     return jax.vmap(one)(keys, obs_scale, z, mask, dof, m, rss)
 
 
-def fit_many(problems: Sequence[Problem], seed: int = 0, num_steps: int = 1500, num_draws: int = 1000) -> list[NDArray[np.float64]]:
+def fit_many(
+    problems: Sequence[Problem], seed: int = 0, num_steps: int = 1500, num_draws: int = 1000
+) -> list[NDArray[np.float64]]:
     """SVI on many independent problems in one compiled call: (draws, H_i) value samples each, model units."""
     return [values for values, _, _ in _svi_draws(problems, seed, num_steps, num_draws)]
 
@@ -235,8 +264,13 @@ def _svi_draws(
         dof[i] = problem.dof
         rss[i] = problem.residual_ss if problem.dof > 0 else 1.0
     keys = jax.random.split(jax.random.PRNGKey(seed), batch)
-    values, tau, beta = (np.asarray(a, dtype=np.float64) for a in _svi_batch(keys, obs_scale, z, mask, dof, m, rss, num_steps=num_steps, num_draws=num_draws))
-    return [(values[i, :, : p.means.shape[0]], tau[i], beta[i, :, : p.features.shape[1]]) for i, p in enumerate(problems)]
+    values, tau, beta = (
+        np.asarray(a, dtype=np.float64)
+        for a in _svi_batch(keys, obs_scale, z, mask, dof, m, rss, num_steps=num_steps, num_draws=num_draws)
+    )
+    return [
+        (values[i, :, : p.means.shape[0]], tau[i], beta[i, :, : p.features.shape[1]]) for i, p in enumerate(problems)
+    ]
 
 
 class BayesLearner:
@@ -332,7 +366,15 @@ class BayesLearner:
 
     def fit(self, records: Iterable[Record]) -> BayesLearner:
         frozen = tuple(r if isinstance(r, tuple) else (r.date, r.experience_id, r.contribution) for r in records)
-        key = (self.mode, self.method, self.num_samples, self.seed, self.n_components, hash(tuple((k, v.tobytes()) for k, v in self.features.items())), hash(frozen))
+        key = (
+            self.mode,
+            self.method,
+            self.num_samples,
+            self.seed,
+            self.n_components,
+            hash(tuple((k, v.tobytes()) for k, v in self.features.items())),
+            hash(frozen),
+        )
         cached = _FITS.get(key)
         if cached is not None and cached[0] == frozen:
             self.__dict__.update(cached[1])
@@ -359,12 +401,25 @@ class BayesLearner:
         self._index = {e: i for i, e in enumerate(stats.experience_ids)}
         if self.method == "svi":
             values, tau, beta = _svi_draws([problem], self.seed, 1500, self.num_samples)[0]
-            self.samples_, self._tau, self._beta = values * stats.scale, tau * stats.scale, (beta * stats.scale if beta.shape[1] else None)
+            self.samples_, self._tau, self._beta = (
+                values * stats.scale,
+                tau * stats.scale,
+                (beta * stats.scale if beta.shape[1] else None),
+            )
             return
         samples, self.divergences_ = _nuts(
-            fay_herriot_model, self.seed, self.num_samples, self.num_samples, 1, 0.9,
-            obs_scale=jnp.asarray(1.0 / np.sqrt(problem.counts)), z=jnp.asarray(problem.features), mask=jnp.ones(problem.means.shape[0], bool),
-            dof=jnp.asarray(float(problem.dof)), m=jnp.asarray(problem.means), rss=jnp.asarray(problem.residual_ss if problem.dof > 0 else 1.0),
+            fay_herriot_model,
+            self.seed,
+            self.num_samples,
+            self.num_samples,
+            1,
+            0.9,
+            obs_scale=jnp.asarray(1.0 / np.sqrt(problem.counts)),
+            z=jnp.asarray(problem.features),
+            mask=jnp.ones(problem.means.shape[0], bool),
+            dof=jnp.asarray(float(problem.dof)),
+            m=jnp.asarray(problem.means),
+            rss=jnp.asarray(problem.residual_ss if problem.dof > 0 else 1.0),
         )
         self.samples_ = samples["v"] * stats.scale
         self._beta = samples["beta"] * stats.scale if "beta" in samples else None

@@ -42,21 +42,65 @@ def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> D
         dial = plan.dial
         shared: dict[str, Any] = {"predicted_gain": max(dial.gains), "explanation": "", "dial": dial, **common}
         if mixable:
-            weights = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), vectors[reference], vectors)
-            decision = Decision(weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, played=None, **shared)
+            weights = dial_weights(
+                np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), vectors[reference], vectors
+            )
+            decision = Decision(
+                weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, played=None, **shared
+            )
         elif dial.trust_weight >= 1.0:  # answers cannot be blended: memory's draft only at full trust
             top = int(np.argmax(dial.combination))
-            decision = Decision(weights=vectors[top], action=Action.DIAL, subset=plan.subsets[top], mask=plan.masks[top], q=None, played=top, **shared)
+            decision = Decision(
+                weights=vectors[top],
+                action=Action.DIAL,
+                subset=plan.subsets[top],
+                mask=plan.masks[top],
+                q=None,
+                played=top,
+                **shared,
+            )
         else:
-            decision = Decision(weights=vectors[reference], action=Action.REFERENCE, subset=None, mask=None, q=None, played=reference, **shared)
+            decision = Decision(
+                weights=vectors[reference],
+                action=Action.REFERENCE,
+                subset=None,
+                mask=None,
+                q=None,
+                played=reference,
+                **shared,
+            )
         return replace(decision, explanation=explain(decision, plan.subsets))
     shared = {"predicted_gain": gain, "explanation": "", **common}
     if bool(acts_on_memory(np.array([plan.trust.is_open]), np.array([gain]))[0]):
-        decision = Decision(weights=vectors[best], action=Action.SUBSET, subset=plan.subsets[best], mask=plan.masks[best], q=None, played=best, **shared)
+        decision = Decision(
+            weights=vectors[best],
+            action=Action.SUBSET,
+            subset=plan.subsets[best],
+            mask=plan.masks[best],
+            q=None,
+            played=best,
+            **shared,
+        )
     elif mixable:
-        decision = Decision(weights=anchored(plan.q, vectors[reference], vectors), action=Action.MIXTURE, subset=None, mask=None, q=plan.q, played=None, **shared)
+        decision = Decision(
+            weights=anchored(plan.q, vectors[reference], vectors),
+            action=Action.MIXTURE,
+            subset=None,
+            mask=None,
+            q=plan.q,
+            played=None,
+            **shared,
+        )
     else:
-        decision = Decision(weights=vectors[reference], action=Action.REFERENCE, subset=None, mask=None, q=None, played=reference, **shared)
+        decision = Decision(
+            weights=vectors[reference],
+            action=Action.REFERENCE,
+            subset=None,
+            mask=None,
+            q=None,
+            played=reference,
+            **shared,
+        )
     return replace(decision, explanation=explain(decision))
 
 
@@ -65,23 +109,50 @@ def choose_portfolio(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
 
     drafts: (S, n) mandate-projected drafts, rows aligned with the plan's subsets.
     """
-    common: dict[str, Any] = {"decision_id": plan.decision_id, "trust": plan.trust, "predictions": dict(plan.predictions), "learner_mode": plan.learner_mode, "drafts": drafts}
+    common: dict[str, Any] = {
+        "decision_id": plan.decision_id,
+        "trust": plan.trust,
+        "predictions": dict(plan.predictions),
+        "learner_mode": plan.learner_mode,
+        "drafts": drafts,
+    }
     if plan.dial is not None:
         dial = plan.dial
-        weights = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), plan.reference, drafts)
-        blended = Decision(weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, predicted_gain=max(dial.gains), explanation="", dial=dial, **common)
+        weights = dial_weights(
+            np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), plan.reference, drafts
+        )
+        blended = Decision(
+            weights=weights,
+            action=Action.DIAL,
+            subset=None,
+            mask=None,
+            q=plan.q,
+            predicted_gain=max(dial.gains),
+            explanation="",
+            dial=dial,
+            **common,
+        )
         return replace(blended, explanation=explain(blended, plan.subsets))
-    choice = choose(plan.predictions, plan.experience_ids, plan.masks, plan.trust.is_open, plan.q, plan.reference, drafts)
+    choice = choose(
+        plan.predictions, plan.experience_ids, plan.masks, plan.trust.is_open, plan.q, plan.reference, drafts
+    )
     common.update(predicted_gain=choice.gain, weights=choice.weights, explanation="")
     if choice.index is not None:
-        decision = Decision(action=Action.SUBSET, subset=plan.subsets[choice.index], mask=plan.masks[choice.index], q=None, **common)
+        decision = Decision(
+            action=Action.SUBSET, subset=plan.subsets[choice.index], mask=plan.masks[choice.index], q=None, **common
+        )
     else:
         decision = Decision(action=Action.MIXTURE, subset=None, mask=None, q=plan.q, **common)
     return replace(decision, explanation=explain(decision))
 
 
 def plan_dial(
-    gate: GateConfig, statistics: GateStatistics, noise_cost: float | None, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[ExperienceId, float]
+    gate: GateConfig,
+    statistics: GateStatistics,
+    noise_cost: float | None,
+    ids: Sequence[ExperienceId],
+    masks: Sequence[int],
+    predictions: Mapping[ExperienceId, float],
 ) -> Dial:
     """The dial a plan freezes (method 4.8): omega from the e-process so far, kappa from the matured
     decisions, pi from the predictions."""

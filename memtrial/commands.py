@@ -22,11 +22,17 @@ __all__ = ["LAZY_COMMANDS", "app"]
 #: the extra is what ``pip install 'memtrial[extra]'`` adds when the module's dependencies are missing.
 LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks.", "backtest"),
-    "data": ("backtest.cli", "data_app", "Benchmark data: what is present and where each input is looked for.", "backtest"),
+    "data": (
+        "backtest.cli",
+        "data_app",
+        "Benchmark data: what is present and where each input is looked for.",
+        "backtest",
+    ),
     "serve": ("service.cli", "serve", "Run the REST service (migrates the database first).", "service"),
     "tenants": ("service.cli", "tenants", "Manage tenants and their API keys.", "service"),
     "mcp": ("service.mcp", "mcp", "Serve the agent loop as MCP tools over stdio or streamable HTTP.", "mcp"),
 }
+
 
 class _LazyCommand(TyperCommand):
     """Stands in for a sub-command until it runs: its module is imported then."""
@@ -42,7 +48,10 @@ class _LazyCommand(TyperCommand):
         try:
             module = importlib.import_module(self.module_name)
         except ModuleNotFoundError as error:
-            typer.echo(f"error: 'memtrial {self.name}' needs the {self.extra} extra ({error.name} is not installed): pip install 'memtrial[{self.extra}]'", err=True)
+            typer.echo(
+                f"error: 'memtrial {self.name}' needs the {self.extra} extra ({error.name} is not installed): pip install 'memtrial[{self.extra}]'",
+                err=True,
+            )
             raise typer.Exit(code=2) from None
         target: Any = getattr(module, self.attribute)
         if not isinstance(target, typer.Typer):
@@ -130,7 +139,9 @@ def demo(
         values.add_row(experience_id, names[result.types[experience_id]], f"{100 * value:.3f}")
     console.print(values)
     verification = result.engine.verify()
-    console.print(f"prediction log: {verification.n_entries} entries, chain {'intact' if verification.ok else 'BROKEN'}")
+    console.print(
+        f"prediction log: {verification.n_entries} entries, chain {'intact' if verification.ok else 'BROKEN'}"
+    )
 
 
 @app.command()

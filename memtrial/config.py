@@ -57,14 +57,25 @@ class EngineConfig:
             raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
             raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
-        choices = (("design", DesignKind), ("learner", LearnerMode), ("fallback", FallbackVariant), ("action", ActionRule), ("credit", CreditBasis))
+        choices = (
+            ("design", DesignKind),
+            ("learner", LearnerMode),
+            ("fallback", FallbackVariant),
+            ("action", ActionRule),
+            ("credit", CreditBasis),
+        )
         for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
         if self.action is ActionRule.DIAL and self.gate.test is GateTest.PREQUENTIAL:
-            raise ConfigError("action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential'", field="action")
+            raise ConfigError(
+                "action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential'",
+                field="action",
+            )
         if isinstance(self.investor, str):
             if self.investor not in INVESTORS:
-                raise ConfigError(f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor")
+                raise ConfigError(
+                    f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor"
+                )
             object.__setattr__(self, "investor", INVESTORS[self.investor])
         if self.gamma is None:
             if self.investor is None:
@@ -90,7 +101,12 @@ class EngineConfig:
             "fallback": self.fallback.value,
             "investor": None
             if investor is None
-            else {"name": investor.name, "risky_cap": investor.risky_cap, "defensive_floor": investor.defensive_floor, "gamma": investor.gamma},
+            else {
+                "name": investor.name,
+                "risky_cap": investor.risky_cap,
+                "defensive_floor": investor.defensive_floor,
+                "gamma": investor.gamma,
+            },
             "gamma": self.gamma,
             "fee_bp": self.fee_bp,
             "n_components": self.n_components,
@@ -109,5 +125,3 @@ class EngineConfig:
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])
         return cls(**values)
-
-

@@ -60,14 +60,23 @@ def recompute(
     def stored(decision_id: str) -> DecisionEntry:
         entry = entries.get(decision_id)
         if entry is None:
-            raise StateError(f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed", field="history")
+            raise StateError(
+                f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed",
+                field="history",
+            )
         return entry
 
     def settle(entry: DecisionEntry, plan: Plan) -> Settlement:
         if entry.decision_id == corrected_id:
             return learn(config, plan, realised, settled_at, running)
         assert entry.settlement is not None and entry.decision is not None
-        return learn(config, plan, outcome_of(config, entry.plan, entry.decision, entry.settlement), entry.settlement.settled_at, running)
+        return learn(
+            config,
+            plan,
+            outcome_of(config, entry.plan, entry.decision, entry.settlement),
+            entry.settlement.settled_at,
+            running,
+        )
 
     for item in history.log_entries():
         decision_id = str(item.payload.get("date"))

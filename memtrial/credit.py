@@ -54,9 +54,7 @@ class ContributionRecord:
 
     def __post_init__(self) -> None:
         if not np.isfinite(self.contribution):
-            raise InputError(
-                f"contribution must be finite, got {self.contribution!r}", field="contribution"
-            )
+            raise InputError(f"contribution must be finite, got {self.contribution!r}", field="contribution")
 
 
 def utilities_array(utilities: Mapping[int, float] | ArrayLike, masks: Sequence[int]) -> NDArray[np.float64]:
@@ -88,9 +86,7 @@ def _levels(masks: Sequence[int], k: int) -> NDArray[np.int8]:
     return (2 * bits - 1).astype(np.int8)
 
 
-def contributions(
-    utilities: Mapping[int, float] | ArrayLike, masks: Sequence[int], k: int
-) -> NDArray[np.float64]:
+def contributions(utilities: Mapping[int, float] | ArrayLike, masks: Sequence[int], k: int) -> NDArray[np.float64]:
     """Banzhaf contrast of each of the k experiences, shape (k,), utility units.
 
     Raises :class:`InputError` when an experience is in every run or in none
@@ -104,9 +100,7 @@ def contributions(
     n_out = len(checked) - n_in
     if np.any(n_in == 0) or np.any(n_out == 0):
         bad = int(np.flatnonzero((n_in == 0) | (n_out == 0))[0])
-        raise InputError(
-            f"experience {bad} must be both in and out of some run of the design", field="masks"
-        )
+        raise InputError(f"experience {bad} must be both in and out of some run of the design", field="masks")
     return np.asarray(contributions_by_date(values[None], included, n_in, n_out)[0], dtype=np.float64)
 
 
@@ -121,9 +115,7 @@ def contributions_by_date(
     return np.asarray(sum_in / n_in - sum_out / n_out, dtype=np.float64)
 
 
-def interactions(
-    utilities: Mapping[int, float] | ArrayLike, masks: Sequence[int], k: int
-) -> dict[str, float]:
+def interactions(utilities: Mapping[int, float] | ArrayLike, masks: Sequence[int], k: int) -> dict[str, float]:
     """Two-factor interaction contrasts, one per alias chain, keyed by the chain.
 
     For the k = 4 half fraction the keys are ``"AB = CD"``, ``"AC = BD"`` and
@@ -170,7 +162,13 @@ class CentredRecords:
 def _codes(keys: Sequence[Hashable] | NDArray[Any]) -> tuple[tuple[Hashable, ...], NDArray[np.int64]]:
     """Distinct keys and the integer code of each key: in sorted order for a NumPy
     array of numbers or strings (one vectorised pass), else in first-seen order."""
-    if isinstance(keys, np.ndarray) and keys.dtype.kind in "iu" and keys.size and 0 <= keys.min() and keys.max() < 4 * keys.size + 1024:
+    if (
+        isinstance(keys, np.ndarray)
+        and keys.dtype.kind in "iu"
+        and keys.size
+        and keys.min() >= 0
+        and keys.max() < 4 * keys.size + 1024
+    ):
         present = np.zeros(int(keys.max()) + 1, dtype=bool)  # small non-negative integers: a lookup table, no sort
         present[keys] = True
         distinct = np.flatnonzero(present)
@@ -185,7 +183,9 @@ def _codes(keys: Sequence[Hashable] | NDArray[Any]) -> tuple[tuple[Hashable, ...
     return tuple(table), found
 
 
-def centre_by_date(records: Iterable[ContributionRecord | tuple[Hashable, Hashable, float]], *, centre: bool = True) -> CentredRecords:
+def centre_by_date(
+    records: Iterable[ContributionRecord | tuple[Hashable, Hashable, float]], *, centre: bool = True
+) -> CentredRecords:
     """Average repeated (date, experience) records, then centre within each date.
 
     Dates with fewer than two distinct experiences carry no relative

@@ -48,7 +48,9 @@ def run_demo(n_decisions: int = 120, beta: float = 0.5, seed: int = 0, gate: str
     totals = {"memtrial": 0.0, "equal": 0.0, "mean": 0.0}
     n_open = 0
     for t in range(n_decisions):
-        daily = market_rng.normal(0.0003, 0.01, size=(HORIZON, N_CLASSES)) + market_rng.normal(0, 0.0015, size=N_CLASSES)
+        daily = market_rng.normal(0.0003, 0.01, size=(HORIZON, N_CLASSES)) + market_rng.normal(
+            0, 0.0015, size=N_CLASSES
+        )
         rel = np.cumprod(1.0 + daily, axis=0)
         best, worst = int(np.argmax(rel[-1])), int(np.argmin(rel[-1]))
         retrieved = list(world.choice(list(types), size=4, replace=False))
@@ -67,7 +69,9 @@ def run_demo(n_decisions: int = 120, beta: float = 0.5, seed: int = 0, gate: str
         decision = engine.decide(plan.decision_id, np.array(drafts))
         n_open += decision.trust.is_open
         settlement = engine.settle(plan.decision_id, rel)
-        assert settlement.chosen_utility is not None and settlement.mean_utility is not None  # a portfolio settlement scores both
+        assert (
+            settlement.chosen_utility is not None and settlement.mean_utility is not None
+        )  # a portfolio settlement scores both
         totals["memtrial"] += settlement.chosen_utility
         totals["equal"] += settlement.reference_utility
         totals["mean"] += settlement.mean_utility

@@ -61,8 +61,7 @@ class AliasChain:
     def __str__(self) -> str:
         head = self.effects[0]
         rest = [
-            ("-" if sign < 0 else "") + effect
-            for effect, sign in zip(self.effects[1:], self.signs[1:], strict=True)
+            ("-" if sign < 0 else "") + effect for effect, sign in zip(self.effects[1:], self.signs[1:], strict=True)
         ]
         return " = ".join([head, *rest])
 
@@ -107,9 +106,7 @@ def validate_masks(masks: Sequence[int], k: int) -> list[int]:
     checked: list[int] = []
     for index, mask in enumerate(masks):
         if isinstance(mask, bool) or not isinstance(mask, int) or not 0 <= mask < (1 << k):
-            raise InputError(
-                f"masks[{index}] must be an integer in [0, {1 << k}), got {mask!r}", field="masks"
-            )
+            raise InputError(f"masks[{index}] must be an integer in [0, {1 << k}), got {mask!r}", field="masks")
         checked.append(mask)
     if len(set(checked)) != len(checked):
         raise InputError(f"masks must be distinct, got {checked}", field="masks")

@@ -103,7 +103,10 @@ class DraftRequest:
         if not self.assets:
             raise InputError("a draft request needs at least one asset", field="assets")
         if len(self.asset_classes) != len(self.assets):
-            raise InputError(f"asset_classes has {len(self.asset_classes)} entries for {len(self.assets)} assets", field="asset_classes")
+            raise InputError(
+                f"asset_classes has {len(self.asset_classes)} entries for {len(self.assets)} assets",
+                field="asset_classes",
+            )
         if len(set(self.assets)) != len(self.assets):
             raise InputError("assets must be distinct", field="assets")
 
@@ -142,7 +145,10 @@ def render_prompt(request: DraftRequest) -> str:
     system prompt declares to be data: a lesson cannot open a new line of its
     own, close its block or restate the assets or the mandate.
     """
-    assets = "\n".join(f"- {quote_name(asset)} ({quote_name(asset_class)})" for asset, asset_class in zip(request.assets, request.asset_classes, strict=True))
+    assets = "\n".join(
+        f"- {quote_name(asset)} ({quote_name(asset_class)})"
+        for asset, asset_class in zip(request.assets, request.asset_classes, strict=True)
+    )
     if request.lessons:
         lessons = "<lessons>\n" + "\n".join(quote(lesson.text) for lesson in request.lessons) + "\n</lessons>"
     else:
@@ -179,7 +185,9 @@ def weights_schema(assets: Sequence[str]) -> dict[str, object]:
     }
 
 
-def parse_weights(content: str, assets: Sequence[str], *, clip_negative: bool = False, notes: list[str] | None = None) -> dict[str, float]:
+def parse_weights(
+    content: str, assets: Sequence[str], *, clip_negative: bool = False, notes: list[str] | None = None
+) -> dict[str, float]:
     """Validated, normalised weights from a model answer; :class:`DraftError` says what is wrong.
 
     clip_negative: set negative weights to 0 instead of rejecting the answer
@@ -192,7 +200,9 @@ def parse_weights(content: str, assets: Sequence[str], *, clip_negative: bool = 
     try:
         data = json.loads(match.group(0))
     except json.JSONDecodeError as error:
-        raise DraftError(f"the answer's JSON does not parse: {error.msg} at character {error.pos}", field="draft") from None
+        raise DraftError(
+            f"the answer's JSON does not parse: {error.msg} at character {error.pos}", field="draft"
+        ) from None
     weights = data.get("weights", data) if isinstance(data, dict) else None
     if not isinstance(weights, dict):
         raise DraftError("the JSON object has no weights mapping", field="draft")

@@ -53,7 +53,9 @@ class Embedder:
         model = self._load()
         short = [text[:MAX_CHARACTERS] for text in texts]
         with self._lock:
-            vectors = model.encode(short, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+            vectors = model.encode(
+                short, batch_size=BATCH, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+            )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     @property

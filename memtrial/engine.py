@@ -48,7 +48,16 @@ from memtrial.fallback import AnchoredMixture
 from memtrial.history import DecisionEntry, History, InMemoryHistory
 from memtrial.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
 from memtrial.prereg import ChainVerification, LogEntry, verify_chain
-from memtrial.records import Decision, DecisionKind, ExperienceId, Plan, Settlement, Time, check_experience_id, encode_time
+from memtrial.records import (
+    Decision,
+    DecisionKind,
+    ExperienceId,
+    Plan,
+    Settlement,
+    Time,
+    check_experience_id,
+    encode_time,
+)
 from memtrial.retrieval import top_k
 from memtrial.scoring import rule as scoring_rule
 from memtrial.settle import check_weights, project
@@ -57,6 +66,7 @@ from memtrial.trust import TrustGate, make_gate
 from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
 __all__ = ["EngineConfig", "MemTrial"]
+
 
 @dataclass(slots=True)
 class _Experience:
@@ -73,7 +83,9 @@ def _later_or_equal(first: Time, second: Time, what: str) -> bool:
     try:
         return bool(first >= second)  # type: ignore[operator]
     except TypeError:
-        raise InputError(f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time") from None
+        raise InputError(
+            f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time"
+        ) from None
 
 
 class MemTrial:
@@ -98,7 +110,12 @@ class MemTrial:
 
     def _new_learner(self) -> EmpiricalBayesLearner:
         config = self.config
-        return EmpiricalBayesLearner(config.learner, n_components=config.n_components, centre=config.credit is CreditBasis.CENTRED, robust=config.robust)
+        return EmpiricalBayesLearner(
+            config.learner,
+            n_components=config.n_components,
+            centre=config.credit is CreditBasis.CENTRED,
+            robust=config.robust,
+        )
 
     def _append_log(self, entry: LogEntry) -> None:
         self.history.append_log(entry)
@@ -193,21 +210,43 @@ class MemTrial:
         ids = self._retrieve(retrieved, context_embedding)
         kind = parse_choice(DecisionKind, kind, "kind")
         if kind is DecisionKind.SCORED:
-            given = [name for name, value in (("reference", reference), ("previous", previous), ("n_assets", n_assets), ("risky", risky), ("defensive", defensive)) if value is not None]
+            given = [
+                name
+                for name, value in (
+                    ("reference", reference),
+                    ("previous", previous),
+                    ("n_assets", n_assets),
+                    ("risky", risky),
+                    ("defensive", defensive),
+                )
+                if value is not None
+            ]
             if given:
-                raise InputError(f"a scored decision has no universe: {given[0]} does not apply (designate the reference draft when deciding)", field=given[0])
+                raise InputError(
+                    f"a scored decision has no universe: {given[0]} does not apply (designate the reference draft when deciding)",
+                    field=given[0],
+                )
             reference_weights, previous_weights, risky_mask, defensive_mask = np.zeros(0), np.zeros(0), None, None
         else:
-            reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(reference, previous, n_assets, risky, defensive)
+            reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
+                reference, previous, n_assets, risky, defensive
+            )
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         masks = design_module.plan_masks(self.config.design, self.config.k, len(ids))
         frozen = frozen_predictions(self.learner, ids)
         predictions = frozen["predictions"]
         trust = self.gate.decision()
-        dial = plan_dial(self.config.gate, self.gate.statistics, self.noise.cost, ids, masks, predictions) if self.config.action is ActionRule.DIAL else None
+        dial = (
+            plan_dial(self.config.gate, self.gate.statistics, self.noise.cost, ids, masks, predictions)
+            if self.config.action is ActionRule.DIAL
+            else None
+        )
         if ids:
-            details: dict[str, Any] = {"learner_mode": frozen["learner_mode"], "modes": {m: list(v) for m, v in frozen["mode_predictions"].items()}}
+            details: dict[str, Any] = {
+                "learner_mode": frozen["learner_mode"],
+                "modes": {m: list(v) for m, v in frozen["mode_predictions"].items()},
+            }
             if dial is not None:
                 details["dial"] = dial.to_dict()
             self.gate.register(decision_id, predictions, details, track=False)
@@ -238,7 +277,9 @@ class MemTrial:
         if retrieved is not None:
             ids = [check_experience_id(e, "retrieved") for e in retrieved]
             if len(set(ids)) != len(ids) or len(ids) > self.config.k:
-                raise InputError(f"retrieved must hold at most {self.config.k} distinct ids, got {ids!r}", field="retrieved")
+                raise InputError(
+                    f"retrieved must hold at most {self.config.k} distinct ids, got {ids!r}", field="retrieved"
+                )
             for experience_id in ids:
                 if not self._experience(experience_id).active:
                     raise InputError(f"experience {experience_id!r} is retired", field="retrieved")
@@ -289,7 +330,9 @@ class MemTrial:
         if entry.withdrawn is not None:
             return
         if entry.decision is not None:
-            raise LifecycleError(f"decision {decision_id!r} was already decided: settle it instead", field="decision_id")
+            raise LifecycleError(
+                f"decision {decision_id!r} was already decided: settle it instead", field="decision_id"
+            )
         if not isinstance(reason, str) or not reason:
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         if entry.plan.experience_ids:
@@ -303,10 +346,15 @@ class MemTrial:
         entry = self._live_entry(decision_id)
         plan = entry.plan
         if plan.kind is not DecisionKind.PORTFOLIO:
-            raise LifecycleError(f"decision {decision_id!r} is a scored decision: use decide_scored", field="decision_id")
+            raise LifecycleError(
+                f"decision {decision_id!r} is a scored decision: use decide_scored", field="decision_id"
+            )
         matrix = np.asarray(drafts, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
-            raise InputError(f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}", field="drafts")
+            raise InputError(
+                f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}",
+                field="drafts",
+            )
         check_weights(matrix, plan.n_assets, "drafts")
         if plan.risky is not None and plan.defensive is not None and self.config.investor is not None:
             matrix = project(matrix, plan.risky, plan.defensive, self.config.investor)
@@ -318,7 +366,9 @@ class MemTrial:
         self.history.put(entry)
         return entry.decision
 
-    def decide_scored(self, decision_id: str, *, vectors: ArrayLike | None = None, n_drafts: int | None = None, reference: int = 0) -> Decision:
+    def decide_scored(
+        self, decision_id: str, *, vectors: ArrayLike | None = None, n_drafts: int | None = None, reference: int = 0
+    ) -> Decision:
         """Act on a scored decision: one draft per designed subset (rows aligned with ``plan.subsets``).
 
         vectors: (S, m) numeric drafts (e.g. probability vectors over m named
@@ -338,10 +388,15 @@ class MemTrial:
         if vectors is not None:
             matrix = np.asarray(vectors, dtype=np.float64)
             if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
-                raise InputError(f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}", field="drafts")
+                raise InputError(
+                    f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}",
+                    field="drafts",
+                )
         else:
             if isinstance(n_drafts, bool) or not isinstance(n_drafts, int) or n_drafts != runs:
-                raise InputError(f"drafts must number one per designed subset ({runs}), got {n_drafts!r}", field="drafts")
+                raise InputError(
+                    f"drafts must number one per designed subset ({runs}), got {n_drafts!r}", field="drafts"
+                )
             matrix = np.zeros((runs, 0))
         if isinstance(reference, bool) or not isinstance(reference, int) or not 0 <= reference < runs:
             raise InputError(f"reference must index one of the {runs} drafts, got {reference!r}", field="reference")
@@ -364,19 +419,31 @@ class MemTrial:
         entry = self._live_entry(decision_id)
         plan = entry.plan
         if plan.kind is not DecisionKind.PORTFOLIO:
-            raise LifecycleError(f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id")
+            raise LifecycleError(
+                f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id"
+            )
         prices = np.asarray(rel_prices, dtype=np.float64)
         if entry.settlement is not None:
-            if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(entry.settlement.rel_prices, prices):
+            if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(
+                entry.settlement.rel_prices, prices
+            ):
                 return entry.settlement
-            raise SettlementConflictError(f"decision {decision_id!r} was already settled with different prices", field="rel_prices")
+            raise SettlementConflictError(
+                f"decision {decision_id!r} was already settled with different prices", field="rel_prices"
+            )
         decision = self._decided(entry, "call decide before settle")
         settled_at = self._settled_at(decision_id, plan, at)
         realised = portfolio_outcome(self.config, plan, decision, prices)
         return self._record(entry, learn(self.config, plan, realised, settled_at, self._running()), settled_at)
 
     def settle_scored(
-        self, decision_id: str, *, utilities: ArrayLike | None = None, outcome: Any = None, rule: str | None = None, at: Time | None = None
+        self,
+        decision_id: str,
+        *,
+        utilities: ArrayLike | None = None,
+        outcome: Any = None,
+        rule: str | None = None,
+        at: Time | None = None,
     ) -> Settlement:
         """Score a matured scored decision and learn from it.
 
@@ -396,7 +463,10 @@ class MemTrial:
         if entry.settlement is not None:
             if self._same_scored(entry.settlement, given_utilities, outcome, rule):
                 return entry.settlement
-            raise SettlementConflictError(f"decision {decision_id!r} was already settled with a different outcome", field="outcome" if rule else "utilities")
+            raise SettlementConflictError(
+                f"decision {decision_id!r} was already settled with a different outcome",
+                field="outcome" if rule else "utilities",
+            )
         decision = self._decided(entry, "decide before settling")
         settled_at = self._settled_at(decision_id, plan, at)
         realised = scored_outcome(decision, given_utilities, outcome, rule)
@@ -431,7 +501,9 @@ class MemTrial:
         entry = self._live_entry(decision_id)
         previous = entry.settlement
         if previous is None:
-            raise LifecycleError(f"decision {decision_id!r} is not settled yet: settle it instead of correcting it", field="decision_id")
+            raise LifecycleError(
+                f"decision {decision_id!r} is not settled yet: settle it instead of correcting it", field="decision_id"
+            )
         if not isinstance(reason, str) or not reason.strip():
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         plan = entry.plan
@@ -446,13 +518,17 @@ class MemTrial:
             realised = portfolio_outcome(self.config, plan, decision, prices)
         else:
             if rel_prices is not None:
-                raise InputError("a scored decision is corrected with utilities, or an outcome and its rule", field="rel_prices")
+                raise InputError(
+                    "a scored decision is corrected with utilities, or an outcome and its rule", field="rel_prices"
+                )
             given_utilities = self._check_scored(plan, utilities, rule)
             if self._same_scored(previous, given_utilities, outcome, rule):
                 return previous
             realised = scored_outcome(decision, given_utilities, outcome, rule)
         embeddings = {e: x.embedding for e, x in self.experiences.items()}
-        running, corrected, supersedes = recompute(self.config, self.history, self._new_learner(), embeddings, decision_id, realised, settled_at)
+        running, corrected, supersedes = recompute(
+            self.config, self.history, self._new_learner(), embeddings, decision_id, realised, settled_at
+        )
         self.learner, self.fallback, self.noise = running.learner, running.fallback, running.noise
         self.gate.statistics = running.gate.statistics
         self.gate.log.append(
@@ -482,23 +558,36 @@ class MemTrial:
             raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
         if utilities is None:
             if not scoring_rule(str(rule)).mixable:
-                raise InputError(f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities", field="rule")
+                raise InputError(
+                    f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities",
+                    field="rule",
+                )
             return None
         given = np.asarray(utilities, dtype=np.float64)
         if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
-            raise InputError(f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}", field="utilities")
+            raise InputError(
+                f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}",
+                field="utilities",
+            )
         return given
 
     @staticmethod
-    def _same_scored(settlement: Settlement, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None) -> bool:
-        return settlement.rule == rule and settlement.outcome == outcome and (utilities is None or np.array_equal(settlement.draft_utilities, utilities))
+    def _same_scored(
+        settlement: Settlement, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None
+    ) -> bool:
+        return (
+            settlement.rule == rule
+            and settlement.outcome == outcome
+            and (utilities is None or np.array_equal(settlement.draft_utilities, utilities))
+        )
 
     def _settled_at(self, decision_id: str, plan: Plan, at: Time | None) -> Time:
         settled_at = plan.maturity if at is None else at
         encode_time(settled_at)
         if not _later_or_equal(settled_at, plan.maturity, "at"):
             raise PrematureSettlementError(
-                f"decision {decision_id!r} matures at {_show(plan.maturity)}; it cannot be settled at {_show(settled_at)}", field="at"
+                f"decision {decision_id!r} matures at {_show(plan.maturity)}; it cannot be settled at {_show(settled_at)}",
+                field="at",
             )
         return settled_at
 
@@ -524,7 +613,9 @@ class MemTrial:
     def _live_entry(self, decision_id: str) -> DecisionEntry:
         entry = self._entry(decision_id)
         if entry.withdrawn is not None:
-            raise LifecycleError(f"decision {decision_id!r} was withdrawn ({entry.withdrawn}); plan a new one", field="decision_id")
+            raise LifecycleError(
+                f"decision {decision_id!r} was withdrawn ({entry.withdrawn}); plan a new one", field="decision_id"
+            )
         return entry
 
     def get_plan(self, decision_id: str) -> Plan:
@@ -541,7 +632,12 @@ class MemTrial:
         """Recompute the hash chain of the whole log from the history, and check it ends at the head."""
         check = verify_chain(self.gate_hash, self.history.log_entries())
         if check.ok and check.n_entries != self.gate.log.length:
-            return ChainVerification(False, check.n_entries, check.n_entries, f"the store holds {check.n_entries} entries; the engine has written {self.gate.log.length}")
+            return ChainVerification(
+                False,
+                check.n_entries,
+                check.n_entries,
+                f"the store holds {check.n_entries} entries; the engine has written {self.gate.log.length}",
+            )
         return check
 
     def values(self) -> dict[ExperienceId, float]:
@@ -570,7 +666,9 @@ class MemTrial:
         state alone, whose size depends on the experiences, not on the number
         of decisions (a store that keeps the history attaches it again).
         """
-        return json.dumps(self.to_dict(embeddings=embeddings, history=history), sort_keys=True, separators=(",", ":"), allow_nan=False)
+        return json.dumps(
+            self.to_dict(embeddings=embeddings, history=history), sort_keys=True, separators=(",", ":"), allow_nan=False
+        )
 
     def to_dict(self, *, embeddings: bool = True, history: bool = True) -> dict[str, Any]:
         """The state as JSON-ready data (:func:`memtrial.state.state_of`)."""
@@ -590,7 +688,11 @@ class MemTrial:
 
     @classmethod
     def from_dict(
-        cls, data: Mapping[str, Any], embeddings: Mapping[ExperienceId, ArrayLike] | None = None, *, history: History | None = None
+        cls,
+        data: Mapping[str, Any],
+        embeddings: Mapping[ExperienceId, ArrayLike] | None = None,
+        *,
+        history: History | None = None,
     ) -> MemTrial:
         """Restore a state of this version, or upgrade a version-1 state (:func:`memtrial.state.restore`)."""
         return restore(cls, data, embeddings, history=history)

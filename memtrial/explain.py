@@ -29,7 +29,11 @@ def explain(decision: Decision, subsets: Sequence[Sequence[ExperienceId]] = ()) 
         return f"{gate}; {describe_dial(decision, subsets)}"
     if decision.action is Action.SUBSET:
         return f"{gate}; best subset {list(decision.subset or ())} has predicted gain {decision.predicted_gain:.4g} > 0: acting on its draft"
-    reason = "gate not open" if not decision.trust.is_open else f"best predicted gain {decision.predicted_gain:.4g} is not > 0"
+    reason = (
+        "gate not open"
+        if not decision.trust.is_open
+        else f"best predicted gain {decision.predicted_gain:.4g} is not > 0"
+    )
     if decision.action is Action.REFERENCE:
         return f"{gate}; {reason}: the reference draft (drafts that are not vectors cannot be mixed)"
     return f"{gate}; {reason}: anchored mixture with q = {decision.q:.4g} on the reference"
@@ -43,7 +47,9 @@ def describe_dial(decision: Decision, subsets: Sequence[Sequence[ExperienceId]] 
     evidence = f"trust weight {omega:.3g} from log e-value {dial.log_evidence:.3g}"
     if decision.action is Action.REFERENCE:
         return f"{evidence}: the reference draft (drafts that are not vectors cannot be blended; memory's draft is played at full trust)"
-    fallback = f"anchored mixture with q = {decision.q:.4g} on the reference" if decision.q is not None else "reference draft"
+    fallback = (
+        f"anchored mixture with q = {decision.q:.4g} on the reference" if decision.q is not None else "reference draft"
+    )
     if omega <= 0.0:
         return f"{evidence}: all on the {fallback}"
     top = max(range(len(dial.combination)), key=lambda i: dial.combination[i])

@@ -24,7 +24,16 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, InputError, StateError, parse_choice
 
-__all__ = ["GRID", "AnchoredMixture", "FallbackVariant", "bernoulli_kl", "choices_after", "mixture", "mixture_weights", "running_sums"]
+__all__ = [
+    "GRID",
+    "AnchoredMixture",
+    "FallbackVariant",
+    "bernoulli_kl",
+    "choices_after",
+    "mixture",
+    "mixture_weights",
+    "running_sums",
+]
 
 GRID: NDArray[np.float64] = np.linspace(0.0, 1.0, 201)
 LAMBDA0 = 4.0
@@ -58,18 +67,26 @@ def _kl_on_grid(anchor: float) -> NDArray[np.float64]:
 
 
 def running_sums(
-    mixture_utilities: NDArray[np.float64], reference_utilities: NDArray[np.float64], mean_utilities: NDArray[np.float64]
+    mixture_utilities: NDArray[np.float64],
+    reference_utilities: NDArray[np.float64],
+    mean_utilities: NDArray[np.float64],
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """An :class:`AnchoredMixture`'s running sums after each of N updates given in order:
     G (N + 1, grid) and S (N + 1,), row i holding the sums after i updates (the same additions)."""
     count = mixture_utilities.shape[0]
     gains = np.vstack([np.zeros(GRID.size), np.cumsum(mixture_utilities.reshape(count, GRID.size), axis=0)])
-    spread = np.concatenate([[0.0], np.cumsum(np.abs(np.asarray(reference_utilities) - np.asarray(mean_utilities)) / 2.0)])
+    spread = np.concatenate(
+        [[0.0], np.cumsum(np.abs(np.asarray(reference_utilities) - np.asarray(mean_utilities)) / 2.0)]
+    )
     return gains, spread
 
 
 def choices_after(
-    gains: NDArray[np.float64], spread: NDArray[np.float64], steps: NDArray[np.int64], variant: FallbackVariant | str, lambda0: float = LAMBDA0
+    gains: NDArray[np.float64],
+    spread: NDArray[np.float64],
+    steps: NDArray[np.int64],
+    variant: FallbackVariant | str,
+    lambda0: float = LAMBDA0,
 ) -> NDArray[np.float64]:
     """The q :meth:`AnchoredMixture.choose` gives after ``steps[d]`` updates, for every d at once
     (``gains`` and ``spread`` from :func:`running_sums`)."""
@@ -93,12 +110,17 @@ def mixture(q: ArrayLike, reference: ArrayLike, draft_mean: ArrayLike) -> NDArra
     """w(q) = q * reference + (1 - q) * draft_mean, the one formula of the family: q (...),
     reference and draft_mean (..., n) (broadcast); returns (..., n)."""
     weight = np.asarray(q, dtype=np.float64)[..., None]
-    return np.asarray(weight * np.asarray(reference, dtype=np.float64) + (1.0 - weight) * np.asarray(draft_mean, dtype=np.float64), dtype=np.float64)
+    return np.asarray(
+        weight * np.asarray(reference, dtype=np.float64) + (1.0 - weight) * np.asarray(draft_mean, dtype=np.float64),
+        dtype=np.float64,
+    )
 
 
 def mixture_weights(reference: ArrayLike, draft_mean: ArrayLike, grid: ArrayLike = GRID) -> NDArray[np.float64]:
     """Weights of every grid mixture, shape (len(grid), n)."""
-    return mixture(grid, np.asarray(reference, dtype=np.float64)[None, :], np.asarray(draft_mean, dtype=np.float64)[None, :])
+    return mixture(
+        grid, np.asarray(reference, dtype=np.float64)[None, :], np.asarray(draft_mean, dtype=np.float64)[None, :]
+    )
 
 
 class AnchoredMixture:

@@ -48,7 +48,17 @@ from numpy.typing import NDArray
 
 from memtrial.errors import InputError
 
-__all__ = ["VARIANCE_GRID", "FayHerriotBatch", "FayHerriotFit", "SpectraCache", "fit_fay_herriot", "fit_many", "log_likelihood_table", "posterior", "width"]
+__all__ = [
+    "VARIANCE_GRID",
+    "FayHerriotBatch",
+    "FayHerriotFit",
+    "SpectraCache",
+    "fit_fay_herriot",
+    "fit_many",
+    "log_likelihood_table",
+    "posterior",
+    "width",
+]
 
 #: {0} and 13 log-spaced points from 1e-6 to 1e2, for both sigma_b2 and tau2.
 VARIANCE_GRID: NDArray[np.float64] = np.concatenate([[0.0], np.logspace(-6.0, 2.0, 13)])
@@ -99,12 +109,18 @@ class FayHerriotBatch:
         )
 
 
-def _check(m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64] | None) -> None:
+def _check(
+    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64] | None
+) -> None:
     if m.ndim != 2 or n.shape != m.shape:
         raise InputError(f"m and n must have one shape (B, H), got {m.shape} and {n.shape}", field="m")
-    if sizes is not None and (np.shape(sizes) != m.shape[:1] or np.any(np.asarray(sizes) < 0) or np.any(np.asarray(sizes) > m.shape[1])):
+    if sizes is not None and (
+        np.shape(sizes) != m.shape[:1] or np.any(np.asarray(sizes) < 0) or np.any(np.asarray(sizes) > m.shape[1])
+    ):
         raise InputError(f"sizes must be ({m.shape[0]},) integers in [0, {m.shape[1]}]", field="sizes")
-    live = np.ones(m.shape, dtype=bool) if sizes is None else np.arange(m.shape[1])[None, :] < np.asarray(sizes)[:, None]
+    live = (
+        np.ones(m.shape, dtype=bool) if sizes is None else np.arange(m.shape[1])[None, :] < np.asarray(sizes)[:, None]
+    )
     if not np.all(n[live] > 0):
         raise InputError("every count n must be > 0", field="n")
     if features.ndim != 3 or features.shape[:2] != m.shape:
@@ -112,7 +128,10 @@ def _check(m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.
 
 
 def _as_batch(
-    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64] | None = None
+    m: NDArray[np.float64],
+    n: NDArray[np.float64],
+    features: NDArray[np.float64],
+    sizes: NDArray[np.int64] | None = None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     m = np.asarray(m, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -131,7 +150,11 @@ def width(size: int) -> int:
 
 
 def _padded(
-    m: NDArray[np.float64], n: NDArray[np.float64], features: NDArray[np.float64], sizes: NDArray[np.int64], columns: int
+    m: NDArray[np.float64],
+    n: NDArray[np.float64],
+    features: NDArray[np.float64],
+    sizes: NDArray[np.int64],
+    columns: int,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
     """Problems on ``columns`` rows: rows past a problem's size hold m = 0, n = 1, z = 0 and are masked out."""
     count, held = m.shape
@@ -146,7 +169,9 @@ def _padded(
     return out_m, out_n, out_z, live
 
 
-def _inverse_d(n: NDArray[np.float64], live: NDArray[np.bool_], tau: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _inverse_d(
+    n: NDArray[np.float64], live: NDArray[np.bool_], tau: NDArray[np.float64]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """D^-1 and log D for every tau (leading axes of ``tau`` broadcast against n's), 0 on masked rows."""
     d = tau + 1.0 / n
     inverse, log_d = 1.0 / d, np.log(d)
@@ -233,7 +258,11 @@ def _tables(
     sizes = live.sum(axis=1)
     # D, log det D, Z' D^-1 Z and its eigendecomposition depend on (n, z) only: computed once per
     # distinct problem (learners of one calendar that differ only in what they learn from share them)
-    problem_keys = [n[b].tobytes() + features[b].tobytes() + live[b].tobytes() for b in range(n_problems)] if n_problems > 1 or cache is not None else []
+    problem_keys = (
+        [n[b].tobytes() + features[b].tobytes() + live[b].tobytes() for b in range(n_problems)]
+        if n_problems > 1 or cache is not None
+        else []
+    )
     if n_problems == 1:
         distinct = row_of = np.zeros(1, dtype=np.int64)
     else:
@@ -242,7 +271,9 @@ def _tables(
         distinct = np.unique(first)
         row_of = np.searchsorted(distinct, first)
     everyone = distinct.size == n_problems  # then row_of is 0, 1, ..., B - 1
-    shared_d_inv, shared_log_d = _inverse_d(n[distinct, None, :], live[distinct, None, :], tau_grid[None, :, None])  # (U, T, H)
+    shared_d_inv, shared_log_d = _inverse_d(
+        n[distinct, None, :], live[distinct, None, :], tau_grid[None, :, None]
+    )  # (U, T, H)
     d_inv = shared_d_inv if everyone else shared_d_inv[row_of]  # (B, T, H)
     log_det_d = shared_log_d.sum(axis=2)[row_of]  # (B, T)
     quad_d = (d_inv * (m * m)[:, None, :]).sum(axis=2)
@@ -277,10 +308,14 @@ def log_likelihood_table(
     tau_grid: NDArray[np.float64],
 ) -> NDArray[np.float64]:
     """Log marginal likelihood of m for every (sigma_b2, tau2), shape (S, T)."""
-    batch_m, batch_n, batch_z = _as_batch(np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None])
+    batch_m, batch_n, batch_z = _as_batch(
+        np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None]
+    )
     size = batch_m.shape[1]
     padded = _padded(batch_m, batch_n, batch_z, np.array([size]), width(size))
-    return np.asarray(_tables(*padded, np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64))[0])
+    return np.asarray(
+        _tables(*padded, np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64))[0]
+    )
 
 
 def _posteriors(
@@ -348,7 +383,15 @@ def fit_many(
         sigma_grid = np.zeros(1)
     sigma_grid, tau_grid = np.asarray(sigma_grid, dtype=np.float64), np.asarray(tau_grid, dtype=np.float64)
     p = features.shape[2]
-    out = FayHerriotBatch(np.zeros(count), np.zeros(count), np.zeros(count), np.zeros((count, held)), np.zeros((count, held)), np.zeros((count, p)), np.zeros((count, p, p)))
+    out = FayHerriotBatch(
+        np.zeros(count),
+        np.zeros(count),
+        np.zeros(count),
+        np.zeros((count, held)),
+        np.zeros((count, held)),
+        np.zeros((count, p)),
+        np.zeros((count, p, p)),
+    )
     widths = np.array([width(int(size)) for size in sizes], dtype=np.int64)
     for columns in np.unique(widths):
         rows = np.flatnonzero(widths == columns)
@@ -380,7 +423,9 @@ def fit_fay_herriot(
     sigma_b2 = 0 is considered.
     Ties go to the first grid pair (smaller sigma_b2, then smaller tau2).
     """
-    return fit_many(np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None], sigma_grid, tau_grid)[0]
+    return fit_many(
+        np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None], sigma_grid, tau_grid
+    )[0]
 
 
 def posterior(
@@ -396,8 +441,20 @@ def posterior(
     mean = tau2 V^-1 m + Z beta, beta = sigma_b2 Z' V^-1 m; variance is the
     diagonal of diag(1/n) - diag(1/n) V^-1 diag(1/n).
     """
-    batch_m, batch_n, batch_z = _as_batch(np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None])
+    batch_m, batch_n, batch_z = _as_batch(
+        np.asarray(m)[None], np.asarray(n)[None], np.asarray(features, dtype=np.float64)[None]
+    )
     size = batch_m.shape[1]
     padded_m, padded_n, padded_z, live = _padded(batch_m, batch_n, batch_z, np.array([size]), width(size))
-    fit = _posteriors(padded_m, padded_n, padded_z, live, np.array([float(sigma_b2)]), np.array([float(tau2)]), np.array([float(log_likelihood)]))[0]
-    return FayHerriotFit(fit.sigma_b2, fit.tau2, fit.log_likelihood, fit.mean[:size], fit.variance[:size], fit.beta, fit.beta_cov)
+    fit = _posteriors(
+        padded_m,
+        padded_n,
+        padded_z,
+        live,
+        np.array([float(sigma_b2)]),
+        np.array([float(tau2)]),
+        np.array([float(log_likelihood)]),
+    )[0]
+    return FayHerriotFit(
+        fit.sigma_b2, fit.tau2, fit.log_likelihood, fit.mean[:size], fit.variance[:size], fit.beta, fit.beta_cov
+    )

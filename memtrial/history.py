@@ -90,7 +90,9 @@ class History(Protocol):
     def entries_in_order(self) -> Iterable[DecisionEntry]:
         """Every decision entry, in the order the decisions were planned (to recompute the state after a correction)."""
 
-    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+    def correct(
+        self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
+    ) -> None:
         """Store an entry whose settlement a correction replaced, and replace its contribution records."""
 
 
@@ -124,7 +126,9 @@ class InMemoryHistory:
     def entries_in_order(self) -> Iterator[DecisionEntry]:
         return iter(list(self.entries.values()))
 
-    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+    def correct(
+        self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
+    ) -> None:
         self.entries[entry.decision_id] = entry
         self.records = [record for record in self.records if record[0] != entry.decision_id]
         self.records.extend((entry.decision_id, e, float(c)) for e, c in contributions.items())
@@ -161,7 +165,9 @@ class DetachedHistory:
     """
 
     def _fail(self) -> StateError:
-        return StateError("this engine's history lives in an external store that is not attached: set engine.history", field="history")
+        return StateError(
+            "this engine's history lives in an external store that is not attached: set engine.history", field="history"
+        )
 
     def get(self, decision_id: str) -> DecisionEntry | None:
         raise self._fail()
@@ -183,5 +189,7 @@ class DetachedHistory:
     def entries_in_order(self) -> Iterable[DecisionEntry]:
         raise self._fail()
 
-    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+    def correct(
+        self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
+    ) -> None:
         raise self._fail()

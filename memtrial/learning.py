@@ -35,7 +35,16 @@ from memtrial.settle import mixture_utilities, normalised, utility
 from memtrial.trust import TrustGate, pearson_score
 from memtrial.values import EmpiricalBayesLearner, LearnerMode
 
-__all__ = ["NoiseCost", "Outcome", "Running", "frozen_predictions", "learn", "outcome_of", "portfolio_outcome", "scored_outcome"]
+__all__ = [
+    "NoiseCost",
+    "Outcome",
+    "Running",
+    "frozen_predictions",
+    "learn",
+    "outcome_of",
+    "portfolio_outcome",
+    "scored_outcome",
+]
 
 
 class NoiseCost:
@@ -109,11 +118,15 @@ def portfolio_outcome(config: EngineConfig, plan: Plan, decision: Decision, pric
     scores = np.asarray(utility(batch, prices, plan.previous, config.risk_aversion, config.fee_bp))
     n_drafts = decision.drafts.shape[0]
     reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
-    mixture_u = mixture_utilities(plan.reference, draft_mean, prices, plan.previous, config.risk_aversion, config.fee_bp, GRID)
+    mixture_u = mixture_utilities(
+        plan.reference, draft_mean, prices, plan.previous, config.risk_aversion, config.fee_bp, GRID
+    )
     return Outcome(scores[:n_drafts], reference_u, mean_u, chosen_u, mixture_u, prices.copy())
 
 
-def scored_outcome(decision: Decision, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None) -> Outcome:
+def scored_outcome(
+    decision: Decision, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None
+) -> Outcome:
     """A scored decision's utilities: given, or the rule's scores of the drafts, their mean, the played
     blend and the mixtures."""
     reference_index = decision.reference_index or 0
@@ -127,7 +140,9 @@ def scored_outcome(decision: Decision, utilities: NDArray[np.float64] | None, ou
     else:
         vectors = decision.drafts
         if vectors.shape[1] == 0:
-            raise InputError(f"rule {rule!r} scores probability vectors; this decision's drafts are not vectors", field="rule")
+            raise InputError(
+                f"rule {rule!r} scores probability vectors; this decision's drafts are not vectors", field="rule"
+            )
         draft_mean = vectors.mean(axis=0)
         scores = score_drafts(str(rule), outcome, vectors=np.vstack([vectors, draft_mean, decision.weights]))
         draft_utilities = scores[: vectors.shape[0]]
@@ -163,7 +178,9 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
         if config.learner is LearnerMode.AUTO:
             _score_modes(running.learner, plan, centred)
         running.learner.update(plan.decision_id, contributions)
-    if realised.mixture_u.size and realised.mean_u is not None:  # a scored decision settled with bare utilities has no mixtures to learn q from
+    if (
+        realised.mixture_u.size and realised.mean_u is not None
+    ):  # a scored decision settled with bare utilities has no mixtures to learn q from
         running.fallback.update(realised.mixture_u, realised.reference_u, realised.mean_u)
     if realised.mean_u is not None:
         running.noise.add(noise_gain(draft_utilities, realised.mean_u))

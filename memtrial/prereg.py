@@ -63,7 +63,9 @@ class LogEntry:
     @classmethod
     def from_dict(cls, item: Mapping[str, Any]) -> LogEntry:
         try:
-            return cls(int(item["index"]), str(item["kind"]), item["payload"], str(item["prev_hash"]), str(item["hash"]))
+            return cls(
+                int(item["index"]), str(item["kind"]), item["payload"], str(item["prev_hash"]), str(item["hash"])
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise StateError(f"prediction log entry is malformed: {error!r}", field="log") from None
 
@@ -78,7 +80,9 @@ class ChainVerification:
     reason: str | None = None
 
 
-def verify_chain(genesis: str, entries: Iterable[LogEntry], start: int = 0, previous: str | None = None) -> ChainVerification:
+def verify_chain(
+    genesis: str, entries: Iterable[LogEntry], start: int = 0, previous: str | None = None
+) -> ChainVerification:
     """Recompute the chain of ``entries`` (streamed, in index order) from ``genesis``.
 
     ``start``/``previous`` resume a verification at entry ``start`` whose
@@ -90,9 +94,13 @@ def verify_chain(genesis: str, entries: Iterable[LogEntry], start: int = 0, prev
         if entry.index != position:
             return ChainVerification(False, position + 1, position, f"entry {position} has index {entry.index}")
         if entry.prev_hash != expected_previous:
-            return ChainVerification(False, position + 1, position, f"entry {position} does not link to its predecessor")
+            return ChainVerification(
+                False, position + 1, position, f"entry {position} does not link to its predecessor"
+            )
         if entry.hash != entry.expected_hash():
-            return ChainVerification(False, position + 1, position, f"entry {position} was modified after it was written")
+            return ChainVerification(
+                False, position + 1, position, f"entry {position} was modified after it was written"
+            )
         expected_previous = entry.hash
         position += 1
     return ChainVerification(True, position)
@@ -141,12 +149,19 @@ class PredictionLog:
     def verify(self) -> ChainVerification:
         """Verify the entries kept in memory (a log with a sink is verified where its entries are)."""
         if self.sink is not None:
-            raise StateError("this log hands its entries to an external store: verify them there with verify_chain", field="log")
+            raise StateError(
+                "this log hands its entries to an external store: verify them there with verify_chain", field="log"
+            )
         check = verify_chain(self.genesis, self.entries)
         if check.ok and check.n_entries == self.length and (not self.entries or self.entries[-1].hash == self._head):
             return check
         if check.ok:
-            return ChainVerification(False, len(self.entries), len(self.entries), f"the log holds {len(self.entries)} entries but its head counts {self.length}")
+            return ChainVerification(
+                False,
+                len(self.entries),
+                len(self.entries),
+                f"the log holds {len(self.entries)} entries but its head counts {self.length}",
+            )
         return check
 
     def to_list(self) -> list[dict[str, Any]]:

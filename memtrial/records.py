@@ -194,7 +194,9 @@ class Plan:
             masks=masks,
             subsets=tuple(tuple(e for j, e in enumerate(ids) if m >> j & 1) for m in masks),
             predictions=dict(zip(ids, (float(v) for v in data["predictions"]), strict=True)),
-            mode_predictions={mode: tuple(float(v) for v in values) for mode, values in data["mode_predictions"].items()},
+            mode_predictions={
+                mode: tuple(float(v) for v in values) for mode, values in data["mode_predictions"].items()
+            },
             learner_mode=str(data["learner_mode"]),
             trust=TrustDecision.from_dict(data["trust"]),
             q=float(data["q"]),
@@ -253,7 +255,9 @@ class Decision:
             "explanation": self.explanation,
             "drafts": [_floats(row) for row in self.drafts],
             **({} if self.dial is None else {"dial": self.dial.to_dict()}),
-            **({} if self.reference_index is None else {"played": self.played, "reference_index": self.reference_index}),
+            **(
+                {} if self.reference_index is None else {"played": self.played, "reference_index": self.reference_index}
+            ),
         }
 
     @classmethod

@@ -23,14 +23,17 @@ def top_k(
 ) -> list[ExperienceId]:
     """Ids of the k candidates most cosine-similar to ``context``, best first."""
     if context.ndim != 1 or not np.all(np.isfinite(context)):
-        raise InputError(f"context_embedding must be a finite 1-d vector, got shape {context.shape}", field="context_embedding")
+        raise InputError(
+            f"context_embedding must be a finite 1-d vector, got shape {context.shape}", field="context_embedding"
+        )
     usable = [(e, v) for e, v in candidates if v is not None]
     if not usable:
         return []
     matrix = np.vstack([v for _, v in usable])
     if matrix.shape[1] != context.shape[0]:
         raise InputError(
-            f"context_embedding has {context.shape[0]} dimensions, experiences have {matrix.shape[1]}", field="context_embedding"
+            f"context_embedding has {context.shape[0]} dimensions, experiences have {matrix.shape[1]}",
+            field="context_embedding",
         )
     norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(context)), 1e-300)
     similarity = (matrix @ context) / np.where(norms > 0, norms, 1.0)

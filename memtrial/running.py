@@ -15,7 +15,9 @@ from numpy.typing import NDArray
 __all__ = ["running_counts"]
 
 
-def running_counts(values: NDArray[np.float64], kept: NDArray[np.bool_]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+def running_counts(
+    values: NDArray[np.float64], kept: NDArray[np.bool_]
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
     """Counts and sums of the kept values after each number of values 0..N, added in order.
 
     values, kept: (N,); returns (count, total), each (N + 1,), row i after i values.

@@ -70,7 +70,9 @@ def probability_vectors(vectors: NDArray[np.float64], field: str = "drafts") -> 
     """Check that each row is a probability vector (finite, >= 0, summing to 1 within 1e-6)."""
     matrix = np.asarray(vectors, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[1] < 2:
-        raise InputError(f"{field} must be probability vectors over at least two outcomes, got shape {matrix.shape}", field=field)
+        raise InputError(
+            f"{field} must be probability vectors over at least two outcomes, got shape {matrix.shape}", field=field
+        )
     if not np.all(np.isfinite(matrix)) or np.any(matrix < 0):
         raise InputError(f"{field} must hold finite probabilities >= 0", field=field)
     sums = matrix.sum(axis=1)
@@ -84,7 +86,9 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-def score(name: Rule | str, outcome: Any, *, vectors: NDArray[np.float64] | None = None, answers: Sequence[Any] | None = None) -> NDArray[np.float64]:
+def score(
+    name: Rule | str, outcome: Any, *, vectors: NDArray[np.float64] | None = None, answers: Sequence[Any] | None = None
+) -> NDArray[np.float64]:
     """Utility of each draft under the rule.
 
     brier / log: ``vectors`` (b, m) probability vectors and ``outcome`` the index
@@ -95,13 +99,19 @@ def score(name: Rule | str, outcome: Any, *, vectors: NDArray[np.float64] | None
     if chosen is Rule.ABS_ERROR and vectors is not None:
         matrix = np.asarray(vectors, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[1] != 1:
-            raise InputError(f"rule 'abs_error' scores numbers (vectors of length 1), got shape {matrix.shape}", field="drafts")
+            raise InputError(
+                f"rule 'abs_error' scores numbers (vectors of length 1), got shape {matrix.shape}", field="drafts"
+            )
         answers = [float(v) for v in matrix[:, 0]]
     if chosen in (Rule.BRIER, Rule.LOG):
         if vectors is None:
             raise InputError(f"rule {chosen.value!r} scores probability vectors", field="drafts")
         matrix = probability_vectors(vectors)
-        if isinstance(outcome, bool) or not isinstance(outcome, int | np.integer) or not 0 <= int(outcome) < matrix.shape[1]:
+        if (
+            isinstance(outcome, bool)
+            or not isinstance(outcome, int | np.integer)
+            or not 0 <= int(outcome) < matrix.shape[1]
+        ):
             raise InputError(f"outcome must be one of the {matrix.shape[1]} outcomes, got {outcome!r}", field="outcome")
         index = int(outcome)
         if chosen is Rule.BRIER:
@@ -118,6 +128,9 @@ def score(name: Rule | str, outcome: Any, *, vectors: NDArray[np.float64] | None
     for index, answer in enumerate(list(answers) + [outcome]):
         if isinstance(answer, bool) or not isinstance(answer, int | float) or not np.isfinite(answer):
             where = "outcome" if index == len(answers) else f"drafts[{index}]"
-            raise InputError(f"rule 'abs_error' needs finite numbers; {where} is {answer!r}", field="outcome" if index == len(answers) else "drafts")
+            raise InputError(
+                f"rule 'abs_error' needs finite numbers; {where} is {answer!r}",
+                field="outcome" if index == len(answers) else "drafts",
+            )
         values.append(float(answer))
     return np.asarray(-np.abs(np.array(values[:-1]) - values[-1]), dtype=np.float64)

@@ -107,9 +107,7 @@ def project_simplex(points: NDArray[np.float64], total: float) -> NDArray[np.flo
     return np.asarray(np.maximum(points - theta[:, None], 0.0), dtype=np.float64)
 
 
-def _check_groups(
-    n_assets: int, risky: ArrayLike, defensive: ArrayLike
-) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+def _check_groups(n_assets: int, risky: ArrayLike, defensive: ArrayLike) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
     risky_mask = np.asarray(risky, dtype=bool)
     defensive_mask = np.asarray(defensive, dtype=bool)
     for name, mask in (("risky", risky_mask), ("defensive", defensive_mask)):
@@ -126,7 +124,9 @@ def _check_groups(
 def check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> None:
     """Rows of long-only weights over ``n_assets`` assets, each summing to 1 within 1e-6 (InputError naming ``name``)."""
     if matrix.ndim != 2 or matrix.shape[1] != n_assets or n_assets < 1:
-        raise InputError(f"{name} must have {n_assets} weights per row (n_assets >= 1), got shape {matrix.shape}", field=name)
+        raise InputError(
+            f"{name} must have {n_assets} weights per row (n_assets >= 1), got shape {matrix.shape}", field=name
+        )
     if not np.all(np.isfinite(matrix)):
         raise InputError(f"{name} must be finite (no NaN or inf)", field=name)
     if np.any(matrix < 0):
@@ -136,21 +136,23 @@ def check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> None
         raise InputError(f"{name} rows must sum to 1, got sums {[round(float(s), 9) for s in sums]}", field=name)
 
 
-def mandate_violation(weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor, tolerance: float = 1e-6) -> str | None:
+def mandate_violation(
+    weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor, tolerance: float = 1e-6
+) -> str | None:
     """Why ``weights`` (n,) break the investor's mandate (the bound and the total), or None when they keep it."""
     vector = np.asarray(weights, dtype=np.float64)
     risky_total = float(vector[np.asarray(risky, dtype=bool)].sum())
     defensive_total = float(vector[np.asarray(defensive, dtype=bool)].sum())
     if risky_total > investor.risky_cap + tolerance:
-        return f"puts {risky_total:.6g} on risky assets; the {investor.name} mandate allows at most {investor.risky_cap}"
+        return (
+            f"puts {risky_total:.6g} on risky assets; the {investor.name} mandate allows at most {investor.risky_cap}"
+        )
     if defensive_total < investor.defensive_floor - tolerance:
         return f"puts {defensive_total:.6g} on defensive assets; the {investor.name} mandate needs at least {investor.defensive_floor}"
     return None
 
 
-def project(
-    weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor
-) -> NDArray[np.float64]:
+def project(weights: ArrayLike, risky: ArrayLike, defensive: ArrayLike, investor: Investor) -> NDArray[np.float64]:
     """Euclidean projection onto the investor's mandate.
 
     The mandate is {w >= 0, sum w = 1, sum_risky w <= risky_cap,
@@ -210,9 +212,7 @@ def project(
     return result[0] if single else result
 
 
-def relative_prices(
-    closes: ArrayLike | None = None, *, returns: ArrayLike | None = None
-) -> NDArray[np.float64]:
+def relative_prices(closes: ArrayLike | None = None, *, returns: ArrayLike | None = None) -> NDArray[np.float64]:
     """Prices relative to the entry close, shape (H, n).
 
     Give either ``closes`` of shape (H + 1, n) whose first row is the entry
@@ -314,8 +314,16 @@ def mixture_utilities(
     """
     if not (np.isfinite(gamma) and gamma >= 0):
         raise InputError(f"gamma must be finite and >= 0, got {gamma!r}", field="gamma")
-    pair, _, rel, previous = _check_settlement(np.vstack([np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)]), rel_prices, prev_weights, fee_bp)
-    return np.asarray(mixture_utilities_by_date(pair[None, 0], pair[None, 1], rel[None], previous[None], gamma, fee_bp, grid)[0], dtype=np.float64)
+    pair, _, rel, previous = _check_settlement(
+        np.vstack([np.asarray(reference, dtype=np.float64), np.asarray(other, dtype=np.float64)]),
+        rel_prices,
+        prev_weights,
+        fee_bp,
+    )
+    return np.asarray(
+        mixture_utilities_by_date(pair[None, 0], pair[None, 1], rel[None], previous[None], gamma, fee_bp, grid)[0],
+        dtype=np.float64,
+    )
 
 
 _BLOCK_ELEMENTS = 1 << 16  # (H, dates, G) blocks of about 512 KB
@@ -370,7 +378,10 @@ def mixture_utilities_by_date(
 
 
 def nav_paths_by_date(
-    weights: NDArray[np.float64], rel_prices: NDArray[np.float64], prev_weights: NDArray[np.float64], fee_bp: float = 15.0
+    weights: NDArray[np.float64],
+    rel_prices: NDArray[np.float64],
+    prev_weights: NDArray[np.float64],
+    fee_bp: float = 15.0,
 ) -> NDArray[np.float64]:
     """:func:`nav_paths` of D dates at once: weights (D, b, n), rel_prices (D, H, n), prev_weights (D, n);
     returns (D, b, H), each row exactly as alone (inputs unchecked)."""
@@ -379,7 +390,11 @@ def nav_paths_by_date(
 
 
 def utilities_by_date(
-    weights: NDArray[np.float64], rel_prices: NDArray[np.float64], prev_weights: NDArray[np.float64], gamma: float, fee_bp: float = 15.0
+    weights: NDArray[np.float64],
+    rel_prices: NDArray[np.float64],
+    prev_weights: NDArray[np.float64],
+    gamma: float,
+    fee_bp: float = 15.0,
 ) -> NDArray[np.float64]:
     """:func:`utility` of D dates at once: weights (D, b, n), rel_prices (D, H, n), prev_weights (D, n);
     returns (D, b), each row exactly as alone (inputs unchecked)."""

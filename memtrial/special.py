@@ -28,7 +28,9 @@ def _stirling_tail(z: NDArray[np.float64]) -> NDArray[np.float64]:
     """log Gamma(z) - [(z - 1/2) log z - z + log(2 pi) / 2] for z >= 20 (four terms of Stirling's series)."""
     inverse = 1.0 / z
     square = inverse * inverse
-    return np.asarray(inverse * (1.0 / 12.0 - square * (1.0 / 360.0 - square * (1.0 / 1260.0 - square / 1680.0))), dtype=np.float64)
+    return np.asarray(
+        inverse * (1.0 / 12.0 - square * (1.0 / 360.0 - square * (1.0 / 1260.0 - square / 1680.0))), dtype=np.float64
+    )
 
 
 def _log_beta(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -39,9 +41,15 @@ def _log_beta(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.floa
     big = large >= 20.0
     if not big.any():
         return direct
-    s, l = small[big], large[big]
-    # log Gamma(l) - log Gamma(l + s) by Stirling, with the logarithms written stably
-    difference = (l - 0.5) * -np.log1p(s / l) - s * np.log(l + s) + s + _stirling_tail(l) - _stirling_tail(l + s)
+    s, big_l = small[big], large[big]
+    # log Gamma(L) - log Gamma(L + s) by Stirling, with the logarithms written stably
+    difference = (
+        (big_l - 0.5) * -np.log1p(s / big_l)
+        - s * np.log(big_l + s)
+        + s
+        + _stirling_tail(big_l)
+        - _stirling_tail(big_l + s)
+    )
     direct[big] = np.asarray(_lgamma(s), dtype=np.float64) + difference
     return direct
 
@@ -57,7 +65,10 @@ def _continued_fraction(a: NDArray[np.float64], b: NDArray[np.float64], x: NDArr
     active = np.ones(x.shape, dtype=bool)
     for m in range(1, _MAX_ITERATIONS + 1):
         m2 = 2.0 * m
-        for numerator in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for numerator in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
             d = 1.0 + numerator * d
             d = np.where(np.abs(d) < _TINY, _TINY, d)
             c = 1.0 + numerator / c
@@ -71,7 +82,9 @@ def _continued_fraction(a: NDArray[np.float64], b: NDArray[np.float64], x: NDArr
     return h
 
 
-def incomplete_beta(a: ArrayLike, b: ArrayLike, x: ArrayLike, complement: ArrayLike | None = None) -> NDArray[np.float64]:
+def incomplete_beta(
+    a: ArrayLike, b: ArrayLike, x: ArrayLike, complement: ArrayLike | None = None
+) -> NDArray[np.float64]:
     """Regularised incomplete beta I_x(a, b) for a, b > 0 and x in [0, 1] (broadcast).
 
     complement: 1 - x when the caller knows it more precisely than 1 - x.
@@ -104,7 +117,10 @@ def _scalar_continued_fraction(a: float, b: float, x: float) -> float:
     h = d
     for m in range(1, _MAX_ITERATIONS + 1):
         m2 = 2.0 * m
-        for numerator in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
+        for numerator in (
+            m * (b - m) * x / ((qam + m2) * (a + m2)),
+            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
+        ):
             d = 1.0 + numerator * d
             d = 1.0 / (_TINY if abs(d) < _TINY else d)
             c = 1.0 + numerator / c

@@ -42,7 +42,8 @@ def state_of(engine: MemTrial, *, embeddings: bool = True, history: bool = True)
         "gate_hash": engine.gate_hash,
         "clock": None if engine.clock is None else encode_time(engine.clock),
         "experiences": [
-            [e, None if x.embedding is None or not embeddings else [float(v) for v in x.embedding], x.active] for e, x in engine.experiences.items()
+            [e, None if x.embedding is None or not embeddings else [float(v) for v in x.embedding], x.active]
+            for e, x in engine.experiences.items()
         ],
         "learner": engine.learner.state_dict(),
         "gate": engine.gate.state_dict(),
@@ -52,14 +53,22 @@ def state_of(engine: MemTrial, *, embeddings: bool = True, history: bool = True)
     }
 
 
-def restore(cls: type[MemTrial], data: Mapping[str, Any], embeddings: Mapping[ExperienceId, ArrayLike] | None = None, *, history: History | None = None) -> MemTrial:
+def restore(
+    cls: type[MemTrial],
+    data: Mapping[str, Any],
+    embeddings: Mapping[ExperienceId, ArrayLike] | None = None,
+    *,
+    history: History | None = None,
+) -> MemTrial:
     """An engine of class ``cls`` restored from a state of this version, or from a version-1 state
     (its history moves to an in-memory history)."""
     try:
         if data["version"] == 1:
             data = upgrade_v1_state(data)
         if data["version"] != STATE_VERSION:
-            raise StateError(f"state version {data['version']!r} is not supported (expected {STATE_VERSION})", field="version")
+            raise StateError(
+                f"state version {data['version']!r} is not supported (expected {STATE_VERSION})", field="version"
+            )
         stored = data["history"]
         if stored is not None and history is not None:
             raise StateError("the state carries its own history; do not pass another", field="history")

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+
 from memtrial.errors import ConfigError, DuplicateError, InputError, StateError, UnknownDecisionError, parse_choice
 from memtrial.prereg import LogEntry, PredictionLog, canonical_json, sha256_hex
 from memtrial.running import running_counts
@@ -203,11 +204,15 @@ def pearson_scores(predicted: ArrayLike, realised: ArrayLike) -> NDArray[np.floa
 
 def pearson_score(predicted: ArrayLike, realised: ArrayLike) -> float | None:
     """Pearson correlation, or None when either side is constant or has < 2 points."""
-    value = float(pearson_scores(np.asarray(predicted, dtype=np.float64)[None], np.asarray(realised, dtype=np.float64)[None])[0])
+    value = float(
+        pearson_scores(np.asarray(predicted, dtype=np.float64)[None], np.asarray(realised, dtype=np.float64)[None])[0]
+    )
     return None if np.isnan(value) else value
 
 
-def _t_test_p(count: NDArray[np.float64], total: NDArray[np.float64], total_sq: NDArray[np.float64]) -> NDArray[np.float64]:
+def _t_test_p(
+    count: NDArray[np.float64], total: NDArray[np.float64], total_sq: NDArray[np.float64]
+) -> NDArray[np.float64]:
     """One-sided t-test p-value of mean > 0 from running sums (count >= 2).
 
     A sample with zero spread has p = 0 when its mean is > 0, else 1.
@@ -294,7 +299,9 @@ class GateStatistics:
         if self.n_scored < 2:
             return None
         if "p" not in self._cache:
-            self._cache["p"] = float(_t_test_p(np.array(float(self.n_scored)), np.array(self.total), np.array(self.total_sq)))
+            self._cache["p"] = float(
+                _t_test_p(np.array(float(self.n_scored)), np.array(self.total), np.array(self.total_sq))
+            )
         return self._cache["p"]
 
     def log_e_value(self) -> float:
@@ -316,7 +323,9 @@ class GateStatistics:
     def load_dict(self, data: Mapping[str, Any]) -> None:
         growth = np.asarray(data["log_growth"], dtype=np.float64)
         if growth.shape != self.bets.shape:
-            raise StateError(f"gate statistics need one log growth per bet ({self.bets.size}), got {growth.size}", field="gate")
+            raise StateError(
+                f"gate statistics need one log growth per bet ({self.bets.size}), got {growth.size}", field="gate"
+            )
         self.n_scored = int(data["n_scored"])
         self.total = float(data["total"])
         self.total_sq = float(data["total_sq"])
@@ -341,7 +350,12 @@ class TrustGate(ABC):
         self.statistics = GateStatistics(config.bets)
 
     def register(
-        self, date: Hashable, predictions: Mapping[Any, float], details: Mapping[str, Any] | None = None, *, track: bool = True
+        self,
+        date: Hashable,
+        predictions: Mapping[Any, float],
+        details: Mapping[str, Any] | None = None,
+        *,
+        track: bool = True,
     ) -> LogEntry:
         """Freeze the predicted values of a date's experiences before its outcome exists."""
         if date in self.pending:
@@ -364,7 +378,9 @@ class TrustGate(ABC):
         del self.pending[date]
         return result
 
-    def score_predictions(self, date: Hashable, predicted: Mapping[Any, float], realised: Mapping[Any, float]) -> ScoreResult:
+    def score_predictions(
+        self, date: Hashable, predicted: Mapping[Any, float], realised: Mapping[Any, float]
+    ) -> ScoreResult:
         """Score a matured date against its registered ``predicted`` values and log the score."""
         if set(realised) != set(predicted):
             raise InputError(
@@ -378,7 +394,12 @@ class TrustGate(ABC):
             self.statistics.add(value)
         self.log.append(
             "score",
-            {"date": date, "score": value, "skipped": result.skipped, "realised": [[k, float(realised[k])] for k in keys]},
+            {
+                "date": date,
+                "score": value,
+                "skipped": result.skipped,
+                "realised": [[k, float(realised[k])] for k in keys],
+            },
         )
         return result
 
@@ -410,7 +431,9 @@ class GateSeries:
     p_value: NDArray[np.float64] | None
 
 
-def gate_series(scores: ArrayLike, steps: ArrayLike, bets: Sequence[float] = DEFAULT_BETS, *, p_values: bool = True) -> GateSeries:
+def gate_series(
+    scores: ArrayLike, steps: ArrayLike, bets: Sequence[float] = DEFAULT_BETS, *, p_values: bool = True
+) -> GateSeries:
     """:class:`GateStatistics` after ``steps[d]`` of the ``scores`` (N,) in order (NaN: a skipped score),
     for every d at once: the same additions as :meth:`GateStatistics.add`, so each moment holds
     exactly what an online gate holds then."""
@@ -431,7 +454,9 @@ def gate_series(scores: ArrayLike, steps: ArrayLike, bets: Sequence[float] = DEF
     return GateSeries(count[at], log_e, p)
 
 
-def gate_states(config: GateConfig, series: GateSeries) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
+def gate_states(
+    config: GateConfig, series: GateSeries
+) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
     """The state of a gate with ``config`` at each moment of ``series``: (open, statistic, omega), each (D,).
 
     The one rule of the gate and the dial, for one moment (:func:`trust_decision`, :func:`trust_weight`)
@@ -472,7 +497,13 @@ def _series_now(config: GateConfig, statistics: GateStatistics) -> GateSeries:
 def trust_decision(config: GateConfig, statistics: GateStatistics) -> TrustDecision:
     """The state of a gate with ``config`` after the scores summarised in ``statistics`` (:func:`gate_states`)."""
     n_scored, mean = statistics.n_scored, statistics.mean_score
-    threshold = None if config.test is GateTest.NONE else config.alpha if config.test is GateTest.PREQUENTIAL else 1.0 / config.alpha
+    threshold = (
+        None
+        if config.test is GateTest.NONE
+        else config.alpha
+        if config.test is GateTest.PREQUENTIAL
+        else 1.0 / config.alpha
+    )
     is_open, statistic, _ = gate_states(config, _series_now(config, statistics))
     value = float(statistic[0])
     if bool(is_open[0]):
@@ -504,7 +535,12 @@ def trust_weights(log_e: NDArray[np.float64], alpha: float) -> NDArray[np.float6
 class PrequentialGate(TrustGate):
     """One-sided t-test of mean score > 0, open when p < alpha with >= min_scores scores."""
 
-    def __init__(self, alpha: float = 0.05, min_scores: int = PREQUENTIAL_MIN_SCORES, sink: Callable[[LogEntry], None] | None = None) -> None:
+    def __init__(
+        self,
+        alpha: float = 0.05,
+        min_scores: int = PREQUENTIAL_MIN_SCORES,
+        sink: Callable[[LogEntry], None] | None = None,
+    ) -> None:
         super().__init__(GateConfig(GateTest.PREQUENTIAL, alpha, min_scores), sink)
 
     def decision(self) -> TrustDecision:
@@ -515,7 +551,11 @@ class AnytimeGate(TrustGate):
     """Betting e-process; open while K_t >= 1/alpha (and >= min_scores scores)."""
 
     def __init__(
-        self, alpha: float = 0.05, min_scores: int = 1, bets: Sequence[float] = DEFAULT_BETS, sink: Callable[[LogEntry], None] | None = None
+        self,
+        alpha: float = 0.05,
+        min_scores: int = 1,
+        bets: Sequence[float] = DEFAULT_BETS,
+        sink: Callable[[LogEntry], None] | None = None,
     ) -> None:
         super().__init__(GateConfig(GateTest.ANYTIME, alpha, min_scores, bets=tuple(bets)), sink)
 

@@ -43,7 +43,7 @@ from memtrial.errors import ConfigError, InputError, LifecycleError, StateError,
 from memtrial.fayherriot import FayHerriotFit, fit_fay_herriot
 
 __all__ = [
-    "BayesLearner",
+    "BayesLearner",  # noqa: F822 - provided lazily by __getattr__ (memtrial.bayes)
     "EmpiricalBayesLearner",
     "ValueFit",
     "auto_prefers_content",
@@ -55,7 +55,7 @@ __all__ = [
     "SufficientStatistics",
     "ValuePosterior",
     "content_features",
-    "hierarchical_normal_means",
+    "hierarchical_normal_means",  # noqa: F822 - provided lazily by __getattr__ (memtrial.bayes)
     "sufficient_statistics",
 ]
 
@@ -74,7 +74,9 @@ MIN_AUTO_SCORES = 10
 
 Record = ContributionRecord | tuple[Hashable, Hashable, float]
 # content features (PCA of the embeddings) by features, shared by learners that hold the same embeddings
-_CONTENT_CACHE: OrderedDict[tuple[object, ...], tuple[tuple[Hashable, ...], NDArray[np.float64], dict[Hashable, NDArray[np.float64]]]] = OrderedDict()
+_CONTENT_CACHE: OrderedDict[
+    tuple[object, ...], tuple[tuple[Hashable, ...], NDArray[np.float64], dict[Hashable, NDArray[np.float64]]]
+] = OrderedDict()
 _CONTENT_CACHE_SIZE = 8
 
 
@@ -177,7 +179,9 @@ class OutlierGuard:
 
     def __init__(self, clip: float = 6.0, reject: float = 50.0, window: int = 256, warmup: int = 16) -> None:
         if not (np.isfinite(clip) and np.isfinite(reject) and 0.0 < clip <= reject):
-            raise ConfigError(f"outlier guard needs 0 < clip <= reject, got clip {clip!r}, reject {reject!r}", field="robust")
+            raise ConfigError(
+                f"outlier guard needs 0 < clip <= reject, got clip {clip!r}, reject {reject!r}", field="robust"
+            )
         self.clip, self.reject, self.window, self.warmup = float(clip), float(reject), int(window), int(warmup)
         self.recent: list[float] = []  # the last ``window`` magnitudes |y|, oldest first
         self.warm: list[list[Any]] | None = []  # the raw dates [[ids...], [y...]] until ``warmup`` dates are in
@@ -280,7 +284,9 @@ class RunningStatistics:
         date_mean = sum(values) / len(values) if self.centre else 0.0
         ys = [value - date_mean for value in values]
         if not all(np.isfinite(y) for y in ys):
-            raise InputError("contributions are too large to centre (their differences overflow)", field="contributions")
+            raise InputError(
+                "contributions are too large to centre (their differences overflow)", field="contributions"
+            )
         guard = self.guard
         if guard is None:
             self._add(list(contributions), ys)
@@ -341,7 +347,9 @@ class RunningStatistics:
         residual_ss = float(self.m2[:size].sum())
         dof = self.n_records - size - (self.n_dates - 1 if self.centre else 0)
         total_ss = self.total_sq - self.total * self.total / self.n_records
-        return SufficientStatistics(tuple(self.ids), means, counts, residual_ss, dof, _noise_scale(residual_ss, dof, total_ss, self.n_records))
+        return SufficientStatistics(
+            tuple(self.ids), means, counts, residual_ss, dof, _noise_scale(residual_ss, dof, total_ss, self.n_records)
+        )
 
     @classmethod
     def from_records(cls, records: Iterable[Record], centre: bool = True) -> RunningStatistics:
@@ -349,9 +357,19 @@ class RunningStatistics:
         return cls.from_centred(centre_by_date(records, centre=centre), centre)
 
     @classmethod
-    def from_arrays(cls, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike, centre: bool = True) -> RunningStatistics:
+    def from_arrays(
+        cls, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike, centre: bool = True
+    ) -> RunningStatistics:
         """Statistics of records given as three aligned arrays (N,): the fast path for large histories."""
-        return cls.from_centred(centre_arrays(np.asarray(dates), np.asarray(experience_ids), np.asarray(contributions, dtype=np.float64), centre=centre), centre)
+        return cls.from_centred(
+            centre_arrays(
+                np.asarray(dates),
+                np.asarray(experience_ids),
+                np.asarray(contributions, dtype=np.float64),
+                centre=centre,
+            ),
+            centre,
+        )
 
     @classmethod
     def from_centred(cls, centred: CentredRecords, centre: bool = True) -> RunningStatistics:
@@ -366,7 +384,11 @@ class RunningStatistics:
         means[seen] = sums[seen] / counts[seen]
         residual = centred.y - means[centred.experience_index]
         m2 = np.bincount(centred.experience_index, weights=residual * residual, minlength=n_experiences)
-        stats.ids = list(centred.experience_ids) if seen.size == n_experiences else [centred.experience_ids[h] for h in seen.tolist()]
+        stats.ids = (
+            list(centred.experience_ids)
+            if seen.size == n_experiences
+            else [centred.experience_ids[h] for h in seen.tolist()]
+        )
         stats.index = dict(zip(stats.ids, range(len(stats.ids))))
         stats.counts = counts[seen].astype(np.int64)
         stats.sums = np.asarray(sums[seen], dtype=np.float64)
@@ -529,7 +551,10 @@ class EmpiricalBayesLearner:
         self.robust = robust
         self.features: dict[Hashable, NDArray[np.float64]] = {}
         self.statistics = self._empty_statistics()
-        self.mode_scores: dict[LearnerMode, _ModeScores] = {LearnerMode.IDENTITY: _ModeScores(), LearnerMode.CONTENT: _ModeScores()}
+        self.mode_scores: dict[LearnerMode, _ModeScores] = {
+            LearnerMode.IDENTITY: _ModeScores(),
+            LearnerMode.CONTENT: _ModeScores(),
+        }
         self._fits: dict[LearnerMode, ValueFit] = {}
         self._stale = False
         self._content_cache: tuple[int, dict[Hashable, NDArray[np.float64]]] | None = None
@@ -547,7 +572,10 @@ class EmpiricalBayesLearner:
             raise InputError(f"features of {experience_id!r} must be a finite 1-d vector", field="features")
         dims = {existing.shape[0] for existing in self.features.values()}
         if dims and array.shape[0] not in dims:
-            raise InputError(f"features of {experience_id!r} have {array.shape[0]} dimensions, expected {dims.pop()}", field="features")
+            raise InputError(
+                f"features of {experience_id!r} have {array.shape[0]} dimensions, expected {dims.pop()}",
+                field="features",
+            )
         self.features[experience_id] = array
         self._features_changed()
 
@@ -616,7 +644,11 @@ class EmpiricalBayesLearner:
         if self.robust:  # the guard screens dates in the order they were learnt
             by_date: dict[Hashable, dict[Hashable, float]] = {}
             for record in records:
-                date, experience_id, contribution = (record.date, record.experience_id, record.contribution) if isinstance(record, ContributionRecord) else record
+                date, experience_id, contribution = (
+                    (record.date, record.experience_id, record.contribution)
+                    if isinstance(record, ContributionRecord)
+                    else record
+                )
                 by_date.setdefault(date, {})[experience_id] = float(contribution)
             self.statistics = self._empty_statistics()
             for contributions in by_date.values():
@@ -627,10 +659,19 @@ class EmpiricalBayesLearner:
         self._refit()
         return self
 
-    def fit_arrays(self, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike) -> EmpiricalBayesLearner:
+    def fit_arrays(
+        self, dates: ArrayLike, experience_ids: ArrayLike, contributions: ArrayLike
+    ) -> EmpiricalBayesLearner:
         """:meth:`fit` on records given as three aligned arrays (N,); returns self."""
         if self.robust:
-            return self.fit(zip(np.asarray(dates).tolist(), np.asarray(experience_ids).tolist(), np.asarray(contributions, dtype=np.float64).tolist(), strict=True))
+            return self.fit(
+                zip(
+                    np.asarray(dates).tolist(),
+                    np.asarray(experience_ids).tolist(),
+                    np.asarray(contributions, dtype=np.float64).tolist(),
+                    strict=True,
+                )
+            )
         self.statistics = RunningStatistics.from_arrays(dates, experience_ids, contributions, self.centre)
         self._stale = True
         self._refit()
@@ -663,7 +704,11 @@ class EmpiricalBayesLearner:
         counts = stats.counts.astype(np.float64)
         for mode in self._modes():
             vectors = self.content_vectors() if mode is LearnerMode.CONTENT else {}
-            z = self._aligned_features(stats.experience_ids) if mode is LearnerMode.CONTENT else np.zeros((len(stats.experience_ids), 0))
+            z = (
+                self._aligned_features(stats.experience_ids)
+                if mode is LearnerMode.CONTENT
+                else np.zeros((len(stats.experience_ids), 0))
+            )
             if stats.scale > 0.0:
                 model = fit_fay_herriot(stats.means / stats.scale, counts, z)
             else:
@@ -680,7 +725,12 @@ class EmpiricalBayesLearner:
         features do not change.
         """
         cached = self._aligned
-        if cached is not None and cached[0] == self._features_version and len(cached[1]) <= len(ids) and ids[: len(cached[1])] == cached[1]:
+        if (
+            cached is not None
+            and cached[0] == self._features_version
+            and len(cached[1]) <= len(ids)
+            and ids[: len(cached[1])] == cached[1]
+        ):
             matrix = cached[2]
         else:
             matrix = np.zeros((0, 0))
@@ -690,7 +740,9 @@ class EmpiricalBayesLearner:
             if matrix.shape[0] == 0:
                 matrix = np.zeros((0, dim))
             rows = [vectors.get(i) for i in ids[matrix.shape[0] :]]
-            extra = np.array([np.zeros(dim) if row is None else row for row in rows], dtype=np.float64).reshape(len(rows), dim)
+            extra = np.array([np.zeros(dim) if row is None else row for row in rows], dtype=np.float64).reshape(
+                len(rows), dim
+            )
             matrix = np.vstack([matrix, extra]) if matrix.shape[0] else extra
             self._aligned = (self._features_version, tuple(ids), matrix)
         return matrix
@@ -704,7 +756,11 @@ class EmpiricalBayesLearner:
         identity, content = self.mode_scores[LearnerMode.IDENTITY], self.mode_scores[LearnerMode.CONTENT]
         counts = np.array([[identity.count, content.count]])
         totals = np.array([[identity.total, content.total]])
-        return LearnerMode.CONTENT if bool(auto_prefers_content(counts, totals, self.min_auto_scores)[0]) else LearnerMode.IDENTITY
+        return (
+            LearnerMode.CONTENT
+            if bool(auto_prefers_content(counts, totals, self.min_auto_scores)[0])
+            else LearnerMode.IDENTITY
+        )
 
     def record_score(self, mode: LearnerMode | str, score: float) -> None:
         """Add a prequential score of ``mode``'s frozen predictions (for ``auto``)."""
@@ -762,9 +818,15 @@ class EmpiricalBayesLearner:
     def load_state_dict(self, data: Mapping[str, Any]) -> None:
         statistics = RunningStatistics.from_dict(data["statistics"])
         if (statistics.guard is not None) != self.robust:
-            raise StateError(f"the learner's statistics are {'' if statistics.guard is not None else 'not '}screened for outliers; the learner expects {'' if self.robust else 'no '}screening", field="learner")
+            raise StateError(
+                f"the learner's statistics are {'' if statistics.guard is not None else 'not '}screened for outliers; the learner expects {'' if self.robust else 'no '}screening",
+                field="learner",
+            )
         if statistics.centre != self.centre:
-            raise StateError(f"the learner's statistics are {'centred' if statistics.centre else 'raw'}, the learner expects {'centred' if self.centre else 'raw'}", field="learner")
+            raise StateError(
+                f"the learner's statistics are {'centred' if statistics.centre else 'raw'}, the learner expects {'centred' if self.centre else 'raw'}",
+                field="learner",
+            )
         self.statistics = statistics
         self._aligned = None
         for mode, (count, total) in data["mode_scores"].items():

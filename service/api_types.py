@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from service.validation import AssetName, bounded_text
+from service.validation import AssetName
 
 __all__ = [
     "AgentList",
@@ -229,7 +229,9 @@ class PlanPublic(Public):
     learner_mode: str
     trust: TrustStatePublic
     q: float
-    dial: DialPublic | None = Field(None, description="agents acting by the trust dial: omega, its evidence and how the drafts will be combined")
+    dial: DialPublic | None = Field(
+        None, description="agents acting by the trust dial: omega, its evidence and how the drafts will be combined"
+    )
 
 
 class DecisionPublic(Public):
@@ -272,7 +274,9 @@ class SettlementPublic(Public):
     draft_utilities: list[float]
     reference_utility: float
     draft_mean_utility: float | None = Field(description="null for a scored decision settled with bare utilities")
-    chosen_utility: float | None = Field(description="null when the decision blended drafts and no rule scored the blend")
+    chosen_utility: float | None = Field(
+        description="null when the decision blended drafts and no rule scored the blend"
+    )
     contributions: dict[str, float]
     centred: dict[str, float]
     interactions: dict[str, float]
@@ -280,7 +284,9 @@ class SettlementPublic(Public):
     values: dict[str, ValuePublic]
     outcome: Any = None
     rule: str | None = None
-    corrections: list[CorrectionPublic] = Field(default_factory=list, description="outcomes this settlement replaced, oldest first")
+    corrections: list[CorrectionPublic] = Field(
+        default_factory=list, description="outcomes this settlement replaced, oldest first"
+    )
 
 
 class DecisionSummary(Public):
@@ -336,7 +342,8 @@ class LogPage(Public):
     gate_hash: str
     n_entries: int
     superseded: dict[str, int] = Field(
-        default_factory=dict, description="score entries a correction replaced, by index (as a string): the index of that correction entry"
+        default_factory=dict,
+        description="score entries a correction replaced, by index (as a string): the index of that correction entry",
     )
     items: list[LogEntryPublic]
     next_cursor: str | None

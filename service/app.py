@@ -126,7 +126,10 @@ def _record(request: Request, status: int, start: float) -> None:
     LATENCY.labels(method, path).observe(time.perf_counter() - start)
     REQUESTS.labels(method, path, str(status) if 100 <= status <= 599 else "other").inc()
     elapsed = round(1000 * (time.perf_counter() - start), 2)
-    logger.info("request", extra={"request_id": request.state.request_id, "method": method, "path": path, "status": status, "ms": elapsed})
+    logger.info(
+        "request",
+        extra={"request_id": request.state.request_id, "method": method, "path": path, "status": status, "ms": elapsed},
+    )
 
 
 def _mount_docs(app: FastAPI) -> None:

@@ -145,13 +145,17 @@ def list_tenants(database_url: str | None = typer.Option(None, "--database-url",
     typer.echo(f"{'name':<24} {'id':<32} {'created':<20} {'active keys':<24} {'revoked':>7} {'agents':>6}")
     for row in rows:
         keys = ",".join(row.active_keys) or "-"
-        typer.echo(f"{row.name:<24} {row.id:<32} {row.created_at:%Y-%m-%d %H:%M:%S} {keys:<24} {row.revoked_keys:>7} {row.agents:>6}")
+        typer.echo(
+            f"{row.name:<24} {row.id:<32} {row.created_at:%Y-%m-%d %H:%M:%S} {keys:<24} {row.revoked_keys:>7} {row.agents:>6}"
+        )
 
 
 @tenants.command("revoke")
 def revoke(
     name: str = typer.Argument(..., help="Tenant name."),
-    key_prefix: str | None = typer.Option(None, "--key", help="Revoke only the active key starting with this prefix (as `tenants list` shows it)."),
+    key_prefix: str | None = typer.Option(
+        None, "--key", help="Revoke only the active key starting with this prefix (as `tenants list` shows it)."
+    ),
     database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP),
 ) -> None:
     """Revoke a tenant's API keys (all active ones, or one by prefix). Servers refuse them within 5 s."""

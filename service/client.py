@@ -213,10 +213,23 @@ class Operations:
     ) -> Any:
         """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
         names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`."""
-        body: dict[str, Any] = {"name": name, "kind": kind, "design": design, "learner": learner, "fallback": fallback, "fee_bp": fee_bp, "action": action, "credit": credit}
+        body: dict[str, Any] = {
+            "name": name,
+            "kind": kind,
+            "design": design,
+            "learner": learner,
+            "fallback": fallback,
+            "fee_bp": fee_bp,
+            "action": action,
+            "credit": credit,
+        }
         if not robust:
             body["robust"] = False
-        optional = {"investor": investor, "universe": None if universe is None else list(universe), "outcomes": None if outcomes is None else list(outcomes)}
+        optional = {
+            "investor": investor,
+            "universe": None if universe is None else list(universe),
+            "outcomes": None if outcomes is None else list(outcomes),
+        }
         body.update({key: value for key, value in optional.items() if value is not None})
         if gate is not None:
             body["gate"] = dict(gate)
@@ -227,7 +240,14 @@ class Operations:
     def get_agent(self, agent_id: str) -> Any:
         return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}", model=AgentPublic))
 
-    def update_agent(self, agent_id: str, *, name: str | None = None, drafter: Mapping[str, Any] | None = None, remove_drafter: bool = False) -> Any:
+    def update_agent(
+        self,
+        agent_id: str,
+        *,
+        name: str | None = None,
+        drafter: Mapping[str, Any] | None = None,
+        remove_drafter: bool = False,
+    ) -> Any:
         body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
         if remove_drafter:
             body["remove_drafter"] = True
@@ -235,40 +255,105 @@ class Operations:
 
     def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> Any:
         """One page of the tenant's agents (:class:`~service.api_types.AgentList`)."""
-        return self._run(Call("GET", "/v1/agents", params=_params(limit=limit, cursor=cursor, name=name), model=AgentList))
+        return self._run(
+            Call("GET", "/v1/agents", params=_params(limit=limit, cursor=cursor, name=name), model=AgentList)
+        )
 
     def delete_agent(self, agent_id: str) -> Any:
         """Delete the agent and everything it owns (irreversible)."""
         return self._run(Call("DELETE", f"/v1/agents/{_segment(agent_id, 'agent_id')}"))
 
     # -- experiences ------------------------------------------------------------
-    def add_experience(self, agent_id: str, text: str, metadata: Mapping[str, Any] | None = None, structured: Mapping[str, Any] | None = None) -> Any:
-        body = {"text": text, "metadata": dict(metadata or {}), "structured": None if structured is None else dict(structured)}
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", body, model=ExperiencePublic, creates=True))
+    def add_experience(
+        self,
+        agent_id: str,
+        text: str,
+        metadata: Mapping[str, Any] | None = None,
+        structured: Mapping[str, Any] | None = None,
+    ) -> Any:
+        body = {
+            "text": text,
+            "metadata": dict(metadata or {}),
+            "structured": None if structured is None else dict(structured),
+        }
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences",
+                body,
+                model=ExperiencePublic,
+                creates=True,
+            )
+        )
 
     def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Any:
         """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``)."""
         items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", {"experiences": items}, model=ExperienceList, creates=True))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences",
+                {"experiences": items},
+                model=ExperienceList,
+                creates=True,
+            )
+        )
 
-    def list_experiences(self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None) -> Any:
-        params = _params(limit=limit, offset=offset or None, cursor=cursor, active=None if active is None else str(active).lower())
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", params=params, model=ExperienceList))
+    def list_experiences(
+        self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None
+    ) -> Any:
+        params = _params(
+            limit=limit, offset=offset or None, cursor=cursor, active=None if active is None else str(active).lower()
+        )
+        return self._run(
+            Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", params=params, model=ExperienceList)
+        )
 
     def get_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}", model=ExperienceDetail))
+        return self._run(
+            Call(
+                "GET",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}",
+                model=ExperienceDetail,
+            )
+        )
 
     def update_experience(self, agent_id: str, experience_id: str, metadata: Mapping[str, Any]) -> Any:
-        return self._run(Call("PATCH", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}", {"metadata": dict(metadata)}, model=ExperiencePublic))
+        return self._run(
+            Call(
+                "PATCH",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}",
+                {"metadata": dict(metadata)},
+                model=ExperiencePublic,
+            )
+        )
 
     def retire_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}/retire", model=ExperiencePublic))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}/retire",
+                model=ExperiencePublic,
+            )
+        )
 
     def delete_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(Call("DELETE", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}"))
+        return self._run(
+            Call(
+                "DELETE",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}",
+            )
+        )
 
     def search_experiences(self, agent_id: str, query: str, k: int = 4) -> Any:
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/search", {"query": query, "k": k}, model=SearchResult))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/search",
+                {"query": query, "k": k},
+                model=SearchResult,
+            )
+        )
 
     # -- decisions --------------------------------------------------------------
     def create_decision(
@@ -296,14 +381,26 @@ class Operations:
         if reference_weights is not None:
             body["reference_weights"] = dict(reference_weights)
         model = PlanPublic if drafting == "client" else DecisionPublic
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", body, model=model, creates=True))
+        return self._run(
+            Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", body, model=model, creates=True)
+        )
 
-    def submit_drafts(self, agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None) -> Any:
+    def submit_drafts(
+        self, agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None
+    ) -> Any:
         """One draft per designed subset, in the plan's order (``reference``: scored decisions' reference draft)."""
         body: dict[str, Any] = {"drafts": [dict(d) if isinstance(d, Mapping) else d for d in drafts]}
         if reference is not None:
             body["reference"] = reference
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/drafts", body, model=DecisionPublic, creates=True))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/drafts",
+                body,
+                model=DecisionPublic,
+                creates=True,
+            )
+        )
 
     def settle(
         self,
@@ -319,7 +416,15 @@ class Operations:
     ) -> Any:
         """Settle with prices or returns (portfolio), or utilities, or an outcome and its rule (scored)."""
         body = _outcome_body(prices, returns, utilities, outcome, rule, settled_at)
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/settle", body, model=SettlementPublic, creates=True))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/settle",
+                body,
+                model=SettlementPublic,
+                creates=True,
+            )
+        )
 
     def correct(
         self,
@@ -337,26 +442,64 @@ class Operations:
         """Replace a settled decision's wrong outcome (what :meth:`settle` takes, and the reason): the agent
         relearns as if settled right from the start; the log keeps the superseded score."""
         body = {**_outcome_body(prices, returns, utilities, outcome, rule, settled_at), "reason": reason}
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/corrections", body, model=SettlementPublic, creates=True))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/corrections",
+                body,
+                model=SettlementPublic,
+                creates=True,
+            )
+        )
 
     def get_decision(self, agent_id: str, decision_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}", model=DecisionRecord))
+        return self._run(
+            Call(
+                "GET",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}",
+                model=DecisionRecord,
+            )
+        )
 
     def list_decisions(
-        self, agent_id: str, *, limit: int = 50, cursor: str | None = None, status: str | None = None, maturity_before: dt.datetime | str | None = None
+        self,
+        agent_id: str,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        status: str | None = None,
+        maturity_before: dt.datetime | str | None = None,
     ) -> Any:
         """One page of the agent's decisions, oldest first (:class:`~service.api_types.DecisionList`)."""
-        params = _params(limit=limit, cursor=cursor, status=status, maturity_before=None if maturity_before is None else _time(maturity_before))
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", params=params, model=DecisionList))
+        params = _params(
+            limit=limit,
+            cursor=cursor,
+            status=status,
+            maturity_before=None if maturity_before is None else _time(maturity_before),
+        )
+        return self._run(
+            Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", params=params, model=DecisionList)
+        )
 
     # -- trust and values -------------------------------------------------------
     def trust(self, agent_id: str, *, limit: int = 200) -> Any:
         """Gate, state and the ``limit`` most recent scores with the statistic after each."""
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust", params={"limit": limit}, model=TrustPublic))
+        return self._run(
+            Call(
+                "GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust", params={"limit": limit}, model=TrustPublic
+            )
+        )
 
     def trust_log(self, agent_id: str, *, limit: int = 200, cursor: str | None = None) -> Any:
         """One page of the raw hash-chained log (:class:`~service.api_types.LogPage`)."""
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/log", params=_params(limit=limit, cursor=cursor), model=LogPage))
+        return self._run(
+            Call(
+                "GET",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/log",
+                params=_params(limit=limit, cursor=cursor),
+                model=LogPage,
+            )
+        )
 
     def verify(self, agent_id: str) -> Any:
         return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/verify", model=VerifyPublic))
@@ -366,10 +509,24 @@ class Operations:
 
     # -- full-Bayes refit -------------------------------------------------------
     def start_refit(self, agent_id: str, method: str = "nuts") -> Any:
-        return self._run(Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit", {"method": method}, model=RefitPublic, creates=True))
+        return self._run(
+            Call(
+                "POST",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit",
+                {"method": method},
+                model=RefitPublic,
+                creates=True,
+            )
+        )
 
     def get_refit(self, agent_id: str, job_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit/{_segment(job_id, 'job_id')}", model=RefitPublic))
+        return self._run(
+            Call(
+                "GET",
+                f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit/{_segment(job_id, 'job_id')}",
+                model=RefitPublic,
+            )
+        )
 
 
 class MemtrialClient(Operations):
@@ -400,14 +557,20 @@ class MemtrialClient(Operations):
 
     def _request(self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
         """Any request, answered with the decoded JSON body (no model, no retry)."""
-        return _decode(Call(method, path), self._http.request(method, path, json=json, params=params, headers=self._headers))
+        return _decode(
+            Call(method, path), self._http.request(method, path, json=json, params=params, headers=self._headers)
+        )
 
     def _run(self, call: Call) -> Any:
         attempts = _Attempts(call, self.retries, self.max_wait)
         while True:
             try:
                 outcome: httpx.Response | httpx.TransportError = self._http.request(
-                    call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **attempts.headers}
+                    call.method,
+                    call.path,
+                    json=call.body,
+                    params=call.params,
+                    headers={**self._headers, **attempts.headers},
                 )
             except httpx.TransportError as error:
                 outcome = error
@@ -428,8 +591,12 @@ class MemtrialClient(Operations):
         """Every agent of the tenant, following the cursors."""
         return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
 
-    def iter_experiences(self, agent_id: str, *, active: bool | None = None, page_size: int = 200) -> Iterator[ExperiencePublic]:
-        return self._pages(lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor))
+    def iter_experiences(
+        self, agent_id: str, *, active: bool | None = None, page_size: int = 200
+    ) -> Iterator[ExperiencePublic]:
+        return self._pages(
+            lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor)
+        )
 
     def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> Iterator[Any]:
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
@@ -465,12 +632,16 @@ class AsyncMemtrialClient(Operations):
     async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 
-    async def _run(self, call: Call) -> Any:  # type: ignore[override]
+    async def _run(self, call: Call) -> Any:
         attempts = _Attempts(call, self.retries, self.max_wait)
         while True:
             try:
                 outcome: httpx.Response | httpx.TransportError = await self._http.request(
-                    call.method, call.path, json=call.body, params=call.params, headers={**self._headers, **attempts.headers}
+                    call.method,
+                    call.path,
+                    json=call.body,
+                    params=call.params,
+                    headers={**self._headers, **attempts.headers},
                 )
             except httpx.TransportError as error:
                 outcome = error
@@ -491,8 +662,12 @@ class AsyncMemtrialClient(Operations):
     def iter_agents(self, *, name: str | None = None, page_size: int = 200) -> AsyncIterator[AgentPublic]:
         return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
 
-    def iter_experiences(self, agent_id: str, *, active: bool | None = None, page_size: int = 200) -> AsyncIterator[ExperiencePublic]:
-        return self._pages(lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor))
+    def iter_experiences(
+        self, agent_id: str, *, active: bool | None = None, page_size: int = 200
+    ) -> AsyncIterator[ExperiencePublic]:
+        return self._pages(
+            lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor)
+        )
 
     def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> AsyncIterator[Any]:
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))

@@ -65,7 +65,10 @@ def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:
             },
         )
     engine = create_engine(
-        url, connect_args={"check_same_thread": False, "timeout": limits.busy}, pool_timeout=limits.pool, hide_parameters=True
+        url,
+        connect_args={"check_same_thread": False, "timeout": limits.busy},
+        pool_timeout=limits.pool,
+        hide_parameters=True,
     )
     busy_ms = int(1000 * limits.busy)
 

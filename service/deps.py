@@ -68,7 +68,7 @@ class Services:
     indexes: IndexCache = field(default_factory=IndexCache)
     limiter: SharedRateLimiter = field(default_factory=SharedRateLimiter)
     keys: KeyCache = field(default_factory=lambda: KeyCache(5.0))
-    jobs: RefitRunner | None = None  # type: ignore[assignment]
+    jobs: RefitRunner | None = None
     trusted_proxies: TrustedProxies = field(default_factory=lambda: TrustedProxies(""))
 
 
@@ -78,7 +78,9 @@ def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
-_bearer = HTTPBearer(auto_error=False, description="An API key of your tenant (`memtrial tenants create NAME` prints one).")
+_bearer = HTTPBearer(
+    auto_error=False, description="An API key of your tenant (`memtrial tenants create NAME` prints one)."
+)
 
 
 def client_address(request: Request, trusted: TrustedProxies) -> str:
@@ -87,7 +89,9 @@ def client_address(request: Request, trusted: TrustedProxies) -> str:
     peer = request.client.host if request.client else "unknown"
     if not trusted.trusts(peer):
         return peer
-    hops = [hop.strip() for header in request.headers.getlist("x-forwarded-for") for hop in header.split(",") if hop.strip()]
+    hops = [
+        hop.strip() for header in request.headers.getlist("x-forwarded-for") for hop in header.split(",") if hop.strip()
+    ]
     for hop in reversed(hops):
         if not trusted.trusts(hop):
             return hop
@@ -95,7 +99,13 @@ def client_address(request: Request, trusted: TrustedProxies) -> str:
 
 
 def _too_many_failures(verdict: Decision) -> ApiError:
-    return ApiError(429, "rate_limited", "too many requests with a missing or invalid API key from this address", "authorization", retry_after=verdict.retry_after)
+    return ApiError(
+        429,
+        "rate_limited",
+        "too many requests with a missing or invalid API key from this address",
+        "authorization",
+        retry_after=verdict.retry_after,
+    )
 
 
 def _refuse(services: Services, source: str, message: str) -> ApiError:
@@ -106,7 +116,9 @@ def _refuse(services: Services, source: str, message: str) -> ApiError:
     return ApiError(401, "unauthorized", message, "authorization")
 
 
-def get_tenant(request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]) -> str:
+def get_tenant(
+    request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]
+) -> str:
     source = client_address(request, services.trusted_proxies)
     # a source over its failure limit is refused before its key is looked up, so a right guess looks like a wrong one
     blocked = services.limiter.check(f"auth-failure:{source}", services.settings.auth_failures_per_minute)
@@ -120,7 +132,9 @@ def get_tenant(request: Request, services: ServicesDep, _: Annotated[HTTPAuthori
 
     def fetch() -> str | None:
         with transaction(services.sessions) as session:
-            found: str | None = session.scalars(select(ApiKey.tenant_id).where(ApiKey.key_hash == digest, ApiKey.revoked.is_(False))).first()
+            found: str | None = session.scalars(
+                select(ApiKey.tenant_id).where(ApiKey.key_hash == digest, ApiKey.revoked.is_(False))
+            ).first()
             return found
 
     tenant_id = services.keys.get(digest, fetch)
@@ -129,7 +143,11 @@ def get_tenant(request: Request, services: ServicesDep, _: Annotated[HTTPAuthori
     verdict = services.limiter.hit(f"key:{digest}", services.settings.rate_limit_per_minute)
     if not verdict.allowed:
         raise ApiError(
-            429, "rate_limited", f"more than {services.settings.rate_limit_per_minute} requests a minute for this key", "authorization", retry_after=verdict.retry_after
+            429,
+            "rate_limited",
+            f"more than {services.settings.rate_limit_per_minute} requests a minute for this key",
+            "authorization",
+            retry_after=verdict.retry_after,
         )
     request.state.tenant_id = tenant_id
     return tenant_id

@@ -15,8 +15,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from memtrial.errors import import_extra
 from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt
+from memtrial.errors import import_extra
 from service.errors import ApiError
 from service.providers import Provider
 
@@ -46,7 +46,9 @@ def _failure_kind(error: BaseException) -> str:
     return "the provider's call failed"
 
 
-async def _one(provider: Provider, settings: dict[str, Any], prompt: str, assets: Sequence[str], timeout: float) -> dict[str, float]:
+async def _one(
+    provider: Provider, settings: dict[str, Any], prompt: str, assets: Sequence[str], timeout: float
+) -> dict[str, float]:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = import_extra("litellm", "llm", "LLM drafting")
 
@@ -66,20 +68,39 @@ async def _one(provider: Provider, settings: dict[str, Any], prompt: str, assets
             return parse_weights(content, assets)
         except DraftError:
             continue
-    raise ApiError(502, "malformed_draft", f"the drafter's answers were malformed {attempts} times in a row (model {settings['model']!r})", "drafter")
+    raise ApiError(
+        502,
+        "malformed_draft",
+        f"the drafter's answers were malformed {attempts} times in a row (model {settings['model']!r})",
+        "drafter",
+    )
 
 
-async def draft_all(provider: Provider, settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float) -> list[dict[str, float]]:
+async def draft_all(
+    provider: Provider, settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float
+) -> list[dict[str, float]]:
     """All drafts of one decision, concurrently, in the order of ``requests``."""
     why = provider.refusal(str(settings["model"]))
     if why is not None:  # the operator's file changed since the agent chose its model
-        raise ApiError(422, "invalid", f"drafting: the agent's model {settings['model']!r} {why}; update the agent's drafter", "drafting")
+        raise ApiError(
+            422,
+            "invalid",
+            f"drafting: the agent's model {settings['model']!r} {why}; update the agent's drafter",
+            "drafting",
+        )
     assets = list(requests[0].assets)
     # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
-    answers = await asyncio.gather(*(_one(provider, settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True)
+    answers = await asyncio.gather(
+        *(_one(provider, settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True
+    )
     for answer in answers:
         if isinstance(answer, ApiError):
             raise answer
         if isinstance(answer, BaseException):  # litellm raises many provider-specific types
-            raise ApiError(502, "drafter_unavailable", f"the drafter failed: {_failure_kind(answer)} (provider {provider.name!r})", "drafter")
+            raise ApiError(
+                502,
+                "drafter_unavailable",
+                f"the drafter failed: {_failure_kind(answer)} (provider {provider.name!r})",
+                "drafter",
+            )
     return [answer for answer in answers if isinstance(answer, dict)]

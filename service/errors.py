@@ -38,7 +38,9 @@ DATABASE_RETRY_SECONDS = 5
 class ApiError(Exception):
     """An error the service raises itself, with its HTTP status (and ``Retry-After`` seconds for 429/503)."""
 
-    def __init__(self, status: int, code: str, message: str, field: str | None = None, *, retry_after: int | None = None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, field: str | None = None, *, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.status, self.code, self.message, self.field = status, code, message, field
         self.retry_after = retry_after
@@ -90,14 +92,23 @@ def install_handlers(app: FastAPI) -> None:
         headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
         if error.status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="memtrial"'
-        return JSONResponse(error_body(error.code, error.message, error.field), status_code=error.status, headers=headers or None)
+        return JSONResponse(
+            error_body(error.code, error.message, error.field), status_code=error.status, headers=headers or None
+        )
 
     @app.exception_handler(MemtrialError)
     async def _core(request: Request, error: MemtrialError) -> JSONResponse:
         for kind, status, code in _CORE_STATUS:
             if isinstance(error, kind):
                 if status >= 500:
-                    logger.error("core state error", extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(error).__name__})
+                    logger.error(
+                        "core state error",
+                        extra={
+                            "request_id": _request_id(request),
+                            "route": _route(request),
+                            "error_type": type(error).__name__,
+                        },
+                    )
                 return JSONResponse(error_body(code, error.message, error.field), status_code=status)
         raise AssertionError("unreachable")  # pragma: no cover
 
@@ -117,24 +128,46 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(error.status_code, "http_error")
-        return JSONResponse(error_body(code, str(error.detail), None), status_code=error.status_code, headers=getattr(error, "headers", None))
+        return JSONResponse(
+            error_body(code, str(error.detail), None),
+            status_code=error.status_code,
+            headers=getattr(error, "headers", None),
+        )
 
     @app.exception_handler(OperationalError)
     @app.exception_handler(PoolTimeoutError)
     async def _database_down(request: Request, error: Exception) -> JSONResponse:
         cause = getattr(error, "orig", None) or error
-        logger.error("database unavailable", extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__})
+        logger.error(
+            "database unavailable",
+            extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},
+        )
         message = "the database is unavailable or did not answer in time; retry later (a retry with the same Idempotency-Key is safe)"
-        return JSONResponse(error_body("database_unavailable", message, None), status_code=503, headers={"Retry-After": str(DATABASE_RETRY_SECONDS)})
+        return JSONResponse(
+            error_body("database_unavailable", message, None),
+            status_code=503,
+            headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
+        )
 
     @app.exception_handler(IntegrityError)
     async def _race(request: Request, error: IntegrityError) -> JSONResponse:
-        logger.warning("write conflict", extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(error.orig).__name__})
+        logger.warning(
+            "write conflict",
+            extra={
+                "request_id": _request_id(request),
+                "route": _route(request),
+                "error_type": type(error.orig).__name__,
+            },
+        )
         message = "a concurrent request wrote the same record first; nothing was changed by this one: retry"
         return JSONResponse(error_body("conflict", message, None), status_code=409, headers={"Retry-After": "1"})
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, error: Exception) -> JSONResponse:
         request_id = _request_id(request)
-        logger.error("unhandled error", exc_info=error, extra={"request_id": request_id, "route": _route(request), "error_type": type(error).__name__})
+        logger.error(
+            "unhandled error",
+            exc_info=error,
+            extra={"request_id": request_id, "route": _route(request), "error_type": type(error).__name__},
+        )
         return JSONResponse(error_body("internal", f"internal error (request {request_id})", None), status_code=500)

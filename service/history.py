@@ -38,7 +38,10 @@ def read_log(session: Session, agent_id: str, start: int = 0, limit: int | None 
     while remaining is None or remaining > 0:
         size = LOG_PAGE if remaining is None else min(LOG_PAGE, remaining)
         rows = session.scalars(
-            select(LogRow).where(LogRow.agent_id == agent_id, LogRow.index >= position).order_by(LogRow.index).limit(size)
+            select(LogRow)
+            .where(LogRow.agent_id == agent_id, LogRow.index >= position)
+            .order_by(LogRow.index)
+            .limit(size)
         ).all()
         for row in rows:
             yield log_entry_of(row)
@@ -77,7 +80,9 @@ class SqlHistory:
     def _row(self, decision_id: str) -> Decision | None:
         row = self.rows.get(decision_id)
         if row is None and decision_id not in self._new:
-            row = self.session.scalars(select(Decision).where(Decision.id == decision_id, Decision.agent_id == self.agent.id)).first()
+            row = self.session.scalars(
+                select(Decision).where(Decision.id == decision_id, Decision.agent_id == self.agent.id)
+            ).first()
             if row is not None:
                 self.rows[decision_id] = row
         return row
@@ -167,7 +172,10 @@ class SqlHistory:
         position = 0
         while True:
             rows = self.session.scalars(
-                select(Decision).where(Decision.agent_id == self.agent.id, Decision.seq > position).order_by(Decision.seq).limit(LOG_PAGE)
+                select(Decision)
+                .where(Decision.agent_id == self.agent.id, Decision.seq > position)
+                .order_by(Decision.seq)
+                .limit(LOG_PAGE)
             ).all()
             for row in rows:
                 self.rows.setdefault(row.id, row)
@@ -177,10 +185,16 @@ class SqlHistory:
                 return
             position = rows[-1].seq
 
-    def correct(self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]) -> None:
+    def correct(
+        self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
+    ) -> None:
         """The one rewrite the history allows: a corrected settlement and its contribution rows (the log keeps both outcomes)."""
         row = self._row(entry.decision_id)
         assert row is not None and entry.settlement is not None, "a corrected decision has a settled row"
         row.engine_settlement = canonical_json(entry.settlement.to_dict(mixtures=False))
-        self.session.execute(delete(Contribution).where(Contribution.agent_id == self.agent.id, Contribution.decision_id == entry.decision_id))
+        self.session.execute(
+            delete(Contribution).where(
+                Contribution.agent_id == self.agent.id, Contribution.decision_id == entry.decision_id
+            )
+        )
         self.append_contributions(entry.decision_id, contributions, centred)

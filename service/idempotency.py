@@ -38,6 +38,7 @@ def serialised(answer: BaseModel | dict[str, Any]) -> str:
     content = answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer
     return json.dumps(content, allow_nan=False, ensure_ascii=False)
 
+
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -68,17 +69,34 @@ class Idempotency:
         if found is None:
             return None
         if found.request_hash != self.request_hash:
-            raise ApiError(409, "idempotency_conflict", f"Idempotency-Key {self.key!r} was used for another request ({found.method} {found.path})", "Idempotency-Key")
+            raise ApiError(
+                409,
+                "idempotency_conflict",
+                f"Idempotency-Key {self.key!r} was used for another request ({found.method} {found.path})",
+                "Idempotency-Key",
+            )
         if found.status_code is None or found.response is None:
-            raise ApiError(409, "idempotency_in_progress", f"the first request with Idempotency-Key {self.key!r} has not finished; retry later", "Idempotency-Key")
-        return JSONResponse(json.loads(found.response), status_code=found.status_code, headers={"Idempotent-Replayed": "true"})
+            raise ApiError(
+                409,
+                "idempotency_in_progress",
+                f"the first request with Idempotency-Key {self.key!r} has not finished; retry later",
+                "Idempotency-Key",
+            )
+        return JSONResponse(
+            json.loads(found.response), status_code=found.status_code, headers={"Idempotent-Replayed": "true"}
+        )
 
     def claim(self, session: Session, agent_id: str | None) -> None:
         """Record the key as in progress, in the request's transaction."""
         if self.key is None:
             return
         self.record = IdempotencyRecord(
-            tenant_id=self.tenant_id, key=self.key, method=self.method, path=self.path[:300], request_hash=self.request_hash, agent_id=agent_id
+            tenant_id=self.tenant_id,
+            key=self.key,
+            method=self.method,
+            path=self.path[:300],
+            request_hash=self.request_hash,
+            agent_id=agent_id,
         )
         session.add(self.record)
 
@@ -89,7 +107,9 @@ class Idempotency:
             self.record.status_code, self.record.response = status_code, text
 
 
-def store_answer(session: Session, tenant_id: str, key: str, status_code: int, answer: BaseModel | dict[str, Any]) -> None:
+def store_answer(
+    session: Session, tenant_id: str, key: str, status_code: int, answer: BaseModel | dict[str, Any]
+) -> None:
     """Complete a key claimed in an earlier transaction (a request that spans several, like server drafting)."""
     record = session.get(IdempotencyRecord, (tenant_id, key))
     if record is not None and record.status_code is None:

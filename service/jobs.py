@@ -124,7 +124,11 @@ class RefitRunner:
             try:
                 if held:
                     with transaction(self.sessions) as session:
-                        session.execute(update(RefitJob).where(RefitJob.id.in_(held), RefitJob.status.in_(UNFINISHED)).values(heartbeat_at=_now()))
+                        session.execute(
+                            update(RefitJob)
+                            .where(RefitJob.id.in_(held), RefitJob.status.in_(UNFINISHED))
+                            .values(heartbeat_at=_now())
+                        )
                 self.reap()
                 beats += 1
                 if beats % PURGE_EVERY == 1:
@@ -146,8 +150,13 @@ class RefitRunner:
             with transaction(self.sessions) as session:
                 result = session.execute(
                     update(RefitJob)
-                    .where(RefitJob.status.in_(UNFINISHED), or_(RefitJob.heartbeat_at.is_(None), RefitJob.heartbeat_at < stale))
-                    .values(status="failed", error="interrupted: the worker running the job stopped", finished_at=_now())
+                    .where(
+                        RefitJob.status.in_(UNFINISHED),
+                        or_(RefitJob.heartbeat_at.is_(None), RefitJob.heartbeat_at < stale),
+                    )
+                    .values(
+                        status="failed", error="interrupted: the worker running the job stopped", finished_at=_now()
+                    )
                 )
                 return int(result.rowcount or 0)  # type: ignore[attr-defined]
         except Exception as failure:
@@ -166,7 +175,9 @@ class RefitRunner:
         try:
             with transaction(self.sessions) as session:
                 session.execute(
-                    update(RefitJob).where(RefitJob.id.in_(job_ids), RefitJob.status.in_(UNFINISHED)).values(status="failed", error=error, finished_at=_now())
+                    update(RefitJob)
+                    .where(RefitJob.id.in_(job_ids), RefitJob.status.in_(UNFINISHED))
+                    .values(status="failed", error=error, finished_at=_now())
                 )
         except Exception as failure:
             logger.warning("could not fail the unfinished refits", extra={"error_type": type(failure).__name__})

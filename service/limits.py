@@ -36,7 +36,10 @@ class BodyLimitMiddleware:
         async def guarded_send(message: Any) -> None:
             if message["type"] == "http.response.start":
                 names = {name.lower() for name, _ in message.get("headers", [])}
-                message = {**message, "headers": [*message.get("headers", []), *(h for h in SAFE_HEADERS if h[0] not in names)]}
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), *(h for h in SAFE_HEADERS if h[0] not in names)],
+                }
             await send(message)
 
         declared = dict(scope.get("headers", [])).get(b"content-length")
@@ -48,7 +51,13 @@ class BodyLimitMiddleware:
             try:
                 message = await (asyncio.wait_for(receive(), self.body_timeout) if self.body_timeout > 0 else receive())
             except TimeoutError:
-                await self._answer(guarded_send, 408, "request_timeout", f"the request body paused for more than {self.body_timeout:g} s; send it again", close=True)
+                await self._answer(
+                    guarded_send,
+                    408,
+                    "request_timeout",
+                    f"the request body paused for more than {self.body_timeout:g} s; send it again",
+                    close=True,
+                )
                 return
             if message["type"] == "http.disconnect":
                 return  # the client left before its request was complete: nothing to run, nobody to answer

@@ -40,7 +40,15 @@ def _interval(value: Any) -> dict[str, Any]:
     if lower is None or upper is None:
         sd = value.sd or 0.0
         lower, upper, source = value.mean - Z90 * sd, value.mean + Z90 * sd, "empirical Bayes (normal approximation)"
-    return {"mean": value.mean, "sd": value.sd, "n": value.n, "lower_90": lower, "upper_90": upper, "interval": source, "p_positive": value.p_positive}
+    return {
+        "mean": value.mean,
+        "sd": value.sd,
+        "n": value.n,
+        "lower_90": lower,
+        "upper_90": upper,
+        "interval": source,
+        "p_positive": value.p_positive,
+    }
 
 
 def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 8765) -> Any:
@@ -89,7 +97,18 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes."""
         gate = {"test": "anytime"} if action == "dial" else None
         credit = "raw" if action == "dial" else "centred"
-        return await call("create_agent", name, investor, universe, kind=kind, outcomes=outcomes, gate=gate, action=action, credit=credit)  # type: ignore[no-any-return]
+        created: dict[str, Any] = await call(
+            "create_agent",
+            name,
+            investor,
+            universe,
+            kind=kind,
+            outcomes=outcomes,
+            gate=gate,
+            action=action,
+            credit=credit,
+        )
+        return created
 
     @server.tool()
     async def add_experiences(agent_id: str, texts: list[str]) -> dict[str, Any]:
@@ -103,7 +122,9 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         return await call("search_experiences", agent_id, query, k)  # type: ignore[no-any-return]
 
     @server.tool()
-    async def plan_decision(agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None) -> dict[str, Any]:
+    async def plan_decision(
+        agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None
+    ) -> dict[str, Any]:
         """Plan a decision for the context: retrieves experiences and answers the designed subsets with their
         texts. Draft once per subset, conditioned on exactly that subset's texts, then call submit_drafts with
         the drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
@@ -120,7 +141,9 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         }
 
     @server.tool()
-    async def submit_drafts(agent_id: str, decision_id: str, drafts: list[Any], reference: int | None = None) -> dict[str, Any]:
+    async def submit_drafts(
+        agent_id: str, decision_id: str, drafts: list[Any], reference: int | None = None
+    ) -> dict[str, Any]:
         """Submit one draft per designed subset (in plan order). Answers what to act on ('chosen' for scored
         agents, 'weights' for portfolios) and why ('explanation')."""
         decision = await call("submit_drafts", agent_id, decision_id, drafts, reference)
@@ -139,7 +162,16 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
     ) -> dict[str, Any]:
         """Settle a matured decision: scored agents give an outcome and a rule (brier, log, exact, abs_error) or
         one utility per draft; portfolio agents give returns per asset. Answers each experience's contribution."""
-        answer = await call("settle", agent_id, decision_id, outcome=outcome, rule=rule, utilities=utilities, returns=returns, settled_at=settled_at)
+        answer = await call(
+            "settle",
+            agent_id,
+            decision_id,
+            outcome=outcome,
+            rule=rule,
+            utilities=utilities,
+            returns=returns,
+            settled_at=settled_at,
+        )
         return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
 
     @server.tool()
@@ -155,7 +187,17 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
     ) -> dict[str, Any]:
         """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer), with the reason.
         The agent relearns as if it had been settled right; the wrong outcome stays in the log, superseded."""
-        answer = await call("correct", agent_id, decision_id, reason=reason, outcome=outcome, rule=rule, utilities=utilities, returns=returns, settled_at=settled_at)
+        answer = await call(
+            "correct",
+            agent_id,
+            decision_id,
+            reason=reason,
+            outcome=outcome,
+            rule=rule,
+            utilities=utilities,
+            returns=returns,
+            settled_at=settled_at,
+        )
         return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
 
     @server.tool()
@@ -165,7 +207,10 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
             values = await memtrial.values(agent_id)
             texts = {e.id: e.text async for e in memtrial.iter_experiences(agent_id)}
         ranked = sorted(values.values.items(), key=lambda item: -item[1].mean)
-        return {"learner_mode": values.learner_mode, "experiences": [{"id": e, "text": texts.get(e), **_interval(v)} for e, v in ranked]}
+        return {
+            "learner_mode": values.learner_mode,
+            "experiences": [{"id": e, "text": texts.get(e), **_interval(v)} for e, v in ranked],
+        }
 
     @server.tool()
     async def get_trust(agent_id: str) -> dict[str, Any]:
@@ -196,8 +241,20 @@ class BearerGuard:
             header = dict(scope.get("headers", [])).get(b"authorization", b"")
             scheme, _, given = header.partition(b" ")
             if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.token):
-                body = json.dumps({"error": {"code": "unauthorized", "message": "send 'Authorization: Bearer <token>' (the MCP server's token)", "field": "authorization"}}).encode()
-                headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), (b"www-authenticate", b'Bearer realm="memtrial-mcp"')]
+                body = json.dumps(
+                    {
+                        "error": {
+                            "code": "unauthorized",
+                            "message": "send 'Authorization: Bearer <token>' (the MCP server's token)",
+                            "field": "authorization",
+                        }
+                    }
+                ).encode()
+                headers = [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="memtrial-mcp"'),
+                ]
                 await send({"type": "http.response.start", "status": 401, "headers": headers})
                 await send({"type": "http.response.body", "body": body})
                 return
@@ -211,16 +268,22 @@ def http_app(url: str, api_key: str, token: str, host: str = "127.0.0.1", port: 
 
 def mcp(
     transport: str = typer.Option("stdio", help="stdio (started by an MCP client) or http (streamable HTTP at /mcp)."),
-    url: str = typer.Option(os.environ.get("MEMTRIAL_URL", "http://127.0.0.1:8000"), help="The memtrial service (default: MEMTRIAL_URL)."),
+    url: str = typer.Option(
+        os.environ.get("MEMTRIAL_URL", "http://127.0.0.1:8000"), help="The memtrial service (default: MEMTRIAL_URL)."
+    ),
     api_key: str | None = typer.Option(None, help="An API key of the service (default: MEMTRIAL_API_KEY)."),
     host: str = typer.Option("127.0.0.1", help="http transport: interface to listen on."),
     port: int = typer.Option(8765, help="http transport: port to listen on."),
-    token: str | None = typer.Option(None, help="http transport: the bearer token clients must send (default: MEMTRIAL_MCP_TOKEN; required)."),
+    token: str | None = typer.Option(
+        None, help="http transport: the bearer token clients must send (default: MEMTRIAL_MCP_TOKEN; required)."
+    ),
 ) -> None:
     """Serve the agent loop as MCP tools over stdio or streamable HTTP (HTTP requires a bearer token)."""
     key = api_key or os.environ.get("MEMTRIAL_API_KEY")
     if not key:
-        typer.echo("error: an API key is needed: --api-key or MEMTRIAL_API_KEY (memtrial tenants create prints one)", err=True)
+        typer.echo(
+            "error: an API key is needed: --api-key or MEMTRIAL_API_KEY (memtrial tenants create prints one)", err=True
+        )
         raise typer.Exit(code=2)
     if transport not in ("stdio", "http"):
         typer.echo(f"error: transport must be 'stdio' or 'http', got {transport!r}", err=True)

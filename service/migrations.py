@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
 from alembic.config import Config
+
+from alembic import command
 
 __all__ = ["alembic_config", "downgrade", "upgrade"]
 

@@ -35,11 +35,28 @@ def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str]) -> 
     """The position a cursor names; 422 naming ``cursor`` for anything else."""
     try:
         decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not (isinstance(decoded, list) and len(decoded) == 2 and decoded[0] == kind and type(decoded[1]) is value_type):
+        if not (
+            isinstance(decoded, list) and len(decoded) == 2 and decoded[0] == kind and type(decoded[1]) is value_type
+        ):
             raise ValueError(cursor)
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise ApiError(422, "invalid", f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page", "cursor") from None
+        raise ApiError(
+            422,
+            "invalid",
+            f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page",
+            "cursor",
+        ) from None
     value: int | str = decoded[1]
-    if isinstance(value, int) and not 0 <= value < 2**63 or isinstance(value, str) and not re.fullmatch(r"[0-9a-f]{32}", value):
-        raise ApiError(422, "invalid", f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page", "cursor")
+    if (
+        isinstance(value, int)
+        and not 0 <= value < 2**63
+        or isinstance(value, str)
+        and not re.fullmatch(r"[0-9a-f]{32}", value)
+    ):
+        raise ApiError(
+            422,
+            "invalid",
+            f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page",
+            "cursor",
+        )
     return value

@@ -133,7 +133,9 @@ def load_providers(path: str | None) -> Providers:
     except json.JSONDecodeError as error:
         raise LLMConfigError(f"MEMTRIAL_LLM_CONFIG: {path} is not JSON: {error}") from None
     if not isinstance(data, dict) or not isinstance(data.get("providers"), dict) or set(data) != {"providers"}:
-        raise LLMConfigError(f"MEMTRIAL_LLM_CONFIG: {path} must be an object with one key, providers (name -> settings)")
+        raise LLMConfigError(
+            f"MEMTRIAL_LLM_CONFIG: {path} must be an object with one key, providers (name -> settings)"
+        )
     providers = {}
     for name, entry in data["providers"].items():
         where = f"MEMTRIAL_LLM_CONFIG: {path}: provider {name!r}"
@@ -143,7 +145,7 @@ def load_providers(path: str | None) -> Providers:
             raise LLMConfigError(f"{where}: settings must be an object with keys among {sorted(_KEYS)}")
         models = entry.get("models")
         if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
-            raise LLMConfigError(f"{where}: models must be a non-empty list of model names (or [\"*\"])")
+            raise LLMConfigError(f'{where}: models must be a non-empty list of model names (or ["*"])')
         if entry.get("api_key_env") and entry.get("api_key_file"):
             raise LLMConfigError(f"{where}: give api_key_env or api_key_file, not both")
         for key in ("api_base", "api_key_env", "api_key_file", "prefix"):
@@ -151,12 +153,18 @@ def load_providers(path: str | None) -> Providers:
                 raise LLMConfigError(f"{where}: {key} must be a string")
         prefix, api_base = entry.get("prefix") or None, entry.get("api_base") or None
         if "*" in models and prefix is None:
-            raise LLMConfigError(f'{where}: "models": ["*"] needs a "prefix" (e.g. "openai/"): a wildcard allows any model of one namespace')
+            raise LLMConfigError(
+                f'{where}: "models": ["*"] needs a "prefix" (e.g. "openai/"): a wildcard allows any model of one namespace'
+            )
         if prefix is not None and api_base is None and model_provider(prefix + "x") in LOCAL_DEFAULTS:
-            raise LLMConfigError(f"{where}: prefix {prefix!r} routes to a default endpoint on this host; give an api_base")
+            raise LLMConfigError(
+                f"{where}: prefix {prefix!r} routes to a default endpoint on this host; give an api_base"
+            )
         for model in models:
             why = None if model == "*" else _refusal(prefix, api_base, model)
             if why is not None:
                 raise LLMConfigError(f"{where}: model {model!r} {why}")
-        providers[name] = Provider(name, tuple(models), api_base, entry.get("api_key_env"), entry.get("api_key_file"), prefix)
+        providers[name] = Provider(
+            name, tuple(models), api_base, entry.get("api_key_env"), entry.get("api_key_file"), prefix
+        )
     return Providers(providers)

@@ -110,7 +110,17 @@ class SharedRateLimiter:
         assert free is not None
         return self._count(free, digest, minute, into, 0, 0, per_minute, count_it)
 
-    def _count(self, offset: int, digest: bytes, minute: int, into: float, count: int, previous: int, per_minute: int, count_it: bool) -> Decision:
+    def _count(
+        self,
+        offset: int,
+        digest: bytes,
+        minute: int,
+        into: float,
+        count: int,
+        previous: int,
+        per_minute: int,
+        count_it: bool,
+    ) -> Decision:
         estimate = count + previous * (1.0 - into)
         if estimate + 1 > per_minute:
             if count_it:

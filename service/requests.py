@@ -86,7 +86,16 @@ class StrictJSONRoute(APIRoute):
             for name in request.query_params:
                 if name not in declared:
                     message = f"unknown query parameter (this operation takes: {takes})"
-                    raise RequestValidationError([{"type": "extra_forbidden", "loc": ("query", name or "''"), "msg": message, "input": request.query_params[name]}])
+                    raise RequestValidationError(
+                        [
+                            {
+                                "type": "extra_forbidden",
+                                "loc": ("query", name or "''"),
+                                "msg": message,
+                                "input": request.query_params[name],
+                            }
+                        ]
+                    )
             return await handler(StrictJSONRequest(request.scope, request.receive))
 
         return strict_handler

@@ -96,7 +96,14 @@ class IndexCache:
         with entry.lock:
             if entry.version == agent.index_version:
                 return entry
-            active = session.scalar(select(func.count()).select_from(Experience).where(Experience.agent_id == agent.id, Experience.active.is_(True))) or 0
+            active = (
+                session.scalar(
+                    select(func.count())
+                    .select_from(Experience)
+                    .where(Experience.agent_id == agent.id, Experience.active.is_(True))
+                )
+                or 0
+            )
             approximate = active >= self.approximate_from
             if approximate != entry.approximate or (entry.size and entry.size - active > STALE_SHARE * entry.size):
                 fresh = AgentIndex(approximate=approximate, index=_hnsw() if approximate else _flat())
@@ -112,7 +119,9 @@ class IndexCache:
     def _fill(self, session: Session, agent: Agent, entry: AgentIndex, only_active: bool) -> None:
         """Add the agent's rows past ``entry.max_seq``, a page at a time."""
         while True:
-            query = select(Experience.seq, Experience.embedding).where(Experience.agent_id == agent.id, Experience.seq > entry.max_seq)
+            query = select(Experience.seq, Experience.embedding).where(
+                Experience.agent_id == agent.id, Experience.seq > entry.max_seq
+            )
             if only_active:
                 query = query.where(Experience.active.is_(True))
             rows = session.execute(query.order_by(Experience.seq).limit(20_000)).all()
@@ -135,7 +144,11 @@ class IndexCache:
                 return []
             ids = dict(
                 session.execute(
-                    select(Experience.seq, Experience.id).where(Experience.agent_id == agent.id, Experience.active.is_(True), Experience.seq.in_([q for q, _ in found]))
+                    select(Experience.seq, Experience.id).where(
+                        Experience.agent_id == agent.id,
+                        Experience.active.is_(True),
+                        Experience.seq.in_([q for q, _ in found]),
+                    )
                 ).all()
             )
             live = [(score, seq) for seq, score in found if seq in ids]

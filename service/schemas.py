@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import math
 from typing import Annotated, Any, Literal
 
 from fastapi import Query
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, StrictBool, StrictInt, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictBool,
+    StrictInt,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from service.api_types import (
     AgentList,
@@ -15,6 +24,7 @@ from service.api_types import (
     Asset,
     AssetClass,
     ContributionPublic,
+    CorrectionPublic,
     DecisionList,
     DecisionPublic,
     DecisionRecord,
@@ -33,7 +43,6 @@ from service.api_types import (
     ScorePublic,
     SearchHit,
     SearchResult,
-    CorrectionPublic,
     SettlementPublic,
     SubsetPublic,
     TrustPublic,
@@ -44,6 +53,62 @@ from service.api_types import (
 )
 from service.validation import JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
+__all__ = [
+    "ASSET_CLASSES",
+    "AgentCreate",
+    "AgentList",
+    "AgentPatch",
+    "AgentPublic",
+    "Asset",
+    "AssetClass",
+    "ContributionPublic",
+    "CorrectionPublic",
+    "CorrectionRequest",
+    "DEFENSIVE_CLASSES",
+    "DecisionCreate",
+    "DecisionList",
+    "DecisionPublic",
+    "DecisionRecord",
+    "DecisionSummary",
+    "DialPublic",
+    "DrafterSettings",
+    "DraftsSubmit",
+    "ERROR_RESPONSES",
+    "ErrorBody",
+    "ErrorDetail",
+    "ExperienceBatch",
+    "ExperienceCreate",
+    "ExperienceDetail",
+    "ExperienceInput",
+    "ExperienceList",
+    "ExperiencePatch",
+    "ExperiencePublic",
+    "GatePublic",
+    "GateSettings",
+    "LogEntryPublic",
+    "LogPage",
+    "MAX_BATCH",
+    "MAX_BATCH_TEXT",
+    "NameQuery",
+    "PlanPublic",
+    "PortfolioDrafts",
+    "RISKY_CLASSES",
+    "RetrievedPublic",
+    "ScorePublic",
+    "SearchHit",
+    "SearchRequest",
+    "SearchResult",
+    "SettleRequest",
+    "SettlementPublic",
+    "Strict",
+    "SubsetPublic",
+    "TrustPublic",
+    "TrustStatePublic",
+    "ValuePublic",
+    "ValuesPublic",
+    "VerifyPublic",
+    "check_portfolio_drafts",
+]
 
 ASSET_CLASSES = ("equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks")
 RISKY_CLASSES = frozenset({"equities", "real_estate", "crypto", "stocks"})
@@ -84,7 +149,9 @@ class DrafterSettings(Strict):
     never sends a URL or a key.
     """
 
-    provider: Name = Field(description="a provider of the server's LLM configuration (GET /v1/llm/providers lists them)")
+    provider: Name = Field(
+        description="a provider of the server's LLM configuration (GET /v1/llm/providers lists them)"
+    )
     model: Name = Field(description="a model that provider allows, e.g. openai/gpt-4o-mini")
     temperature: Weight = Field(0.7, ge=0, le=2)
     max_retries: StrictInt = Field(2, ge=0, le=5)
@@ -95,32 +162,44 @@ class DrafterSettings(Strict):
         if isinstance(data, dict):
             for key in ("api_base", "api_key"):
                 if key in data:
-                    raise ValueError(f"{key} is not accepted: LLM endpoints and their keys are configured by the operator; choose a provider")
+                    raise ValueError(
+                        f"{key} is not accepted: LLM endpoints and their keys are configured by the operator; choose a provider"
+                    )
         return data
 
 
 class AgentCreate(Strict):
     name: Name
     kind: Literal["portfolio", "scored"] = Field(
-        "portfolio", description="portfolio: drafts are weights over the universe, settled by prices; scored: drafts are any JSON, settled by utilities or an outcome and a rule"
+        "portfolio",
+        description="portfolio: drafts are weights over the universe, settled by prices; scored: drafts are any JSON, settled by utilities or an outcome and a rule",
     )
-    investor: Literal["conservative", "balanced", "aggressive"] | None = Field(None, description="portfolio agents: the mandate and risk aversion")
+    investor: Literal["conservative", "balanced", "aggressive"] | None = Field(
+        None, description="portfolio agents: the mandate and risk aversion"
+    )
     universe: list[Asset] | None = Field(None, min_length=1, max_length=500, description="portfolio agents: the assets")
     outcomes: list[Name] | None = Field(
-        None, min_length=2, max_length=64, description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for"
+        None,
+        min_length=2,
+        max_length=64,
+        description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for",
     )
     design: Literal["half", "full"] = "half"
-    gate: GateSettings = GateSettings()
+    gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
     learner: Literal["auto", "identity", "content"] = "auto"
     fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"
     fee_bp: Weight = Field(15.0, ge=0, le=1000)
     drafter: DrafterSettings | None = None
     action: Literal["gate", "dial"] = Field(
-        "gate", description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')"
+        "gate",
+        description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')",
     )
-    credit: Literal["centred", "raw"] = Field("centred", description="what values are learned from: date-centred contributions or the raw same-day contrasts")
+    credit: Literal["centred", "raw"] = Field(
+        "centred", description="what values are learned from: date-centred contributions or the raw same-day contrasts"
+    )
     robust: StrictBool = Field(
-        True, description="screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator"
+        True,
+        description="screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator",
     )
 
     @field_validator("outcomes")
@@ -150,7 +229,10 @@ class AgentPatch(Strict):
     remove_drafter: bool = False
 
 
-NameQuery = Annotated[str | None, Query(min_length=1, max_length=200, pattern=r"^[^\x00]+$", description="only agents with exactly this name")]
+NameQuery = Annotated[
+    str | None,
+    Query(min_length=1, max_length=200, pattern=r"^[^\x00]+$", description="only agents with exactly this name"),
+]
 
 
 # -- experiences ----------------------------------------------------------
@@ -172,7 +254,9 @@ class ExperienceBatch(Strict):
     def _bounded(cls, experiences: list[ExperienceCreate]) -> list[ExperienceCreate]:
         total = sum(len(item.text) for item in experiences)
         if total > MAX_BATCH_TEXT:
-            raise ValueError(f"a batch may hold at most {MAX_BATCH_TEXT} characters of text, got {total}; send it in parts")
+            raise ValueError(
+                f"a batch may hold at most {MAX_BATCH_TEXT} characters of text, got {total}; send it in parts"
+            )
         return experiences
 
 
@@ -182,7 +266,8 @@ def _experience_body(value: Any) -> str:
 
 #: POST .../experiences takes one experience or a batch; a body with "experiences" is a batch.
 ExperienceInput = Annotated[
-    Annotated[ExperienceCreate, Tag("single")] | Annotated[ExperienceBatch, Tag("batch")], Discriminator(_experience_body)
+    Annotated[ExperienceCreate, Tag("single")] | Annotated[ExperienceBatch, Tag("batch")],
+    Discriminator(_experience_body),
 ]
 
 
@@ -206,7 +291,9 @@ def _finite_weights(weights: dict[str, float], field: str) -> dict[str, float]:
 
 
 class DecisionCreate(Strict):
-    decision_time: Moment = Field(description="when the decision is made; not later than now plus the server's allowed clock skew")
+    decision_time: Moment = Field(
+        description="when the decision is made; not later than now plus the server's allowed clock skew"
+    )
     maturity: Moment = Field(description="when the outcome is known (after the horizon's last close)")
     context_text: bounded_text(50_000)  # type: ignore[valid-type]
     context_features: dict[Name, Weight] = Field(default_factory=dict, max_length=1000)
@@ -232,7 +319,12 @@ class DraftsSubmit(Strict):
         max_length=64,
         description="one draft per designed subset, in the plan's order: for portfolio agents an object of weights naming every asset; for scored agents any JSON",
     )
-    reference: StrictInt | None = Field(None, ge=0, le=63, description="scored agents: the index of the draft that is the conservative reference (default 0, the memory-free draft)")
+    reference: StrictInt | None = Field(
+        None,
+        ge=0,
+        le=63,
+        description="scored agents: the index of the draft that is the conservative reference (default 0, the memory-free draft)",
+    )
 
 
 PortfolioDrafts = list[dict[Name, Weight]]
@@ -245,20 +337,31 @@ def check_portfolio_drafts(drafts: list[dict[str, float]]) -> list[dict[str, flo
 
 
 class SettleRequest(Strict):
-    prices: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="portfolio: per asset, entry close then one close per session")
-    returns: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(None, description="portfolio: per asset, one simple return per session")
-    utilities: list[Weight] | None = Field(None, max_length=64, description="scored: one utility per draft, in the plan's order (higher is better)")
+    prices: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(
+        None, description="portfolio: per asset, entry close then one close per session"
+    )
+    returns: dict[Name, Annotated[list[Weight], Field(max_length=10_000)]] | None = Field(
+        None, description="portfolio: per asset, one simple return per session"
+    )
+    utilities: list[Weight] | None = Field(
+        None, max_length=64, description="scored: one utility per draft, in the plan's order (higher is better)"
+    )
     outcome: JsonValue = Field(None, description="scored: the realised outcome, scored by rule")
     rule: Literal["brier", "log", "exact", "abs_error"] | None = Field(
-        None, description="scored: brier or log (probability forecasts; the outcome names an outcome), exact (answer equals outcome), abs_error (numbers)"
+        None,
+        description="scored: brier or log (probability forecasts; the outcome names an outcome), exact (answer equals outcome), abs_error (numbers)",
     )
-    settled_at: Moment | None = Field(None, description="when the outcome became known; default: the maturity (which must have passed)")
+    settled_at: Moment | None = Field(
+        None, description="when the outcome became known; default: the maturity (which must have passed)"
+    )
 
     @model_validator(mode="after")
     def _one_of(self) -> SettleRequest:
         given = [name for name in ("prices", "returns", "utilities", "rule") if getattr(self, name) is not None]
         if len(given) != 1:
-            raise ValueError("give exactly one of prices or returns (portfolio), utilities, or an outcome with its rule (scored)")
+            raise ValueError(
+                "give exactly one of prices or returns (portfolio), utilities, or an outcome with its rule (scored)"
+            )
         if self.rule is None and self.outcome is not None:
             raise ValueError("an outcome needs the rule that scores it")
         series = self.prices if self.prices is not None else self.returns

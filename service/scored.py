@@ -39,13 +39,25 @@ def scored_drafts(settings: Mapping[str, Any], drafts: Sequence[Any]) -> NDArray
     if outcomes:
         rows = []
         for index, draft in enumerate(drafts):
-            if not isinstance(draft, dict) or set(draft) != set(outcomes) or not all(_number(v) for v in draft.values()):
-                raise ApiError(422, "invalid", f"drafts[{index}]: must give a probability for each outcome {list(outcomes)} and nothing else", "drafts")
+            if (
+                not isinstance(draft, dict)
+                or set(draft) != set(outcomes)
+                or not all(_number(v) for v in draft.values())
+            ):
+                raise ApiError(
+                    422,
+                    "invalid",
+                    f"drafts[{index}]: must give a probability for each outcome {list(outcomes)} and nothing else",
+                    "drafts",
+                )
             rows.append([float(draft[name]) for name in outcomes])
         return probability_vectors(np.array(rows), "drafts")
     if all(_number(draft) for draft in drafts):
         return np.array([[float(draft)] for draft in drafts])
-    if all(isinstance(draft, list) and draft and all(_number(v) for v in draft) for draft in drafts) and len({len(d) for d in drafts}) == 1:
+    if (
+        all(isinstance(draft, list) and draft and all(_number(v) for v in draft) for draft in drafts)
+        and len({len(d) for d in drafts}) == 1
+    ):
         return np.array([[float(v) for v in draft] for draft in drafts])
     return None
 
@@ -67,11 +79,21 @@ def check_utilities(utilities: Sequence[float] | NDArray[np.float64], bound: flo
         if not abs(value) <= bound:
             where = f"{field}[{index}]" if field == "utilities" else field
             raise ApiError(
-                422, "invalid", f"{where}: a utility of {value:.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY); check the grading", where
+                422,
+                "invalid",
+                f"{where}: a utility of {value:.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY); check the grading",
+                where,
             )
 
 
-def rule_settlement(settings: Mapping[str, Any], drafts: Sequence[Any], vectors: bool, rule: str, outcome: Any, bound: float = float("inf")) -> dict[str, Any]:
+def rule_settlement(
+    settings: Mapping[str, Any],
+    drafts: Sequence[Any],
+    vectors: bool,
+    rule: str,
+    outcome: Any,
+    bound: float = float("inf"),
+) -> dict[str, Any]:
     """The engine's settle_scored arguments for an outcome and a rule.
 
     brier and log need probability vectors; the outcome names one of the
@@ -81,28 +103,56 @@ def rule_settlement(settings: Mapping[str, Any], drafts: Sequence[Any], vectors:
     """
     if rule in ("brier", "log"):
         if not vectors:
-            raise ApiError(422, "invalid", f"rule: {rule!r} scores probability forecasts; this decision's drafts are not probability vectors", "rule")
+            raise ApiError(
+                422,
+                "invalid",
+                f"rule: {rule!r} scores probability forecasts; this decision's drafts are not probability vectors",
+                "rule",
+            )
         outcomes = settings.get("outcomes")
         if outcomes:
             if not isinstance(outcome, str) or outcome not in outcomes:
-                raise ApiError(422, "invalid", f"outcome: must be one of the agent's outcomes {list(outcomes)}, got {outcome!r}", "outcome")
+                raise ApiError(
+                    422,
+                    "invalid",
+                    f"outcome: must be one of the agent's outcomes {list(outcomes)}, got {outcome!r}",
+                    "outcome",
+                )
             return {"outcome": list(outcomes).index(outcome), "rule": rule}
         size = len(drafts[0])
         if isinstance(outcome, bool) or not isinstance(outcome, int) or not 0 <= outcome < size:
-            raise ApiError(422, "invalid", f"outcome: must be the index of the realised outcome, 0 to {size - 1}, got {outcome!r}", "outcome")
+            raise ApiError(
+                422,
+                "invalid",
+                f"outcome: must be the index of the realised outcome, 0 to {size - 1}, got {outcome!r}",
+                "outcome",
+            )
         return {"outcome": outcome, "rule": rule}
     if rule == "exact" and settings.get("outcomes"):
         raise ApiError(
-            422, "invalid", "rule: 'exact' compares answers; this agent's drafts are probability forecasts over its outcomes: settle them with 'brier' or 'log'", "rule"
+            422,
+            "invalid",
+            "rule: 'exact' compares answers; this agent's drafts are probability forecasts over its outcomes: settle them with 'brier' or 'log'",
+            "rule",
         )
     if rule == "abs_error" and not _number(outcome):
         raise ApiError(422, "invalid", f"outcome: rule 'abs_error' needs a number, got {outcome!r}", "outcome")
     if rule == "abs_error" and not abs(float(outcome)) <= bound:
-        raise ApiError(422, "invalid", f"outcome: {float(outcome):.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)", "outcome")
+        raise ApiError(
+            422,
+            "invalid",
+            f"outcome: {float(outcome):.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
+            "outcome",
+        )
     if rule == "abs_error" and vectors and all(_number(d) for d in drafts):
         worst = max(abs(float(d) - float(outcome)) for d in drafts)
         if not worst <= bound:
-            raise ApiError(422, "invalid", f"outcome: a draft misses it by {worst:.6g}, beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)", "outcome")
+            raise ApiError(
+                422,
+                "invalid",
+                f"outcome: a draft misses it by {worst:.6g}, beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
+                "outcome",
+            )
         return {"outcome": float(outcome), "rule": rule}
     try:
         utilities = score_drafts(rule, outcome, answers=list(drafts))

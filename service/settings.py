@@ -27,29 +27,99 @@ def _setting(default: Any, env: str, help: str) -> Any:  # noqa: A002 - the word
 class Settings:
     """The service's configuration (see ``docs/configuration.md``)."""
 
-    database_url: str = _setting(DEFAULT_DATABASE_URL, "MEMTRIAL_DATABASE_URL", "SQLAlchemy URL: `postgresql://user@host/db` or `sqlite:///path` (`memtrial serve --database-url` sets it).")
-    max_body_bytes: int = _setting(2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413.")
-    rate_limit_per_minute: int = _setting(0, "MEMTRIAL_RATE_LIMIT_PER_MINUTE", "Requests per API key per minute, counted across all workers of a server; 0: unlimited. Over it: 429 with `Retry-After`.")
-    auth_failures_per_minute: int = _setting(30, "MEMTRIAL_AUTH_FAILURES_PER_MINUTE", "Requests with a missing, unknown or revoked key per client address per minute, across workers; 0: unlimited.")
-    trusted_proxies: str = _setting("", "MEMTRIAL_TRUSTED_PROXIES", "Comma-separated addresses or networks of reverse proxies whose `X-Forwarded-For` names the client (for rate limits and logs); empty: the peer address is the client, whatever the header says.")
-    rate_limit_file: str | None = _setting(None, "MEMTRIAL_RATE_LIMIT_FILE", "File the workers of one server share their rate-limit counters in (`memtrial serve` sets it; unset: counters in this process only).")
-    auth_cache_seconds: float = _setting(5.0, "MEMTRIAL_AUTH_CACHE_SECONDS", "How long a worker trusts its cached key lookup, in [0, 5]: a revoked key is refused everywhere within this time.")
-    llm_config: str | None = _setting(None, "MEMTRIAL_LLM_CONFIG", "JSON file of the LLM providers server drafting may call (endpoints, models, where keys come from); unset: server drafting is off. See docs/configuration.md.")
-    llm_timeout_seconds: int = _setting(120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting.")
-    preload_model: bool = _setting(True, "MEMTRIAL_PRELOAD_MODEL", "Load the embedding model in the background as the server starts (`/readyz` answers 503 until it has); 0: on first use.")
-    max_clock_skew_seconds: int = _setting(300, "MEMTRIAL_MAX_CLOCK_SKEW_SECONDS", "How far in the future a decision_time may lie (a later one is refused: it would lock the agent's clock).")
+    database_url: str = _setting(
+        DEFAULT_DATABASE_URL,
+        "MEMTRIAL_DATABASE_URL",
+        "SQLAlchemy URL: `postgresql://user@host/db` or `sqlite:///path` (`memtrial serve --database-url` sets it).",
+    )
+    max_body_bytes: int = _setting(
+        2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413."
+    )
+    rate_limit_per_minute: int = _setting(
+        0,
+        "MEMTRIAL_RATE_LIMIT_PER_MINUTE",
+        "Requests per API key per minute, counted across all workers of a server; 0: unlimited. Over it: 429 with `Retry-After`.",
+    )
+    auth_failures_per_minute: int = _setting(
+        30,
+        "MEMTRIAL_AUTH_FAILURES_PER_MINUTE",
+        "Requests with a missing, unknown or revoked key per client address per minute, across workers; 0: unlimited.",
+    )
+    trusted_proxies: str = _setting(
+        "",
+        "MEMTRIAL_TRUSTED_PROXIES",
+        "Comma-separated addresses or networks of reverse proxies whose `X-Forwarded-For` names the client (for rate limits and logs); empty: the peer address is the client, whatever the header says.",
+    )
+    rate_limit_file: str | None = _setting(
+        None,
+        "MEMTRIAL_RATE_LIMIT_FILE",
+        "File the workers of one server share their rate-limit counters in (`memtrial serve` sets it; unset: counters in this process only).",
+    )
+    auth_cache_seconds: float = _setting(
+        5.0,
+        "MEMTRIAL_AUTH_CACHE_SECONDS",
+        "How long a worker trusts its cached key lookup, in [0, 5]: a revoked key is refused everywhere within this time.",
+    )
+    llm_config: str | None = _setting(
+        None,
+        "MEMTRIAL_LLM_CONFIG",
+        "JSON file of the LLM providers server drafting may call (endpoints, models, where keys come from); unset: server drafting is off. See docs/configuration.md.",
+    )
+    llm_timeout_seconds: int = _setting(
+        120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting."
+    )
+    preload_model: bool = _setting(
+        True,
+        "MEMTRIAL_PRELOAD_MODEL",
+        "Load the embedding model in the background as the server starts (`/readyz` answers 503 until it has); 0: on first use.",
+    )
+    max_clock_skew_seconds: int = _setting(
+        300,
+        "MEMTRIAL_MAX_CLOCK_SKEW_SECONDS",
+        "How far in the future a decision_time may lie (a later one is refused: it would lock the agent's clock).",
+    )
     db_connect_timeout: float = _setting(5.0, "MEMTRIAL_DB_CONNECT_TIMEOUT", "Seconds to open a PostgreSQL connection.")
-    db_statement_timeout: float = _setting(10.0, "MEMTRIAL_DB_STATEMENT_TIMEOUT", "Seconds one PostgreSQL statement (or lock wait) may take.")
-    db_busy_timeout: float = _setting(10.0, "MEMTRIAL_DB_BUSY_TIMEOUT", "Seconds a SQLite transaction waits for another writer.")
-    db_pool_timeout: float = _setting(5.0, "MEMTRIAL_DB_POOL_TIMEOUT", "Seconds a request waits for a free database connection.")
-    refit_queue_size: int = _setting(4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running); more get 429.")
-    idempotency_hours: float = _setting(24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept.")
-    shutdown_seconds: float = _setting(10.0, "MEMTRIAL_SHUTDOWN_SECONDS", "On SIGTERM, how long open requests may finish before the server stops.")
-    header_timeout_seconds: float = _setting(15.0, "MEMTRIAL_HEADER_TIMEOUT_SECONDS", "`memtrial serve`: a connection must deliver each complete request head within this many seconds of opening (or of its previous answer), or it is closed; 0: no deadline.")
-    body_timeout_seconds: float = _setting(20.0, "MEMTRIAL_BODY_TIMEOUT_SECONDS", "Longest pause between two parts of a request body; a longer one answers 408 and closes the connection (a slow but steady upload is served); 0: no limit.")
-    max_session_return: float = _setting(10.0, "MEMTRIAL_MAX_SESSION_RETURN", "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422.")
-    max_abs_utility: float = _setting(1e6, "MEMTRIAL_MAX_ABS_UTILITY", "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422.")
-    log_level: str = _setting("INFO", "MEMTRIAL_LOG_LEVEL", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR).")
+    db_statement_timeout: float = _setting(
+        10.0, "MEMTRIAL_DB_STATEMENT_TIMEOUT", "Seconds one PostgreSQL statement (or lock wait) may take."
+    )
+    db_busy_timeout: float = _setting(
+        10.0, "MEMTRIAL_DB_BUSY_TIMEOUT", "Seconds a SQLite transaction waits for another writer."
+    )
+    db_pool_timeout: float = _setting(
+        5.0, "MEMTRIAL_DB_POOL_TIMEOUT", "Seconds a request waits for a free database connection."
+    )
+    refit_queue_size: int = _setting(
+        4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running); more get 429."
+    )
+    idempotency_hours: float = _setting(
+        24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept."
+    )
+    shutdown_seconds: float = _setting(
+        10.0, "MEMTRIAL_SHUTDOWN_SECONDS", "On SIGTERM, how long open requests may finish before the server stops."
+    )
+    header_timeout_seconds: float = _setting(
+        15.0,
+        "MEMTRIAL_HEADER_TIMEOUT_SECONDS",
+        "`memtrial serve`: a connection must deliver each complete request head within this many seconds of opening (or of its previous answer), or it is closed; 0: no deadline.",
+    )
+    body_timeout_seconds: float = _setting(
+        20.0,
+        "MEMTRIAL_BODY_TIMEOUT_SECONDS",
+        "Longest pause between two parts of a request body; a longer one answers 408 and closes the connection (a slow but steady upload is served); 0: no limit.",
+    )
+    max_session_return: float = _setting(
+        10.0,
+        "MEMTRIAL_MAX_SESSION_RETURN",
+        "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422.",
+    )
+    max_abs_utility: float = _setting(
+        1e6,
+        "MEMTRIAL_MAX_ABS_UTILITY",
+        "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422.",
+    )
+    log_level: str = _setting(
+        "INFO", "MEMTRIAL_LOG_LEVEL", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."
+    )
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.auth_cache_seconds <= 5.0:
@@ -66,7 +136,9 @@ class Settings:
 
     @property
     def database_timeouts(self) -> DatabaseTimeouts:
-        return DatabaseTimeouts(self.db_connect_timeout, self.db_statement_timeout, self.db_busy_timeout, self.db_pool_timeout)
+        return DatabaseTimeouts(
+            self.db_connect_timeout, self.db_statement_timeout, self.db_busy_timeout, self.db_pool_timeout
+        )
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -91,7 +163,9 @@ def _parse(item: dataclasses.Field[Any], raw: str) -> Any:
         if kind == "float":
             return float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be {'0 or 1' if kind == 'bool' else 'an integer' if kind == 'int' else 'a number'}, got {raw!r}") from None
+        raise ValueError(
+            f"{name} must be {'0 or 1' if kind == 'bool' else 'an integer' if kind == 'int' else 'a number'}, got {raw!r}"
+        ) from None
     return raw
 
 
@@ -100,7 +174,9 @@ def configuration_table() -> str:
     lines = ["| variable | default | meaning |", "|---|---|---|"]
     for item in dataclasses.fields(Settings):
         default = item.default
-        shown = "unset" if default is None else ("1" if default is True else "0" if default is False else f"`{default}`")
+        shown = (
+            "unset" if default is None else ("1" if default is True else "0" if default is False else f"`{default}`")
+        )
         lines.append(f"| `{item.metadata['env']}` | {shown} | {item.metadata['help']} |")
     return "\n".join(lines)
 

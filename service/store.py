@@ -84,7 +84,9 @@ class EngineCache:
         if cached is not None and cached[0] == agent.state_version:
             engine = cached[1]
         else:
-            found = session.execute(select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)).all()
+            found = session.execute(
+                select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)
+            ).all()
             embeddings = {row.id: np.frombuffer(row.embedding, dtype=np.float32) for row in found}
             state = json.loads(agent.state)
             if agent.head is not None:  # what plans changed since the running state was written
@@ -107,13 +109,19 @@ class EngineCache:
             self._engines.pop(agent_id, None)
 
 
-def save_engine(session: Session, agent: Agent, engine: MemTrial, cache: EngineCache, *, head_only: bool = False) -> None:
+def save_engine(
+    session: Session, agent: Agent, engine: MemTrial, cache: EngineCache, *, head_only: bool = False
+) -> None:
     """Write the state and give the engine back to the cache once the transaction commits.
 
     head_only: the request changed only the engine's clock and the log's head
     (a plan): write those few bytes, not the whole running state.
     """
-    head = {"clock": None if engine.clock is None else encode_time(engine.clock), "log_length": engine.gate.log.length, "log_head": engine.gate.log.head}
+    head = {
+        "clock": None if engine.clock is None else encode_time(engine.clock),
+        "log_length": engine.gate.log.length,
+        "log_head": engine.gate.log.head,
+    }
     if head_only:
         agent.head = json.dumps(head, sort_keys=True, separators=(",", ":"))
     else:

@@ -11,7 +11,15 @@ from sqlalchemy.orm import Session
 from service.models import Agent, ApiKey, Tenant
 from service.security import hash_key, new_key
 
-__all__ = ["TenantError", "TenantExistsError", "TenantSummary", "create_tenant_with_key", "list_tenants", "revoke_keys", "rotate_key"]
+__all__ = [
+    "TenantError",
+    "TenantExistsError",
+    "TenantSummary",
+    "create_tenant_with_key",
+    "list_tenants",
+    "revoke_keys",
+    "rotate_key",
+]
 
 
 class TenantError(Exception):
@@ -84,7 +92,9 @@ def revoke_keys(session: Session, name: str, prefix: str | None = None) -> int:
         matching = session.scalars(select(ApiKey).where(*condition)).all()
         chosen = [k for k in matching if k.prefix.startswith(prefix) or prefix.startswith(k.prefix)]
         if len(chosen) != 1:
-            raise TenantError(f"prefix {prefix!r} matches {len(chosen)} active keys of {name!r}; give a prefix that matches exactly one")
+            raise TenantError(
+                f"prefix {prefix!r} matches {len(chosen)} active keys of {name!r}; give a prefix that matches exactly one"
+            )
         condition.append(ApiKey.id == chosen[0].id)
     result = session.execute(update(ApiKey).where(*condition).values(revoked=True))
     return int(result.rowcount or 0)  # type: ignore[attr-defined]

@@ -36,7 +36,12 @@ class Universe:
             raise ApiError(422, "invalid", f"{field}: unknown assets {unknown}", field)
         missing = [asset for asset in self.assets if asset not in weights]
         if missing:
-            raise ApiError(422, "invalid", f"{field}: missing assets {missing}: give a weight (0 included) for every asset of the universe", field)
+            raise ApiError(
+                422,
+                "invalid",
+                f"{field}: missing assets {missing}: give a weight (0 included) for every asset of the universe",
+                field,
+            )
         vector = np.array([float(weights.get(asset, 0.0)) for asset in self.assets])
         total = float(vector.sum())
         if abs(total - 1.0) > SUM_TOLERANCE:
@@ -68,15 +73,31 @@ class Universe:
             raise ApiError(422, "invalid", f"{kind}: missing assets {missing}", f"{kind}.{missing[0]}")
         lengths = {len(series[asset]) for asset in self.assets}
         if len(lengths) != 1:
-            raise ApiError(422, "invalid", f"{kind}: every asset needs the same number of values, got lengths {sorted(lengths)}", kind)
+            raise ApiError(
+                422,
+                "invalid",
+                f"{kind}: every asset needs the same number of values, got lengths {sorted(lengths)}",
+                kind,
+            )
         matrix = np.array([series[asset] for asset in self.assets], dtype=np.float64).T
         sessions = matrix.shape[0] - 1 if kind == "prices" else matrix.shape[0]
         if horizon is not None and sessions != horizon:
-            expected = f"{horizon + 1} closes (the entry close and one per session)" if kind == "prices" else f"{horizon} returns (one per session)"
-            raise ApiError(422, "invalid", f"{kind}: the decision holds {horizon} sessions: give {expected} per asset, got {matrix.shape[0]}", kind)
+            expected = (
+                f"{horizon + 1} closes (the entry close and one per session)"
+                if kind == "prices"
+                else f"{horizon} returns (one per session)"
+            )
+            raise ApiError(
+                422,
+                "invalid",
+                f"{kind}: the decision holds {horizon} sessions: give {expected} per asset, got {matrix.shape[0]}",
+                kind,
+            )
         if kind == "prices":
             if matrix.shape[0] < 2:
-                raise ApiError(422, "invalid", "prices: give the entry close and at least one later close per asset", kind)
+                raise ApiError(
+                    422, "invalid", "prices: give the entry close and at least one later close per asset", kind
+                )
             if np.any(matrix <= 0):
                 raise ApiError(422, "invalid", "prices: closes must be > 0", kind)
             returns = matrix[1:] / matrix[:-1] - 1.0

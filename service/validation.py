@@ -17,7 +17,6 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, StrictFloat, StringConstraints
 
-
 __all__ = [
     "AssetName",
     "EARLIEST",
@@ -71,7 +70,9 @@ def check_name(value: str, field: str = "the name") -> str:
     check_text(value, field)
     for character in value:
         if unicodedata.category(character) in _NOT_IN_NAMES:
-            raise ValueError(f"{field} must be printable: it holds U+{ord(character):04X} ({unicodedata.name(character, 'unnamed')})")
+            raise ValueError(
+                f"{field} must be printable: it holds U+{ord(character):04X} ({unicodedata.name(character, 'unnamed')})"
+            )
     if value != value.strip():
         raise ValueError(f"{field} must not begin or end with white space, got {value!r}")
     if not _visible(value):
@@ -152,6 +153,7 @@ Text = Annotated[str, AfterValidator(_text)]
 def bounded_text(max_length: int, min_length: int = 1) -> Any:
     """A :data:`Text` of ``min_length`` to ``max_length`` characters."""
     return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), AfterValidator(_text)]
+
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_name)]
 AssetName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_name)]

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import math
+from typing import Any
 
 from memtrial.engine import MemTrial
 from memtrial.trust import GateTest, TrustDecision, TrustGate

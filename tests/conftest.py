@@ -12,7 +12,12 @@ import pytest  # noqa: E402
 
 
 def pytest_addoption(parser):
-    parser.addoption("--all", action="store_true", default=False, help="run every tier: the default fast tier and the tests marked slow")
+    parser.addoption(
+        "--all",
+        action="store_true",
+        default=False,
+        help="run every tier: the default fast tier and the tests marked slow",
+    )
 
 
 def pytest_configure(config):
@@ -33,7 +38,12 @@ def pytest_report_header(config):
 def pytest_terminal_summary(terminalreporter, config):
     deselected = sum(1 for item in terminalreporter.stats.get("deselected", []) if item.get_closest_marker("slow"))
     if getattr(config, "_memtrial_fast_tier", False) and deselected:
-        terminalreporter.write_line(f"memtrial: {deselected} slow tests were NOT run (fast tier); run `pytest --all` for every tier", yellow=True, bold=True)
+        terminalreporter.write_line(
+            f"memtrial: {deselected} slow tests were NOT run (fast tier); run `pytest --all` for every tier",
+            yellow=True,
+            bold=True,
+        )
+
 
 POSTGRES_URL = os.environ.get("MEMTRIAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
 UNIVERSE = [
@@ -55,7 +65,9 @@ def _reset_postgres(url: str) -> None:
             connection.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
             connection.execute(text("CREATE SCHEMA public"))
     except Exception as error:  # the service suite must run on PostgreSQL: fail loudly, never skip
-        pytest.fail(f"PostgreSQL at {url} is not reachable ({type(error).__name__}: {error}); start it or set MEMTRIAL_TEST_POSTGRES_URL")
+        pytest.fail(
+            f"PostgreSQL at {url} is not reachable ({type(error).__name__}: {error}); start it or set MEMTRIAL_TEST_POSTGRES_URL"
+        )
     finally:
         engine.dispose()
 
@@ -140,7 +152,9 @@ def real_investorbench(monkeypatch):
 
     found = next((p for p in candidates("investorbench/hon.json") if p.is_file()), None)
     if found is None:
-        pytest.skip("REAL INVESTORBENCH FILES NOT PRESENT: set MEMTRIAL_DATA to a folder holding investorbench/*.json to run this check")
+        pytest.skip(
+            "REAL INVESTORBENCH FILES NOT PRESENT: set MEMTRIAL_DATA to a folder holding investorbench/*.json to run this check"
+        )
     monkeypatch.setenv("MEMTRIAL_DATA", str(found.parent.parent))
     load_setting.cache_clear()
     yield found.parent

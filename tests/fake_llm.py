@@ -21,7 +21,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 class FakeLLM:
     def __init__(
-        self, delay: float = 0.0, malformed: bool = False, partial: bool = False, flaky: bool = False, status: int = 200, error_body: str = ""
+        self,
+        delay: float = 0.0,
+        malformed: bool = False,
+        partial: bool = False,
+        flaky: bool = False,
+        status: int = 200,
+        error_body: str = "",
     ) -> None:
         self.delay, self.malformed, self.partial, self.flaky = delay, malformed, partial, flaky
         self.status, self.error_body = status, error_body
@@ -83,7 +89,9 @@ class FakeLLM:
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                    "choices": [
+                        {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                    ],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
                 }
                 data = json.dumps(reply).encode() if fake.status == 200 else fake.error_body.encode()

@@ -33,12 +33,25 @@ class Server:
         timeout: float = 120.0,
     ) -> None:
         self.port = port or free_port()
-        command = [sys.executable, "-m", "memtrial.cli", "serve", "--database-url", database_url, "--port", str(self.port), "--workers", str(workers)]
+        command = [
+            sys.executable,
+            "-m",
+            "memtrial.cli",
+            "serve",
+            "--database-url",
+            database_url,
+            "--port",
+            str(self.port),
+            "--workers",
+            str(workers),
+        ]
         if not migrate:
             command.append("--no-migrate")
         # the server's logs go to a file: a pipe nobody drains would block its event loop once full
         self.log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, **(env or {})})
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, **(env or {})}
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

@@ -12,8 +12,22 @@ def test_plantedmem_command_writes_results_table_and_plots(tmp_path):
     out = tmp_path / "run"
     result = CliRunner().invoke(
         app,
-        ["backtest", "plantedmem", "--investor", "balanced", "--regimes", "beta_0.5,noise_only", "--seeds", "0-1", "--workers", "1",
-         "--methods", "memtrial,memtrial_anytime,outcome_credit,no_memory,equal_weight,draft_mean,oracle", "--out", str(out)],
+        [
+            "backtest",
+            "plantedmem",
+            "--investor",
+            "balanced",
+            "--regimes",
+            "beta_0.5,noise_only",
+            "--seeds",
+            "0-1",
+            "--workers",
+            "1",
+            "--methods",
+            "memtrial,memtrial_anytime,outcome_credit,no_memory,equal_weight,draft_mean,oracle",
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
     document = json.loads((out / "results.json").read_text())
@@ -60,8 +74,23 @@ def test_plantedmem_with_the_bayes_learner(tmp_path):
     out = tmp_path / "bayes"
     result = CliRunner().invoke(
         app,
-        ["backtest", "plantedmem", "--investor", "balanced", "--regimes", "beta_0.5", "--seeds", "0", "--synthetic-market",
-         "--methods", "memtrial,no_memory", "--learner", "bayes", "--out", str(out)],
+        [
+            "backtest",
+            "plantedmem",
+            "--investor",
+            "balanced",
+            "--regimes",
+            "beta_0.5",
+            "--seeds",
+            "0",
+            "--synthetic-market",
+            "--methods",
+            "memtrial,no_memory",
+            "--learner",
+            "bayes",
+            "--out",
+            str(out),
+        ],
     )
     assert result.exit_code == 0, result.output
     cell = json.loads((out / "results.json").read_text())["investors"]["balanced"]["beta_0.5"]["memtrial"]
@@ -74,7 +103,16 @@ def test_forecast_command_runs_scored_decisions_and_writes_its_table(tmp_path):
     assert result.exit_code == 0, result.output
     document = json.loads((out / "results.json").read_text())
     methods = document["methods"]
-    assert set(methods) == {"memtrial", "memtrial_paper", "no_memory", "all_four", "draft_mean", "outcome_credit", "counterfactual_argmax", "oracle"}
+    assert set(methods) == {
+        "memtrial",
+        "memtrial_paper",
+        "no_memory",
+        "all_four",
+        "draft_mean",
+        "outcome_credit",
+        "counterfactual_argmax",
+        "oracle",
+    }
     assert methods["memtrial"]["mean_utility"] > methods["no_memory"]["mean_utility"]  # the useful experiences are used
     assert all(-2.0 <= m["mean_utility"] <= 0.0 for m in methods.values())  # minus a Brier score
     assert document["value_recovery"] > 0

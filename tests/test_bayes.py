@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 from oracles import simulate
 
-from memtrial.bayes import BayesLearner, fit_many, hierarchical_normal_means
-from memtrial.bayes import Problem
+from memtrial.bayes import BayesLearner, Problem, fit_many, hierarchical_normal_means
 from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
 
 
@@ -56,7 +55,9 @@ def test_content_features_predict_unseen_experiences_with_intervals():
     n_experiences = 60
     kind = rng.choice([-1.0, 0.0, 1.0], size=n_experiences)
     features = {h: np.r_[2.0 * kind[h], rng.normal(size=3)] for h in range(n_experiences)}
-    records = [(t, int(h), 0.01 * kind[h] + rng.normal(0, 0.02)) for t in range(500) for h in rng.choice(45, 4, replace=False)]
+    records = [
+        (t, int(h), 0.01 * kind[h] + rng.normal(0, 0.02)) for t in range(500) for h in rng.choice(45, 4, replace=False)
+    ]
     bayes = BayesLearner("content", features=features, n_components=None).fit(records)
     unseen = np.array([bayes.predict(h) for h in range(45, n_experiences)])
     assert np.corrcoef(unseen, kind[45:])[0, 1] > 0.8
@@ -71,7 +72,15 @@ def test_many_problems_of_different_sizes_fit_in_one_batched_call():
     for seed, size in ((3, 12), (4, 30), (5, 48)):
         records, _ = simulate_with_target(seed, n_experiences=size, n_dates=40 * size)
         stats = sufficient_statistics(records)
-        problems.append(Problem(stats.means / stats.scale, stats.counts.astype(float), np.zeros((size, 0)), stats.residual_ss / stats.scale**2, stats.dof))
+        problems.append(
+            Problem(
+                stats.means / stats.scale,
+                stats.counts.astype(float),
+                np.zeros((size, 0)),
+                stats.residual_ss / stats.scale**2,
+                stats.dof,
+            )
+        )
         learner = EmpiricalBayesLearner("identity").fit(records)
         closed.append(np.array([learner.predict(e) for e in stats.experience_ids]) / stats.scale)
     samples = fit_many(problems)

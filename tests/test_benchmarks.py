@@ -15,7 +15,18 @@ pytestmark = pytest.mark.slow  # benchmark smoke runs belong to the slow tier
 def test_bench_values_writes_timings_and_ratios(tmp_path):
     out = tmp_path / "values.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_values.py"), "--sizes", "100,400", "--dense-max-experiences", "10", "--repeats", "1", "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_values.py"),
+            "--sizes",
+            "100,400",
+            "--dense-max-experiences",
+            "10",
+            "--repeats",
+            "1",
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -34,7 +45,16 @@ def test_bench_values_writes_timings_and_ratios(tmp_path):
 def test_bench_service_reports_latency_at_each_checkpoint_and_bytes_per_decision(tmp_path):
     out = tmp_path / "service.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_service.py"), "--checkpoints", "2,6", "--window", "3", "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_service.py"),
+            "--checkpoints",
+            "2,6",
+            "--window",
+            "3",
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -54,7 +74,16 @@ def test_bench_service_reports_latency_at_each_checkpoint_and_bytes_per_decision
 def test_bench_backtest_reports_replay_against_online_and_both_worker_counts(tmp_path):
     out = tmp_path / "backtest.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_backtest.py"), "--worlds", "2", "--worker-seeds", "1", "--out", str(out)],
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_backtest.py"),
+            "--worlds",
+            "2",
+            "--worker-seeds",
+            "1",
+            "--out",
+            str(out),
+        ],
         check=True,
         capture_output=True,
         text=True,
@@ -65,15 +94,31 @@ def test_bench_backtest_reports_replay_against_online_and_both_worker_counts(tmp
         block = result[name]
         assert block["online"]["worlds"] == block["replay"]["worlds"] == 2
         assert block["identical_results"] is True
-        assert block["replay_over_online"] == block["replay"]["worlds_per_second"] / block["online"]["worlds_per_second"]
-    assert result["workers"]["identical_results"] is True and result["workers"]["two_workers"]["worlds"] == 21  # 7 regimes x 3 investors
+        assert (
+            block["replay_over_online"] == block["replay"]["worlds_per_second"] / block["online"]["worlds_per_second"]
+        )
+    assert (
+        result["workers"]["identical_results"] is True and result["workers"]["two_workers"]["worlds"] == 21
+    )  # 7 regimes x 3 investors
 
 
 def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
     out = tmp_path / "bayes.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_bayes.py"), "--counts", "1,3", "--steps", "50", "--out", str(out)],
-        check=True, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_bayes.py"),
+            "--counts",
+            "1,3",
+            "--steps",
+            "50",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     result = json.loads(out.read_text())
     assert [row["worlds"] for row in result["rows"]] == [1, 3]
@@ -84,13 +129,31 @@ def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
 def test_bench_retrieval_reports_exact_hnsw_ivf_with_recall_and_the_service(tmp_path):
     out = tmp_path / "retrieval.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_retrieval.py"), "--sizes", "300", "--queries", "20", "--service-queries", "3", "--cache", "", "--out", str(out)],
-        check=True, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_retrieval.py"),
+            "--sizes",
+            "300",
+            "--queries",
+            "20",
+            "--service-queries",
+            "3",
+            "--cache",
+            "",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     result = json.loads(out.read_text())
     row = result["rows"][0]
     assert row["experiences"] == 300 and row["indexes"]["exact"]["recall_at_4"] == 1.0
-    assert {"hnsw_m32_ef64", "hnsw_m32_ef128"} <= set(row["indexes"]) and any(name.startswith("ivf") for name in row["indexes"])
+    assert {"hnsw_m32_ef64", "hnsw_m32_ef128"} <= set(row["indexes"]) and any(
+        name.startswith("ivf") for name in row["indexes"]
+    )
     assert all(0.0 <= value["recall_at_4"] <= 1.0 and value["p50_ms"] > 0 for value in row["indexes"].values())
     assert result["service"]["experiences"] == 300 and result["service"]["p50_ms"] > 0
 
@@ -98,18 +161,49 @@ def test_bench_retrieval_reports_exact_hnsw_ivf_with_recall_and_the_service(tmp_
 def test_bench_load_reports_latency_errors_memory_and_drafting_overlap(tmp_path):
     out = tmp_path / "load.json"
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_load.py"), "--agents", "1", "--decisions", "2", "--postgres", "", "--out", str(out)],
-        check=True, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_load.py"),
+            "--agents",
+            "1",
+            "--decisions",
+            "2",
+            "--postgres",
+            "",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     result = json.loads(out.read_text())
     assert [(r["database"], r["workers"]) for r in result["runs"]] == [("sqlite", 1), ("sqlite", 2)]
-    assert all(r["errors"] == 0 and r["peak_rss_mb"] > 0 and set(r["latency_ms"]) == {"plan", "drafts", "settle"} for r in result["runs"])
+    assert all(
+        r["errors"] == 0 and r["peak_rss_mb"] > 0 and set(r["latency_ms"]) == {"plan", "drafts", "settle"}
+        for r in result["runs"]
+    )
     assert result["server_drafting"]["max_in_flight"] == 8
 
 
 def test_bench_start_reports_health_readiness_memory_and_the_busy_port(tmp_path):
     out = tmp_path / "start.json"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_start.py"), "--runs", "1", "--idle", "0.2", "--out", str(out)], check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_start.py"),
+            "--runs",
+            "1",
+            "--idle",
+            "0.2",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     summary = json.loads(out.read_text())["summary"]
     assert 0 < summary["port_open_s_median"] <= summary["healthz_s_median"] <= summary["readyz_s_median"]
     assert summary["idle_rss_mb_before_model_load"] < summary["idle_rss_mb_model_loaded_median"]
@@ -119,7 +213,14 @@ def test_bench_start_reports_health_readiness_memory_and_the_busy_port(tmp_path)
 
 def test_bench_install_base_gives_the_pure_core_and_names_the_missing_extra(tmp_path):
     out = tmp_path / "install.json"
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_install.py"), "--targets", "base", "--out", str(out)], check=True, capture_output=True, timeout=900)
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_install.py"), "--targets", "base", "--out", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=900,
+    )
     base = json.loads(out.read_text())["results"]["base"]
     assert base["packages"] <= 5 and base["size_mb"] < 200
-    assert base["memtrial_command_exit_code"] == 2 and "pip install 'memtrial[service]'" in base["memtrial_command_says"]
+    assert (
+        base["memtrial_command_exit_code"] == 2 and "pip install 'memtrial[service]'" in base["memtrial_command_says"]
+    )

@@ -104,12 +104,7 @@ def test_sub_command_whose_extra_is_missing_names_the_extra(tmp_path, monkeypatc
 
 
 def test_console_script_without_typer_says_which_extra_to_install():
-    code = (
-        "import sys\n"
-        "sys.modules['typer'] = None\n"
-        "from memtrial.cli import main\n"
-        "main()\n"
-    )
+    code = "import sys\nsys.modules['typer'] = None\nfrom memtrial.cli import main\nmain()\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 2
     assert "pip install 'memtrial[service]'" in result.stderr
@@ -117,5 +112,7 @@ def test_console_script_without_typer_says_which_extra_to_install():
 
 
 def test_console_script_runs_the_command_line():
-    result = subprocess.run([sys.executable, "-m", "memtrial.cli", "version"], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "memtrial.cli", "version"], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "0.1.0"

@@ -18,7 +18,9 @@ RETURNS = {"SPY": [0.01, -0.002], "TLT": [0.002, 0.001], "GLD": [-0.001, 0.003],
 async def decision_loop(client: AsyncMemtrialClient, n: int) -> tuple[str, list[SettlementPublic]]:
     agent = await client.create_agent("async-fund", "balanced", UNIVERSE)
     assert isinstance(agent, AgentPublic)
-    await client.add_experiences(agent.id, ["bonds rallied on cuts", "equities fell on inflation", "gold held up", "cash was safe"])
+    await client.add_experiences(
+        agent.id, ["bonds rallied on cuts", "equities fell on inflation", "gold held up", "cash was safe"]
+    )
     settlements = []
     for t in range(n):
         when = START + dt.timedelta(days=31 * t)
@@ -26,14 +28,21 @@ async def decision_loop(client: AsyncMemtrialClient, n: int) -> tuple[str, list[
         assert isinstance(plan, PlanPublic)
         decision = await client.submit_drafts(agent.id, plan.decision_id, [DRAFT] * len(plan.subsets))
         assert isinstance(decision, DecisionPublic) and decision.weights is not None
-        settlements.append(await client.settle(agent.id, plan.decision_id, returns=RETURNS, settled_at=when + dt.timedelta(days=28)))
+        settlements.append(
+            await client.settle(agent.id, plan.decision_id, returns=RETURNS, settled_at=when + dt.timedelta(days=28))
+        )
     return agent.id, settlements
 
 
-def test_the_async_client_runs_an_agent_loop_with_typed_answers(app, http, database_url):  # http: the app's lifespan runs
+def test_the_async_client_runs_an_agent_loop_with_typed_answers(
+    app, http, database_url
+):  # http: the app's lifespan runs
     async def main():
         transport = httpx.ASGITransport(app=app)
-        async with AsyncMemtrialClient(api_key=make_tenant(database_url, "async"), http=httpx.AsyncClient(transport=transport, base_url="http://memtrial")) as client:
+        async with AsyncMemtrialClient(
+            api_key=make_tenant(database_url, "async"),
+            http=httpx.AsyncClient(transport=transport, base_url="http://memtrial"),
+        ) as client:
             agent_id, settlements = await decision_loop(client, 3)
             assert all(isinstance(s, SettlementPublic) and s.status == "settled" for s in settlements)
             statuses = [d.status async for d in client.iter_decisions(agent_id, page_size=2)]
@@ -75,7 +84,9 @@ def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_an
         plan = client.create_decision(agent.id, START, START + dt.timedelta(days=28), "x", horizon=2)
         client.submit_drafts(agent.id, plan.decision_id, [DRAFT] * len(plan.subsets))
         settled = client.settle(agent.id, plan.decision_id, returns=RETURNS, settled_at=START + dt.timedelta(days=28))
-        assert flaky.lost == 1 and len(flaky.keys) == 2 and flaky.keys[0] == flaky.keys[1] is not None  # one key, reused by the retry
+        assert (
+            flaky.lost == 1 and len(flaky.keys) == 2 and flaky.keys[0] == flaky.keys[1] is not None
+        )  # one key, reused by the retry
         assert [a.name for a in client.iter_agents()] == ["once"]
         assert settled.status == "settled" and client.verify(agent.id).n_entries == 2  # settled once: one score
 
@@ -104,6 +115,7 @@ def test_the_async_client_against_a_live_server(tmp_path):
     url = f"sqlite:///{tmp_path / 'async.db'}"
     server = Server(url)
     try:
+
         async def main():
             async with AsyncMemtrialClient(server.url, make_tenant(url, "live")) as client:
                 agent_id, settlements = await decision_loop(client, 4)

@@ -10,7 +10,11 @@ EXPERIENCES = [f"e{i}" for i in range(6)]
 
 
 def _engine(action: str, robust: bool) -> MemTrial:
-    gate = {"test": "anytime", "alpha": 0.05} if action == "dial" else {"test": "prequential", "alpha": 0.05, "min_scores": 3}
+    gate = (
+        {"test": "anytime", "alpha": 0.05}
+        if action == "dial"
+        else {"test": "prequential", "alpha": 0.05, "min_scores": 3}
+    )
     from memtrial.trust import GateConfig
 
     engine = MemTrial(gamma=2.0, action=action, gate=GateConfig(**gate), robust=robust)
@@ -67,7 +71,13 @@ def _assert_close(first: dict, second: dict) -> None:
                 if isinstance(a[name], str):
                     assert a[name] == b[name], f"{key}.{name}"
                     continue
-                np.testing.assert_allclose(np.asarray(a[name], dtype=float), np.asarray(b[name], dtype=float), rtol=0, atol=1e-12, err_msg=f"{key}.{name}")
+                np.testing.assert_allclose(
+                    np.asarray(a[name], dtype=float),
+                    np.asarray(b[name], dtype=float),
+                    rtol=0,
+                    atol=1e-12,
+                    err_msg=f"{key}.{name}",
+                )
         else:
             np.testing.assert_allclose(a, b, rtol=0, atol=1e-12, err_msg=key)
 
@@ -85,7 +95,9 @@ def test_correcting_the_second_of_ten_portfolio_decisions_equals_settling_it_rig
     assert before != _state(corrected)
     assert any(abs(v) > 1e-6 for v in truthful.values().values())  # the world teaches something
     _assert_close(_state(corrected), _state(truthful))
-    np.testing.assert_allclose(settlement.draft_utilities, truthful.entries["d1"].settlement.draft_utilities, atol=1e-15)
+    np.testing.assert_allclose(
+        settlement.draft_utilities, truthful.entries["d1"].settlement.draft_utilities, atol=1e-15
+    )
     assert settlement.score == pytest.approx(truthful.entries["d1"].settlement.score, abs=1e-12)
     check = corrected.verify()
     assert check.ok and check.n_entries == truthful.verify().n_entries + 1
@@ -104,7 +116,9 @@ def test_correcting_the_second_of_ten_portfolio_decisions_equals_settling_it_rig
 def _run_scored(engine: MemTrial, utilities: list[np.ndarray], wrong: dict[int, np.ndarray] | None = None) -> None:
     rng = np.random.default_rng(11)
     for t, row in enumerate(utilities):
-        plan = engine.plan(f"s{t}", 2 * t, 2 * t + 1, retrieved=list(rng.choice(EXPERIENCES, size=4, replace=False)), kind="scored")
+        plan = engine.plan(
+            f"s{t}", 2 * t, 2 * t + 1, retrieved=list(rng.choice(EXPERIENCES, size=4, replace=False)), kind="scored"
+        )
         engine.decide_scored(plan.decision_id, vectors=rng.dirichlet(np.ones(3), size=8))
         if t % 2:
             engine.settle_scored(plan.decision_id, outcome=int(t % 3), rule="brier")
@@ -127,7 +141,13 @@ def test_correcting_a_scored_decision_equals_settling_it_right_from_the_start(ac
     truthful_again = _engine(action, True)
     rng_state = np.random.default_rng(11)
     for t, row in enumerate(wrong_utilities):
-        plan = truthful_again.plan(f"s{t}", 2 * t, 2 * t + 1, retrieved=list(rng_state.choice(EXPERIENCES, size=4, replace=False)), kind="scored")
+        plan = truthful_again.plan(
+            f"s{t}",
+            2 * t,
+            2 * t + 1,
+            retrieved=list(rng_state.choice(EXPERIENCES, size=4, replace=False)),
+            kind="scored",
+        )
         truthful_again.decide_scored(plan.decision_id, vectors=rng_state.dirichlet(np.ones(3), size=8))
         if t % 2:
             truthful_again.settle_scored(plan.decision_id, outcome=2 if t == 3 else int(t % 3), rule="brier")

@@ -102,7 +102,7 @@ def test_contributions_reject_misaligned_utilities():
 
 def test_contributions_reject_a_mapping_missing_masks():
     with pytest.raises(InputError, match=r"utilities has no entry for masks \[15\]"):
-        contributions({m: 0.0 for m in half_fraction(K)[:-1]}, half_fraction(K), K)
+        contributions(dict.fromkeys(half_fraction(K)[:-1], 0.0), half_fraction(K), K)
 
 
 def test_contributions_reject_nan_utilities():
@@ -118,9 +118,7 @@ def test_contributions_reject_a_design_where_an_experience_is_never_excluded():
 
 
 def test_centring_averages_repeats_then_subtracts_the_date_mean():
-    centred = centre_by_date(
-        [("d1", "a", 1.0), ("d1", "b", 3.0), ("d1", "a", 2.0), ContributionRecord("d2", "a", 5.0)]
-    )
+    centred = centre_by_date([("d1", "a", 1.0), ("d1", "b", 3.0), ("d1", "a", 2.0), ContributionRecord("d2", "a", 5.0)])
     assert centred.dates == ("d1", "d2")
     assert centred.experience_ids == ("a", "b")
     np.testing.assert_allclose(centred.y, [-0.75, 0.75])

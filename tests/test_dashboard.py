@@ -11,19 +11,31 @@ from conftest import make_tenant
 from service.client import MemtrialClient
 
 OUTCOMES = ["up", "flat", "down"]
-LESSONS = ["Rate cuts were followed by rallies.", "Inflation surprises hurt the market.", "Quiet months stayed flat.", "Tariff news caused selloffs.", "Holidays were calm."]
+LESSONS = [
+    "Rate cuts were followed by rallies.",
+    "Inflation surprises hurt the market.",
+    "Quiet months stayed flat.",
+    "Tariff news caused selloffs.",
+    "Holidays were calm.",
+]
 START = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
-BROWSER = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+BROWSER = next(
+    (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
+)
 
 
 def populate(client, n_decisions=30, seed=0):
     """A scored agent with a useful lesson, after n decisions (the dial has evidence, values have intervals)."""
-    agent = client.create_agent("dashboard-demo", kind="scored", outcomes=OUTCOMES, gate={"test": "anytime"}, action="dial", credit="raw")
+    agent = client.create_agent(
+        "dashboard-demo", kind="scored", outcomes=OUTCOMES, gate={"test": "anytime"}, action="dial", credit="raw"
+    )
     client.add_experiences(agent.id, LESSONS)
     rng = np.random.default_rng(seed)
     for t in range(n_decisions):
         when = START + dt.timedelta(days=t)
-        plan = client.create_decision(agent.id, when, when + dt.timedelta(hours=1), f"question {t}: {LESSONS[t % len(LESSONS)]}")
+        plan = client.create_decision(
+            agent.id, when, when + dt.timedelta(hours=1), f"question {t}: {LESSONS[t % len(LESSONS)]}"
+        )
         truth = int(rng.integers(3))
         drafts = []
         for subset in plan.subsets:
@@ -32,14 +44,19 @@ def populate(client, n_decisions=30, seed=0):
                 p = 0.5 * p + 0.5 * np.eye(3)[truth]
             drafts.append(dict(zip(OUTCOMES, (p / p.sum()).tolist(), strict=True)))
         client.submit_drafts(agent.id, plan.decision_id, drafts)
-        client.settle(agent.id, plan.decision_id, outcome=OUTCOMES[truth], rule="brier", settled_at=when + dt.timedelta(hours=1))
+        client.settle(
+            agent.id, plan.decision_id, outcome=OUTCOMES[truth], rule="brier", settled_at=when + dt.timedelta(hours=1)
+        )
     return agent
 
 
 def test_the_dashboard_page_holds_no_data_and_its_assets_come_from_the_package(http):
     page = http.get("/dashboard/anything")
-    assert page.status_code == 200 and "<script src=\"/static/dashboard.js\">" in page.text
-    assert "script-src 'self'" in page.headers["content-security-policy"] and "connect-src 'self'" in page.headers["content-security-policy"]
+    assert page.status_code == 200 and '<script src="/static/dashboard.js">' in page.text
+    assert (
+        "script-src 'self'" in page.headers["content-security-policy"]
+        and "connect-src 'self'" in page.headers["content-security-policy"]
+    )
     assert "http://" not in page.text and "https://" not in page.text  # no CDN
     for asset in ("/static/dashboard.js", "/static/dashboard.css"):
         assert http.get(asset).status_code == 200
@@ -48,7 +65,17 @@ def test_the_dashboard_page_holds_no_data_and_its_assets_come_from_the_package(h
 
 def render(url: str, folder, width=1100, height=1500):
     """The page after its script ran: (DOM, screenshot path), from headless Chromium."""
-    common = [BROWSER, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars", f"--window-size={width},{height}", "--virtual-time-budget=15000", f"--user-data-dir={folder / 'profile'}"]
+    common = [
+        BROWSER,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        f"--window-size={width},{height}",
+        "--virtual-time-budget=15000",
+        f"--user-data-dir={folder / 'profile'}",
+    ]
     dom = subprocess.run([*common, "--dump-dom", url], capture_output=True, text=True, timeout=120, check=True).stdout
     shot = folder / "dashboard.png"
     subprocess.run([*common, f"--screenshot={shot}", url], capture_output=True, timeout=120, check=True)
@@ -60,7 +87,10 @@ def pixels_of(image, colour, tolerance=12):
     return int(np.all(np.abs(rgb - np.array(colour)) <= tolerance, axis=2).sum())
 
 
-@pytest.mark.skipif(BROWSER is None, reason="CHROMIUM NOT INSTALLED: the dashboard is not rendered (apt-get install chromium; .ci/run installs it)")
+@pytest.mark.skipif(
+    BROWSER is None,
+    reason="CHROMIUM NOT INSTALLED: the dashboard is not rendered (apt-get install chromium; .ci/run installs it)",
+)
 @pytest.mark.slow  # a live server and a real browser
 def test_the_dashboard_renders_values_trust_decisions_and_the_chain_in_headless_chromium(tmp_path):
     from live_server import Server

@@ -9,7 +9,15 @@ from memtrial import EngineConfig, MemTrial
 from memtrial.action import dial_combination, dial_gains, dial_weights, noise_gain
 from memtrial.errors import ConfigError
 from memtrial.settle import utility
-from memtrial.trust import DEFAULT_BETS, GateConfig, GateStatistics, anytime_log_wealth, pearson_scores, trust_weight, trust_weights
+from memtrial.trust import (
+    DEFAULT_BETS,
+    GateConfig,
+    GateStatistics,
+    anytime_log_wealth,
+    pearson_scores,
+    trust_weight,
+    trust_weights,
+)
 from memtrial.values import EmpiricalBayesLearner, RunningStatistics
 
 HALF = [0, 3, 5, 6, 9, 10, 12, 15]
@@ -17,7 +25,13 @@ ALPHA = 0.05
 
 
 def dial_engine(**settings):
-    config = {"investor": "balanced", "action": "dial", "credit": "raw", "gate": GateConfig(test="anytime", alpha=ALPHA), **settings}
+    config = {
+        "investor": "balanced",
+        "action": "dial",
+        "credit": "raw",
+        "gate": GateConfig(test="anytime", alpha=ALPHA),
+        **settings,
+    }
     engine = MemTrial(EngineConfig(**config))
     for lesson in "abcdef":
         engine.add_experience(lesson)
@@ -66,10 +80,14 @@ def test_omega_is_the_clipped_log_e_value_over_log_one_over_alpha():
 def test_log_e_of_the_engine_equals_the_e_process_of_its_logged_scores():
     engine = dial_engine()
     decisions, _ = run(engine, 40)
-    scores = [e.payload["score"] for e in engine.history.log_entries() if e.kind == "score" and e.payload["score"] is not None]
+    scores = [
+        e.payload["score"] for e in engine.history.log_entries() if e.kind == "score" and e.payload["score"] is not None
+    ]
     expected = anytime_log_wealth(np.array(scores), DEFAULT_BETS)
     last = decisions[-1].dial
-    assert last.log_evidence == pytest.approx(float(expected[-2]), abs=1e-12)  # the last plan saw all scores but its own
+    assert last.log_evidence == pytest.approx(
+        float(expected[-2]), abs=1e-12
+    )  # the last plan saw all scores but its own
     assert last.trust_weight == pytest.approx(float(np.clip(expected[-2] / np.log(1 / ALPHA), 0, 1)), abs=1e-12)
 
 
@@ -110,7 +128,9 @@ def test_dial_decisions_blend_memory_and_fallback_and_log_their_evidence():
     for decision in decisions:
         dial = decision.dial
         plan = engine.get_plan(decision.decision_id)
-        expected = dial_weights(np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), plan.reference, decision.drafts)
+        expected = dial_weights(
+            np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), plan.reference, decision.drafts
+        )
         assert np.array_equal(decision.weights, expected)
         assert decision.weights.sum() == pytest.approx(1.0) and (decision.weights >= 0).all()
     registered = [e.payload for e in engine.history.log_entries() if e.kind == "prediction"]
@@ -149,7 +169,12 @@ def test_utility_of_the_blend_is_scored_like_any_weights():
     engine = dial_engine()
     decisions, settlements = run(engine, 12)
     for decision, settlement in zip(decisions, settlements, strict=True):
-        expected = utility(decision.weights / decision.weights.sum(), settlement.rel_prices, np.full(3, 1 / 3), engine.config.risk_aversion)
+        expected = utility(
+            decision.weights / decision.weights.sum(),
+            settlement.rel_prices,
+            np.full(3, 1 / 3),
+            engine.config.risk_aversion,
+        )
         assert settlement.chosen_utility == pytest.approx(float(expected), abs=1e-15)
 
 
@@ -161,13 +186,17 @@ def test_under_the_null_trust_weight_x_is_ever_reached_with_probability_at_most_
     if null == "fair coin of -1 and +1":
         scores = rng.choice([-1.0, 1.0], size=(runs, dates))  # the most volatile null a score in [-1, 1] can have
     else:
-        scores = pearson_scores(rng.normal(size=(runs * dates, 4)), rng.normal(size=(runs * dates, 4))).reshape(runs, dates)
+        scores = pearson_scores(rng.normal(size=(runs * dates, 4)), rng.normal(size=(runs * dates, 4))).reshape(
+            runs, dates
+        )
     highest = np.zeros(runs)
     for start in range(0, runs, 250):
         log_e = anytime_log_wealth(scores[start : start + 250], DEFAULT_BETS)
         highest[start : start + 250] = trust_weights(log_e, ALPHA).max(axis=1)
     for x in (0.25, 0.5, 0.75, 1.0):
         rate, bound = float(np.mean(highest >= x)), ALPHA**x
-        slack = 3.0 * np.sqrt(bound * (1.0 - bound) / runs)  # Monte Carlo error: the coin's martingale makes the bound nearly tight
+        slack = 3.0 * np.sqrt(
+            bound * (1.0 - bound) / runs
+        )  # Monte Carlo error: the coin's martingale makes the bound nearly tight
         assert rate <= bound + slack, f"P(ever omega >= {x}) = {rate} > alpha^x = {bound} (+ {slack:.4f})"
     assert np.mean(highest > 0) > 0.1  # the dial does move under the null: the check is not vacuous

@@ -54,7 +54,11 @@ def test_every_method_citation_points_to_a_section_of_the_method_page():
     sections = set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)[ .]", method, re.MULTILINE))
     assert {"1", "3", "4.2", "4.4", "4.5", "4.6", "4.8", "4.10", "5"} <= sections
     cited = set()
-    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(p for folder in ("memtrial", "service", "backtest", "tests") for p in (ROOT / folder).rglob("*.py"))]:
+    for path in [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(p for folder in ("memtrial", "service", "backtest", "tests") for p in (ROOT / folder).rglob("*.py")),
+    ]:
         text = path.read_text()
         assert not re.search(r"SPEC \d", text), f"{path} cites a specification the repository does not hold"
         cited.update(re.findall(r"\bmethod (\d+(?:\.\d+)?)\b", text))

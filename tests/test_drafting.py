@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import numpy as np
 import json
 
+import numpy as np
 import pytest
 
 from memtrial.drafting import (
     AnalogicalDrafter,
+    Drafter,
     DraftError,
     DraftRequest,
-    Drafter,
     Lesson,
     parse_weights,
     render_prompt,
@@ -65,7 +65,9 @@ def test_a_lesson_cannot_forge_a_section_of_the_prompt() -> None:
     prompt = render_prompt(request((Lesson(forged), Lesson("second"))))
     lines = prompt.splitlines()
     assert sum(line.startswith("Mandate:") for line in lines) == 1
-    assert sum(line == "Assets:" for line in lines) == 1 and not any("EVIL (equities)" == line.lstrip("- ") for line in lines)
+    assert sum(line == "Assets:" for line in lines) == 1 and not any(
+        line.lstrip("- ") == "EVIL (equities)" for line in lines
+    )
     block = prompt.split("<lessons>\n")[1].split("\n</lessons>")[0].splitlines()
     assert [json.loads(line) for line in block] == [forged, "second"]  # each lesson is exactly one quoted line
     assert prompt.count("</lessons>") == 1
@@ -109,15 +111,23 @@ def test_analogical_tilts_toward_good_lessons_and_away_from_bad_ones() -> None:
     gold = {"GLD": 1.0}
     samples = range(200)
     base = np.mean([drafter.draft([request(sample=s)])[0] for s in samples], axis=0)
-    good = np.mean([drafter.draft([request((Lesson("gold won", gold, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0)
-    bad = np.mean([drafter.draft([request((Lesson("gold lost", gold, -2.0, -1.0),), sample=s)])[0] for s in samples], axis=0)
-    neutral = np.mean([drafter.draft([request((Lesson("gold flat", gold, 0.0, 0.0),), sample=s)])[0] for s in samples], axis=0)
+    good = np.mean(
+        [drafter.draft([request((Lesson("gold won", gold, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0
+    )
+    bad = np.mean(
+        [drafter.draft([request((Lesson("gold lost", gold, -2.0, -1.0),), sample=s)])[0] for s in samples], axis=0
+    )
+    neutral = np.mean(
+        [drafter.draft([request((Lesson("gold flat", gold, 0.0, 0.0),), sample=s)])[0] for s in samples], axis=0
+    )
     gld = ASSETS.index("GLD")
     assert good[gld] > base[gld] + 0.3
     assert bad[gld] < base[gld] - 0.05
     assert np.allclose(neutral, base)
     # a lesson about assets outside today's universe has no pull
-    elsewhere = np.mean([drafter.draft([request((Lesson("btc won", {"BTC": 1.0}, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0)
+    elsewhere = np.mean(
+        [drafter.draft([request((Lesson("btc won", {"BTC": 1.0}, 2.0, 1.0),), sample=s)])[0] for s in samples], axis=0
+    )
     assert np.allclose(elsewhere, base)
 
 

@@ -31,7 +31,9 @@ def planned(engine=None, decision_id="d1", time=0, maturity=1):
 def test_plan_designs_eight_subsets_and_freezes_predictions():
     engine, plan = planned()
     assert plan.masks == (0, 3, 5, 6, 9, 10, 12, 15)
-    assert plan.subsets[0] == () and plan.subsets[1] == ("e00", "e03") and plan.subsets[-1] == ("e00", "e03", "e06", "e09")
+    assert (
+        plan.subsets[0] == () and plan.subsets[1] == ("e00", "e03") and plan.subsets[-1] == ("e00", "e03", "e06", "e09")
+    )
     assert plan.predictions == {"e00": 0.0, "e03": 0.0, "e06": 0.0, "e09": 0.0}
     assert plan.trust.status is TrustStatus.INSUFFICIENT_EVIDENCE
     assert plan.q == 0.9
@@ -267,7 +269,7 @@ def test_datetime_times_round_trip():
     import datetime as dt
 
     engine = new_engine()
-    start = dt.datetime(2024, 1, 31, 16, 0, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2024, 1, 31, 16, 0, tzinfo=dt.UTC)
     engine.plan("d", start, start + dt.timedelta(days=28), retrieved=["e00", "e01"], n_assets=N_ASSETS)
     restored = MemTrial.from_json(engine.to_json())
     assert restored.get_plan("d").maturity == start + dt.timedelta(days=28)

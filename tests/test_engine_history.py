@@ -38,18 +38,24 @@ def test_two_thousand_decisions_equal_a_recomputation_from_the_whole_history(wor
     for stop in (100, 1000, N_DECISIONS):
         decisions += run(engine, world, range(len(decisions), stop))
         sizes[stop] = compact_size(engine)
-        scores = [e.payload["score"] for e in engine.history.log if e.kind == "score" and e.payload["score"] is not None]
+        scores = [
+            e.payload["score"] for e in engine.history.log if e.kind == "score" and e.payload["score"] is not None
+        ]
         statistics = engine.gate.statistics
         assert statistics.n_scored == len(scores)
         if test == "prequential":
-            assert statistics.p_value() == prequential_p_values(scores)[-1]  # running sums = the cumulative sums, bit for bit
+            assert (
+                statistics.p_value() == prequential_p_values(scores)[-1]
+            )  # running sums = the cumulative sums, bit for bit
         else:
             assert statistics.log_e_value() == anytime_log_wealth(scores)[-1]
         assert statistics.mean_score == pytest.approx(np.mean(scores), rel=1e-12)
         batch = EmpiricalBayesLearner("auto").fit(engine.records)
         for experience_id in engine.experiences:
             for mode in (LearnerMode.IDENTITY, LearnerMode.CONTENT):
-                assert engine.learner.predict(experience_id, mode) == pytest.approx(batch.predict(experience_id, mode), rel=1e-9, abs=1e-15)
+                assert engine.learner.predict(experience_id, mode) == pytest.approx(
+                    batch.predict(experience_id, mode), rel=1e-9, abs=1e-15
+                )
             assert engine.learner.count(experience_id) == batch.count(experience_id)
     assert len(decisions) == N_DECISIONS
     assert engine.verify().ok and engine.verify().n_entries == 2 * N_DECISIONS - 2  # the last two are not settled yet
@@ -82,7 +88,7 @@ def test_the_log_goes_to_the_store_entry_by_entry():
     for experience_id in ("a", "b", "c", "d"):
         engine.add_experience(experience_id)
     world = World(seed=2, n_dates=6)
-    world_ids = {e: w for e, w in zip("abcd", ("e00", "e03", "e06", "e09"), strict=True)}
+    world_ids = dict(zip("abcd", ("e00", "e03", "e06", "e09"), strict=True))
     for t in range(6):
         plan = engine.plan(f"d{t}", t, t + 0.5, retrieved=list("abcd"), n_assets=4)
         assert received[-1] == engine.gate.log.length - 1
@@ -104,7 +110,9 @@ def test_a_version_one_state_is_upgraded_with_its_history(world):
     run(engine, world, range(60))
     state = engine.to_dict()
     history = state["history"]
-    scores = [e["payload"]["score"] for e in history["log"] if e["kind"] == "score" and e["payload"]["score"] is not None]
+    scores = [
+        e["payload"]["score"] for e in history["log"] if e["kind"] == "score" and e["payload"]["score"] is not None
+    ]
     v1 = {
         "embeddings_included": True,
         "version": 1,
@@ -122,4 +130,6 @@ def test_a_version_one_state_is_upgraded_with_its_history(world):
     assert upgraded.verify().ok
     assert upgraded.gate.decision() == engine.gate.decision()
     for experience_id in engine.experiences:
-        assert upgraded.learner.predict(experience_id, "identity") == pytest.approx(engine.learner.predict(experience_id, "identity"), rel=1e-12, abs=1e-15)
+        assert upgraded.learner.predict(experience_id, "identity") == pytest.approx(
+            engine.learner.predict(experience_id, "identity"), rel=1e-12, abs=1e-15
+        )

@@ -23,7 +23,15 @@ MODEL = "openai/fake-model"
 def requests(date: int = 0, n: int = 8) -> list[DraftRequest]:
     lessons = tuple(Lesson(f"lesson {i}") for i in range(4))
     return [
-        DraftRequest("a quiet day", ASSETS, CLASSES, "balanced", tuple(lessons[j] for j in range(4) if mask >> j & 1), date=date, sample=mask)
+        DraftRequest(
+            "a quiet day",
+            ASSETS,
+            CLASSES,
+            "balanced",
+            tuple(lessons[j] for j in range(4) if mask >> j & 1),
+            date=date,
+            sample=mask,
+        )
         for mask in range(n)
     ]
 
@@ -60,7 +68,10 @@ def test_the_eight_calls_of_a_date_overlap_in_time() -> None:
 
 
 def test_malformed_answers_are_retried_then_reported(tmp_path: Path) -> None:
-    with FakeLLM(malformed=True) as fake, LiteLLMDrafter(MODEL, api_base=fake.api_base, max_retries=2, cache=tmp_path / "c.sqlite") as drafter:
+    with (
+        FakeLLM(malformed=True) as fake,
+        LiteLLMDrafter(MODEL, api_base=fake.api_base, max_retries=2, cache=tmp_path / "c.sqlite") as drafter,
+    ):
         with pytest.raises(DraftError, match=r"date 4 sample 0: no usable answer after 3 tries: \['no JSON object"):
             drafter.draft(requests(date=4, n=1))
         assert fake.calls == 3 and drafter.usage.malformed == 3 and drafter.usage.retries == 2
@@ -82,7 +93,10 @@ def test_a_malformed_answer_then_a_valid_one_succeeds_with_one_retry() -> None:
 
 
 def test_timeouts_are_retried_then_reported() -> None:
-    with FakeLLM(delay=3.0) as fake, LiteLLMDrafter(MODEL, api_base=fake.api_base, max_retries=1, timeout=0.5) as drafter:
+    with (
+        FakeLLM(delay=3.0) as fake,
+        LiteLLMDrafter(MODEL, api_base=fake.api_base, max_retries=1, timeout=0.5) as drafter,
+    ):
         started = time.perf_counter()
         with pytest.raises(DraftError, match="(?i)timeout"):
             drafter.draft(requests(n=1))
@@ -100,9 +114,15 @@ def test_the_cache_replays_a_run_bit_for_bit_without_any_server(tmp_path: Path) 
         again = np.vstack([replay.draft(requests(date=d)) for d in range(3)])
         assert replay.usage.calls == 0 and replay.usage.cache_hits == 24
     assert first.tobytes() == again.tobytes()
-    with LiteLLMDrafter(MODEL, cache=cache, offline=True) as replay, pytest.raises(DraftError, match="date 0 sample 8: no cached answer"):
+    with (
+        LiteLLMDrafter(MODEL, cache=cache, offline=True) as replay,
+        pytest.raises(DraftError, match="date 0 sample 8: no cached answer"),
+    ):
         replay.draft(requests(n=9))
-    with LiteLLMDrafter("openai/another-model", cache=cache, offline=True) as other, pytest.raises(DraftError, match="no cached answer"):
+    with (
+        LiteLLMDrafter("openai/another-model", cache=cache, offline=True) as other,
+        pytest.raises(DraftError, match="no cached answer"),
+    ):
         other.draft(requests(n=1))
 
 

@@ -38,15 +38,28 @@ def test_smollm2_drafts_valid_weights_through_litellm() -> None:
     classes = ("equities",) * 4 + ("cash",)
     lesson = Lesson("On 2020-09-01 the agent held mostly MSFT 60%; over the next session it returned +1.2%.")
     requests = [
-        DraftRequest("Decision on 2020-10-01. MSFT: +1.0% over 5 days.", assets, classes, "balanced investor: at most 65% in stocks.", (lesson,) * (i % 2), date=0, sample=i)
+        DraftRequest(
+            "Decision on 2020-10-01. MSFT: +1.0% over 5 days.",
+            assets,
+            classes,
+            "balanced investor: at most 65% in stocks.",
+            (lesson,) * (i % 2),
+            date=0,
+            sample=i,
+        )
         for i in range(4)
     ]
-    with LocalModelServer(threads=2) as api_base, LiteLLMDrafter(MODEL_NAME, api_base=api_base, json_schema=True, max_retries=3, timeout=120) as drafter:
+    with (
+        LocalModelServer(threads=2) as api_base,
+        LiteLLMDrafter(MODEL_NAME, api_base=api_base, json_schema=True, max_retries=3, timeout=120) as drafter,
+    ):
         drafts = drafter.draft(requests)
     assert drafts.shape == (4, 5)
     assert np.allclose(drafts.sum(axis=1), 1.0) and (drafts >= 0).all()
     assert drafter.usage.completion_tokens > 0
-    print(f"SmolLM2: {drafter.usage.calls} calls, {drafter.usage.malformed} malformed, {drafter.usage.call_seconds / drafter.usage.calls:.2f} s per call")
+    print(
+        f"SmolLM2: {drafter.usage.calls} calls, {drafter.usage.malformed} malformed, {drafter.usage.call_seconds / drafter.usage.calls:.2f} s per call"
+    )
 
 
 @needs_runtime
@@ -58,7 +71,12 @@ def test_bench_local_llm_reports_seconds_per_draft_and_parse_rate(tmp_path) -> N
 
     root = Path(__file__).resolve().parents[1]
     out = tmp_path / "local.json"
-    subprocess.run([sys.executable, str(root / "benchmarks" / "bench_local_llm.py"), "--drafts", "2", "--out", str(out)], check=True, timeout=600, capture_output=True)
+    subprocess.run(
+        [sys.executable, str(root / "benchmarks" / "bench_local_llm.py"), "--drafts", "2", "--out", str(out)],
+        check=True,
+        timeout=600,
+        capture_output=True,
+    )
     result = json.loads(out.read_text())
     assert result["drafts"] == 2 and result["seconds_per_draft_median"] > 0 and 0 <= result["parse_rate"] <= 1
     assert "seconds per draft" in out.with_suffix(".md").read_text()

@@ -32,27 +32,79 @@ def service(tmp_path_factory):
 
 def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
     url, key = service
-    parameters = StdioServerParameters(command=sys.executable, args=["-m", "memtrial.cli", "mcp"], env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key})
+    parameters = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "memtrial.cli", "mcp"],
+        env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key},
+    )
 
     async def main():
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
             names = {tool.name for tool in (await session.list_tools()).tools}
-            assert names >= {"create_agent", "add_experiences", "search_experiences", "plan_decision", "submit_drafts", "settle", "get_values", "get_trust", "verify_chain"}
-            agent = payload(await session.call_tool("create_agent", {"name": "forecaster", "kind": "scored", "outcomes": OUTCOMES}))
-            lessons = ["Rate cuts were followed by rallies.", "Inflation surprises hurt.", "Quiet months stayed flat.", "Earnings beats lifted prices."]
-            ids = payload(await session.call_tool("add_experiences", {"agent_id": agent["id"], "texts": lessons}))["ids"]
-            hits = payload(await session.call_tool("search_experiences", {"agent_id": agent["id"], "query": "rates were cut", "k": 2}))["hits"]
+            assert names >= {
+                "create_agent",
+                "add_experiences",
+                "search_experiences",
+                "plan_decision",
+                "submit_drafts",
+                "settle",
+                "get_values",
+                "get_trust",
+                "verify_chain",
+            }
+            agent = payload(
+                await session.call_tool("create_agent", {"name": "forecaster", "kind": "scored", "outcomes": OUTCOMES})
+            )
+            lessons = [
+                "Rate cuts were followed by rallies.",
+                "Inflation surprises hurt.",
+                "Quiet months stayed flat.",
+                "Earnings beats lifted prices.",
+            ]
+            ids = payload(await session.call_tool("add_experiences", {"agent_id": agent["id"], "texts": lessons}))[
+                "ids"
+            ]
+            hits = payload(
+                await session.call_tool(
+                    "search_experiences", {"agent_id": agent["id"], "query": "rates were cut", "k": 2}
+                )
+            )["hits"]
             assert hits[0]["id"] == ids[0]
             scored = 0
             for day in range(3):
                 when = f"2024-01-0{day + 1}T12:00:00+00:00"
-                plan = payload(await session.call_tool("plan_decision", {"agent_id": agent["id"], "context": "will it rise?", "decision_time": when, "maturity": when}))
+                plan = payload(
+                    await session.call_tool(
+                        "plan_decision",
+                        {"agent_id": agent["id"], "context": "will it rise?", "decision_time": when, "maturity": when},
+                    )
+                )
                 assert plan["subsets"][0]["texts"] == [] and len(plan["subsets"]) == 8
-                drafts = [{"up": 0.6, "flat": 0.2, "down": 0.2} if lessons[0] in s["texts"] else {"up": 0.3, "flat": 0.4, "down": 0.3} for s in plan["subsets"]]
-                decision = payload(await session.call_tool("submit_drafts", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "drafts": drafts}))
+                drafts = [
+                    {"up": 0.6, "flat": 0.2, "down": 0.2}
+                    if lessons[0] in s["texts"]
+                    else {"up": 0.3, "flat": 0.4, "down": 0.3}
+                    for s in plan["subsets"]
+                ]
+                decision = payload(
+                    await session.call_tool(
+                        "submit_drafts", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "drafts": drafts}
+                    )
+                )
                 assert set(decision["chosen"]) == set(OUTCOMES) and decision["explanation"]
-                settled = payload(await session.call_tool("settle", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "outcome": "up", "rule": "brier", "settled_at": when}))
+                settled = payload(
+                    await session.call_tool(
+                        "settle",
+                        {
+                            "agent_id": agent["id"],
+                            "decision_id": plan["decision_id"],
+                            "outcome": "up",
+                            "rule": "brier",
+                            "settled_at": when,
+                        },
+                    )
+                )
                 assert set(settled["contributions"]) == set(ids)
                 scored += settled["score"] is not None
             values = payload(await session.call_tool("get_values", {"agent_id": agent["id"]}))
@@ -61,7 +113,9 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
             trust = payload(await session.call_tool("get_trust", {"agent_id": agent["id"]}))
             assert trust["n_scores"] == scored >= 2  # the first date's predictions are all the prior: skipped
             assert payload(await session.call_tool("verify_chain", {"agent_id": agent["id"]}))["ok"] is True
-            refused = await session.call_tool("settle", {"agent_id": agent["id"], "decision_id": "0" * 32, "outcome": "up", "rule": "brier"})
+            refused = await session.call_tool(
+                "settle", {"agent_id": agent["id"], "decision_id": "0" * 32, "outcome": "up", "rule": "brier"}
+            )
             assert refused.isError and "memtrial refused (404" in refused.content[0].text
 
     asyncio.run(main())
@@ -71,7 +125,9 @@ def test_the_mcp_command_needs_an_api_key():
     import subprocess
 
     env = {k: v for k, v in os.environ.items() if k != "MEMTRIAL_API_KEY"}
-    result = subprocess.run([sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60
+    )
     assert result.returncode == 2 and "an API key is needed" in result.stderr
 
 
@@ -99,7 +155,11 @@ def test_the_mcp_tools_are_served_over_streamable_http(service):
         import httpx
 
         authorised = httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}, timeout=30)
-        async with authorised, streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=authorised) as (read, write, _), ClientSession(read, write) as session:
+        async with (
+            authorised,
+            streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=authorised) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
             await session.initialize()
             agents = payload(await session.call_tool("list_agents", {}))
             return {tool.name for tool in (await session.list_tools()).tools}, agents

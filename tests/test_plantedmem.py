@@ -10,7 +10,17 @@ from backtest.methods.registry import METHOD_IDS
 from backtest.plantedmem import HORIZON, REGIMES, PlantedMemWorld
 from backtest.runner import WorldSpec, market_for, run_many, run_world
 
-PICKERS = ["no_memory", "all_four", "similarity_top2", "outcome_credit", "counterfactual_argmax", "uplift_credit", "finmem", "expel", "reflexion"]
+PICKERS = [
+    "no_memory",
+    "all_four",
+    "similarity_top2",
+    "outcome_credit",
+    "counterfactual_argmax",
+    "uplift_credit",
+    "finmem",
+    "expel",
+    "reflexion",
+]
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +88,12 @@ def test_oracle_beats_no_memory_when_memory_matters(market):
 
 
 def test_perturbing_an_outcome_changes_no_decision_made_before_it_matured(market):
-    spec = WorldSpec("beta_0.5", "balanced", 2, methods=("memtrial", "memtrial_anytime", "outcome_credit", "hedge", "expel", "all_four_anchored"))
+    spec = WorldSpec(
+        "beta_0.5",
+        "balanced",
+        2,
+        methods=("memtrial", "memtrial_anytime", "outcome_credit", "hedge", "expel", "all_four_anchored"),
+    )
     world = PlantedMemWorld(market, spec.regime, spec.seed)
     date = 40
     base = run_world(spec, market, keep_choices=True)["choices"]
@@ -92,7 +107,10 @@ def test_perturbing_an_outcome_changes_no_decision_made_before_it_matured(market
 def test_results_are_identical_with_one_and_two_workers_and_through_dask():
     from distributed import LocalCluster
 
-    specs = [WorldSpec("beta_0.25", "aggressive", seed, methods=("memtrial", "outcome_credit", "oracle")) for seed in (0, 1, 2)]
+    specs = [
+        WorldSpec("beta_0.25", "aggressive", seed, methods=("memtrial", "outcome_credit", "oracle"))
+        for seed in (0, 1, 2)
+    ]
     one = run_many(specs, workers=1)
     two = run_many(specs, workers=2)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
@@ -104,18 +122,32 @@ def test_every_registered_method_runs_on_a_synthetic_market():
     result = run_world(WorldSpec("informative_content", "conservative", 0, synthetic_market=True))
     assert set(result["methods"]) == set(METHOD_IDS)
     assert all(np.isfinite(m["mean_utility_pp"]) for m in result["methods"].values())
-    assert result["methods"]["memtrial"]["open_rate"] is not None and result["methods"]["equal_weight"]["open_rate"] is None
+    assert (
+        result["methods"]["memtrial"]["open_rate"] is not None
+        and result["methods"]["equal_weight"]["open_rate"] is None
+    )
 
 
 def test_regime_ids_are_the_seven_of_the_specification():
-    assert list(REGIMES) == ["no_influence", "noise_only", "beta_0.1", "beta_0.25", "beta_0.5", "many_experiences", "informative_content"]
+    assert list(REGIMES) == [
+        "no_influence",
+        "noise_only",
+        "beta_0.1",
+        "beta_0.25",
+        "beta_0.5",
+        "many_experiences",
+        "informative_content",
+    ]
 
 
 def test_informative_content_draws_worlds_of_its_own_not_copies_of_many_experiences():
     from backtest.plantedmem import PlantedMemWorld
 
     market = market_for(True)
-    many, informative = PlantedMemWorld(market, "many_experiences", 3), PlantedMemWorld(market, "informative_content", 3)
+    many, informative = (
+        PlantedMemWorld(market, "many_experiences", 3),
+        PlantedMemWorld(market, "informative_content", 3),
+    )
     assert not np.array_equal(many.types, informative.types)
     assert not np.array_equal(many.retrieved, informative.retrieved)
     assert not np.array_equal(many.drafts, informative.drafts)
@@ -135,7 +167,17 @@ def test_anchored_baselines_follow_the_running_mixture_of_their_own_proposals(ma
     scoring = Scoring(gamma=INVESTORS["balanced"].gamma)
     contexts = [world.context(d) for d in range(world.n_dates)]
     walk = Walk(contexts, [world.outcome(c.index) for c in contexts], scoring)
-    methods = {m.id: m for m in build_methods(world, scoring, 3, ["outcome_credit", "outcome_credit_anchored", "all_four_anchored"], contexts=contexts, outcome=lambda p: walk.rels[p])}
+    methods = {
+        m.id: m
+        for m in build_methods(
+            world,
+            scoring,
+            3,
+            ["outcome_credit", "outcome_credit_anchored", "all_four_anchored"],
+            contexts=contexts,
+            outcome=lambda p: walk.rels[p],
+        )
+    }
     for base_id in ("outcome_credit", "all_four"):
         proposals = walk.trajectory(methods[base_id]).weights if base_id in methods else None
         anchored = walk.trajectory(methods[base_id + "_anchored"]).weights
@@ -148,7 +190,15 @@ def test_anchored_baselines_follow_the_running_mixture_of_their_own_proposals(ma
                 q = mixture.choose()
                 assert np.array_equal(anchored[position], q * context.reference + (1 - q) * proposals[position])
             else:
-                grid = mixture_utilities(context.reference, proposals[position], walk.rels[position], context.previous, scoring.gamma, scoring.fee_bp, GRID)
+                grid = mixture_utilities(
+                    context.reference,
+                    proposals[position],
+                    walk.rels[position],
+                    context.previous,
+                    scoring.gamma,
+                    scoring.fee_bp,
+                    GRID,
+                )
                 mixture.update(grid, float(grid[-1]), float(grid[0]))
         assert mixture.n_updates == len(contexts)
 
@@ -158,8 +208,17 @@ def test_worlds_of_one_calendar_reuse_a_world_and_give_what_a_fresh_world_gives(
     one (regime, seed); every result equals a run on a freshly built world."""
     from dataclasses import replace
 
-    spec = WorldSpec("many_experiences", "conservative", 4, methods=("equal_weight", "memtrial", "memtrial_content", "finmem_anchored"))
+    spec = WorldSpec(
+        "many_experiences",
+        "conservative",
+        4,
+        methods=("equal_weight", "memtrial", "memtrial_content", "finmem_anchored"),
+    )
     for investor in ("conservative", "aggressive", "conservative"):
         cached = run_world(replace(spec, investor=investor), keep_choices=True)
         fresh = run_world(replace(spec, investor=investor), market=market_for(False), keep_choices=True)
-        assert cached["choices"] == fresh["choices"] and cached["methods"] == fresh["methods"] and cached["values"] == fresh["values"]
+        assert (
+            cached["choices"] == fresh["choices"]
+            and cached["methods"] == fresh["methods"]
+            and cached["values"] == fresh["values"]
+        )

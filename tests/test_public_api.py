@@ -10,7 +10,20 @@ from memtrial import credit, design, engine, fallback, settle, trust, values
 
 def test_package_exports_are_pinned():
     assert sorted(memtrial.__all__) == sorted(
-        ["EngineConfig", "MemTrial", "MemtrialError", "__version__", "credit", "design", "engine", "errors", "fallback", "settle", "trust", "values"]
+        [
+            "EngineConfig",
+            "MemTrial",
+            "MemtrialError",
+            "__version__",
+            "credit",
+            "design",
+            "engine",
+            "errors",
+            "fallback",
+            "settle",
+            "trust",
+            "values",
+        ]
     )
 
 
@@ -40,7 +53,7 @@ def test_signatures_match_the_documented_api():
     for method in ("plan", "decide", "settle", "to_json", "from_json"):
         assert callable(getattr(engine.MemTrial, method))
     assert set(settle.INVESTORS) == {"conservative", "balanced", "aggressive"}
-    assert [f for f in settle.Investor.__dataclass_fields__] == ["name", "risky_cap", "defensive_floor", "gamma"]
+    assert list(settle.Investor.__dataclass_fields__) == ["name", "risky_cap", "defensive_floor", "gamma"]
     assert set(trust.TrustDecision.__dataclass_fields__) >= {"statistic", "n_scored"}
     assert isinstance(trust.TrustDecision.is_open, property)
 

@@ -36,7 +36,14 @@ def test_readme_rest_walkthrough_works_as_printed(tmp_path):
     server = Server(url)
     try:
         env = {**os.environ, "MEMTRIAL_URL": server.url, "MEMTRIAL_DATABASE_URL": url}
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", _walkthrough()], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", _walkthrough()],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         server.stop()
     assert result.returncode == 0, result.stderr
@@ -61,7 +68,14 @@ def test_readme_walkthrough_shows_the_error_when_the_key_is_from_another_databas
     server = Server(f"sqlite:///{tmp_path / 'server.db'}")
     try:
         env = {**os.environ, "MEMTRIAL_URL": server.url, "MEMTRIAL_DATABASE_URL": f"sqlite:///{tmp_path / 'other.db'}"}
-        result = subprocess.run(["bash", "-euo", "pipefail", "-c", _walkthrough()], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        result = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", _walkthrough()],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         server.stop()
     assert result.returncode != 0
@@ -76,7 +90,9 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
     from conftest import make_tenant
     from live_server import Server
 
-    block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "MemtrialClient(" in b and "Async" not in b)
+    block = next(
+        b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "MemtrialClient(" in b and "Async" not in b
+    )
     url = f"sqlite:///{tmp_path / 'client.db'}"
     server = Server(url)
     try:

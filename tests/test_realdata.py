@@ -63,7 +63,11 @@ def test_classalloc_and_portbench_windows() -> None:
     classalloc = load_setting("classalloc")
     assert classalloc.assets == ("equities", "bonds", "commodities", "real_estate", "cash")
     dates = [str(classalloc.dates[s].date())[:7] for s in classalloc.decisions]
-    assert dates[0] == "2015-07" and dates[classalloc.first_test] == "2020-05" and dates[classalloc.first_test - 1] == "2020-04"
+    assert (
+        dates[0] == "2015-07"
+        and dates[classalloc.first_test] == "2020-05"
+        and dates[classalloc.first_test - 1] == "2020-04"
+    )
     assert all(s + 20 < len(classalloc.dates) and s >= 126 for s in classalloc.decisions)
     portbench = load_setting("portbench")
     assert len(portbench.assets) == 97
@@ -75,7 +79,10 @@ def test_investorbench_fixture_has_the_real_format_and_windows(investorbench_fix
     setting = load_setting("investorbench")
     assert setting.assets == ("HON", "JNJ", "MSFT", "UVV", "CASH") and setting.horizon == 1
     test = setting.decisions[setting.first_test :]
-    assert str(setting.dates[test[0]].date()) == "2020-10-01" and str(setting.dates[setting.decisions[0]].date()) == "2020-07-01"
+    assert (
+        str(setting.dates[test[0]].date()) == "2020-10-01"
+        and str(setting.dates[setting.decisions[0]].date()) == "2020-07-01"
+    )
     assert all(setting.news[t] for t in ("HON", "JNJ", "MSFT", "UVV"))
 
 
@@ -145,7 +152,9 @@ def test_drafts_reference_and_every_choice_respect_the_mandate() -> None:
         feasible(date, context.drafts[~np.isnan(context.drafts[:, 0])])
         feasible(date, context.reference)
         feasible(date, context.self_consistency)
-        assert np.allclose(world.project_onto_mandate(date, np.full(len(context.equal), 1.0)), context.reference, atol=1e-9)
+        assert np.allclose(
+            world.project_onto_mandate(date, np.full(len(context.equal), 1.0)), context.reference, atol=1e-9
+        )
     assert presented > 0
     # equal weight over the universe is 62/97 risky: the conservative reference is its projection
     assert {setting.classes[m] for m in world.universe[-1]} >= RISKY
@@ -168,7 +177,11 @@ def test_experiences_come_only_from_matured_decisions() -> None:
             late += 1
     assert late > 0
     lesson = world.lessons[0].text
-    assert lesson.startswith("On 2017-11-01 (bonds: ") and "the agent held mostly" in lesson and "equal-weight reference" in lesson
+    assert (
+        lesson.startswith("On 2017-11-01 (bonds: ")
+        and "the agent held mostly" in lesson
+        and "equal-weight reference" in lesson
+    )
 
 
 def test_a_change_to_later_prices_changes_no_earlier_decision() -> None:
@@ -180,7 +193,7 @@ def test_a_change_to_later_prices_changes_no_earlier_decision() -> None:
     spec = WorldSpec("classalloc", "aggressive", 3, methods=methods, env="classalloc")
     base = run_world(spec, market=setting, keep_choices=True)
     changed = run_world(spec, market=replace(setting, closes=later), keep_choices=True)
-    presented = [s for s in setting.decisions][-base["presented_dates"] :]
+    presented = list(setting.decisions)[-base["presented_dates"] :]
     before = sum(1 for s in presented if s <= cut)
     for method in methods:
         assert base["choices"][method][:before] == changed["choices"][method][:before], method
@@ -188,7 +201,15 @@ def test_a_change_to_later_prices_changes_no_earlier_decision() -> None:
 
 
 def test_a_short_run_reports_every_metric(investorbench_fixture: Path) -> None:
-    spec = WorldSpec("investorbench", "balanced", 0, methods=("equal_weight", "memtrial", "outcome_credit", "no_memory"), env="investorbench", warmup_dates=10, test_dates=5)
+    spec = WorldSpec(
+        "investorbench",
+        "balanced",
+        0,
+        methods=("equal_weight", "memtrial", "outcome_credit", "no_memory"),
+        env="investorbench",
+        warmup_dates=10,
+        test_dates=5,
+    )
     result = run_world(spec)
     assert len(result["dates"]) == 5 and result["dates"][0] == "2020-10-01"
     cell = result["methods"]["memtrial"]

@@ -16,13 +16,33 @@ SHORT = ["--investor", "balanced", "--seeds", "0", "--warmup-dates", "8", "--tes
 
 def test_analogical_run_writes_results_table_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["backtest", "portbench", *SHORT, "--methods", "memtrial,memtrial_anytime,outcome_credit,no_memory", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "backtest",
+            "portbench",
+            *SHORT,
+            "--methods",
+            "memtrial,memtrial_anytime,outcome_credit,no_memory",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     document = json.loads((out / "results.json").read_text())
     assert document["env"] == "portbench" and document["seeds"] == [0] and document["drafter"]["kind"] == "analogical"
     cell = document["investors"]["balanced"]["portbench"]
     assert set(cell) == {"equal_weight", "memtrial", "memtrial_anytime", "outcome_credit", "no_memory"}
-    assert set(cell["memtrial"]) >= {"mean_utility_pp", "sd_over_seeds", "per_seed", "open_rate", "sharpe", "max_drawdown", "turnover", "wealth_path"}
+    assert set(cell["memtrial"]) >= {
+        "mean_utility_pp",
+        "sd_over_seeds",
+        "per_seed",
+        "open_rate",
+        "sharpe",
+        "max_drawdown",
+        "turnover",
+        "wealth_path",
+    }
     assert len(cell["memtrial"]["wealth_path"]) == len(document["scored_dates"]) == 3
     assert document["scored_dates"][0] == "2023-01-03"
     markdown = (out / "results.md").read_text()
@@ -31,11 +51,27 @@ def test_analogical_run_writes_results_table_and_plots(tmp_path: Path) -> None:
         assert (out / name).stat().st_size > 1000
 
 
-def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Path, investorbench_fixture: Path) -> None:
+def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(
+    tmp_path: Path, investorbench_fixture: Path
+) -> None:
     methods = ["--methods", "memtrial,no_memory,self_consistency"]
     with FakeLLM() as fake:
         first = CliRunner().invoke(
-            app, ["backtest", "investorbench", *SHORT, *methods, "--drafter", "litellm", "--model", "openai/fake", "--api-base", fake.api_base, "--out", str(tmp_path / "a")]
+            app,
+            [
+                "backtest",
+                "investorbench",
+                *SHORT,
+                *methods,
+                "--drafter",
+                "litellm",
+                "--model",
+                "openai/fake",
+                "--api-base",
+                fake.api_base,
+                "--out",
+                str(tmp_path / "a"),
+            ],
         )
         assert first.exit_code == 0, first.output
         calls = fake.calls
@@ -43,7 +79,10 @@ def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Pa
     usage = document["drafter_usage"]
     assert usage["calls"] == calls > 0 and usage["prompt_tokens"] == 10 * calls and usage["malformed"] == 0
     # every prompt of the run names the date's universe and carries news in its context
-    assert "CASH (cash)" in fake.requests[0]["messages"][-1]["content"] and "News:" in fake.requests[-1]["messages"][-1]["content"]
+    assert (
+        "CASH (cash)" in fake.requests[0]["messages"][-1]["content"]
+        and "News:" in fake.requests[-1]["messages"][-1]["content"]
+    )
     replay = CliRunner().invoke(
         app,
         ["backtest", "investorbench", *SHORT, *methods, "--drafter", "litellm", "--model", "openai/fake", "--offline",
@@ -52,13 +91,33 @@ def test_litellm_run_goes_over_http_and_replays_offline_bit_for_bit(tmp_path: Pa
     assert replay.exit_code == 0, replay.output
     again = json.loads((tmp_path / "b" / "results.json").read_text())
     assert again["investors"] == document["investors"]
-    assert again["drafter_usage"]["calls"] == 0 and again["drafter_usage"]["cache_hits"] == usage["calls"] + usage["cache_hits"]
+    assert (
+        again["drafter_usage"]["calls"] == 0
+        and again["drafter_usage"]["cache_hits"] == usage["calls"] + usage["cache_hits"]
+    )
 
 
-def test_a_drafter_that_only_answers_nonsense_stops_the_run_with_the_reason(tmp_path: Path, investorbench_fixture: Path) -> None:
+def test_a_drafter_that_only_answers_nonsense_stops_the_run_with_the_reason(
+    tmp_path: Path, investorbench_fixture: Path
+) -> None:
     with FakeLLM(malformed=True) as fake:
         result = CliRunner().invoke(
-            app, ["backtest", "investorbench", *SHORT, "--methods", "memtrial", "--drafter", "litellm", "--model", "openai/fake", "--api-base", fake.api_base, "--out", str(tmp_path)]
+            app,
+            [
+                "backtest",
+                "investorbench",
+                *SHORT,
+                "--methods",
+                "memtrial",
+                "--drafter",
+                "litellm",
+                "--model",
+                "openai/fake",
+                "--api-base",
+                fake.api_base,
+                "--out",
+                str(tmp_path),
+            ],
         )
     assert result.exit_code == 2
     assert "no usable answer after 3 tries" in result.output and "no JSON object" in result.output

@@ -27,7 +27,9 @@ def assert_identical(online, replayed):
 def test_replay_equals_the_online_engines_on_one_world():
     online, replayed = both(WorldSpec("beta_0.25", "balanced", 7, methods=VARIANTS))
     assert_identical(online, replayed)
-    assert any(rate for rate in (m["open_rate"] for m in online["methods"].values()) if rate), "no gate ever opened: the check is weak"
+    assert any(rate for rate in (m["open_rate"] for m in online["methods"].values()) if rate), (
+        "no gate ever opened: the check is weak"
+    )
 
 
 @pytest.mark.slow

@@ -9,7 +9,13 @@ from service.client import MemtrialClient, ServiceError
 
 def test_create_agent_freezes_the_gate_config_with_its_hash(client):
     agent = client.create_agent("fund", "conservative", UNIVERSE, gate={"test": "anytime", "alpha": 0.01})
-    assert agent["gate"] == {"test": "anytime", "alpha": 0.01, "min_scores": 1, "statistic": "pearson", "bets": list(GateConfig().bets)}
+    assert agent["gate"] == {
+        "test": "anytime",
+        "alpha": 0.01,
+        "min_scores": 1,
+        "statistic": "pearson",
+        "bets": list(GateConfig().bets),
+    }
     assert agent["gate_hash"] == GateConfig(test="anytime", alpha=0.01).hash
     assert client.get_agent(agent["id"]) == agent
 
@@ -17,9 +23,16 @@ def test_create_agent_freezes_the_gate_config_with_its_hash(client):
 @pytest.mark.parametrize("field", ["api_key", "api_base"])
 def test_a_drafter_endpoint_or_key_from_a_tenant_is_refused(client, field):
     with pytest.raises(ServiceError) as error:
-        client.create_agent("fund", "balanced", UNIVERSE, drafter={"provider": "any", "model": "openai/x", field: "http://127.0.0.1:5432"})
+        client.create_agent(
+            "fund",
+            "balanced",
+            UNIVERSE,
+            drafter={"provider": "any", "model": "openai/x", field: "http://127.0.0.1:5432"},
+        )
     assert (error.value.status, error.value.field) == (422, "drafter")
-    assert f"{field} is not accepted: LLM endpoints and their keys are configured by the operator" in error.value.message
+    assert (
+        f"{field} is not accepted: LLM endpoints and their keys are configured by the operator" in error.value.message
+    )
     assert client.list_agents()["items"] == []
 
 
@@ -41,7 +54,11 @@ def test_missing_api_key_is_401(http, agent):
     response = http.get(f"/v1/agents/{agent['id']}")
     assert response.status_code == 401
     assert response.json() == {
-        "error": {"code": "unauthorized", "message": "missing API key: send 'Authorization: Bearer <key>'", "field": "authorization"}
+        "error": {
+            "code": "unauthorized",
+            "message": "missing API key: send 'Authorization: Bearer <key>'",
+            "field": "authorization",
+        }
     }
 
 
@@ -116,13 +133,25 @@ def test_an_agent_acting_by_the_trust_dial_shows_omega_and_its_combination(clien
     from service.client import ServiceError
 
     with pytest.raises(ServiceError) as refused:
-        client._request("POST", "/v1/agents", {"name": "dial", "investor": "balanced", "universe": UNIVERSE, "action": "dial"})
+        client._request(
+            "POST", "/v1/agents", {"name": "dial", "investor": "balanced", "universe": UNIVERSE, "action": "dial"}
+        )
     assert refused.value.status == 422 and refused.value.field == "action"
     assert "use gate test 'anytime'" in refused.value.message
-    body = {"name": "dial", "investor": "balanced", "universe": UNIVERSE, "action": "dial", "credit": "raw", "gate": {"test": "anytime"}}
+    body = {
+        "name": "dial",
+        "investor": "balanced",
+        "universe": UNIVERSE,
+        "action": "dial",
+        "credit": "raw",
+        "gate": {"test": "anytime"},
+    }
     agent = client._request("POST", "/v1/agents", body)
     assert (agent["action"], agent["credit"]) == ("dial", "raw")
-    client.add_experiences(agent["id"], [{"text": t} for t in ("bonds rallied on cuts", "equities fell on inflation", "gold held up", "cash was safe")])
+    client.add_experiences(
+        agent["id"],
+        [{"text": t} for t in ("bonds rallied on cuts", "equities fell on inflation", "gold held up", "cash was safe")],
+    )
     plan = client.create_decision(agent["id"], "2024-01-31T21:00:00Z", "2024-02-29T21:00:00Z", "rates fell")
     dial = plan["dial"]
     assert dial["trust_weight"] == 0.0 and dial["log_evidence"] == 0.0 and dial["noise_cost"] is None

@@ -18,13 +18,20 @@ LESSONS = [
     "Momentum in equities persisted for a quarter.",
 ]
 DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}
-RETURNS = {"SPY": [0.01, -0.004, 0.006], "TLT": [-0.002, 0.003, 0.001], "GLD": [0.0, 0.002, -0.001], "BIL": [0.0001, 0.0001, 0.0001]}
+RETURNS = {
+    "SPY": [0.01, -0.004, 0.006],
+    "TLT": [-0.002, 0.003, 0.001],
+    "GLD": [0.0, 0.002, -0.001],
+    "BIL": [0.0001, 0.0001, 0.0001],
+}
 
 
 def plan(client, agent, t=0, **kwargs):
     time = START + dt.timedelta(days=30 * t)
     kwargs.setdefault("horizon", 3)  # RETURNS holds three sessions
-    return client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: rates fell, equities volatile", **kwargs)
+    return client.create_decision(
+        agent["id"], time, time + dt.timedelta(days=28), f"month {t}: rates fell, equities volatile", **kwargs
+    )
 
 
 @pytest.fixture
@@ -91,7 +98,12 @@ def test_settle_at_a_future_time_is_422(client, stocked):
     body = plan(client, stocked)
     client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
     with pytest.raises(ServiceError) as error:
-        client.settle(stocked["id"], body["decision_id"], returns=RETURNS, settled_at=dt.datetime.now(dt.UTC) + dt.timedelta(days=3))
+        client.settle(
+            stocked["id"],
+            body["decision_id"],
+            returns=RETURNS,
+            settled_at=dt.datetime.now(dt.UTC) + dt.timedelta(days=3),
+        )
     assert (error.value.status, error.value.message) == (422, "settled_at: cannot be in the future")
 
 
@@ -130,7 +142,12 @@ def test_prices_and_returns_settle_the_same(client, stocked):
     [
         ([DRAFT] * 7, 422, "drafts", "drafts must have one row per designed subset (8), got shape (7, 4)"),
         ([{**DRAFT, "QQQ": 0.0}] * 8, 422, "drafts[0]", "drafts[0]: unknown assets ['QQQ']"),
-        ([{**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 8, 422, "drafts", "drafts: Value error, drafts[0] weight for 'SPY' must be >= 0 (long only), got -0.1"),
+        (
+            [{**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 8,
+            422,
+            "drafts",
+            "drafts: Value error, drafts[0] weight for 'SPY' must be >= 0 (long only), got -0.1",
+        ),
         ([{**DRAFT, "SPY": 0.5}] * 8, 422, "drafts[0]", "drafts[0]: weights must sum to 1, got 1.1"),
     ],
 )
@@ -151,7 +168,11 @@ def test_nan_weights_are_rejected(http, client, stocked):
         headers={"Authorization": client._headers["Authorization"], "content-type": "application/json"},
     )
     assert response.status_code == 422
-    assert response.json()["error"] == {"code": "invalid_json", "message": "body: not valid JSON (NaN is not a number JSON allows)", "field": "body"}
+    assert response.json()["error"] == {
+        "code": "invalid_json",
+        "message": "body: not valid JSON (NaN is not a number JSON allows)",
+        "field": "body",
+    }
 
 
 def test_settlement_missing_an_asset_is_422(client, stocked):
@@ -160,7 +181,11 @@ def test_settlement_missing_an_asset_is_422(client, stocked):
     partial = {k: v for k, v in RETURNS.items() if k != "GLD"}
     with pytest.raises(ServiceError) as error:
         client.settle(stocked["id"], body["decision_id"], returns=partial)
-    assert (error.value.status, error.value.field, error.value.message) == (422, "returns.GLD", "returns: missing assets ['GLD']")
+    assert (error.value.status, error.value.field, error.value.message) == (
+        422,
+        "returns.GLD",
+        "returns: missing assets ['GLD']",
+    )
 
 
 def test_maturity_before_decision_time_is_422(client, stocked):

@@ -11,7 +11,12 @@ from fake_llm import FakeLLM
 from service.client import MemtrialClient, ServiceError
 
 START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
-LESSONS = ["Long bonds rallied when rates were cut.", "Equities fell after a surprise inflation print.", "Gold held up in a banking scare.", "Cash protected the book."]
+LESSONS = [
+    "Long bonds rallied when rates were cut.",
+    "Equities fell after a surprise inflation print.",
+    "Gold held up in a banking scare.",
+    "Cash protected the book.",
+]
 PROVIDER_KEY = "sk-operator-secret"
 
 
@@ -29,7 +34,9 @@ def serve(database_url, tmp_path, monkeypatch):
     def start(providers):
         config = tmp_path / "llm.json"
         config.write_text(json.dumps({"providers": providers}))
-        http = TestClient(create_app(Settings(database_url=database_url, llm_config=str(config), llm_timeout_seconds=5)))
+        http = TestClient(
+            create_app(Settings(database_url=database_url, llm_config=str(config), llm_timeout_seconds=5))
+        )
         http.__enter__()
         opened.append(http)
         return MemtrialClient(api_key=make_tenant(database_url, f"drafting-{len(opened)}"), http=http)
@@ -46,16 +53,22 @@ def closed_port():
 
 
 def stocked(client, provider, **drafter):
-    agent = client.create_agent("llm", "balanced", UNIVERSE, drafter={"provider": provider, "model": "openai/fake", **drafter})
+    agent = client.create_agent(
+        "llm", "balanced", UNIVERSE, drafter={"provider": provider, "model": "openai/fake", **drafter}
+    )
     client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
     return agent
 
 
 def test_server_drafting_issues_the_eight_drafts_concurrently_to_the_operators_endpoint(serve):
     with FakeLLM(delay=1.5) as llm:  # long enough that every call starts before the first returns
-        client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base, "api_key_env": "MEMTRIAL_TEST_LLM_KEY"}})
+        client = serve(
+            {"fake": {"models": ["openai/fake"], "api_base": llm.api_base, "api_key_env": "MEMTRIAL_TEST_LLM_KEY"}}
+        )
         agent = stocked(client, "fake")
-        decision = client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "rates fell", drafting="server")
+        decision = client.create_decision(
+            agent["id"], START, START + dt.timedelta(days=28), "rates fell", drafting="server"
+        )
     assert decision["status"] == "decided"
     assert llm.calls == 8 and llm.max_in_flight == 8
     assert len({json.dumps(d, sort_keys=True) for d in decision["drafts"]}) > 1
@@ -66,7 +79,15 @@ def test_server_drafting_issues_the_eight_drafts_concurrently_to_the_operators_e
 
 
 def test_the_providers_list_shows_names_and_models_but_no_endpoint(serve):
-    client = serve({"fake": {"models": ["openai/fake"], "api_base": "http://127.0.0.1:9/v1", "api_key_env": "MEMTRIAL_TEST_LLM_KEY"}})
+    client = serve(
+        {
+            "fake": {
+                "models": ["openai/fake"],
+                "api_base": "http://127.0.0.1:9/v1",
+                "api_key_env": "MEMTRIAL_TEST_LLM_KEY",
+            }
+        }
+    )
     listed = client._request("GET", "/v1/llm/providers")
     assert listed == {"providers": [{"provider": "fake", "models": ["openai/fake"]}]}
     with pytest.raises(ServiceError) as error:
@@ -117,7 +138,12 @@ def test_a_server_drafted_decision_retried_with_its_key_replays_the_first_answer
     with FakeLLM() as llm:
         client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
         agent = stocked(client, "fake")
-        body = {"decision_time": START.isoformat(), "maturity": (START + dt.timedelta(days=28)).isoformat(), "context_text": "x", "drafting": "server"}
+        body = {
+            "decision_time": START.isoformat(),
+            "maturity": (START + dt.timedelta(days=28)).isoformat(),
+            "context_text": "x",
+            "drafting": "server",
+        }
         headers = {**client._headers, "Idempotency-Key": "server-1"}
         first = client._http.post(f"/v1/agents/{agent['id']}/decisions", json=body, headers=headers)
         second = client._http.post(f"/v1/agents/{agent['id']}/decisions", json=body, headers=headers)

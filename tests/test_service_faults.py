@@ -95,7 +95,14 @@ def test_a_server_on_a_silent_database_shuts_down_within_its_grace_period(black_
     env = {"MEMTRIAL_DB_CONNECT_TIMEOUT": "2", "MEMTRIAL_SHUTDOWN_SECONDS": "3", "MEMTRIAL_PRELOAD_MODEL": "0"}
     server = Server(black_hole, env=env, ready_path="/healthz", migrate=False)
     try:
-        threads = [threading.Thread(target=lambda: httpx.get(f"{server.url}/v1/agents", headers={"Authorization": "Bearer mt_x"}, timeout=30)) for _ in range(5)]
+        threads = [
+            threading.Thread(
+                target=lambda: httpx.get(
+                    f"{server.url}/v1/agents", headers={"Authorization": "Bearer mt_x"}, timeout=30
+                )
+            )
+            for _ in range(5)
+        ]
         for thread in threads:
             thread.start()
         time.sleep(0.5)
@@ -169,16 +176,27 @@ def test_rate_limits_count_across_workers_and_say_when_to_retry(tmp_path):
     url = f"sqlite:///{tmp_path / 'limited.db'}"
     upgrade(url)
     key = make_tenant(url, "limited")
-    server = Server(url, workers=2, env={"MEMTRIAL_RATE_LIMIT_PER_MINUTE": "10", "MEMTRIAL_AUTH_FAILURES_PER_MINUTE": "5"})
+    server = Server(
+        url, workers=2, env={"MEMTRIAL_RATE_LIMIT_PER_MINUTE": "10", "MEMTRIAL_AUTH_FAILURES_PER_MINUTE": "5"}
+    )
     try:
         statuses = []
         for _ in range(14):  # a new connection each time, so both workers take requests
-            response = httpx.get(f"{server.url}/v1/agents", headers={"Authorization": f"Bearer {key}", "Connection": "close"}, timeout=10)
+            response = httpx.get(
+                f"{server.url}/v1/agents", headers={"Authorization": f"Bearer {key}", "Connection": "close"}, timeout=10
+            )
             statuses.append(response.status_code)
             last = response
         assert statuses.count(200) == 10 and statuses[10:] == [429] * 4
         assert 1 <= int(last.headers["Retry-After"]) <= 61
-        failures = [httpx.get(f"{server.url}/v1/agents", headers={"Authorization": "Bearer mt_wrong", "Connection": "close"}, timeout=10) for _ in range(7)]
+        failures = [
+            httpx.get(
+                f"{server.url}/v1/agents",
+                headers={"Authorization": "Bearer mt_wrong", "Connection": "close"},
+                timeout=10,
+            )
+            for _ in range(7)
+        ]
         assert [r.status_code for r in failures] == [401] * 5 + [429] * 2
         assert "Retry-After" in failures[-1].headers
     finally:
@@ -213,7 +231,9 @@ def test_refit_jobs_are_bounded_queued_then_failed_when_interrupted(database_url
         assert client.get_refit(agent["id"], first["job_id"])["status"] == "running"
     release.set()  # the server shut down while the job ran
     with TestClient(create_app(Settings(database_url=database_url))) as http:
-        job = MemtrialClient(api_key=client._headers["Authorization"].split()[1], http=http).get_refit(agent["id"], first["job_id"])
+        job = MemtrialClient(api_key=client._headers["Authorization"].split()[1], http=http).get_refit(
+            agent["id"], first["job_id"]
+        )
     assert job["status"] == "failed" and job["error"] == "interrupted: the server shut down before the job finished"
 
 
@@ -231,7 +251,17 @@ def test_a_job_left_running_by_a_dead_worker_is_failed_when_a_server_starts(data
     engine = make_engine(database_url)
     stale = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
     with transaction(make_session_factory(engine)) as session:
-        session.add(RefitJob(id="0" * 32, agent_id=agent["id"], status="running", method="nuts", state_version=0, heartbeat_at=stale, worker="gone:1:x"))
+        session.add(
+            RefitJob(
+                id="0" * 32,
+                agent_id=agent["id"],
+                status="running",
+                method="nuts",
+                state_version=0,
+                heartbeat_at=stale,
+                worker="gone:1:x",
+            )
+        )
     engine.dispose()
     with TestClient(create_app(Settings(database_url=database_url))) as http:
         job = MemtrialClient(api_key=key, http=http).get_refit(agent["id"], "0" * 32)

@@ -17,9 +17,9 @@ import os
 
 import pytest
 import schemathesis
-from schemathesis import checks
 from conftest import make_tenant
 from hypothesis import HealthCheck, given, settings
+from schemathesis import checks
 
 pytestmark = pytest.mark.slow  # schema fuzzing belongs to the slow tier
 
@@ -59,7 +59,9 @@ def test_no_operation_answers_5xx_or_breaks_its_schema(tmp_path, capsys):
 
         run()
     with capsys.disabled():
-        print(f"\nschema fuzzing: {len(operations)} operations, {calls} generated requests, no 5xx, no schema violation")
+        print(
+            f"\nschema fuzzing: {len(operations)} operations, {calls} generated requests, no 5xx, no schema violation"
+        )
     assert len(operations) >= 20
 
 
@@ -82,7 +84,11 @@ def test_stateful_sequences_never_answer_5xx_or_break_the_schema(tmp_path, capsy
 
         machine = schema.as_state_machine()
         produced = {name.split(" -> ")[0] for name in machine.bundles}
-        assert {"POST /v1/agents", "POST /v1/agents/{agent_id}/experiences", "POST /v1/agents/{agent_id}/decisions"} <= produced
+        assert {
+            "POST /v1/agents",
+            "POST /v1/agents/{agent_id}/experiences",
+            "POST /v1/agents/{agent_id}/decisions",
+        } <= produced
         calls = 0
 
         class Sequences(machine):  # type: ignore[misc, valid-type]
@@ -94,7 +100,6 @@ def test_stateful_sequences_never_answer_5xx_or_break_the_schema(tmp_path, capsy
                     for agent in agents:
                         assert http.delete(f"/v1/agents/{agent['id']}", headers=auth).status_code == 204
 
-
             def after_call(self, response, case):
                 nonlocal calls
                 calls += 1
@@ -102,7 +107,15 @@ def test_stateful_sequences_never_answer_5xx_or_break_the_schema(tmp_path, capsy
             def validate_response(self, response, case, **kwargs):
                 case.validate_response(response, excluded_checks=[checks.positive_data_acceptance])
 
-        Sequences.run(settings=settings(max_examples=STATEFUL_EXAMPLES, stateful_step_count=10, deadline=None, suppress_health_check=list(HealthCheck), database=None))
+        Sequences.run(
+            settings=settings(
+                max_examples=STATEFUL_EXAMPLES,
+                stateful_step_count=10,
+                deadline=None,
+                suppress_health_check=list(HealthCheck),
+                database=None,
+            )
+        )
     with capsys.disabled():
         print(f"\nstateful fuzzing: {STATEFUL_EXAMPLES} sequences, {calls} requests, no 5xx, no schema violation")
     assert calls >= STATEFUL_EXAMPLES
@@ -128,7 +141,9 @@ def test_cases_found_by_fuzzing_stay_fixed(tmp_path):
             for method, operation in operations.items():
                 for status in ("401", "404", "409", "422"):
                     assert status in operation["responses"], (method, path, status)
-                assert operation["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
+                assert operation["responses"]["422"]["content"]["application/json"]["schema"]["$ref"].endswith(
+                    "/ErrorBody"
+                )
     with TestClient(app) as http:
         response = http.get("/v1/agents/0", headers={"Authorization": f"Bearer {key}"})
         metrics = http.get("/metrics")

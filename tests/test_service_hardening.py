@@ -17,7 +17,14 @@ DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}
 
 def raw(http, client, method, path, content, headers=None):
     return http.request(
-        method, path, content=content, headers={"Authorization": client._headers["Authorization"], "content-type": "application/json", **(headers or {})}
+        method,
+        path,
+        content=content,
+        headers={
+            "Authorization": client._headers["Authorization"],
+            "content-type": "application/json",
+            **(headers or {}),
+        },
     )
 
 
@@ -64,8 +71,17 @@ def test_a_retried_creation_with_the_same_key_returns_the_first_answer(http, cli
 
 def test_a_retried_decision_with_the_same_key_plans_once(http, client, agent):
     client.add_experiences(agent["id"], [{"text": f"lesson {i}"} for i in range(5)])
-    body = json.dumps({"decision_time": START.isoformat(), "maturity": (START + dt.timedelta(days=1)).isoformat(), "context_text": "calm"})
-    answers = [raw(http, client, "POST", f"/v1/agents/{agent['id']}/decisions", body, {"Idempotency-Key": "day-1"}) for _ in range(3)]
+    body = json.dumps(
+        {
+            "decision_time": START.isoformat(),
+            "maturity": (START + dt.timedelta(days=1)).isoformat(),
+            "context_text": "calm",
+        }
+    )
+    answers = [
+        raw(http, client, "POST", f"/v1/agents/{agent['id']}/decisions", body, {"Idempotency-Key": "day-1"})
+        for _ in range(3)
+    ]
     assert {a.status_code for a in answers} == {201}
     assert len({a.json()["decision_id"] for a in answers}) == 1
     assert len(client.list_decisions(agent["id"])["items"]) == 1
@@ -105,7 +121,10 @@ def test_a_connection_lost_after_commit_is_safe_to_retry_with_the_key(app, http,
         body = json.dumps({"text": "sent once, committed, answer lost"})
         path = f"/v1/agents/{agent['id']}/experiences"
         lost = raw(http, client, "POST", path, body, {"Idempotency-Key": "lost-1"})
-        assert lost.status_code == 503 and "a retry with the same Idempotency-Key is safe" in lost.json()["error"]["message"]
+        assert (
+            lost.status_code == 503
+            and "a retry with the same Idempotency-Key is safe" in lost.json()["error"]["message"]
+        )
         retry = raw(http, client, "POST", path, body, {"Idempotency-Key": "lost-1"})
     finally:
         services.sessions = real
@@ -115,7 +134,14 @@ def test_a_connection_lost_after_commit_is_safe_to_retry_with_the_key(app, http,
 
 
 def test_a_malformed_idempotency_key_is_422(http, client, agent):
-    response = raw(http, client, "POST", f"/v1/agents/{agent['id']}/experiences", json.dumps({"text": "x"}), {"Idempotency-Key": "not ok!"})
+    response = raw(
+        http,
+        client,
+        "POST",
+        f"/v1/agents/{agent['id']}/experiences",
+        json.dumps({"text": "x"}),
+        {"Idempotency-Key": "not ok!"},
+    )
     assert response.status_code == 422 and response.json()["error"]["field"] == "Idempotency-Key"
 
 
@@ -138,10 +164,16 @@ def test_nul_characters_and_lone_surrogates_are_422(http, client, agent, path, p
 def test_a_nul_in_a_name_or_a_path_id_is_not_a_500(http, client, agent):
     body = {"name": "bad\u0000name", "investor": "balanced", "universe": UNIVERSE}
     assert raw(http, client, "POST", "/v1/agents", json.dumps(body)).status_code == 422
-    for path in ("/v1/agents/%00", f"/v1/agents/{agent['id']}/decisions/%00abc", f"/v1/agents/{agent['id']}/experiences/x%00"):
+    for path in (
+        "/v1/agents/%00",
+        f"/v1/agents/{agent['id']}/decisions/%00abc",
+        f"/v1/agents/{agent['id']}/experiences/x%00",
+    ):
         response = http.get(path, headers={"Authorization": client._headers["Authorization"]})
         assert response.status_code == 404, (path, response.text)
-    response = http.get("/v1/agents", params={"name": "a\u0000b"}, headers={"Authorization": client._headers["Authorization"]})
+    response = http.get(
+        "/v1/agents", params={"name": "a\u0000b"}, headers={"Authorization": client._headers["Authorization"]}
+    )
     assert response.status_code == 422
 
 
@@ -165,7 +197,11 @@ def test_non_finite_numbers_anywhere_in_a_body_are_422(http, client, agent, numb
 
 
 def test_an_offset_beyond_64_bits_is_422(http, client, agent):
-    response = http.get(f"/v1/agents/{agent['id']}/experiences", params={"offset": 2**63}, headers={"Authorization": client._headers["Authorization"]})
+    response = http.get(
+        f"/v1/agents/{agent['id']}/experiences",
+        params={"offset": 2**63},
+        headers={"Authorization": client._headers["Authorization"]},
+    )
     assert response.status_code == 422 and response.json()["error"]["field"] == "offset"
 
 
@@ -182,7 +218,9 @@ def test_malformed_json_is_a_documented_422_naming_the_body(http, client, agent)
     response = raw(http, client, "POST", f"/v1/agents/{agent['id']}/experiences", '{"text": "x",,}')
     assert response.status_code == 422
     error = response.json()["error"]
-    assert (error["code"], error["field"]) == ("invalid_json", "body") and error["message"].startswith("body: not valid JSON")
+    assert (error["code"], error["field"]) == ("invalid_json", "body") and error["message"].startswith(
+        "body: not valid JSON"
+    )
 
 
 def test_method_not_allowed_names_the_allowed_methods(http):
@@ -200,21 +238,29 @@ def test_booleans_and_strings_are_not_numbers(client, agent):
     assert (error.value.status, error.value.field) == (422, "drafts.0.SPY")
 
 
-@pytest.mark.parametrize("path", ["/v1/agents?limt=5", "/v1/agents/{agent}/trust/log?limit=5&curser=x", "/healthz?probe=1"])
+@pytest.mark.parametrize(
+    "path", ["/v1/agents?limt=5", "/v1/agents/{agent}/trust/log?limit=5&curser=x", "/healthz?probe=1"]
+)
 def test_an_undeclared_query_parameter_is_refused_naming_it_and_what_the_operation_takes(http, client, agent, path):
     response = http.get(path.format(agent=agent["id"]), headers={"Authorization": client._headers["Authorization"]})
     assert response.status_code == 422
     error = response.json()["error"]
     misspelt = path.rsplit("&", 1)[-1].split("?")[-1].split("=")[0]
     assert (error["code"], error["field"]) == ("invalid", misspelt)
-    assert "unknown query parameter" in error["message"] and ("takes: none" in error["message"] if "healthz" in path else "limit" in error["message"])
+    assert "unknown query parameter" in error["message"] and (
+        "takes: none" in error["message"] if "healthz" in path else "limit" in error["message"]
+    )
     declared = path.split("?")[0].format(agent=agent["id"]) + ("?limit=5" if "healthz" not in path else "")
     assert http.get(declared, headers={"Authorization": client._headers["Authorization"]}).status_code == 200
 
 
 def test_openapi_declares_bearer_security_and_every_error(http):
     schema = http.get("/openapi.json").json()
-    assert schema["components"]["securitySchemes"]["HTTPBearer"] == {"type": "http", "scheme": "bearer", "description": schema["components"]["securitySchemes"]["HTTPBearer"]["description"]}
+    assert schema["components"]["securitySchemes"]["HTTPBearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schema["components"]["securitySchemes"]["HTTPBearer"]["description"],
+    }
     operation = schema["paths"]["/v1/agents/{agent_id}/experiences"]["post"]
     assert {"HTTPBearer": []} in operation["security"]
     assert {"401", "404", "409", "422", "429", "503"} <= set(operation["responses"])
@@ -268,11 +314,21 @@ def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, clie
         raise RuntimeError(f"leaking {row.text}")
 
     monkeypatch.setattr(experiences, "experience_public", explode)
-    with TestClient(app, raise_server_exceptions=False) as http, caplog.at_level(logging.INFO, logger="memtrial.service"):
-        response = http.get(f"/v1/agents/{agent['id']}/experiences", headers={"Authorization": client._headers["Authorization"], "X-Request-ID": "probe-500"})
+    with (
+        TestClient(app, raise_server_exceptions=False) as http,
+        caplog.at_level(logging.INFO, logger="memtrial.service"),
+    ):
+        response = http.get(
+            f"/v1/agents/{agent['id']}/experiences",
+            headers={"Authorization": client._headers["Authorization"], "X-Request-ID": "probe-500"},
+        )
         metrics = http.get("/metrics").text
     assert response.status_code == 500
-    assert response.json()["error"] == {"code": "internal", "message": "internal error (request probe-500)", "field": None}
+    assert response.json()["error"] == {
+        "code": "internal",
+        "message": "internal error (request probe-500)",
+        "field": None,
+    }
     assert response.headers.get("x-request-id") in (None, "probe-500")
     records = [r for r in caplog.records if getattr(r, "request_id", None) == "probe-500"]
     assert [r.getMessage() for r in records].count("unhandled error") == 1
@@ -280,7 +336,11 @@ def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, clie
     from service.logs import JsonFormatter
 
     logged = "\n".join(JsonFormatter().format(r) for r in records)
-    assert "a private lesson text" not in logged and "RuntimeError" in logged and "/v1/agents/{agent_id}/experiences" in logged
+    assert (
+        "a private lesson text" not in logged
+        and "RuntimeError" in logged
+        and "/v1/agents/{agent_id}/experiences" in logged
+    )
     assert 'memtrial_unhandled_errors_total{route="/v1/agents/{agent_id}/experiences"}' in metrics
     assert 'memtrial_requests_total{method="GET",route="/v1/agents/{agent_id}/experiences",status="500"}' in metrics
 
@@ -327,4 +387,6 @@ def test_readyz_reports_an_embedding_model_that_failed_to_load(tmp_path, monkeyp
         answer = http.get("/readyz")
         assert http.get("/healthz").status_code == 200
     assert answer.status_code == 503
-    assert answer.json()["error"]["message"] == "the embedding model failed to load: OSError: model files are unreadable"
+    assert (
+        answer.json()["error"]["message"] == "the embedding model failed to load: OSError: model files are unreadable"
+    )

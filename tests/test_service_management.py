@@ -25,8 +25,22 @@ def loop(client, agent_id, n_dates, settle_last=True):
     ids = []
     for t in range(n_dates):
         time_t = START + dt.timedelta(days=t)
-        plan = client.create_decision(agent_id, time_t, time_t + dt.timedelta(hours=20), f"day {t}: {'calm' if t % 2 else 'stormy'} markets", horizon=2)
-        drafts = [{"SPY": 0.1 + 0.05 * len(s["experience_ids"]), "TLT": 0.3, "GLD": 0.3 - 0.05 * len(s["experience_ids"]), "BIL": 0.3} for s in plan["subsets"]]
+        plan = client.create_decision(
+            agent_id,
+            time_t,
+            time_t + dt.timedelta(hours=20),
+            f"day {t}: {'calm' if t % 2 else 'stormy'} markets",
+            horizon=2,
+        )
+        drafts = [
+            {
+                "SPY": 0.1 + 0.05 * len(s["experience_ids"]),
+                "TLT": 0.3,
+                "GLD": 0.3 - 0.05 * len(s["experience_ids"]),
+                "BIL": 0.3,
+            }
+            for s in plan["subsets"]
+        ]
         client.submit_drafts(agent_id, plan["decision_id"], drafts)
         if settle_last or t < n_dates - 1:
             client.settle(agent_id, plan["decision_id"], returns=RETURNS)
@@ -36,7 +50,13 @@ def loop(client, agent_id, n_dates, settle_last=True):
 
 def populated(client, name="fund", n_dates=3):
     agent = client.create_agent(name, "balanced", UNIVERSE)
-    client.add_experiences(agent["id"], [{"text": f"{name} lesson {i}: {topic}"} for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates"])])
+    client.add_experiences(
+        agent["id"],
+        [
+            {"text": f"{name} lesson {i}: {topic}"}
+            for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates"])
+        ],
+    )
     loop(client, agent["id"], n_dates)
     return agent
 
@@ -121,8 +141,15 @@ def test_deleting_an_agent_removes_every_row_it_owns_and_nothing_else(client, ht
 
     def counts(agent_id):
         with engine.connect() as connection:
-            result = {t.name: connection.scalar(select(func.count()).select_from(t).where(t.c.agent_id == agent_id)) for t in owned}
-            result["agents"] = connection.scalar(select(func.count()).select_from(metadata.tables["agents"]).where(metadata.tables["agents"].c.id == agent_id))
+            result = {
+                t.name: connection.scalar(select(func.count()).select_from(t).where(t.c.agent_id == agent_id))
+                for t in owned
+            }
+            result["agents"] = connection.scalar(
+                select(func.count())
+                .select_from(metadata.tables["agents"])
+                .where(metadata.tables["agents"].c.id == agent_id)
+            )
         return result
 
     untouched = {a["id"]: counts(a["id"]) for a in (kept, other)}
@@ -134,7 +161,10 @@ def test_deleting_an_agent_removes_every_row_it_owns_and_nothing_else(client, ht
         for table in metadata.tables.values():
             for column in table.c:
                 if column.type.python_type is str:
-                    assert connection.scalar(select(func.count()).select_from(table).where(column.contains(doomed["id"]))) == 0, (table.name, column.name)
+                    assert (
+                        connection.scalar(select(func.count()).select_from(table).where(column.contains(doomed["id"])))
+                        == 0
+                    ), (table.name, column.name)
     engine.dispose()
     with pytest.raises(ServiceError) as error:
         client.get_agent(doomed["id"])
@@ -158,7 +188,12 @@ def test_the_log_pages_can_be_verified_outside_the_service(client, agent):
     # the chain recomputed from the documented rule alone, without the project's code
     previous = agent["gate_hash"]
     for entry in entries:
-        body = {"index": entry["index"], "kind": entry["kind"], "payload": entry["payload"], "prev_hash": entry["prev_hash"]}
+        body = {
+            "index": entry["index"],
+            "kind": entry["kind"],
+            "payload": entry["payload"],
+            "prev_hash": entry["prev_hash"],
+        }
         text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
         assert entry["prev_hash"] == previous and hashlib.sha256(text.encode()).hexdigest() == entry["hash"]
         previous = entry["hash"]
@@ -192,7 +227,9 @@ def test_a_revoked_key_is_refused_once_the_cache_expires(database_url):
 def test_tenants_list_revoke_and_rotate_from_the_command_line(tmp_path):
     url = f"sqlite:///{tmp_path / 'keys.db'}"
     runner = CliRunner()
-    first = runner.invoke(cli, ["tenants", "create", "acme", "--database-url", url]).output.split("api key: ")[1].strip()
+    first = (
+        runner.invoke(cli, ["tenants", "create", "acme", "--database-url", url]).output.split("api key: ")[1].strip()
+    )
     runner.invoke(cli, ["tenants", "create", "zeta", "--database-url", url])
     listed = runner.invoke(cli, ["tenants", "list", "--database-url", url])
     assert listed.exit_code == 0

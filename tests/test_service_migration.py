@@ -9,9 +9,9 @@ what that service answered for values, trust and verification
 
 import base64
 import datetime as dt
-from contextlib import contextmanager
 import gzip
 import json
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -64,7 +64,9 @@ def legacy_url(request, tmp_path, fixture):
                 connection.execute(table.insert(), rows)
         if request.param == "postgresql":  # rows came with their sequence numbers: move the sequences past them
             for name in ("experiences", "decisions", "contributions"):
-                connection.exec_driver_sql(f"SELECT setval(pg_get_serial_sequence('{name}', 'seq'), (SELECT max(seq) FROM {name}))")
+                connection.exec_driver_sql(
+                    f"SELECT setval(pg_get_serial_sequence('{name}', 'seq'), (SELECT max(seq) FROM {name}))"
+                )
     engine.dispose()
     return url
 
@@ -86,7 +88,9 @@ def _states(url):
     metadata = MetaData()
     metadata.reflect(engine, only=["agents"])
     with engine.connect() as connection:
-        states = dict(connection.execute(select(metadata.tables["agents"].c.id, metadata.tables["agents"].c.state)).all())
+        states = dict(
+            connection.execute(select(metadata.tables["agents"].c.id, metadata.tables["agents"].c.state)).all()
+        )
     engine.dispose()
     return {agent_id: json.loads(state) for agent_id, state in states.items()}
 
@@ -110,10 +114,14 @@ def _check_agent(client, agent_id, expected):
     assert state["statistic"] == pytest.approx(before["statistic"], rel=1e-9)
     assert state["mean_score"] == pytest.approx(before["mean_score"], rel=1e-12)
     history = expected["trust"]["scores"]
-    assert [(s["decision_id"], s["score"]) for s in trust["scores"]] == [(s["decision_id"], s["score"]) for s in history]
+    assert [(s["decision_id"], s["score"]) for s in trust["scores"]] == [
+        (s["decision_id"], s["score"]) for s in history
+    ]
     statistics = [s["statistic"] for s in trust["scores"]]
     assert [s is None for s in statistics] == [s["statistic"] is None for s in history]
-    assert [s for s in statistics if s is not None] == pytest.approx([s["statistic"] for s in history if s["statistic"] is not None], rel=1e-9)
+    assert [s for s in statistics if s is not None] == pytest.approx(
+        [s["statistic"] for s in history if s["statistic"] is not None], rel=1e-9
+    )
     values = client.values(agent_id)
     assert values["learner_mode"] == expected["values"]["learner_mode"]
     for experience_id, value in expected["values"]["values"].items():

@@ -180,10 +180,17 @@ VALID_BODIES = {
     ("post", "/v1/agents/{agent_id}/experiences"): {"text": "x"},
     ("post", "/v1/agents/{agent_id}/experiences/search"): {"query": "x"},
     ("patch", "/v1/agents/{agent_id}/experiences/{experience_id}"): {"metadata": {}},
-    ("post", "/v1/agents/{agent_id}/decisions"): {"decision_time": "2022-01-31T21:00:00Z", "maturity": "2022-02-28T21:00:00Z", "context_text": "x"},
+    ("post", "/v1/agents/{agent_id}/decisions"): {
+        "decision_time": "2022-01-31T21:00:00Z",
+        "maturity": "2022-02-28T21:00:00Z",
+        "context_text": "x",
+    },
     ("post", "/v1/agents/{agent_id}/decisions/{decision_id}/drafts"): {"drafts": [DRAFT]},
     ("post", "/v1/agents/{agent_id}/decisions/{decision_id}/settle"): {"returns": RETURNS},
-    ("post", "/v1/agents/{agent_id}/decisions/{decision_id}/corrections"): {"returns": RETURNS, "reason": "the feed was wrong"},
+    ("post", "/v1/agents/{agent_id}/decisions/{decision_id}/corrections"): {
+        "returns": RETURNS,
+        "reason": "the feed was wrong",
+    },
     ("post", "/v1/agents/{agent_id}/refit"): {"method": "svi"},
 }
 

@@ -2,7 +2,14 @@
 
 from service.retrieval import IndexCache
 
-TOPICS = ["bond yields fell", "equities rallied on earnings", "gold rose in a banking scare", "cash was safest", "oil spiked on supply cuts", "the dollar weakened"]
+TOPICS = [
+    "bond yields fell",
+    "equities rallied on earnings",
+    "gold rose in a banking scare",
+    "cash was safest",
+    "oil spiked on supply cuts",
+    "the dollar weakened",
+]
 
 
 def test_additions_extend_the_index_without_a_rebuild(app, client, agent):

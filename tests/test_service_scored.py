@@ -43,31 +43,46 @@ def drafts_for(subsets_texts, truth, rng):
 
 
 def test_scored_forecasts_through_the_service_equal_the_library_engine(client):
-    body = {"name": "forecaster", "kind": "scored", "outcomes": OUTCOMES, "action": "dial", "credit": "raw", "gate": {"test": "anytime"}}
+    body = {
+        "name": "forecaster",
+        "kind": "scored",
+        "outcomes": OUTCOMES,
+        "action": "dial",
+        "credit": "raw",
+        "gate": {"test": "anytime"},
+    }
     agent = client._request("POST", "/v1/agents", body)
     assert agent["kind"] == "scored" and agent["investor"] is None and agent["outcomes"] == OUTCOMES
     added = client.add_experiences(agent["id"], [{"text": text} for text in LESSONS])
     ids = {item["text"]: item["id"] for item in added["items"]}
     engine = MemTrial(EngineConfig(gamma=0.0, action="dial", credit="raw", gate=GateConfig(test="anytime")))
-    for text, embedding in zip(LESSONS, get_embedder().encode(LESSONS), strict=True):  # the service's embeddings feed its content learner
+    for text, embedding in zip(
+        LESSONS, get_embedder().encode(LESSONS), strict=True
+    ):  # the service's embeddings feed its content learner
         engine.add_experience(ids[text], embedding)
     for t, truth, rng in forecast_world(24):
         when, maturity = START + dt.timedelta(days=t), START + dt.timedelta(days=t, hours=1)
         plan = client.create_decision(agent["id"], when, maturity, f"question {t}: {LESSONS[t % 6]}")
-        local = engine.plan(plan["decision_id"], when, maturity, retrieved=[r["id"] for r in plan["retrieved"]], kind="scored")
+        local = engine.plan(
+            plan["decision_id"], when, maturity, retrieved=[r["id"] for r in plan["retrieved"]], kind="scored"
+        )
         assert [list(map(str, s)) for s in local.subsets] == [s["experience_ids"] for s in plan["subsets"]]
         forecasts = drafts_for([s["texts"] for s in plan["subsets"]], truth, rng)
         decision = client.submit_drafts(agent["id"], plan["decision_id"], forecasts)
         mine = engine.decide_scored(plan["decision_id"], vectors=[[f[o] for o in OUTCOMES] for f in forecasts])
         assert decision["action"] == mine.action.value and decision["explanation"] == mine.explanation
         assert [decision["chosen"][o] for o in OUTCOMES] == mine.weights.tolist()
-        settled = client.settle(agent["id"], plan["decision_id"], outcome=OUTCOMES[truth], rule="brier", settled_at=maturity)
+        settled = client.settle(
+            agent["id"], plan["decision_id"], outcome=OUTCOMES[truth], rule="brier", settled_at=maturity
+        )
         theirs = engine.settle_scored(plan["decision_id"], outcome=truth, rule="brier", at=maturity)
         assert settled["draft_utilities"] == theirs.draft_utilities.tolist()
         assert settled["chosen_utility"] == theirs.chosen_utility and settled["score"] == theirs.score
         assert settled["contributions"] == {str(e): v for e, v in theirs.contributions.items()}
     values = client.values(agent["id"])["values"]
-    assert {e: v["mean"] for e, v in values.items()} == pytest.approx({str(e): v for e, v in engine.values().items()}, abs=0)
+    assert {e: v["mean"] for e, v in values.items()} == pytest.approx(
+        {str(e): v for e, v in engine.values().items()}, abs=0
+    )
     assert decision["dial"]["trust_weight"] == mine.dial.trust_weight > 0.0
     assert values[ids[LESSONS[0]]]["mean"] == max(v["mean"] for v in values.values())  # the useful lesson is found
     assert client.verify(agent["id"])["ok"]
@@ -81,13 +96,19 @@ def test_scored_answers_play_the_reference_until_trusted_and_are_scored_by_exact
     decision = client.submit_drafts(agent["id"], plan["decision_id"], answers, reference=2)
     assert decision["action"] == "reference" and decision["played"] == 2 and decision["chosen"] == "42"
     assert "the reference draft" in decision["explanation"]
-    settled = client.settle(agent["id"], plan["decision_id"], outcome="42", rule="exact", settled_at=START + dt.timedelta(hours=1))
+    settled = client.settle(
+        agent["id"], plan["decision_id"], outcome="42", rule="exact", settled_at=START + dt.timedelta(hours=1)
+    )
     assert settled["draft_utilities"] == score("exact", "42", answers=answers).tolist()
     assert settled["chosen_utility"] == 1.0 and settled["draft_mean_utility"] is None
-    again = client.settle(agent["id"], plan["decision_id"], outcome="42", rule="exact", settled_at=START + dt.timedelta(hours=1))
+    again = client.settle(
+        agent["id"], plan["decision_id"], outcome="42", rule="exact", settled_at=START + dt.timedelta(hours=1)
+    )
     assert again == settled  # the same outcome again is a no-op
     with pytest.raises(ServiceError) as conflict:
-        client.settle(agent["id"], plan["decision_id"], outcome="41", rule="exact", settled_at=START + dt.timedelta(hours=1))
+        client.settle(
+            agent["id"], plan["decision_id"], outcome="41", rule="exact", settled_at=START + dt.timedelta(hours=1)
+        )
     assert conflict.value.status == 409
 
 
@@ -99,12 +120,18 @@ def test_numbers_blend_and_client_utilities_settle_a_scored_decision(client):
     decision = client.submit_drafts(agent["id"], plan["decision_id"], numbers)
     assert decision["action"] == "mixture" and decision["played"] is None
     assert decision["chosen"] == pytest.approx(decision["q"] * numbers[0] + (1 - decision["q"]) * np.mean(numbers))
-    settled = client.settle(agent["id"], plan["decision_id"], outcome=12.0, rule="abs_error", settled_at=START + dt.timedelta(hours=1))
+    settled = client.settle(
+        agent["id"], plan["decision_id"], outcome=12.0, rule="abs_error", settled_at=START + dt.timedelta(hours=1)
+    )
     assert settled["chosen_utility"] == pytest.approx(-abs(decision["chosen"] - 12.0))
-    plan = client.create_decision(agent["id"], START + dt.timedelta(days=1), START + dt.timedelta(days=1, hours=1), "and now?")
+    plan = client.create_decision(
+        agent["id"], START + dt.timedelta(days=1), START + dt.timedelta(days=1, hours=1), "and now?"
+    )
     client.submit_drafts(agent["id"], plan["decision_id"], numbers)
     utilities = [float(-i) for i in range(len(plan["subsets"]))]
-    settled = client.settle(agent["id"], plan["decision_id"], utilities=utilities, settled_at=START + dt.timedelta(days=1, hours=1))
+    settled = client.settle(
+        agent["id"], plan["decision_id"], utilities=utilities, settled_at=START + dt.timedelta(days=1, hours=1)
+    )
     assert settled["draft_utilities"] == utilities and settled["chosen_utility"] is None
 
 
@@ -131,17 +158,25 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
         client.submit_drafts(scored["id"], plan["decision_id"], [{"up": 1.0}] * len(plan["subsets"]))
     assert refused.value.field == "drafts" and "must give a probability for each outcome" in refused.value.message
     with pytest.raises(ServiceError) as refused:
-        client.submit_drafts(scored["id"], plan["decision_id"], [{"up": 0.5, "flat": 0.5, "down": 0.5}] * len(plan["subsets"]))
+        client.submit_drafts(
+            scored["id"], plan["decision_id"], [{"up": 0.5, "flat": 0.5, "down": 0.5}] * len(plan["subsets"])
+        )
     assert refused.value.field == "drafts" and "must sum to 1" in refused.value.message
     forecast = {"up": 0.5, "flat": 0.3, "down": 0.2}
     client.submit_drafts(scored["id"], plan["decision_id"], [forecast] * len(plan["subsets"]))
     with pytest.raises(ServiceError) as refused:
-        client.settle(scored["id"], plan["decision_id"], outcome="sideways", rule="log", settled_at=START + dt.timedelta(hours=1))
+        client.settle(
+            scored["id"], plan["decision_id"], outcome="sideways", rule="log", settled_at=START + dt.timedelta(hours=1)
+        )
     assert refused.value.field == "outcome"
     with pytest.raises(ServiceError) as refused:
-        client.settle(scored["id"], plan["decision_id"], returns={"SPY": [0.01]}, settled_at=START + dt.timedelta(hours=1))
+        client.settle(
+            scored["id"], plan["decision_id"], returns={"SPY": [0.01]}, settled_at=START + dt.timedelta(hours=1)
+        )
     assert refused.value.field == "returns"
-    settled = client.settle(scored["id"], plan["decision_id"], outcome="up", rule="log", settled_at=START + dt.timedelta(hours=1))
+    settled = client.settle(
+        scored["id"], plan["decision_id"], outcome="up", rule="log", settled_at=START + dt.timedelta(hours=1)
+    )
     assert settled["chosen_utility"] == pytest.approx(np.log(0.5))
     portfolio_plan = client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "q")
     with pytest.raises(ServiceError) as refused:

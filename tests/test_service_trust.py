@@ -14,17 +14,36 @@ START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
 
 
 def run_dates(client, agent, n_dates):
-    added = client.add_experiences(agent["id"], [{"text": f"lesson {i}: {topic}"} for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit"])])
-    tilt = {item["id"]: 0.02 * (i - 2.5) for i, item in enumerate(added["items"])}  # each lesson moves the equity weight its own way
+    added = client.add_experiences(
+        agent["id"],
+        [
+            {"text": f"lesson {i}: {topic}"}
+            for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit"])
+        ],
+    )
+    tilt = {
+        item["id"]: 0.02 * (i - 2.5) for i, item in enumerate(added["items"])
+    }  # each lesson moves the equity weight its own way
     for t in range(n_dates):
         time = START + dt.timedelta(days=30 * t)
-        body = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}: markets {'up' if t % 2 else 'down'}", horizon=2)
+        body = client.create_decision(
+            agent["id"],
+            time,
+            time + dt.timedelta(days=28),
+            f"month {t}: markets {'up' if t % 2 else 'down'}",
+            horizon=2,
+        )
         drafts = []
         for s in body["subsets"]:
             shift = sum(tilt[e] for e in s["experience_ids"])
             drafts.append({"SPY": 0.3 + shift, "TLT": 0.3, "GLD": 0.2 - shift, "BIL": 0.2})
         client.submit_drafts(agent["id"], body["decision_id"], drafts)
-        returns = {"SPY": [0.01 * ((t % 3) - 1), 0.002], "TLT": [0.001, -0.001], "GLD": [0.003 * (t % 2), 0.0], "BIL": [0.0001, 0.0001]}
+        returns = {
+            "SPY": [0.01 * ((t % 3) - 1), 0.002],
+            "TLT": [0.001, -0.001],
+            "GLD": [0.003 * (t % 2), 0.0],
+            "BIL": [0.0001, 0.0001],
+        }
         client.settle(agent["id"], body["decision_id"], returns=returns)
 
 
@@ -60,10 +79,19 @@ def test_tampering_with_the_stored_log_is_detected(client, agent, database_url):
         payload = connection.exec_driver_sql("SELECT payload FROM log_entries WHERE entry_index = 0").scalar_one()
         forged = payload.replace('"predictions":[["', '"predictions":[["x', 1)
         assert forged != payload
-        connection.exec_driver_sql("UPDATE log_entries SET payload = %s WHERE entry_index = 0" if "postgresql" in database_url else "UPDATE log_entries SET payload = ? WHERE entry_index = 0", (forged,))
+        connection.exec_driver_sql(
+            "UPDATE log_entries SET payload = %s WHERE entry_index = 0"
+            if "postgresql" in database_url
+            else "UPDATE log_entries SET payload = ? WHERE entry_index = 0",
+            (forged,),
+        )
     engine.dispose()
     check = client.verify(agent["id"])
-    assert (check["ok"], check["first_invalid"], check["reason"]) == (False, 0, "entry 0 was modified after it was written")
+    assert (check["ok"], check["first_invalid"], check["reason"]) == (
+        False,
+        0,
+        "entry 0 was modified after it was written",
+    )
 
 
 def test_health_readiness_and_metrics(client, http):
@@ -80,12 +108,16 @@ def test_oversized_body_is_413(http, client, agent):
         headers={"Authorization": client._headers["Authorization"], "content-type": "application/json"},
     )
     assert response.status_code == 413
-    assert response.json()["error"] == {"code": "payload_too_large", "message": "request body exceeds 2000000 bytes", "field": "body"}
+    assert response.json()["error"] == {
+        "code": "payload_too_large",
+        "message": "request body exceeds 2000000 bytes",
+        "field": "body",
+    }
 
 
 def test_rate_limit_answers_429(database_url):
-    from fastapi.testclient import TestClient
     from conftest import make_tenant
+    from fastapi.testclient import TestClient
 
     from service.app import create_app
     from service.client import MemtrialClient
@@ -103,7 +135,9 @@ def test_rate_limit_answers_429(database_url):
 
 def test_migrations_go_down_to_empty_and_up_again(database_url):
     engine = make_engine(database_url)
-    assert {"tenants", "api_keys", "agents", "experiences", "decisions", "contributions"} <= set(inspect(engine).get_table_names())
+    assert {"tenants", "api_keys", "agents", "experiences", "decisions", "contributions"} <= set(
+        inspect(engine).get_table_names()
+    )
     downgrade(database_url, "base")
     engine.dispose()
     assert set(inspect(engine).get_table_names()) <= {"alembic_version"}
@@ -143,7 +177,11 @@ def test_refit_runs_in_the_background_and_values_then_show_intervals(client, age
     values = client.values(agent["id"])["values"]
     for experience_id, posterior in job["posterior"].items():
         shown = values[experience_id]
-        assert (shown["lower"], shown["upper"], shown["p_positive"]) == (posterior["lower"], posterior["upper"], posterior["p_positive"])
+        assert (shown["lower"], shown["upper"], shown["p_positive"]) == (
+            posterior["lower"],
+            posterior["upper"],
+            posterior["p_positive"],
+        )
         assert shown["lower"] <= posterior["mean"] <= shown["upper"]
 
 

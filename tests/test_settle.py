@@ -187,7 +187,9 @@ def test_projection_of_a_batch_equals_each_row_alone():
 
 
 def test_projection_without_defensive_assets_is_infeasible():
-    with pytest.raises(InfeasibleMandateError, match="no long-only portfolio of this universe satisfies the balanced mandate"):
+    with pytest.raises(
+        InfeasibleMandateError, match="no long-only portfolio of this universe satisfies the balanced mandate"
+    ):
         project([0.5, 0.5], [True, False], [False, False], INVESTORS["balanced"])
 
 

@@ -37,7 +37,9 @@ def test_under_the_null_only_the_anytime_gate_keeps_its_level():
     # Pearson scores of four independent pairs are uniform on [-1, 1] under the null
     scores = np.random.default_rng(2026).uniform(-1, 1, size=(N_RUNS, N_DATES))
     anytime, prequential = ever_open_rates(scores)
-    print(f"\never-open rate under the null over {N_DATES} dates x {N_RUNS} runs: anytime {anytime:.4f}, prequential {prequential:.4f}")
+    print(
+        f"\never-open rate under the null over {N_DATES} dates x {N_RUNS} runs: anytime {anytime:.4f}, prequential {prequential:.4f}"
+    )
     monte_carlo_sd = np.sqrt(ALPHA * (1 - ALPHA) / N_RUNS)
     assert anytime <= ALPHA + 3 * monte_carlo_sd
     assert prequential > ALPHA + 10 * monte_carlo_sd
@@ -137,7 +139,9 @@ def test_scoring_an_unregistered_date_is_rejected():
 def test_scoring_other_experiences_than_registered_is_rejected():
     gate = PrequentialGate()
     gate.register("d", {"a": 1.0, "b": 2.0})
-    with pytest.raises(InputError, match=r"realised contributions must cover exactly the registered experiences \['a', 'b'\]"):
+    with pytest.raises(
+        InputError, match=r"realised contributions must cover exactly the registered experiences \['a', 'b'\]"
+    ):
         gate.score("d", {"a": 1.0})
 
 
@@ -200,7 +204,9 @@ def test_rehashing_an_edited_entry_still_breaks_the_chain():
     gate = PrequentialGate()
     feed(gate, [1, 1])
     entry = gate.log.entries[0]
-    forged = LogEntry(entry.index, entry.kind, {**entry.payload, "predictions": [["a", 5.0], ["b", 1.0]]}, entry.prev_hash, "")
+    forged = LogEntry(
+        entry.index, entry.kind, {**entry.payload, "predictions": [["a", 5.0], ["b", 1.0]]}, entry.prev_hash, ""
+    )
     gate.log.entries[0] = LogEntry(forged.index, forged.kind, forged.payload, forged.prev_hash, forged.expected_hash())
     check = gate.log.verify()
     assert (check.ok, check.first_invalid, check.reason) == (False, 1, "entry 1 does not link to its predecessor")

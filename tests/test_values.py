@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-
 from oracles import dense_oracle, simulate
 
 from memtrial.errors import ConfigError, InputError, LifecycleError
@@ -84,7 +83,9 @@ def test_same_day_shifts_change_no_value():
     shifted = [(t, h, c + 10.0 * np.sin(t)) for t, h, c in records]
     first = EmpiricalBayesLearner("identity").fit(records)
     second = EmpiricalBayesLearner("identity").fit(shifted)
-    np.testing.assert_allclose([first.predict(h) for h in range(20)], [second.predict(h) for h in range(20)], atol=1e-12)
+    np.testing.assert_allclose(
+        [first.predict(h) for h in range(20)], [second.predict(h) for h in range(20)], atol=1e-12
+    )
 
 
 def test_content_features_predict_unseen_experiences():
@@ -92,7 +93,9 @@ def test_content_features_predict_unseen_experiences():
     n_experiences = 120
     kind = rng.choice([-1.0, 0.0, 1.0], size=n_experiences)
     truth = 0.01 * kind
-    embeddings = {h: np.r_[1.5 * kind[h] * np.eye(8)[0] + rng.normal(size=8), rng.normal(size=24)] for h in range(n_experiences)}
+    embeddings = {
+        h: np.r_[1.5 * kind[h] * np.eye(8)[0] + rng.normal(size=8), rng.normal(size=24)] for h in range(n_experiences)
+    }
     records = []
     for t in range(400):
         for h in rng.choice(80, 4, replace=False):  # experiences 80.. are never retrieved
@@ -186,8 +189,14 @@ def test_a_batch_of_mixed_sizes_fits_each_problem_exactly_as_alone():
         batch = fit_many(m, n, z, sizes=np.array(sizes), cache=cache)
         for row, (pm, pn, pz) in enumerate(problems):
             alone = fit_fay_herriot(pm, pn, pz)
-            assert (batch.sigma_b2[row], batch.tau2[row], batch.log_likelihood[row]) == (alone.sigma_b2, alone.tau2, alone.log_likelihood)
-            assert np.array_equal(batch.mean[row, : pm.size], alone.mean) and np.array_equal(batch.variance[row, : pm.size], alone.variance)
+            assert (batch.sigma_b2[row], batch.tau2[row], batch.log_likelihood[row]) == (
+                alone.sigma_b2,
+                alone.tau2,
+                alone.log_likelihood,
+            )
+            assert np.array_equal(batch.mean[row, : pm.size], alone.mean) and np.array_equal(
+                batch.variance[row, : pm.size], alone.variance
+            )
             assert np.array_equal(batch.beta[row], alone.beta) and np.all(batch.mean[row, pm.size :] == 0.0)
     assert cache.hits == len(sizes) and cache.misses == len(sizes)
 

@@ -18,7 +18,10 @@ class World:
         market, world, drafts = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
         self.n_dates, self.beta = n_dates, beta
         self.rel = [
-            np.cumprod(1 + market.normal(0.0003, 0.01, size=(HORIZON, N_ASSETS)) + market.normal(0, 0.002, size=N_ASSETS), axis=0)
+            np.cumprod(
+                1 + market.normal(0.0003, 0.01, size=(HORIZON, N_ASSETS)) + market.normal(0, 0.002, size=N_ASSETS),
+                axis=0,
+            )
             for _ in range(n_dates)
         ]
         ids = list(TYPES)

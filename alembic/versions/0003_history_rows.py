@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+
 from alembic import op
 
 revision: str = "0003"
@@ -28,7 +29,9 @@ down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-agents = sa.table("agents", sa.column("id", sa.String), sa.column("state", sa.Text), sa.column("state_version", sa.Integer))
+agents = sa.table(
+    "agents", sa.column("id", sa.String), sa.column("state", sa.Text), sa.column("state_version", sa.Integer)
+)
 decisions = sa.table(
     "decisions",
     sa.column("id", sa.String),
@@ -39,8 +42,12 @@ decisions = sa.table(
     sa.column("engine_decision", sa.Text),
 )
 contributions = sa.table(
-    "contributions", sa.column("agent_id", sa.String), sa.column("decision_id", sa.String), sa.column("experience_id", sa.String),
-    sa.column("contribution", sa.Float), sa.column("seq", sa.Integer),
+    "contributions",
+    sa.column("agent_id", sa.String),
+    sa.column("decision_id", sa.String),
+    sa.column("experience_id", sa.String),
+    sa.column("contribution", sa.Float),
+    sa.column("seq", sa.Integer),
 )
 log_entries = sa.table(
     "log_entries",
@@ -135,7 +142,9 @@ def _split_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]
         )
     engine.history = InMemoryHistory()
     compact = engine.to_json(embeddings=False, history=False)
-    connection.execute(sa.update(agents).where(agents.c.id == agent_id).values(state=compact, state_version=agents.c.state_version + 1))
+    connection.execute(
+        sa.update(agents).where(agents.c.id == agent_id).values(state=compact, state_version=agents.c.state_version + 1)
+    )
 
 
 def _now() -> dt.datetime:
@@ -148,7 +157,15 @@ def downgrade() -> None:
         connection.execute(
             sa.update(agents)
             .where(agents.c.id == agent_id)
-            .values(state=json.dumps(_v1_state(connection, agent_id, json.loads(state)), sort_keys=True, separators=(",", ":"), allow_nan=False), state_version=agents.c.state_version + 1)
+            .values(
+                state=json.dumps(
+                    _v1_state(connection, agent_id, json.loads(state)),
+                    sort_keys=True,
+                    separators=(",", ":"),
+                    allow_nan=False,
+                ),
+                state_version=agents.c.state_version + 1,
+            )
         )
     op.drop_table("log_entries")
     with op.batch_alter_table("contributions", schema=None) as batch_op:
@@ -179,7 +196,13 @@ def _v1_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]) -
     log = [
         {"index": index, "kind": kind, "payload": json.loads(payload), "prev_hash": prev_hash, "hash": hash_}
         for index, kind, payload, prev_hash, hash_ in connection.execute(
-            sa.select(log_entries.c.entry_index, log_entries.c.kind, log_entries.c.payload, log_entries.c.prev_hash, log_entries.c.hash)
+            sa.select(
+                log_entries.c.entry_index,
+                log_entries.c.kind,
+                log_entries.c.payload,
+                log_entries.c.prev_hash,
+                log_entries.c.hash,
+            )
             .where(log_entries.c.agent_id == agent_id)
             .order_by(log_entries.c.entry_index)
         )
@@ -196,7 +219,9 @@ def _v1_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]) -
         {"plan": json.loads(plan), "decision": None if decision is None else json.loads(decision), "settlement": None}
         for plan, decision in connection.execute(
             sa.select(decisions.c.engine_plan, decisions.c.engine_decision)
-            .where(decisions.c.agent_id == agent_id, decisions.c.status != "settled", decisions.c.engine_plan.is_not(None))
+            .where(
+                decisions.c.agent_id == agent_id, decisions.c.status != "settled", decisions.c.engine_plan.is_not(None)
+            )
             .order_by(decisions.c.seq)
         )
     ]

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
+
 from alembic import op
 
 revision: str = "0004"
@@ -31,7 +32,12 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 agents = sa.table("agents", sa.column("id", sa.String), sa.column("settings", sa.JSON))
-refit_jobs = sa.table("refit_jobs", sa.column("status", sa.String), sa.column("error", sa.Text), sa.column("finished_at", sa.DateTime(timezone=True)))
+refit_jobs = sa.table(
+    "refit_jobs",
+    sa.column("status", sa.String),
+    sa.column("error", sa.Text),
+    sa.column("finished_at", sa.DateTime(timezone=True)),
+)
 decisions = sa.table("decisions", sa.column("status", sa.String))
 
 
@@ -69,25 +75,38 @@ def upgrade() -> None:
     connection.execute(
         sa.update(refit_jobs)
         .where(refit_jobs.c.status == "running")
-        .values(status="failed", error="interrupted: the server was upgraded while the job ran", finished_at=dt.datetime.now(dt.UTC))
+        .values(
+            status="failed",
+            error="interrupted: the server was upgraded while the job ran",
+            finished_at=dt.datetime.now(dt.UTC),
+        )
     )
     for agent_id, settings in connection.execute(sa.select(agents.c.id, agents.c.settings)).all():
         values = _settings(settings)
         drafter = values.get("drafter")
         if drafter:
-            values["drafter"] = {"provider": None, **{k: v for k, v in drafter.items() if k not in ("api_base", "api_key")}}
+            values["drafter"] = {
+                "provider": None,
+                **{k: v for k, v in drafter.items() if k not in ("api_base", "api_key")},
+            }
             connection.execute(sa.update(agents).where(agents.c.id == agent_id).values(settings=values))
 
 
 def downgrade() -> None:
     connection = op.get_bind()
     heads = sa.table("agents", sa.column("id", sa.String), sa.column("state", sa.Text), sa.column("head", sa.Text))
-    for agent_id, state, head in connection.execute(sa.select(heads.c.id, heads.c.state, heads.c.head).where(heads.c.head.is_not(None))).all():
+    for agent_id, state, head in connection.execute(
+        sa.select(heads.c.id, heads.c.state, heads.c.head).where(heads.c.head.is_not(None))
+    ).all():
         merged = json.loads(state)  # fold what plans changed back into the running state
         moved = json.loads(head)
         merged["clock"] = moved["clock"]
         merged["gate"]["log_length"], merged["gate"]["log_head"] = moved["log_length"], moved["log_head"]
-        connection.execute(sa.update(heads).where(heads.c.id == agent_id).values(state=json.dumps(merged, sort_keys=True, separators=(",", ":"), allow_nan=False)))
+        connection.execute(
+            sa.update(heads)
+            .where(heads.c.id == agent_id)
+            .values(state=json.dumps(merged, sort_keys=True, separators=(",", ":"), allow_nan=False))
+        )
     with op.batch_alter_table("agents", schema=None) as batch_op:
         batch_op.drop_column("head")
     for agent_id, settings in connection.execute(sa.select(agents.c.id, agents.c.settings)).all():

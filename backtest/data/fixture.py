@@ -23,7 +23,9 @@ __all__ = ["write_investorbench_fixture"]
 MOODS = [("rose", "positive"), ("fell", "negative"), ("held steady", "neutral")]
 
 
-def write_investorbench_fixture(folder: Path, seed: int = 0, start: str = "2020-03-12", end: str = "2021-05-06") -> Path:
+def write_investorbench_fixture(
+    folder: Path, seed: int = 0, start: str = "2020-03-12", end: str = "2021-05-06"
+) -> Path:
     """Write ``<folder>/investorbench/<ticker>.json`` for the four InvestorBench tickers; returns the folder."""
     rng = np.random.default_rng(seed)
     days = pd.bdate_range(start, end)
@@ -37,8 +39,12 @@ def write_investorbench_fixture(folder: Path, seed: int = 0, start: str = "2020-
             entries[day.strftime("%Y-%m-%d")] = {
                 "prices": float(price),
                 "news": [f"{ticker} shares {move} as analysts revised estimates (sentiment: {sentiment})."],
-                "10k": [f"{ticker} annual report summary: revenue grew and margins held."] if day.month == 2 and day.day <= 5 else [],
-                "10q": [f"{ticker} quarterly report summary: guidance unchanged."] if day.day <= 3 and day.month in (1, 4, 7, 10) else [],
+                "10k": [f"{ticker} annual report summary: revenue grew and margins held."]
+                if day.month == 2 and day.day <= 5
+                else [],
+                "10q": [f"{ticker} quarterly report summary: guidance unchanged."]
+                if day.day <= 3 and day.month in (1, 4, 7, 10)
+                else [],
             }
         (root / f"{ticker.lower()}.json").write_text(json.dumps(entries))
     return folder

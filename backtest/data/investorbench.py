@@ -62,14 +62,19 @@ def _load_one(path: Path) -> tuple[pd.Series, dict[pd.Timestamp, list[str]], dic
     return pd.Series(prices).sort_index(), news, filings
 
 
-def load_investorbench(tickers: tuple[str, ...] = INVESTORBENCH_TICKERS, folder: Path | None = None) -> InvestorBenchData:
+def load_investorbench(
+    tickers: tuple[str, ...] = INVESTORBENCH_TICKERS, folder: Path | None = None
+) -> InvestorBenchData:
     """Prices, news and filings of ``tickers`` on their common calendar.
 
     folder: a data folder holding ``investorbench/<ticker>.json``; by default
     ``$MEMTRIAL_DATA``, then ``shared/data`` beside the checkout (the files are
     third-party text and do not ship with the package).
     """
-    paths = {t: (folder / "investorbench" / f"{t.lower()}.json" if folder else locate(f"investorbench/{t.lower()}.json")) for t in tickers}
+    paths = {
+        t: (folder / "investorbench" / f"{t.lower()}.json" if folder else locate(f"investorbench/{t.lower()}.json"))
+        for t in tickers
+    }
     root = next(iter(paths.values())).parent
     series, news, filings = {}, {}, {}
     for ticker in tickers:

@@ -67,7 +67,10 @@ def locate(relative: str) -> Path:
         if place.is_file():
             return place
     looked = ", ".join(str(p) for p in places)
-    raise DataError(f"benchmark data file {relative} is missing: looked in {looked} (set MEMTRIAL_DATA to a folder holding it; `memtrial data check` lists every input)", field="data")
+    raise DataError(
+        f"benchmark data file {relative} is missing: looked in {looked} (set MEMTRIAL_DATA to a folder holding it; `memtrial data check` lists every input)",
+        field="data",
+    )
 
 
 def require_file(path: Path) -> Path:
@@ -83,7 +86,10 @@ def _closes(path: Path) -> pd.DataFrame:
     except (ValueError, KeyError) as error:
         raise DataError(f"{path} is not a close table with a date column: {error}", field="data") from None
     if frame.index.has_duplicates:
-        raise DataError(f"{path} repeats the dates {sorted(set(frame.index[frame.index.duplicated()].astype(str)))[:5]}", field="data")
+        raise DataError(
+            f"{path} repeats the dates {sorted(set(frame.index[frame.index.duplicated()].astype(str)))[:5]}",
+            field="data",
+        )
     try:
         frame = frame.astype(np.float64)
     except ValueError as error:
@@ -101,7 +107,9 @@ def load_etf_closes(folder: Path | None = None) -> pd.DataFrame:
 
 def load_crypto_closes(folder: Path | None = None) -> pd.DataFrame:
     """Daily crypto closes in USD, one row per calendar day, one column per coin."""
-    return _closes(folder / "prices" / "crypto_daily_close.csv.gz" if folder else locate("prices/crypto_daily_close.csv.gz"))
+    return _closes(
+        folder / "prices" / "crypto_daily_close.csv.gz" if folder else locate("prices/crypto_daily_close.csv.gz")
+    )
 
 
 def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.DataFrame:
@@ -113,7 +121,10 @@ def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.Da
     """
     last_seen = closes.apply(lambda column: column.index.to_series().where(column.notna()).ffill())
     aligned = closes.ffill().reindex(sessions, method="ffill")
-    age = pd.DataFrame({c: (sessions - pd.DatetimeIndex(last_seen[c].reindex(sessions, method="ffill"))).days for c in closes.columns}, index=sessions)
+    age = pd.DataFrame(
+        {c: (sessions - pd.DatetimeIndex(last_seen[c].reindex(sessions, method="ffill"))).days for c in closes.columns},
+        index=sessions,
+    )
     return aligned.where((age <= 4) & (sessions <= closes.index[-1])[:, None])
 
 
@@ -123,11 +134,15 @@ def load_asset_classes(folder: Path | None = None) -> dict[str, str]:
     if list(table.columns) != ["ticker", "asset_class"]:
         raise DataError(f"{path} must have the columns ticker,asset_class, got {list(table.columns)}", field="data")
     if table["ticker"].duplicated().any():
-        raise DataError(f"{path} lists the tickers {sorted(table['ticker'][table['ticker'].duplicated()])} twice", field="data")
+        raise DataError(
+            f"{path} lists the tickers {sorted(table['ticker'][table['ticker'].duplicated()])} twice", field="data"
+        )
     return dict(zip(table["ticker"], table["asset_class"], strict=True))
 
 
-def class_indices(closes: pd.DataFrame, classes: dict[str, str], names: list[str], entry_sessions: int = ENTRY_SESSIONS) -> pd.DataFrame:
+def class_indices(
+    closes: pd.DataFrame, classes: dict[str, str], names: list[str], entry_sessions: int = ENTRY_SESSIONS
+) -> pd.DataFrame:
     """Equal-weighted, daily-rebalanced index of each class (level 1 on the first session).
 
     A member counts from the session after its ``entry_sessions``-th price on.

@@ -22,7 +22,19 @@ from memtrial.credit import contributions_by_date
 from memtrial.design import half_fraction
 from memtrial.settle import utilities_by_date, utility
 
-__all__ = ["HALF", "PAIRS", "GateState", "Method", "Outcome", "Scoring", "Trajectory", "Walk", "calendar", "pair_mask", "stacked"]
+__all__ = [
+    "HALF",
+    "PAIRS",
+    "GateState",
+    "Method",
+    "Outcome",
+    "Scoring",
+    "Trajectory",
+    "Walk",
+    "calendar",
+    "pair_mask",
+    "stacked",
+]
 
 HALF = half_fraction(4)
 PAIRS = [mask for mask in HALF if mask.bit_count() == 2]
@@ -40,7 +52,9 @@ class Scoring:
     gamma: float
     fee_bp: float = 15.0
 
-    def utility(self, weights: NDArray[np.float64], rel: NDArray[np.float64], previous: NDArray[np.float64]) -> NDArray[np.float64]:
+    def utility(
+        self, weights: NDArray[np.float64], rel: NDArray[np.float64], previous: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         batch = np.atleast_2d(weights)
         return np.asarray(utility(batch / batch.sum(axis=1, keepdims=True), rel, previous, self.gamma, self.fee_bp))
 
@@ -62,7 +76,9 @@ class Outcome:
     half_contrasts: NDArray[np.float64] | None = None  # same-day Banzhaf contrasts of the half fraction's drafts
 
 
-GateState = tuple[bool, float | None, float | None]  # gate open, its statistic, the trust weight (None: acts by the gate)
+GateState = tuple[
+    bool, float | None, float | None
+]  # gate open, its statistic, the trust weight (None: acts by the gate)
 
 
 @dataclass(slots=True)
@@ -82,14 +98,16 @@ class Trajectory:
             return None
         return [
             (bool(is_open), None if np.isnan(value) else value, None if np.isnan(weight) else weight)
-            for is_open, value, weight in zip(self.opens.tolist(), self.statistics.tolist(), self.trust_weights.tolist(), strict=True)
+            for is_open, value, weight in zip(
+                self.opens.tolist(), self.statistics.tolist(), self.trust_weights.tolist(), strict=True
+            )
         ]
 
 
 def stacked(rows: Sequence[NDArray[np.float64]]) -> Sequence[NDArray[np.float64]]:
     """Rows of one length as one (dates, n) array; rows of several lengths stay a list."""
     if len({row.shape for row in rows}) == 1:
-        return np.array(rows, dtype=np.float64)
+        return np.array(rows, dtype=np.float64)  # type: ignore[return-value]  # an array of rows is a sequence of rows
     return list(rows)
 
 
@@ -141,17 +159,35 @@ class Walk:
             # rows nobody drafted (NaN) are scored as the reference; no method reads them
             drafts = np.array([np.where(np.isnan(c.drafts), c.reference, c.drafts) for c in contexts])  # (D, 16, n)
             rows = np.concatenate(
-                [drafts, np.array([c.reference for c in contexts])[:, None], np.array([c.equal for c in contexts])[:, None], drafts[:, HALF].mean(axis=1)[:, None]], axis=1
+                [
+                    drafts,
+                    np.array([c.reference for c in contexts])[:, None],
+                    np.array([c.equal for c in contexts])[:, None],
+                    drafts[:, HALF].mean(axis=1)[:, None],
+                ],
+                axis=1,
             )
             scores = utilities_by_date(
-                rows / rows.sum(axis=2, keepdims=True), np.array([self.rels[p] for p in positions]), np.array([c.previous for c in contexts]), self.scoring.gamma, self.scoring.fee_bp
+                rows / rows.sum(axis=2, keepdims=True),
+                np.array([self.rels[p] for p in positions]),
+                np.array([c.previous for c in contexts]),
+                self.scoring.gamma,
+                self.scoring.fee_bp,
             )
             included = (np.asarray(HALF)[:, None] >> np.arange(4)[None, :]) & 1 > 0
             n_in = included.sum(axis=0)
             contrasts = contributions_by_date(scores[:, HALF], included, n_in, len(HALF) - n_in)
             for row, (position, context) in enumerate(zip(positions, contexts, strict=True)):
                 values = scores[row]
-                self.outcomes[position] = Outcome(context, self.rels[position], values[:16], float(values[16]), float(values[17]), float(values[18]), contrasts[row])
+                self.outcomes[position] = Outcome(
+                    context,
+                    self.rels[position],
+                    values[:16],
+                    float(values[16]),
+                    float(values[17]),
+                    float(values[18]),
+                    contrasts[row],
+                )
                 known = self._known[position]
                 for weights, value in zip(rows[row], values.tolist(), strict=True):
                     known.setdefault(weights.tobytes(), value)
@@ -164,7 +200,11 @@ class Walk:
         if value is None:
             context = self.contexts[position]
             batch = weights[None, None, :] / weights.sum()
-            value = known[key] = float(utilities_by_date(batch, self.rels[position][None], context.previous[None], self.scoring.gamma, self.scoring.fee_bp)[0, 0])
+            value = known[key] = float(
+                utilities_by_date(
+                    batch, self.rels[position][None], context.previous[None], self.scoring.gamma, self.scoring.fee_bp
+                )[0, 0]
+            )
         return value
 
     def held(self, position: int, weights: NDArray[np.float64], projected: bool) -> NDArray[np.float64]:
@@ -203,7 +243,7 @@ class Method(ABC):
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         """Weights for the date."""
 
-    def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
+    def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:  # noqa: B027 - a hook, not an obligation
         """Learn from a matured date (default: nothing to learn)."""
 
     def values(self) -> dict[int, float] | None:
@@ -229,7 +269,11 @@ class Method(ABC):
                     states.append(self.gate_state())
             elif learns:
                 held = weights[position]
-                self.observe(walk.outcomes[position], held, walk.utility(position, held) if self.reads_chosen_utility else float("nan"))
+                self.observe(
+                    walk.outcomes[position],
+                    held,
+                    walk.utility(position, held) if self.reads_chosen_utility else float("nan"),
+                )
         if not self.uses_gate:
             return Trajectory(stacked(weights))
         return Trajectory(

@@ -19,8 +19,8 @@ import zlib
 import numpy as np
 from numpy.typing import NDArray
 
-from backtest.methods.base import HALF, Method, Outcome, Scoring, pair_mask
 from backtest.context import DateContext
+from backtest.methods.base import HALF, Method, Outcome, Scoring, pair_mask
 from memtrial.credit import contributions
 
 __all__ = ["CounterfactualArgmax", "ExpeL", "FinMem", "OutcomeCredit", "Reflexion", "UpliftCredit"]
@@ -102,7 +102,11 @@ class CounterfactualArgmax(PairCredit):
 
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
         self.used.pop(outcome.context.index, None)
-        contrast = outcome.half_contrasts if outcome.half_contrasts is not None else contributions(outcome.draft_utilities[HALF], HALF, 4)
+        contrast = (
+            outcome.half_contrasts
+            if outcome.half_contrasts is not None
+            else contributions(outcome.draft_utilities[HALF], HALF, 4)
+        )
         for experience, value in zip(outcome.context.retrieved, contrast, strict=True):
             self.sums[experience] = self.sums.get(experience, 0.0) + float(value)
             self.counts[experience] = self.counts.get(experience, 0) + 1

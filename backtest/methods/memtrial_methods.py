@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
 from backtest.context import DateContext
+from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.settle import mixture_utilities_by_date
@@ -29,7 +29,12 @@ class MemTrialMethod(Method):
         for experience, embedding in context.added:
             self.engine.add_experience(experience, embedding)
         plan = self.engine.plan(
-            f"d{context.index}", context.session, context.maturity, retrieved=list(context.retrieved), reference=context.reference, previous=context.previous
+            f"d{context.index}",
+            context.session,
+            context.maturity,
+            retrieved=list(context.retrieved),
+            reference=context.reference,
+            previous=context.previous,
         )
         decision = self.engine.decide(plan.decision_id, context.drafts[list(plan.masks)])
         self.last_open = decision.trust.is_open
@@ -92,7 +97,9 @@ class Anchored(Method):
             rows = np.asarray(members)
             mixtures[rows] = mixture_utilities_by_date(
                 np.array([walk.contexts[p].reference for p in members]),
-                np.asarray(proposals)[rows] if isinstance(proposals, np.ndarray) else np.array([proposals[p] for p in members]),
+                np.asarray(proposals)[rows]
+                if isinstance(proposals, np.ndarray)
+                else np.array([proposals[p] for p in members]),
                 np.array([walk.rels[p] for p in members]),
                 np.array([walk.contexts[p].previous for p in members]),
                 self.scoring.gamma,

@@ -17,27 +17,44 @@ from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
-from backtest.methods.simple import DraftMean, DraftPick, EqualWeight, Hedge, MinimumVariance, Reference, SelfConsistency
+from backtest.methods.simple import (
+    DraftMean,
+    DraftPick,
+    EqualWeight,
+    Hedge,
+    MinimumVariance,
+    Reference,
+    SelfConsistency,
+)
 from backtest.replay import family_of
 from memtrial.engine import EngineConfig
 from memtrial.errors import ConfigError
-from memtrial.trust import GateConfig
+from memtrial.trust import GateConfig, GateTest
 
-__all__ = ["ANCHORED_BASES", "ENGINES", "FACTORIES", "MEMTRIAL_VARIANTS", "METHOD_IDS", "REAL_METHOD_IDS", "build_methods", "memtrial_config"]
+__all__ = [
+    "ANCHORED_BASES",
+    "ENGINES",
+    "FACTORIES",
+    "MEMTRIAL_VARIANTS",
+    "METHOD_IDS",
+    "REAL_METHOD_IDS",
+    "build_methods",
+    "memtrial_config",
+]
 
 Factory = Callable[[Any, Scoring, int], Method]
 
 #: The default ``memtrial`` acts by the trust dial (method 4.8) on values learned from the raw same-day
 #: contrasts; ``memtrial_paper`` is the paper's rule (binary prequential gate, date-centred values),
 #: and the ablations after it vary one setting of the paper's rule each.
-DIAL = {"action": "dial", "credit": "raw", "gate": GateConfig(test="anytime")}
+DIAL = {"action": "dial", "credit": "raw", "gate": GateConfig(test=GateTest.ANYTIME)}
 MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial": DIAL,
     "memtrial_paper": {},
-    "memtrial_anytime": {"gate": GateConfig(test="anytime")},
+    "memtrial_anytime": {"gate": GateConfig(test=GateTest.ANYTIME)},
     "memtrial_content": {"learner": "content"},
     "memtrial_identity": {"learner": "identity"},
-    "memtrial_no_gate": {"gate": GateConfig(test="none")},
+    "memtrial_no_gate": {"gate": GateConfig(test=GateTest.NONE)},
     "memtrial_closed_ens": {"fallback": "ens"},
     "memtrial_closed_ref": {"fallback": "ref"},
     "memtrial_uniform": {"fallback": "uniform"},
@@ -52,7 +69,13 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
 def memtrial_config(method_id: str, world: Any, scoring: Scoring) -> EngineConfig:
     """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them)."""
     components = getattr(world, "n_components", None)
-    return EngineConfig(gamma=scoring.gamma, fee_bp=scoring.fee_bp, n_components=components, diagnostics=False, **MEMTRIAL_VARIANTS[method_id])  # type: ignore[arg-type]
+    return EngineConfig(
+        gamma=scoring.gamma,
+        fee_bp=scoring.fee_bp,
+        n_components=components,
+        diagnostics=False,
+        **MEMTRIAL_VARIANTS[method_id],  # type: ignore[arg-type]
+    )
 
 
 def _memtrial(method_id: str) -> Factory:
@@ -67,7 +90,13 @@ def use_bayes_learner(method: MemTrialMethod, features: object) -> None:
     from memtrial.bayes import BayesLearner
 
     mode = method.engine.config.learner.value
-    learner = BayesLearner("content" if mode == "auto" else mode, features=dict(enumerate(features)), n_components=None, method="svi", num_samples=500)  # type: ignore[call-overload]
+    learner = BayesLearner(
+        "content" if mode == "auto" else mode,
+        features=dict(enumerate(features)),  # type: ignore[arg-type]
+        n_components=None,
+        method="svi",
+        num_samples=500,
+    )
     method.engine.learner = learner  # type: ignore[assignment]
 
 
@@ -129,11 +158,17 @@ def build_methods(
     if engine == "replay" and value_model != "bayes":
         if contexts is None or outcome is None:
             raise ConfigError("the replay engine needs the world's contexts and outcomes", field="engine")
-        configs = {method_id: memtrial_config(method_id, world, scoring) for method_id in ids if method_id in MEMTRIAL_VARIANTS}
+        configs = {
+            method_id: memtrial_config(method_id, world, scoring) for method_id in ids if method_id in MEMTRIAL_VARIANTS
+        }
         if configs:
-            members = family_of(scoring, configs, world.features, getattr(world, "n_components", None), contexts, outcome)
+            members = family_of(
+                scoring, configs, world.features, getattr(world, "n_components", None), contexts, outcome
+            )
             family = {member.id: member for member in members}
-    methods = [family[method_id] if method_id in family else FACTORIES[method_id](world, scoring, seed) for method_id in ids]
+    methods = [
+        family[method_id] if method_id in family else FACTORIES[method_id](world, scoring, seed) for method_id in ids
+    ]
     if contexts is not None:  # methods whose dates depend on their own inputs only compute them in one batch
         for method in methods:
             prepare = getattr(method, "prepare", None)
@@ -144,4 +179,3 @@ def build_methods(
             if isinstance(method, MemTrialMethod):
                 use_bayes_learner(method, world.features)
     return methods
-

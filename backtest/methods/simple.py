@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from backtest.methods.base import HALF, Method, Outcome, Scoring
 from backtest.context import DateContext
+from backtest.methods.base import HALF, Method, Outcome, Scoring
 
 __all__ = ["DraftMean", "DraftPick", "EqualWeight", "Hedge", "MinimumVariance", "Reference", "SelfConsistency"]
 
@@ -133,7 +133,9 @@ class Hedge(Method):
         self._experts: NDArray[np.float64] | None = None
 
     def _experts_of(self, context: DateContext) -> NDArray[np.float64]:
-        return np.vstack([context.equal, context.reference, context.drafts[HALF].mean(axis=0), context.drafts[15], context.drafts[3]])
+        return np.vstack(
+            [context.equal, context.reference, context.drafts[HALF].mean(axis=0), context.drafts[15], context.drafts[3]]
+        )
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         probabilities = np.exp(self.log_weights - self.log_weights.max())
@@ -144,6 +146,7 @@ class Hedge(Method):
         # the experts' utilities are already in the outcome (each row is scored on its own, so they are
         # the same numbers scoring.utility gives the experts)
         drafts = outcome.draft_utilities
-        experts = np.array([outcome.equal_utility, outcome.reference_utility, outcome.draft_mean_utility, drafts[15], drafts[3]])
+        experts = np.array(
+            [outcome.equal_utility, outcome.reference_utility, outcome.draft_mean_utility, drafts[15], drafts[3]]
+        )
         self.log_weights += self.RATE * experts
-

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from fastapi import APIRouter, Request, Response
 from sqlalchemy import delete, select
 
@@ -25,13 +24,21 @@ OWNED_TABLES = (LogRow, Contribution, Decision, Experience, RefitJob, Idempotenc
 
 
 @router.post("", status_code=201)
-def create_agent(body: AgentCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None) -> AgentPublic:
+def create_agent(
+    body: AgentCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+) -> AgentPublic:
     """Create an agent; its gate configuration (and so the hash anchoring its log) is frozen now."""
     return agents.create(services, tenant_id, body, Idempotency(key, tenant_id, request, body))
 
 
 @router.get("")
-def list_agents(tenant_id: TenantDep, services: ServicesDep, limit: LimitQuery = 50, cursor: CursorQuery = None, name: NameQuery = None) -> AgentList:
+def list_agents(
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    limit: LimitQuery = 50,
+    cursor: CursorQuery = None,
+    name: NameQuery = None,
+) -> AgentList:
     """The tenant's agents, oldest first, a page at a time (``name`` filters by exact name)."""
     query = select(Agent).where(Agent.tenant_id == tenant_id)
     if name is not None:
@@ -60,11 +67,21 @@ def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         if body.drafter is not None and agent.settings.get("kind", "portfolio") == "scored":
-            raise ApiError(422, "invalid", "drafter: server drafting writes portfolios; a scored agent drafts on the client", "drafter")
+            raise ApiError(
+                422,
+                "invalid",
+                "drafter: server drafting writes portfolios; a scored agent drafts on the client",
+                "drafter",
+            )
         if body.name is not None:
             agent.name = body.name
         if body.drafter is not None or body.remove_drafter:
-            agent.settings = {**agent.settings, "drafter": None if body.remove_drafter else body.drafter.model_dump(mode="json")}  # type: ignore[union-attr]
+            agent.settings = {
+                **agent.settings,
+                "drafter": None
+                if body.remove_drafter or body.drafter is None
+                else body.drafter.model_dump(mode="json"),
+            }
         session.flush()
         return agent_public(agent)
 
@@ -78,5 +95,10 @@ def delete_agent(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> 
         for table in OWNED_TABLES:
             session.execute(delete(table).where(table.agent_id == agent.id))
         session.delete(agent)
-        after_commit(session, lambda: (services.engines.forget(agent_id), services.indexes.forget(agent_id)))
+
+        def forget() -> None:
+            services.engines.forget(agent_id)
+            services.indexes.forget(agent_id)
+
+        after_commit(session, forget)
     return Response(status_code=204)

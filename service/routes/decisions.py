@@ -12,7 +12,17 @@ from service.deps import ServicesDep, TenantDep
 from service.idempotency import Idempotency, IdempotencyKey
 from service.pagination import CursorQuery, LimitQuery
 from service.requests import StrictJSONRoute
-from service.schemas import CorrectionRequest, DecisionCreate, DecisionList, DecisionPublic, DecisionRecord, DraftsSubmit, PlanPublic, SettlementPublic, SettleRequest
+from service.schemas import (
+    CorrectionRequest,
+    DecisionCreate,
+    DecisionList,
+    DecisionPublic,
+    DecisionRecord,
+    DraftsSubmit,
+    PlanPublic,
+    SettlementPublic,
+    SettleRequest,
+)
 from service.usecases import decisions
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"], route_class=StrictJSONRoute)
@@ -21,7 +31,12 @@ Status = Literal["planned", "decided", "settled", "failed"]
 
 @router.post("", status_code=201)
 async def create_decision(
-    agent_id: str, body: DecisionCreate, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+    agent_id: str,
+    body: DecisionCreate,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    key: IdempotencyKey = None,
 ) -> PlanPublic | DecisionPublic:
     """Plan a decision. Client drafting answers the plan (post one draft per subset next);
     server drafting drafts through the agent's provider and answers the decision."""
@@ -30,18 +45,32 @@ async def create_decision(
 
 @router.post("/{decision_id}/drafts")
 async def submit_drafts(
-    agent_id: str, decision_id: str, body: DraftsSubmit, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+    agent_id: str,
+    decision_id: str,
+    body: DraftsSubmit,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    key: IdempotencyKey = None,
 ) -> DecisionPublic:
     """One draft per designed subset, in the plan's order: for a portfolio agent each names every asset
     of the universe; for a scored agent any JSON (probabilities per outcome, numbers, answers), with
     ``reference`` the index of the conservative draft."""
     guard = Idempotency(key, tenant_id, request, body)
-    return await run_in_threadpool(decisions.decide, services, tenant_id, agent_id, decision_id, body.drafts, guard, body.reference)
+    return await run_in_threadpool(
+        decisions.decide, services, tenant_id, agent_id, decision_id, body.drafts, guard, body.reference
+    )
 
 
 @router.post("/{decision_id}/settle")
 async def settle_decision(
-    agent_id: str, decision_id: str, body: SettleRequest, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+    agent_id: str,
+    decision_id: str,
+    body: SettleRequest,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    key: IdempotencyKey = None,
 ) -> SettlementPublic:
     """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
     guard = Idempotency(key, tenant_id, request, body)
@@ -50,7 +79,13 @@ async def settle_decision(
 
 @router.post("/{decision_id}/corrections")
 async def correct_decision(
-    agent_id: str, decision_id: str, body: CorrectionRequest, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+    agent_id: str,
+    decision_id: str,
+    body: CorrectionRequest,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    key: IdempotencyKey = None,
 ) -> SettlementPublic:
     """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer) and relearn.
 
@@ -70,10 +105,14 @@ async def list_decisions(
     limit: LimitQuery = 50,
     cursor: CursorQuery = None,
     status: Annotated[Status | None, Query(description="only decisions in this state")] = None,
-    maturity_before: Annotated[dt.datetime | None, Query(description="only decisions maturing before this time (aware ISO 8601)")] = None,
+    maturity_before: Annotated[
+        dt.datetime | None, Query(description="only decisions maturing before this time (aware ISO 8601)")
+    ] = None,
 ) -> DecisionList:
     """The agent's decisions, oldest first, a page at a time."""
-    return await run_in_threadpool(decisions.list_page, services, tenant_id, agent_id, limit, cursor, status, maturity_before)
+    return await run_in_threadpool(
+        decisions.list_page, services, tenant_id, agent_id, limit, cursor, status, maturity_before
+    )
 
 
 @router.get("/{decision_id}")

@@ -35,7 +35,12 @@ MAX_OFFSET = 1_000_000_000
 
 @router.post("", status_code=201)
 def add_experiences(
-    agent_id: str, body: ExperienceInput, tenant_id: TenantDep, services: ServicesDep, request: Request, key: IdempotencyKey = None
+    agent_id: str,
+    body: ExperienceInput,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    key: IdempotencyKey = None,
 ) -> ExperiencePublic | ExperienceList:
     """Add one experience, or a batch (``{"experiences": [...]}``, at most 256 and 1,000,000 characters of text)."""
     return experiences.add(services, tenant_id, agent_id, body, Idempotency(key, tenant_id, request, body))
@@ -61,7 +66,9 @@ def list_experiences(
         total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
         if cursor is not None:
             condition.append(Experience.seq > decode_cursor(cursor, "experiences", int))
-        rows = session.scalars(select(Experience).where(*condition).order_by(Experience.seq).limit(limit + 1).offset(offset)).all()
+        rows = session.scalars(
+            select(Experience).where(*condition).order_by(Experience.seq).limit(limit + 1).offset(offset)
+        ).all()
         engine = services.engines.checkout(session, agent)
         items = [experience_public(row, engine) for row in rows[:limit]]
         return_engine(session, agent, engine, services.engines)
@@ -75,20 +82,29 @@ def get_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, serv
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         row = owned_row(session, Experience, agent, experience_id, "experience")
         history = session.scalars(
-            select(Contribution).where(Contribution.agent_id == agent.id, Contribution.experience_id == row.id).order_by(Contribution.seq)
+            select(Contribution)
+            .where(Contribution.agent_id == agent.id, Contribution.experience_id == row.id)
+            .order_by(Contribution.seq)
         ).all()
         engine = services.engines.checkout(session, agent)
         public = experience_public(row, engine)
         return_engine(session, agent, engine, services.engines)
         contributions = [
-            ContributionPublic(decision_id=c.decision_id, decision_time=as_utc(c.decision_time), contribution=c.contribution, centred=c.centred)
+            ContributionPublic(
+                decision_id=c.decision_id,
+                decision_time=as_utc(c.decision_time),
+                contribution=c.contribution,
+                centred=c.centred,
+            )
             for c in history
         ]
         return ExperienceDetail(**public.model_dump(), contributions=contributions)
 
 
 @router.patch("/{experience_id}")
-def update_metadata(agent_id: str, experience_id: str, body: ExperiencePatch, tenant_id: TenantDep, services: ServicesDep) -> ExperiencePublic:
+def update_metadata(
+    agent_id: str, experience_id: str, body: ExperiencePatch, tenant_id: TenantDep, services: ServicesDep
+) -> ExperiencePublic:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Experience, agent, experience_id, "experience")
@@ -101,7 +117,9 @@ def update_metadata(agent_id: str, experience_id: str, body: ExperiencePatch, te
         return public
 
 
-def _change(services: Services, tenant_id: str, agent_id: str, experience_id: str, delete: bool) -> ExperiencePublic | None:
+def _change(
+    services: Services, tenant_id: str, agent_id: str, experience_id: str, delete: bool
+) -> ExperiencePublic | None:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Experience, agent, experience_id, "experience")
@@ -120,7 +138,9 @@ def _change(services: Services, tenant_id: str, agent_id: str, experience_id: st
 
 
 @router.post("/{experience_id}/retire")
-def retire_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> ExperiencePublic:
+def retire_experience(
+    agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep
+) -> ExperiencePublic:
     """Stop retrieving an experience; its value and history stay (retiring twice is harmless)."""
     public = _change(services, tenant_id, agent_id, experience_id, delete=False)
     assert public is not None
@@ -139,5 +159,7 @@ def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep,
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         hits = services.indexes.search(session, agent, query, body.k)
-        texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_([h for h, _ in hits]))).all())
+        texts = dict(
+            session.execute(select(Experience.id, Experience.text).where(Experience.id.in_([h for h, _ in hits]))).all()
+        )
         return SearchResult(hits=[SearchHit(id=h, text=texts[h], score=s) for h, s in hits])

@@ -44,12 +44,20 @@ async def readyz(services: ServicesDep) -> dict[str, str]:
     try:
         await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(_PROBES, probe), READY_TIMEOUT)
     except TimeoutError:
-        raise ApiError(503, "database_unavailable", f"the database did not answer within {READY_TIMEOUT:g} s", None, retry_after=5) from None
+        raise ApiError(
+            503, "database_unavailable", f"the database did not answer within {READY_TIMEOUT:g} s", None, retry_after=5
+        ) from None
     except Exception as error:
-        raise ApiError(503, "database_unavailable", f"the database does not answer: {type(error).__name__}", None, retry_after=5) from None
+        raise ApiError(
+            503, "database_unavailable", f"the database does not answer: {type(error).__name__}", None, retry_after=5
+        ) from None
     return {"status": "ready"}
 
 
-@router.get("/metrics", response_class=PlainTextResponse, responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+)
 async def metrics() -> Response:
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
-from pydantic import BaseModel
 
 from service.api_types import ProviderPublic, ProvidersPublic
 from service.deps import ServicesDep, TenantDep

@@ -17,7 +17,12 @@ router = APIRouter(prefix="/v1/agents/{agent_id}/refit", tags=["refit"], route_c
 
 @router.post("", status_code=202)
 def start_refit(
-    agent_id: str, tenant_id: TenantDep, services: ServicesDep, request: Request, body: RefitCreate | None = None, key: IdempotencyKey = None
+    agent_id: str,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    body: RefitCreate | None = None,
+    key: IdempotencyKey = None,
 ) -> RefitPublic:
     """Queue a full-Bayes refit (NUTS by default, or SVI) of the agent's values; poll it with GET .../refit/{job}."""
     chosen = body or RefitCreate()

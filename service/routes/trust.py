@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from sqlalchemy import func, select
@@ -15,9 +15,9 @@ from service.history import read_log
 from service.models import LogRow
 from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.requests import StrictJSONRoute
-from service.usecases.refit import latest_posterior
 from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
 from service.store import load_agent, return_engine
+from service.usecases.refit import latest_posterior
 from service.views import trust_public, value_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["trust"], route_class=StrictJSONRoute)
@@ -37,18 +37,28 @@ def get_trust(
         engine = services.engines.checkout(session, agent)
         gate = engine.gate
         superseded = superseded_scores(session, agent.id)
-        scored = (LogRow.agent_id == agent.id, LogRow.kind.in_(("score", "correction")), LogRow.score.is_not(None))
+        scored: list[Any] = [
+            LogRow.agent_id == agent.id,
+            LogRow.kind.in_(("score", "correction")),
+            LogRow.score.is_not(None),
+        ]
         if superseded:
-            scored = (*scored, LogRow.index.not_in(list(superseded)))
+            scored.append(LogRow.index.not_in(list(superseded)))
         recent = session.execute(
-            select(LogRow.decision_id, LogRow.score, LogRow.statistic).where(*scored).order_by(LogRow.index.desc()).limit(limit)
+            select(LogRow.decision_id, LogRow.score, LogRow.statistic)
+            .where(*scored)
+            .order_by(LogRow.index.desc())
+            .limit(limit)
         ).all()
         public = TrustPublic(
             gate=GatePublic(**gate.config.to_dict()),
             gate_hash=engine.gate_hash,
             state=trust_public(gate.decision()),
             n_scores=gate.statistics.n_scored,
-            scores=[ScorePublic(decision_id=row.decision_id, score=row.score, statistic=row.statistic) for row in reversed(recent)],
+            scores=[
+                ScorePublic(decision_id=row.decision_id, score=row.score, statistic=row.statistic)
+                for row in reversed(recent)
+            ],
         )
         return_engine(session, agent, engine, services.engines)
         return public
@@ -56,8 +66,14 @@ def get_trust(
 
 def superseded_scores(session: Session, agent_id: str) -> dict[int, int]:
     """Score entries a correction replaced: their index -> the correction's index (read from the corrections)."""
-    rows = session.execute(select(LogRow.index, LogRow.payload).where(LogRow.agent_id == agent_id, LogRow.kind == "correction")).all()
-    return {int(json.loads(payload)["supersedes"]): int(index) for index, payload in rows if json.loads(payload).get("supersedes") is not None}
+    rows = session.execute(
+        select(LogRow.index, LogRow.payload).where(LogRow.agent_id == agent_id, LogRow.kind == "correction")
+    ).all()
+    return {
+        int(json.loads(payload)["supersedes"]): int(index)
+        for index, payload in rows
+        if json.loads(payload).get("supersedes") is not None
+    }
 
 
 @router.get("/trust/log")
@@ -75,11 +91,19 @@ def get_log(
         total = session.scalar(select(func.count()).select_from(LogRow).where(LogRow.agent_id == agent.id)) or 0
         entries = list(read_log(session, agent.id, start, limit + 1))
         superseded = superseded_scores(session, agent.id)
-    items = [LogEntryPublic(index=e.index, kind=e.kind, payload=dict(e.payload), prev_hash=e.prev_hash, hash=e.hash) for e in entries[:limit]]
+    items = [
+        LogEntryPublic(index=e.index, kind=e.kind, payload=dict(e.payload), prev_hash=e.prev_hash, hash=e.hash)
+        for e in entries[:limit]
+    ]
     more = len(entries) > limit
     shown = {str(e.index): superseded[e.index] for e in entries[:limit] if e.index in superseded}
     return LogPage(
-        gate_hash=agent.gate_hash, n_entries=total, items=items, next_cursor=encode_cursor("log", start + limit) if more else None, limit=limit, superseded=shown
+        gate_hash=agent.gate_hash,
+        n_entries=total,
+        items=items,
+        next_cursor=encode_cursor("log", start + limit) if more else None,
+        limit=limit,
+        superseded=shown,
     )
 
 
@@ -91,7 +115,9 @@ def verify_trust(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> 
         engine = services.engines.checkout(session, agent)
         check = engine.verify()
         return_engine(session, agent, engine, services.engines)
-        return VerifyPublic(ok=check.ok, n_entries=check.n_entries, first_invalid=check.first_invalid, reason=check.reason)
+        return VerifyPublic(
+            ok=check.ok, n_entries=check.n_entries, first_invalid=check.first_invalid, reason=check.reason
+        )
 
 
 @router.get("/values")
@@ -103,7 +129,11 @@ def get_values(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Va
         for experience_id, interval in latest_posterior(session, agent.id).items():
             if experience_id in values:
                 values[experience_id] = values[experience_id].model_copy(
-                    update={"lower": interval["lower"], "upper": interval["upper"], "p_positive": interval["p_positive"]}
+                    update={
+                        "lower": interval["lower"],
+                        "upper": interval["upper"],
+                        "p_positive": interval["p_positive"],
+                    }
                 )
         mode = engine.learner.selected_mode.value
         return_engine(session, agent, engine, services.engines)

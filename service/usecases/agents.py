@@ -31,24 +31,40 @@ def check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
     provider = services.providers.get(drafter.provider)
     if provider is None:
         known = sorted(services.providers.by_name)
-        raise ApiError(422, "invalid", f"drafter.provider: {drafter.provider!r} is not a provider of this server (known: {known})", "drafter.provider")
+        raise ApiError(
+            422,
+            "invalid",
+            f"drafter.provider: {drafter.provider!r} is not a provider of this server (known: {known})",
+            "drafter.provider",
+        )
     why = provider.refusal(drafter.model)
     if why is not None:
-        raise ApiError(422, "invalid", f"drafter.model: {drafter.model!r} {why} (provider {provider.name!r})", "drafter.model")
+        raise ApiError(
+            422, "invalid", f"drafter.model: {drafter.model!r} {why} (provider {provider.name!r})", "drafter.model"
+        )
 
 
 def _check_kind(body: AgentCreate) -> None:
     """What each kind of agent needs: a portfolio agent an investor and a universe; a scored agent neither."""
-    if body.kind == DecisionKind.PORTFOLIO:
+    if body.kind == DecisionKind.PORTFOLIO.value:
         for name in ("investor", "universe"):
             if getattr(body, name) is None:
-                raise ApiError(422, "invalid", f"{name}: a portfolio agent needs one (or create a scored agent with kind 'scored')", name)
+                raise ApiError(
+                    422,
+                    "invalid",
+                    f"{name}: a portfolio agent needs one (or create a scored agent with kind 'scored')",
+                    name,
+                )
         if body.outcomes is not None:
             raise ApiError(422, "invalid", "outcomes: only scored agents have named outcomes", "outcomes")
         return
     for name in ("investor", "universe", "drafter"):
         if getattr(body, name) is not None:
-            reason = "server drafting writes portfolios; a scored agent drafts on the client" if name == "drafter" else "a scored agent has no mandate or universe"
+            reason = (
+                "server drafting writes portfolios; a scored agent drafts on the client"
+                if name == "drafter"
+                else "a scored agent has no mandate or universe"
+            )
             raise ApiError(422, "invalid", f"{name}: {reason}", name)
 
 
@@ -65,11 +81,15 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
         "credit": body.credit,
         "robust": body.robust,
     }
-    if body.kind != DecisionKind.PORTFOLIO:
-        return EngineConfig(gamma=0.0, fee_bp=body.fee_bp, **common), gate  # utilities come from the outcome; no mandate, no fee
+    if body.kind != DecisionKind.PORTFOLIO.value:
+        return EngineConfig(
+            gamma=0.0, fee_bp=body.fee_bp, **common
+        ), gate  # utilities come from the outcome; no mandate, no fee
     assert body.investor is not None and body.universe is not None
     universe = Universe([asset.model_dump() for asset in body.universe])
-    project(np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor])  # the mandate is feasible
+    project(
+        np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor]
+    )  # the mandate is feasible
     return EngineConfig(investor=INVESTORS[body.investor], fee_bp=body.fee_bp, **common), gate
 
 

@@ -32,6 +32,8 @@ from service.idempotency import Idempotency, store_answer
 from service.models import Agent, Decision, Experience, new_id
 from service.pagination import decode_cursor, encode_cursor
 from service.schemas import (
+    CorrectionPublic,
+    CorrectionRequest,
     DecisionCreate,
     DecisionList,
     DecisionPublic,
@@ -43,8 +45,6 @@ from service.schemas import (
     RetrievedPublic,
     SettlementPublic,
     SettleRequest,
-    CorrectionPublic,
-    CorrectionRequest,
     SubsetPublic,
     check_portfolio_drafts,
 )
@@ -54,7 +54,9 @@ from service.universe import Universe
 from service.usecases.unit import agent_write
 from service.views import gate_statistic, trust_public, value_public
 
-_PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(Annotated[PortfolioDrafts, AfterValidator(check_portfolio_drafts)])
+_PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(
+    Annotated[PortfolioDrafts, AfterValidator(check_portfolio_drafts)]
+)
 
 
 def _kind(settings: dict[str, object]) -> str:
@@ -66,10 +68,14 @@ def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
     try:
         return _PORTFOLIO_DRAFTS.validate_python(drafts)
     except ValidationError as error:
-        raise RequestValidationError([{**item, "loc": ("body", "drafts", *item["loc"])} for item in error.errors()]) from None
+        raise RequestValidationError(
+            [{**item, "loc": ("body", "drafts", *item["loc"])} for item in error.errors()]
+        ) from None
 
 
-def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency) -> tuple[PlanPublic, dict[str, object]]:
+def plan(
+    services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency
+) -> tuple[PlanPublic, dict[str, object]]:
     """Plan a decision: retrieve, design, freeze the predictions; the plan and the agent's settings."""
     latest = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=services.settings.max_clock_skew_seconds)
     if body.decision_time > latest:
@@ -84,13 +90,25 @@ def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
-            raise ApiError(422, "invalid", "reference_weights: a scored decision has no universe; designate the reference draft when posting the drafts", "reference_weights")
+            raise ApiError(
+                422,
+                "invalid",
+                "reference_weights: a scored decision has no universe; designate the reference draft when posting the drafts",
+                "reference_weights",
+            )
         if not scored and body.maturity <= body.decision_time:
             raise ApiError(
-                422, "invalid", f"maturity: a portfolio decision holds {body.horizon} sessions: its maturity must be later than its decision_time", "maturity"
+                422,
+                "invalid",
+                f"maturity: a portfolio decision holds {body.horizon} sessions: its maturity must be later than its decision_time",
+                "maturity",
             )
         universe = None if scored else Universe(agent.settings["universe"])
-        reference = None if universe is None or body.reference_weights is None else universe.vector(body.reference_weights, "reference_weights")
+        reference = (
+            None
+            if universe is None or body.reference_weights is None
+            else universe.vector(body.reference_weights, "reference_weights")
+        )
         if reference is not None and universe is not None:
             universe.check_mandate(reference, INVESTORS[str(agent.settings["investor"])], "reference_weights")
         hits = services.indexes.search(session, agent, context, 4)
@@ -100,7 +118,9 @@ def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate
         decision_id = new_id()
         history.expect_new(decision_id)
         if universe is None:
-            plan = engine.plan(decision_id, body.decision_time, body.maturity, retrieved=[h for h, _ in hits], kind="scored")
+            plan = engine.plan(
+                decision_id, body.decision_time, body.maturity, retrieved=[h for h, _ in hits], kind="scored"
+            )
         else:
             plan = engine.plan(
                 decision_id,
@@ -113,7 +133,11 @@ def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate
                 defensive=universe.defensive,
             )
         with session.no_autoflush:  # the new row is written once, complete, at commit
-            texts = dict(session.execute(select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))).all())
+            texts = dict(
+                session.execute(
+                    select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))
+                ).all()
+            )
         public = PlanPublic(
             decision_id=decision_id,
             status="planned",
@@ -121,7 +145,9 @@ def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate
             maturity=plan.maturity,  # type: ignore[arg-type]
             retrieved=[RetrievedPublic(id=h, text=texts[h], score=s) for h, s in hits],
             subsets=[
-                SubsetPublic(index=i, mask=m, experience_ids=list(map(str, subset)), texts=[texts[str(e)] for e in subset])
+                SubsetPublic(
+                    index=i, mask=m, experience_ids=list(map(str, subset)), texts=[texts[str(e)] for e in subset]
+                )
                 for i, (m, subset) in enumerate(zip(plan.masks, plan.subsets, strict=True))
             ],
             predictions={str(e): v for e, v in plan.predictions.items()},
@@ -141,7 +167,13 @@ def plan(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate
 
 
 def decide(
-    services: Services, tenant_id: str, agent_id: str, decision_id: str, drafts: list[Any], guard: Idempotency, reference: int | None = None
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    decision_id: str,
+    drafts: list[Any],
+    guard: Idempotency,
+    reference: int | None = None,
 ) -> DecisionPublic:
     """Act on one draft per designed subset."""
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
@@ -152,13 +184,22 @@ def decide(
             vectors = scored_drafts(agent.settings, drafts)
             engine = services.engines.checkout(session, agent, {row.id: row})
             if vectors is not None:
-                decision = engine.decide_scored(decision_id, vectors=vectors, reference=0 if reference is None else reference)
+                decision = engine.decide_scored(
+                    decision_id, vectors=vectors, reference=0 if reference is None else reference
+                )
             else:
-                decision = engine.decide_scored(decision_id, n_drafts=len(drafts), reference=0 if reference is None else reference)
+                decision = engine.decide_scored(
+                    decision_id, n_drafts=len(drafts), reference=0 if reference is None else reference
+                )
             public = _decision_public(row, decision, None, drafts, chosen_draft(agent.settings, drafts, decision))
         else:
             if reference is not None:
-                raise ApiError(422, "invalid", "reference: only scored decisions designate a reference draft (a portfolio decision anchors on its reference weights)", "reference")
+                raise ApiError(
+                    422,
+                    "invalid",
+                    "reference: only scored decisions designate a reference draft (a portfolio decision anchors on its reference weights)",
+                    "reference",
+                )
             universe = Universe(agent.settings["universe"])
             matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(_portfolio_drafts(drafts))]
             engine = services.engines.checkout(session, agent, {row.id: row})
@@ -172,7 +213,9 @@ def decide(
         return public
 
 
-def _finish_server_decision(services: Services, tenant_id: str, key: str | None, status: int, answer: DecisionPublic | dict[str, object]) -> None:
+def _finish_server_decision(
+    services: Services, tenant_id: str, key: str | None, status: int, answer: DecisionPublic | dict[str, Any]
+) -> None:
     """Store the final answer of a server-drafted decision with its Idempotency-Key."""
     if key is not None:
         with transaction(services.sessions) as session:
@@ -188,7 +231,13 @@ def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: st
         save_engine(session, agent, engine, services.engines, head_only=True)
 
 
-def _decision_public(row: Decision, decision: CoreDecision, universe: Universe | None, drafts: list[Any] | None = None, chosen: Any = None) -> DecisionPublic:
+def _decision_public(
+    row: Decision,
+    decision: CoreDecision,
+    universe: Universe | None,
+    drafts: list[Any] | None = None,
+    chosen: Any = None,
+) -> DecisionPublic:
     return DecisionPublic(
         decision_id=row.id,
         status="decided",
@@ -211,17 +260,26 @@ def _decision_public(row: Decision, decision: CoreDecision, universe: Universe |
     )
 
 
-async def create(services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, request: Request, key: str | None) -> PlanPublic | DecisionPublic:
+async def create(
+    services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, request: Request, key: str | None
+) -> PlanPublic | DecisionPublic:
     """Plan a decision; with server drafting, draft through the agent's provider and decide."""
     provider = None
     if body.drafting == "server":
         with transaction(services.sessions) as session:
             drafter = load_agent(session, tenant_id, agent_id, lock=False).settings.get("drafter")
         if drafter is None:
-            raise ApiError(422, "invalid", "drafting: this agent has no drafter configured; use client drafting", "drafting")
+            raise ApiError(
+                422, "invalid", "drafting: this agent has no drafter configured; use client drafting", "drafting"
+            )
         provider = services.providers.get(str(drafter.get("provider")))
         if provider is None:
-            raise ApiError(422, "invalid", f"drafting: the agent's provider {drafter.get('provider')!r} is not configured on this server; update the agent's drafter", "drafting")
+            raise ApiError(
+                422,
+                "invalid",
+                f"drafting: the agent's provider {drafter.get('provider')!r} is not configured on this server; update the agent's drafter",
+                "drafting",
+            )
     guard = Idempotency(key, tenant_id, request, body)
     planned, settings = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
     if body.drafting == "client":
@@ -231,26 +289,41 @@ async def create(services: Services, tenant_id: str, agent_id: str, body: Decisi
     mandate = mandate_text(INVESTORS[str(settings["investor"])])
     assets, classes = (tuple(a for a, _ in universe), tuple(c for _, c in universe))
     requests = [
-        DraftRequest(body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i)
+        DraftRequest(
+            body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i
+        )
         for i, subset in enumerate(planned.subsets)
     ]
     try:
         drafts = await draft_all(provider, settings["drafter"], requests, services.settings.llm_timeout_seconds)  # type: ignore[arg-type]
     except ApiError as failure:
         await run_in_threadpool(_withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message)
-        await run_in_threadpool(_finish_server_decision, services, tenant_id, key, failure.status, error_body(failure.code, failure.message, failure.field))
+        await run_in_threadpool(
+            _finish_server_decision,
+            services,
+            tenant_id,
+            key,
+            failure.status,
+            error_body(failure.code, failure.message, failure.field),
+        )
         raise
-    decision = await run_in_threadpool(decide, services, tenant_id, agent_id, planned.decision_id, drafts, Idempotency(None, tenant_id, request, body))
+    decision = await run_in_threadpool(
+        decide, services, tenant_id, agent_id, planned.decision_id, drafts, Idempotency(None, tenant_id, request, body)
+    )
     await run_in_threadpool(_finish_server_decision, services, tenant_id, key, 201, decision)
     return decision
 
 
-def _outcome_arguments(services: Services, agent: Agent, row: Decision, engine: Any, body: SettleRequest) -> dict[str, Any]:
+def _outcome_arguments(
+    services: Services, agent: Agent, row: Decision, engine: Any, body: SettleRequest
+) -> dict[str, Any]:
     """The engine's settle (or correct) arguments for a settle body, checked against the decision and the bounds."""
     scored = _kind(agent.settings) == "scored"
     if scored and (body.prices is not None or body.returns is not None):
         field = "prices" if body.prices is not None else "returns"
-        raise ApiError(422, "invalid", f"{field}: a scored decision is settled with utilities, or an outcome and its rule", field)
+        raise ApiError(
+            422, "invalid", f"{field}: a scored decision is settled with utilities, or an outcome and its rule", field
+        )
     if not scored and (body.utilities is not None or body.rule is not None):
         field = "utilities" if body.utilities is not None else "rule"
         raise ApiError(422, "invalid", f"{field}: a portfolio decision is settled with prices or returns", field)
@@ -267,7 +340,9 @@ def _outcome_arguments(services: Services, agent: Agent, row: Decision, engine: 
     vectors = entry is not None and entry.decision is not None and entry.decision.drafts.shape[1] > 0
     if body.utilities is not None:
         if len(body.utilities) != len(drafts):
-            raise ApiError(422, "invalid", f"utilities: give one per draft ({len(drafts)}), got {len(body.utilities)}", "utilities")
+            raise ApiError(
+                422, "invalid", f"utilities: give one per draft ({len(drafts)}), got {len(body.utilities)}", "utilities"
+            )
         check_utilities(body.utilities, settings.max_abs_utility, "utilities")
         return {"utilities": np.array(body.utilities)}
     assert body.rule is not None
@@ -277,7 +352,9 @@ def _outcome_arguments(services: Services, agent: Agent, row: Decision, engine: 
     return arguments
 
 
-def _settlement_public(decision_id: str, settlement: Any, engine: Any, body: SettleRequest, corrections: list[Any] | None = None) -> SettlementPublic:
+def _settlement_public(
+    decision_id: str, settlement: Any, engine: Any, body: SettleRequest, corrections: list[Any] | None = None
+) -> SettlementPublic:
     return SettlementPublic(
         decision_id=decision_id,
         status="settled",
@@ -309,7 +386,9 @@ def _check_settled_at(body: SettleRequest) -> dt.datetime:
     return now
 
 
-def settle(services: Services, tenant_id: str, agent_id: str, decision_id: str, body: SettleRequest, guard: Idempotency) -> SettlementPublic:
+def settle(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, body: SettleRequest, guard: Idempotency
+) -> SettlementPublic:
     """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
     payload_hash = _payload_hash(body)
     now = _check_settled_at(body)
@@ -320,17 +399,32 @@ def settle(services: Services, tenant_id: str, agent_id: str, decision_id: str, 
                 public = SettlementPublic(**(row.settlement or {}))
                 guard.complete(200, public)
                 return public
-            raise ApiError(409, "settlement_conflict", f"decision {decision_id!r} was already settled with a different payload (to replace a wrong outcome, post a correction)", "body")
+            raise ApiError(
+                409,
+                "settlement_conflict",
+                f"decision {decision_id!r} was already settled with a different payload (to replace a wrong outcome, post a correction)",
+                "body",
+            )
         if row.status == "failed":
-            raise ApiError(409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id")
+            raise ApiError(
+                409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id"
+            )
         if row.status != "decided":
-            raise ApiError(409, "conflict", f"decision {decision_id!r} has no drafts yet: post its drafts before settling", "decision_id")
+            raise ApiError(
+                409,
+                "conflict",
+                f"decision {decision_id!r} has no drafts yet: post its drafts before settling",
+                "decision_id",
+            )
         engine = services.engines.checkout(session, agent, {row.id: row})
         arguments = _outcome_arguments(services, agent, row, engine, body)
         maturity = as_utc(row.maturity)
         if body.settled_at is None and maturity > now:
             raise ApiError(
-                409, "premature_settlement", f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet", "settled_at"
+                409,
+                "premature_settlement",
+                f"decision {decision_id!r} matures at {maturity.isoformat()}; its outcome cannot be known yet",
+                "settled_at",
             )
         settled_at = maturity if body.settled_at is None else body.settled_at
         history = engine.history
@@ -350,14 +444,21 @@ def settle(services: Services, tenant_id: str, agent_id: str, decision_id: str, 
         return public
 
 
-def correct(services: Services, tenant_id: str, agent_id: str, decision_id: str, body: CorrectionRequest, guard: Idempotency) -> SettlementPublic:
+def correct(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, body: CorrectionRequest, guard: Idempotency
+) -> SettlementPublic:
     """Replace a settled decision's wrong outcome and relearn (the same outcome again is a no-op)."""
     payload_hash = _payload_hash(body)
     _check_settled_at(body)
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status != "settled":
-            raise ApiError(409, "conflict", f"decision {decision_id!r} is {row.status}, not settled: settle it instead of correcting it", "decision_id")
+            raise ApiError(
+                409,
+                "conflict",
+                f"decision {decision_id!r} is {row.status}, not settled: settle it instead of correcting it",
+                "decision_id",
+            )
         if row.settle_hash == payload_hash:
             public = SettlementPublic(**(row.settlement or {}))
             guard.complete(200, public)
@@ -377,7 +478,13 @@ def correct(services: Services, tenant_id: str, agent_id: str, decision_id: str,
 
 
 def list_page(
-    services: Services, tenant_id: str, agent_id: str, limit: int, cursor: str | None, status: str | None, maturity_before: dt.datetime | None
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    limit: int,
+    cursor: str | None,
+    status: str | None,
+    maturity_before: dt.datetime | None,
 ) -> DecisionList:
     """The agent's decisions, oldest first, a page at a time."""
     with transaction(services.sessions) as session:
@@ -387,11 +494,15 @@ def list_page(
             query = query.where(Decision.status == status)
         if maturity_before is not None:
             if maturity_before.tzinfo is None:
-                raise ApiError(422, "invalid", "maturity_before: give a timezone (e.g. 2024-01-31T21:00:00Z)", "maturity_before")
+                raise ApiError(
+                    422, "invalid", "maturity_before: give a timezone (e.g. 2024-01-31T21:00:00Z)", "maturity_before"
+                )
             try:
                 bound = maturity_before.astimezone(dt.UTC)
             except OverflowError:
-                raise ApiError(422, "invalid", "maturity_before: outside the supported range", "maturity_before") from None
+                raise ApiError(
+                    422, "invalid", "maturity_before: outside the supported range", "maturity_before"
+                ) from None
             query = query.where(Decision.maturity < bound)
         if cursor is not None:
             query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int))
@@ -410,7 +521,9 @@ def list_page(
             for row in rows[:limit]
         ]
         more = len(rows) > limit
-        return DecisionList(items=items, next_cursor=encode_cursor("decisions", rows[limit - 1].seq) if more else None, limit=limit)
+        return DecisionList(
+            items=items, next_cursor=encode_cursor("decisions", rows[limit - 1].seq) if more else None, limit=limit
+        )
 
 
 def record(services: Services, tenant_id: str, agent_id: str, decision_id: str) -> DecisionRecord:

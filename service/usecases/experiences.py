@@ -14,7 +14,9 @@ from service.views import experience_public
 __all__ = ["add"]
 
 
-def add(services: Services, tenant_id: str, agent_id: str, body: ExperienceCreate | ExperienceBatch, guard: Idempotency) -> ExperiencePublic | ExperienceList:
+def add(
+    services: Services, tenant_id: str, agent_id: str, body: ExperienceCreate | ExperienceBatch, guard: Idempotency
+) -> ExperiencePublic | ExperienceList:
     """Add one experience, or a batch: the texts are embedded before the agent is locked."""
     items = body.experiences if isinstance(body, ExperienceBatch) else [body]
     with transaction(services.sessions) as session:
@@ -24,7 +26,13 @@ def add(services: Services, tenant_id: str, agent_id: str, body: ExperienceCreat
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         engine = services.engines.checkout(session, agent)
         rows = [
-            Experience(agent_id=agent.id, text=item.text, meta=item.metadata, structured=item.structured, embedding=vector.tobytes())
+            Experience(
+                agent_id=agent.id,
+                text=item.text,
+                meta=item.metadata,
+                structured=item.structured,
+                embedding=vector.tobytes(),
+            )
             for item, vector in zip(items, vectors, strict=True)
         ]
         session.add_all(rows)
@@ -35,7 +43,9 @@ def add(services: Services, tenant_id: str, agent_id: str, body: ExperienceCreat
         save_engine(session, agent, engine, services.engines)
         public = [experience_public(row, engine) for row in rows]
         answer: ExperiencePublic | ExperienceList = (
-            ExperienceList(items=public, total=len(public), limit=len(public), offset=0) if isinstance(body, ExperienceBatch) else public[0]
+            ExperienceList(items=public, total=len(public), limit=len(public), offset=0)
+            if isinstance(body, ExperienceBatch)
+            else public[0]
         )
         guard.complete(201, answer)
         return answer

@@ -19,8 +19,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import select
 
-from service.db import transaction
 from service.api_types import RefitPublic
+from service.db import transaction
 from service.deps import Services
 from service.errors import ApiError
 from service.idempotency import Idempotency
@@ -49,11 +49,14 @@ def _public(job: RefitJob) -> RefitPublic:
     )
 
 
-def _fit(mode: str, records: list[Any], features: dict[str, np.ndarray], method: str) -> tuple[str, dict[str, Any] | None, str | None]:
+def _fit(
+    mode: str, records: list[Any], features: dict[str, np.ndarray], method: str
+) -> tuple[str, dict[str, Any] | None, str | None]:
     from memtrial.bayes import BayesLearner
 
+    embeddings: dict[Any, Any] = dict(features)
     with _FIT_LOCK:
-        learner = BayesLearner(mode if mode != "auto" else "content", features=features, method=method).fit(records)
+        learner = BayesLearner(mode if mode != "auto" else "content", features=embeddings, method=method).fit(records)
     if learner.stats_ is None or learner.samples_ is None:
         return "done", {}, None
     return "done", {str(e): learner.posterior(e)._asdict() for e in learner.stats_.experience_ids}, None
@@ -64,7 +67,13 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
     runner = services.jobs
     assert runner is not None
     if not runner.reserve():
-        raise ApiError(429, "queue_full", f"this server already holds {runner.capacity} refits; retry when one has finished", None, retry_after=QUEUE_FULL_RETRY_SECONDS)
+        raise ApiError(
+            429,
+            "queue_full",
+            f"this server already holds {runner.capacity} refits; retry when one has finished",
+            None,
+            retry_after=QUEUE_FULL_RETRY_SECONDS,
+        )
     submitted = False
     try:
         with agent_write(services, tenant_id, agent_id, guard, lock=False) as (session, agent):
@@ -80,7 +89,12 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
             features = {str(e): x.embedding for e, x in engine.experiences.items() if x.embedding is not None}
             return_engine(session, agent, engine, services.engines)
             job = RefitJob(
-                agent_id=agent.id, status="queued", method=method, state_version=agent.state_version, heartbeat_at=dt.datetime.now(dt.UTC), worker=runner.worker
+                agent_id=agent.id,
+                status="queued",
+                method=method,
+                state_version=agent.state_version,
+                heartbeat_at=dt.datetime.now(dt.UTC),
+                worker=runner.worker,
             )
             session.add(job)
             session.flush()
@@ -99,7 +113,11 @@ def job(services: Services, tenant_id: str, agent_id: str, job_id: str) -> Refit
     """A refit job of the agent, as it stands."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        found = None if not valid_id(job_id) else session.scalars(select(RefitJob).where(RefitJob.id == job_id, RefitJob.agent_id == agent.id)).first()
+        found = (
+            None
+            if not valid_id(job_id)
+            else session.scalars(select(RefitJob).where(RefitJob.id == job_id, RefitJob.agent_id == agent.id)).first()
+        )
         if found is None:
             raise ApiError(404, "not_found", f"refit job {job_id!r} not found", "job_id")
         return _public(found)
@@ -108,6 +126,8 @@ def job(services: Services, tenant_id: str, agent_id: str, job_id: str) -> Refit
 def latest_posterior(session: Any, agent_id: str) -> dict[str, dict[str, float]]:
     """The posterior of the newest finished refit of an agent (empty when none)."""
     job = session.scalars(
-        select(RefitJob).where(RefitJob.agent_id == agent_id, RefitJob.status == "done").order_by(RefitJob.finished_at.desc())
+        select(RefitJob)
+        .where(RefitJob.agent_id == agent_id, RefitJob.status == "done")
+        .order_by(RefitJob.finished_at.desc())
     ).first()
     return dict(job.result or {}) if job is not None else {}

@@ -38,7 +38,9 @@ def check_replay(session: Session, guard: Idempotency) -> None:
 
 
 @contextmanager
-def agent_write(services: Services, tenant_id: str, agent_id: str, guard: Idempotency, *, lock: bool = True, claim: bool = True) -> Iterator[tuple[Session, Agent]]:
+def agent_write(
+    services: Services, tenant_id: str, agent_id: str, guard: Idempotency, *, lock: bool = True, claim: bool = True
+) -> Iterator[tuple[Session, Agent]]:
     """A transaction holding the tenant's agent (locked for the transaction when ``lock``), with the
     request's key replayed (:class:`Replayed`) or claimed (when ``claim``)."""
     with transaction(services.sessions) as session:
