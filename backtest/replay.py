@@ -27,7 +27,7 @@ Every number is produced by the same arithmetic as the online
 :class:`~memtrial.engine.MemTrial` (the core's functions are written so that a
 batch gives each item exactly the result it gets alone), so each variant's
 decisions, gate states and values are identical to an engine's with the same
-configuration: ``tests/test_replay.py`` checks it on every regime.
+configuration: ``tests/backtest/test_replay.py`` checks it on every regime.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     """``pytest`` runs the fast tier; ``pytest --all`` everything; an explicit ``-m`` wins, and so
-    does naming test files or tests (``pytest tests/test_service_fuzz.py`` runs that file whole)."""
+    does naming test files or tests (``pytest tests/service/test_service_fuzz.py`` runs that file whole)."""
     named = any(".py" in str(arg) for arg in config.args)
     if not config.option.markexpr and not config.getoption("--all") and not named:
         config.option.markexpr = "not slow"

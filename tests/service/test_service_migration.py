@@ -21,7 +21,7 @@ from sqlalchemy import JSON, Boolean, DateTime, LargeBinary, MetaData, select
 from service.db import make_engine
 from service.migrations import downgrade, upgrade
 
-FIXTURE = Path(__file__).parent / "fixtures" / "v1_database.json.gz"
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "v1_database.json.gz"
 TABLES = ["tenants", "api_keys", "agents", "experiences", "decisions", "contributions", "refit_jobs"]
 START = dt.datetime(2021, 1, 1, 21, 0, tzinfo=dt.UTC)
 

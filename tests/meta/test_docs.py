@@ -5,7 +5,7 @@ import re
 
 from typer.testing import CliRunner
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CONFIGURATION = (ROOT / "docs" / "configuration.md").read_text()
 
 

@@ -69,7 +69,7 @@ def test_bench_local_llm_reports_seconds_per_draft_and_parse_rate(tmp_path) -> N
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "local.json"
     subprocess.run(
         [sys.executable, str(root / "benchmarks" / "bench_local_llm.py"), "--drafts", "2", "--out", str(out)],

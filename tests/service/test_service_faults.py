@@ -206,7 +206,7 @@ def test_rate_limits_count_across_workers_and_say_when_to_retry(tmp_path):
 def test_refit_jobs_are_bounded_queued_then_failed_when_interrupted(database_url, monkeypatch):
     from fastapi.testclient import TestClient
 
-    import service.routes.refit as refit
+    import service.usecases.refit as refit
     from service.app import create_app
     from service.settings import Settings
 

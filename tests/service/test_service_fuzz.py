@@ -10,7 +10,7 @@ the schema (status codes, content types, response bodies). Two runs:
 
 The long run (over 10,000 requests)::
 
-    MEMTRIAL_FUZZ_EXAMPLES=300 MEMTRIAL_FUZZ_STATEFUL_EXAMPLES=900 python -m pytest tests/test_service_fuzz.py -s
+    MEMTRIAL_FUZZ_EXAMPLES=300 MEMTRIAL_FUZZ_STATEFUL_EXAMPLES=900 python -m pytest tests/service/test_service_fuzz.py -s
 """
 
 import os
