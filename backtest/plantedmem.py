@@ -68,6 +68,8 @@ REGIMES: dict[str, Regime] = {
 
 class PlantedMemWorld:
     n_components = None  # content features are given (8-d), not learned from embeddings
+    setting = None  # a synthetic world: no real data behind it
+    mandate_projection = None  # weights are projected by the runner's default rule
 
     def __init__(self, market: Market, regime: Regime | str, seed: int) -> None:
         if isinstance(regime, str):
@@ -130,6 +132,11 @@ class PlantedMemWorld:
         tilted = (1.0 - self.regime.beta) * base + self.regime.beta * pointers
         empty = np.all(pointers == 0.0, axis=2, keepdims=True)
         return np.where(empty, base, tilted)
+
+    @property
+    def presented(self) -> int:
+        """Every date is presented."""
+        return self.n_dates
 
     def context(self, date: int) -> DateContext:
         session = self.sessions[date]

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -259,6 +259,7 @@ class RealWorld:
     """
 
     n_components = 8
+    types = None  # real experiences have no planted quality
     types = None
 
     def __init__(
@@ -400,6 +401,11 @@ class RealWorld:
     def _project(self, date: int, weights: NDArray[np.float64]) -> NDArray[np.float64]:
         risky, defensive = self.groups[date]
         return np.asarray(project(weights, risky, defensive, self.investor))
+
+    @property
+    def mandate_projection(self) -> Callable[[int, NDArray[np.float64]], NDArray[np.float64]]:
+        """Weights projected onto the investor's mandate over the date's universe."""
+        return self.project_onto_mandate
 
     def project_onto_mandate(self, date: int, weights: NDArray[np.float64]) -> NDArray[np.float64]:
         """Any method's weights made feasible (long only, fully invested, inside the mandate)."""

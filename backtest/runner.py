@@ -29,6 +29,7 @@ from backtest.market import Market
 from backtest.methods.base import Scoring, Walk
 from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
+from backtest.world import World
 from memtrial.drafting import AnalogicalDrafter, Drafter
 from memtrial.errors import ConfigError
 from memtrial.settle import INVESTORS, nav_paths_by_date, utilities_by_date
@@ -155,7 +156,7 @@ def _planted_world(spec: WorldSpec) -> PlantedMemWorld:
     return world
 
 
-def _make_world(spec: WorldSpec, market: Any, method_ids: list[str]) -> tuple[Any, Drafter | None]:
+def _make_world(spec: WorldSpec, market: Any, method_ids: list[str]) -> tuple[World, Drafter | None]:
     if spec.env == "plantedmem":
         return (PlantedMemWorld(market, spec.regime, spec.seed) if market is not None else _planted_world(spec)), None
     from backtest.realdata import RealWorld, load_setting
@@ -252,7 +253,7 @@ def run_world(
 
 def _run(
     spec: WorldSpec,
-    world: Any,
+    world: World,
     drafter: Drafter | None,
     method_ids: list[str],
     perturb: tuple[int, int, float] | None,
@@ -272,7 +273,7 @@ def _run(
     methods = build_methods(
         world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: rels[p]
     )
-    walk = Walk(presented, rels, scoring, getattr(world, "project_onto_mandate", None))
+    walk = Walk(presented, rels, scoring, world.mandate_projection)
     trajectories = {m.id: walk.trajectory(m) for m in methods}
     scored = [c.scored for c in presented]
     utilities, returns = _scores(walk, [trajectories[m.id].weights for m in methods])
@@ -287,15 +288,15 @@ def _run(
             opens[m.id] = trajectory.opens[counted]
             weights = trajectory.trust_weights[counted]
             dial[m.id] = weights[~np.isnan(weights)].tolist()
-    types = getattr(world, "types", None)
+    types = world.types
     learned = next((m.values() for m in methods if m.id == "memtrial"), None)
-    periods = getattr(getattr(world, "setting", None), "periods_per_year", 12.0)
+    periods = 12.0 if world.setting is None else world.setting.periods_per_year
     usage = getattr(drafter, "usage", None)
     return {
         "spec": asdict(spec),
         "dates": [c.label for c in presented if c.scored],
-        "presented_dates": getattr(world, "presented", world.n_dates),
-        "exclusions": [e.to_dict() for e in getattr(getattr(world, "setting", None), "exclusions", ())],
+        "presented_dates": world.presented,
+        "exclusions": [] if world.setting is None else [e.to_dict() for e in world.setting.exclusions],
         "drafter_usage": None if usage is None else usage.to_dict(),
         "choices": {m.id: [w.tolist() for w in trajectories[m.id].weights] for m in methods} if keep_choices else None,
         "trust_states": {m.id: trajectories[m.id].states() for m in methods if m.uses_gate} if keep_choices else None,

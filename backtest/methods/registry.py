@@ -27,6 +27,7 @@ from backtest.methods.simple import (
     SelfConsistency,
 )
 from backtest.replay import family_of
+from backtest.world import World
 from memtrial.engine import EngineConfig
 from memtrial.errors import ConfigError
 from memtrial.trust import GateConfig, GateTest
@@ -66,9 +67,9 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
 }
 
 
-def memtrial_config(method_id: str, world: Any, scoring: Scoring) -> EngineConfig:
+def memtrial_config(method_id: str, world: World, scoring: Scoring) -> EngineConfig:
     """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them)."""
-    components = getattr(world, "n_components", None)
+    components = world.n_components
     return EngineConfig(
         gamma=scoring.gamma,
         fee_bp=scoring.fee_bp,
@@ -162,9 +163,7 @@ def build_methods(
             method_id: memtrial_config(method_id, world, scoring) for method_id in ids if method_id in MEMTRIAL_VARIANTS
         }
         if configs:
-            members = family_of(
-                scoring, configs, world.features, getattr(world, "n_components", None), contexts, outcome
-            )
+            members = family_of(scoring, configs, world.features, world.n_components, contexts, outcome)
             family = {member.id: member for member in members}
     methods = [
         family[method_id] if method_id in family else FACTORIES[method_id](world, scoring, seed) for method_id in ids
