@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -48,6 +49,7 @@ from memtrial.values import LearnerMode, Record, RunningStatistics, SufficientSt
 __all__ = [
     "BayesLearner",
     "BayesPosterior",
+    "TauPrior",
     "enable_compile_cache",
     "fay_herriot_model",
     "fit_many",
@@ -69,6 +71,13 @@ def enable_compile_cache(folder: str | os.PathLike[str] | None = None) -> Path:
     return path
 
 
+class TauPrior(StrEnum):
+    """The prior on tau, the spread of values around their content-predicted mean."""
+
+    HALF_NORMAL = "half_normal"
+    HALF_CAUCHY = "half_cauchy"
+
+
 def fay_herriot_model(
     obs_scale: Any,
     z: Any,
@@ -78,14 +87,15 @@ def fay_herriot_model(
     rss: Any = None,
     *,
     noise_known: bool = False,
-    tau_prior: str = "half_normal",
+    tau_prior: TauPrior | str = TauPrior.HALF_NORMAL,
     tau_scale: float = 1.0,
     sigma_scale: float = 1.0,
     mu_scale: float | None = None,
 ) -> None:
     """The value model. obs_scale, mask: (H,); z: (H, p); dof: scalar (0: no residual term)."""
     s = 1.0 if noise_known else numpyro.sample("s", dist.HalfNormal(2.0))
-    tau_distribution = dist.HalfCauchy(tau_scale) if tau_prior == "half_cauchy" else dist.HalfNormal(tau_scale)
+    prior = parse_choice(TauPrior, tau_prior, "tau_prior")
+    tau_distribution = dist.HalfCauchy(tau_scale) if prior is TauPrior.HALF_CAUCHY else dist.HalfNormal(tau_scale)
     tau = numpyro.sample("tau", tau_distribution)
     mu = 0.0 if mu_scale is None else numpyro.sample("mu", dist.Normal(0.0, mu_scale))
     v = mu
@@ -163,7 +173,7 @@ def hierarchical_normal_means(
             f"y and sigma must be 1-d of one length, got {y_array.shape} and {sigma_array.shape}", field="y"
         )
     model = partial(
-        fay_herriot_model, noise_known=True, tau_prior="half_cauchy", tau_scale=tau_scale, mu_scale=mu_scale
+        fay_herriot_model, noise_known=True, tau_prior=TauPrior.HALF_CAUCHY, tau_scale=tau_scale, mu_scale=mu_scale
     )
     samples, divergences = _nuts(
         model,

@@ -22,6 +22,14 @@ from memtrial.trust import GateConfig, GateStatistics, trust_weight
 __all__ = ["choose_portfolio", "choose_scored", "plan_dial"]
 
 
+def _played(
+    plan: Plan, vectors: NDArray[np.float64], row: int, action: Action, shared: dict[str, Any], *, memory: bool
+) -> Decision:
+    """A decision that plays one draft as it is: a designed subset's (``memory``) or the reference."""
+    subset, mask = (plan.subsets[row], plan.masks[row]) if memory else (None, None)
+    return Decision(weights=vectors[row], action=action, subset=subset, mask=mask, q=None, played=row, **shared)
+
+
 def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> Decision:
     """A scored decision's action: the gate or the dial over the designed drafts, the designated
     reference draft as the conservative anchor (mixed with the draft mean where drafts are vectors).
@@ -49,58 +57,20 @@ def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> D
                 weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, played=None, **shared
             )
         elif dial.trust_weight >= 1.0:  # answers cannot be blended: memory's draft only at full trust
-            top = int(np.argmax(dial.combination))
-            decision = Decision(
-                weights=vectors[top],
-                action=Action.DIAL,
-                subset=plan.subsets[top],
-                mask=plan.masks[top],
-                q=None,
-                played=top,
-                **shared,
-            )
+            decision = _played(plan, vectors, int(np.argmax(dial.combination)), Action.DIAL, shared, memory=True)
         else:
-            decision = Decision(
-                weights=vectors[reference],
-                action=Action.REFERENCE,
-                subset=None,
-                mask=None,
-                q=None,
-                played=reference,
-                **shared,
-            )
+            decision = _played(plan, vectors, reference, Action.REFERENCE, shared, memory=False)
         return replace(decision, explanation=explain(decision, plan.subsets))
     shared = {"predicted_gain": gain, "explanation": "", **common}
     if bool(acts_on_memory(np.array([plan.trust.is_open]), np.array([gain]))[0]):
-        decision = Decision(
-            weights=vectors[best],
-            action=Action.SUBSET,
-            subset=plan.subsets[best],
-            mask=plan.masks[best],
-            q=None,
-            played=best,
-            **shared,
-        )
+        decision = _played(plan, vectors, best, Action.SUBSET, shared, memory=True)
     elif mixable:
+        weights = anchored(plan.q, vectors[reference], vectors)
         decision = Decision(
-            weights=anchored(plan.q, vectors[reference], vectors),
-            action=Action.MIXTURE,
-            subset=None,
-            mask=None,
-            q=plan.q,
-            played=None,
-            **shared,
+            weights=weights, action=Action.MIXTURE, subset=None, mask=None, q=plan.q, played=None, **shared
         )
     else:
-        decision = Decision(
-            weights=vectors[reference],
-            action=Action.REFERENCE,
-            subset=None,
-            mask=None,
-            q=None,
-            played=reference,
-            **shared,
-        )
+        decision = _played(plan, vectors, reference, Action.REFERENCE, shared, memory=False)
     return replace(decision, explanation=explain(decision))
 
 

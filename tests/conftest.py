@@ -100,6 +100,20 @@ def http(app):
         yield client
 
 
+def raw(http, client, method, path, content, headers=None):
+    """A request with the client's key and a body sent exactly as given (malformed JSON included)."""
+    return http.request(
+        method,
+        path,
+        content=content,
+        headers={
+            "Authorization": client._headers["Authorization"],
+            "content-type": "application/json",
+            **(headers or {}),
+        },
+    )
+
+
 def make_tenant(database_url, name):
     from service.db import make_engine, make_session_factory, transaction
     from service.tenancy import create_tenant_with_key

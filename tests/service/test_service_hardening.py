@@ -6,26 +6,13 @@ import logging
 import time
 
 import pytest
-from conftest import UNIVERSE
+from conftest import UNIVERSE, raw
 from sqlalchemy.exc import OperationalError
 
 from service.client import ServiceError
 
 START = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)
 DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.1, "BIL": 0.2}
-
-
-def raw(http, client, method, path, content, headers=None):
-    return http.request(
-        method,
-        path,
-        content=content,
-        headers={
-            "Authorization": client._headers["Authorization"],
-            "content-type": "application/json",
-            **(headers or {}),
-        },
-    )
 
 
 def nested(depth):

@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import UNIVERSE
+from conftest import UNIVERSE, raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,19 +21,6 @@ LESSONS = [
     "Cash protected the book.",
     "Momentum paid in a calm year.",
 ]
-
-
-def raw(http, client, method, path, content, headers=None):
-    return http.request(
-        method,
-        path,
-        content=content,
-        headers={
-            "Authorization": client._headers["Authorization"],
-            "content-type": "application/json",
-            **(headers or {}),
-        },
-    )
 
 
 def _plan(client, agent_id, t, **kwargs):
