@@ -36,20 +36,7 @@ def get_trust(
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
         gate = engine.gate
-        superseded = superseded_scores(session, agent.id)
-        scored: list[Any] = [
-            LogRow.agent_id == agent.id,
-            LogRow.kind.in_(("score", "correction")),
-            LogRow.score.is_not(None),
-        ]
-        if superseded:
-            scored.append(LogRow.index.not_in(list(superseded)))
-        recent = session.execute(
-            select(LogRow.decision_id, LogRow.score, LogRow.statistic)
-            .where(*scored)
-            .order_by(LogRow.index.desc())
-            .limit(limit)
-        ).all()
+        recent = recent_scores(session, agent.id, limit)
         public = TrustPublic(
             gate=GatePublic(**gate.config.to_dict()),
             gate_hash=engine.gate_hash,
@@ -62,6 +49,25 @@ def get_trust(
         )
         return_engine(session, agent, engine, services.engines)
         return public
+
+
+def recent_scores(session: Session, agent_id: str, limit: int) -> list[Any]:
+    """The ``limit`` most recent scores still in force (a correction's score replaces the one it supersedes), newest first."""
+    superseded = superseded_scores(session, agent_id)
+    scored: list[Any] = [
+        LogRow.agent_id == agent_id,
+        LogRow.kind.in_(("score", "correction")),
+        LogRow.score.is_not(None),
+    ]
+    if superseded:
+        scored.append(LogRow.index.not_in(list(superseded)))
+    query = (
+        select(LogRow.decision_id, LogRow.score, LogRow.statistic)
+        .where(*scored)
+        .order_by(LogRow.index.desc())
+        .limit(limit)
+    )
+    return list(session.execute(query).all())
 
 
 def superseded_scores(session: Session, agent_id: str) -> dict[int, int]:

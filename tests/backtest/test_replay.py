@@ -32,6 +32,12 @@ def test_replay_equals_the_online_engines_on_one_world():
     )
 
 
+@pytest.mark.parametrize("regime", list(REGIMES))
+def test_replay_equals_the_online_engines_on_every_regime(regime):
+    """The fast tier's check of every regime, one world each (the slow tier adds every investor)."""
+    assert_identical(*both(WorldSpec(regime, "balanced", 3 + len(regime), methods=VARIANTS)))
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("regime", list(REGIMES))
 @pytest.mark.parametrize("investor", ["conservative", "balanced", "aggressive"])
