@@ -14,20 +14,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.checks import check_scored, same_scored
 from memtrial.config import EngineConfig
-from memtrial.errors import StateError
+from memtrial.errors import InputError, StateError
 from memtrial.fallback import AnchoredMixture
 from memtrial.history import DecisionEntry, History
-from memtrial.learning import NoiseCost, Outcome, Running, frozen_predictions, learn, outcome_of
-from memtrial.records import ExperienceId, Plan, Settlement, Time
+from memtrial.learning import (
+    NoiseCost,
+    Outcome,
+    Running,
+    frozen_predictions,
+    learn,
+    outcome_of,
+    portfolio_outcome,
+    scored_outcome,
+)
+from memtrial.records import Decision, DecisionKind, ExperienceId, Plan, Settlement, Time
 from memtrial.trust import make_gate
 from memtrial.values import EmpiricalBayesLearner
 
-__all__ = ["Recomputed", "recompute"]
+__all__ = ["Recomputed", "corrected_outcome", "correction_entry", "recompute"]
 
 Recomputed = tuple[Running, Settlement, int | None]
 
@@ -98,3 +109,43 @@ def recompute(
     if corrected is None:
         raise StateError(f"decision {corrected_id!r} is settled but the log holds no score for it", field="history")
     return running, corrected, supersedes
+
+
+def corrected_outcome(
+    config: EngineConfig,
+    plan: Plan,
+    decision: Decision,
+    previous: Settlement,
+    rel_prices: Any,
+    utilities: Any,
+    outcome: Any,
+    rule: str | None,
+) -> Outcome | None:
+    """The corrected outcome of a settled decision (what settle takes for its kind), or None when it
+    equals the outcome the decision already has."""
+    if plan.kind is DecisionKind.PORTFOLIO:
+        if rel_prices is None or utilities is not None or rule is not None:
+            raise InputError("a portfolio decision is corrected with rel_prices", field="rel_prices")
+        prices = np.asarray(rel_prices, dtype=np.float64)
+        if previous.rel_prices.shape == prices.shape and np.array_equal(previous.rel_prices, prices):
+            return None
+        return portfolio_outcome(config, plan, decision, prices)
+    if rel_prices is not None:
+        raise InputError(
+            "a scored decision is corrected with utilities, or an outcome and its rule", field="rel_prices"
+        )
+    given_utilities = check_scored(plan, utilities, rule)
+    if same_scored(previous, given_utilities, outcome, rule):
+        return None
+    return scored_outcome(decision, given_utilities, outcome, rule)
+
+
+def correction_entry(decision_id: str, reason: str, supersedes: int | None, corrected: Settlement) -> dict[str, Any]:
+    """The log entry of a correction: the reason, the score entry it supersedes, the new score and contributions."""
+    return {
+        "date": decision_id,
+        "reason": reason,
+        "supersedes": supersedes,
+        "score": corrected.score,
+        "realised": [[e, float(c)] for e, c in corrected.centred.items()],
+    }

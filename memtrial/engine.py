@@ -18,7 +18,6 @@ the number of decisions is written once, item by item, to a
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,15 +28,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial import design as design_module
 from memtrial.action import ActionRule
+from memtrial.checks import check_scored, later_or_equal, same_scored, settled_at_or_after, shown, universe_arrays
 from memtrial.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.config import EngineConfig
-from memtrial.corrections import recompute
+from memtrial.corrections import corrected_outcome, correction_entry, recompute
 from memtrial.errors import (
     ConfigError,
     DuplicateError,
     InputError,
     LifecycleError,
-    PrematureSettlementError,
     SettlementConflictError,
     StateError,
     TimeOrderError,
@@ -59,7 +58,6 @@ from memtrial.records import (
     encode_time,
 )
 from memtrial.retrieval import top_k
-from memtrial.scoring import rule as scoring_rule
 from memtrial.settle import check_weights, project
 from memtrial.state import restore, state_of
 from memtrial.trust import TrustGate, make_gate
@@ -72,20 +70,6 @@ __all__ = ["EngineConfig", "MemTrial"]
 class _Experience:
     embedding: NDArray[np.float64] | None
     active: bool = True
-
-
-def _show(value: Time | None) -> str:
-    """A time as people write it (ISO 8601 for dates and datetimes)."""
-    return value.isoformat() if isinstance(value, dt.date) else repr(value)
-
-
-def _later_or_equal(first: Time, second: Time, what: str) -> bool:
-    try:
-        return bool(first >= second)  # type: ignore[operator]
-    except TypeError:
-        raise InputError(
-            f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time"
-        ) from None
 
 
 class MemTrial:
@@ -203,10 +187,10 @@ class MemTrial:
             raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
         encode_time(time)
         encode_time(maturity)
-        if self.clock is not None and not _later_or_equal(time, self.clock, "time"):
-            raise TimeOrderError(f"time {_show(time)} is before the engine's clock {_show(self.clock)}", field="time")
-        if not _later_or_equal(maturity, time, "maturity"):
-            raise InputError(f"maturity {_show(maturity)} must not be before time {_show(time)}", field="maturity")
+        if self.clock is not None and not later_or_equal(time, self.clock, "time"):
+            raise TimeOrderError(f"time {shown(time)} is before the engine's clock {shown(self.clock)}", field="time")
+        if not later_or_equal(maturity, time, "maturity"):
+            raise InputError(f"maturity {shown(maturity)} must not be before time {shown(time)}", field="maturity")
         ids = self._retrieve(retrieved, context_embedding)
         kind = parse_choice(DecisionKind, kind, "kind")
         if kind is DecisionKind.SCORED:
@@ -228,8 +212,8 @@ class MemTrial:
                 )
             reference_weights, previous_weights, risky_mask, defensive_mask = np.zeros(0), np.zeros(0), None, None
         else:
-            reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
-                reference, previous, n_assets, risky, defensive
+            reference_weights, previous_weights, risky_mask, defensive_mask = universe_arrays(
+                self.config.investor, reference, previous, n_assets, risky, defensive
             )
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
@@ -286,38 +270,6 @@ class MemTrial:
             return ids
         candidates = [(e, x.embedding) for e, x in self.experiences.items() if x.active and x.embedding is not None]
         return top_k(np.asarray(context, dtype=np.float64), candidates, self.config.k)
-
-    def _universe(
-        self,
-        reference: ArrayLike | None,
-        previous: ArrayLike | None,
-        n_assets: int | None,
-        risky: ArrayLike | None,
-        defensive: ArrayLike | None,
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None, NDArray[np.bool_] | None]:
-        if reference is None and n_assets is None:
-            raise InputError("give reference weights or n_assets", field="reference")
-        size = int(np.asarray(reference).shape[-1]) if reference is not None else int(n_assets)  # type: ignore[arg-type]
-        if n_assets is not None and n_assets != size:
-            raise InputError(f"n_assets is {n_assets} but reference has {size} weights", field="n_assets")
-        equal = np.full(size, 1.0 / size) if size > 0 else np.zeros(0)
-        weights = {}
-        for name, given in (("reference", reference), ("previous", previous)):
-            vector = equal if given is None else np.asarray(given, dtype=np.float64)
-            check_weights(vector[None, :] if vector.ndim == 1 else vector, size, name)
-            weights[name] = vector
-        if (risky is None) != (defensive is None):
-            raise InputError("give both risky and defensive asset groups, or neither", field="risky")
-        if risky is None:
-            return weights["reference"], weights["previous"], None, None
-        if self.config.investor is None:
-            raise ConfigError("asset groups need an engine investor to project drafts onto", field="investor")
-        risky_mask = np.asarray(risky, dtype=bool)
-        defensive_mask = np.asarray(defensive, dtype=bool)
-        project(equal, risky_mask, defensive_mask, self.config.investor)
-        # the reference is played (alone, or mixed with the drafts): it is projected onto the mandate like every draft
-        weights["reference"] = project(weights["reference"], risky_mask, defensive_mask, self.config.investor)
-        return weights["reference"], weights["previous"], risky_mask, defensive_mask
 
     def withdraw(self, decision_id: str, reason: str) -> None:
         """Abandon a planned decision that will never be decided (its drafts could not be made, say).
@@ -432,7 +384,7 @@ class MemTrial:
                 f"decision {decision_id!r} was already settled with different prices", field="rel_prices"
             )
         decision = self._decided(entry, "call decide before settle")
-        settled_at = self._settled_at(decision_id, plan, at)
+        settled_at = settled_at_or_after(decision_id, plan, at)
         realised = portfolio_outcome(self.config, plan, decision, prices)
         return self._record(entry, learn(self.config, plan, realised, settled_at, self._running()), settled_at)
 
@@ -459,16 +411,16 @@ class MemTrial:
         plan = entry.plan
         if plan.kind is not DecisionKind.SCORED:
             raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use settle", field="decision_id")
-        given_utilities = self._check_scored(plan, utilities, rule)
+        given_utilities = check_scored(plan, utilities, rule)
         if entry.settlement is not None:
-            if self._same_scored(entry.settlement, given_utilities, outcome, rule):
+            if same_scored(entry.settlement, given_utilities, outcome, rule):
                 return entry.settlement
             raise SettlementConflictError(
                 f"decision {decision_id!r} was already settled with a different outcome",
                 field="outcome" if rule else "utilities",
             )
         decision = self._decided(entry, "decide before settling")
-        settled_at = self._settled_at(decision_id, plan, at)
+        settled_at = settled_at_or_after(decision_id, plan, at)
         realised = scored_outcome(decision, given_utilities, outcome, rule)
         return self._record(entry, learn(self.config, plan, realised, settled_at, self._running()), settled_at)
 
@@ -508,43 +460,21 @@ class MemTrial:
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         plan = entry.plan
         decision = self._decided(entry, "decide before settling")
-        settled_at = self._settled_at(decision_id, plan, previous.settled_at if at is None else at)
-        if plan.kind is DecisionKind.PORTFOLIO:
-            if rel_prices is None or utilities is not None or rule is not None:
-                raise InputError("a portfolio decision is corrected with rel_prices", field="rel_prices")
-            prices = np.asarray(rel_prices, dtype=np.float64)
-            if previous.rel_prices.shape == prices.shape and np.array_equal(previous.rel_prices, prices):
-                return previous
-            realised = portfolio_outcome(self.config, plan, decision, prices)
-        else:
-            if rel_prices is not None:
-                raise InputError(
-                    "a scored decision is corrected with utilities, or an outcome and its rule", field="rel_prices"
-                )
-            given_utilities = self._check_scored(plan, utilities, rule)
-            if self._same_scored(previous, given_utilities, outcome, rule):
-                return previous
-            realised = scored_outcome(decision, given_utilities, outcome, rule)
+        settled_at = settled_at_or_after(decision_id, plan, previous.settled_at if at is None else at)
+        realised = corrected_outcome(self.config, plan, decision, previous, rel_prices, utilities, outcome, rule)
+        if realised is None:  # the outcome it already has
+            return previous
         embeddings = {e: x.embedding for e, x in self.experiences.items()}
         running, corrected, supersedes = recompute(
             self.config, self.history, self._new_learner(), embeddings, decision_id, realised, settled_at
         )
         self.learner, self.fallback, self.noise = running.learner, running.fallback, running.noise
         self.gate.statistics = running.gate.statistics
-        self.gate.log.append(
-            "correction",
-            {
-                "date": decision_id,
-                "reason": reason,
-                "supersedes": supersedes,
-                "score": corrected.score,
-                "realised": [[e, float(c)] for e, c in corrected.centred.items()],
-            },
-        )
+        self.gate.log.append("correction", correction_entry(decision_id, reason, supersedes, corrected))
         entry.settlement = corrected
         entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
         self.history.correct(entry, corrected.contributions, corrected.centred)
-        if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
+        if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return corrected
 
@@ -553,50 +483,12 @@ class MemTrial:
             raise LifecycleError(f"decision {entry.decision_id!r} has no drafts yet: {advice}", field="decision_id")
         return entry.decision
 
-    def _check_scored(self, plan: Plan, utilities: ArrayLike | None, rule: str | None) -> NDArray[np.float64] | None:
-        if (utilities is None) == (rule is None):
-            raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
-        if utilities is None:
-            if not scoring_rule(str(rule)).mixable:
-                raise InputError(
-                    f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities",
-                    field="rule",
-                )
-            return None
-        given = np.asarray(utilities, dtype=np.float64)
-        if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
-            raise InputError(
-                f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}",
-                field="utilities",
-            )
-        return given
-
-    @staticmethod
-    def _same_scored(
-        settlement: Settlement, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None
-    ) -> bool:
-        return (
-            settlement.rule == rule
-            and settlement.outcome == outcome
-            and (utilities is None or np.array_equal(settlement.draft_utilities, utilities))
-        )
-
-    def _settled_at(self, decision_id: str, plan: Plan, at: Time | None) -> Time:
-        settled_at = plan.maturity if at is None else at
-        encode_time(settled_at)
-        if not _later_or_equal(settled_at, plan.maturity, "at"):
-            raise PrematureSettlementError(
-                f"decision {decision_id!r} matures at {_show(plan.maturity)}; it cannot be settled at {_show(settled_at)}",
-                field="at",
-            )
-        return settled_at
-
     def _record(self, entry: DecisionEntry, settlement: Settlement, settled_at: Time) -> Settlement:
         entry.settlement = settlement
         self.history.put(entry)
         if settlement.contributions:
             self.history.append_contributions(entry.decision_id, settlement.contributions, settlement.centred)
-        if self.clock is None or not _later_or_equal(self.clock, settled_at, "at"):
+        if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return settlement
 
