@@ -58,7 +58,7 @@ from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.fayherriot import FayHerriotFit, SpectraCache, fit_many
 from memtrial.running import running_counts
 from memtrial.settle import mixture_utilities_by_date, normalised, utilities_by_date
-from memtrial.trust import GateTest, gate_series, gate_states, pearson_scores
+from memtrial.trust import gate_series, gate_states, pearson_scores
 from memtrial.values import (
     MIN_AUTO_SCORES,
     CreditBasis,
@@ -437,10 +437,9 @@ class MemTrialFamily:
         ``shared`` keeps the statistics of these scores for the next variant that scores the same way
         (they depend on the scores and the bets only, not on alpha)."""
         shared = {} if shared is None else shared
-        key = (config.gate.bets, config.gate.test is GateTest.PREQUENTIAL)
-        series = shared.get(key)
-        if series is None:
-            series = shared[key] = gate_series(scores, settled_before, config.gate.bets, p_values=key[1])
+        series = shared.get(config.gate.bets)
+        if series is None:  # computed once for every test and level that scores this way
+            series = shared[config.gate.bets] = gate_series(scores, settled_before, config.gate.bets)
         return gate_states(config.gate, series)  # type: ignore[arg-type]
 
     def _fallback(

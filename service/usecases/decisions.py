@@ -18,6 +18,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from memtrial.drafting import DraftRequest, Lesson, mandate_text
 from memtrial.prereg import canonical_json
@@ -386,6 +387,31 @@ def _check_settled_at(body: SettleRequest) -> dt.datetime:
     return now
 
 
+def _answered(row: Decision, guard: Idempotency) -> SettlementPublic:
+    """The settlement a decision already holds, answered again (the same outcome twice is a no-op)."""
+    public = SettlementPublic(**(row.settlement or {}))
+    guard.complete(200, public)
+    return public
+
+
+def _record(
+    services: Services,
+    session: Session,
+    agent: Agent,
+    engine: Any,
+    row: Decision,
+    guard: Idempotency,
+    payload_hash: str,
+    public: SettlementPublic,
+) -> SettlementPublic:
+    """Store a settlement (new or corrected) on its row with the hash of its outcome, and the engine."""
+    row.settlement = public.model_dump(mode="json")
+    row.settle_hash = payload_hash
+    guard.complete(200, public)
+    save_engine(session, agent, engine, services.engines)
+    return public
+
+
 def settle(
     services: Services, tenant_id: str, agent_id: str, decision_id: str, body: SettleRequest, guard: Idempotency
 ) -> SettlementPublic:
@@ -396,9 +422,7 @@ def settle(
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             if row.settle_hash == payload_hash:
-                public = SettlementPublic(**(row.settlement or {}))
-                guard.complete(200, public)
-                return public
+                return _answered(row, guard)
             raise ApiError(
                 409,
                 "settlement_conflict",
@@ -435,13 +459,17 @@ def settle(
             settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
         if history.last_score_row is not None:
             history.last_score_row.statistic = gate_statistic(engine.gate)
-        public = _settlement_public(decision_id, settlement, engine, body)
         row.status = "settled"
-        row.settlement = public.model_dump(mode="json")
-        row.settle_hash = payload_hash
-        guard.complete(200, public)
-        save_engine(session, agent, engine, services.engines)
-        return public
+        return _record(
+            services,
+            session,
+            agent,
+            engine,
+            row,
+            guard,
+            payload_hash,
+            _settlement_public(decision_id, settlement, engine, body),
+        )
 
 
 def correct(
@@ -460,9 +488,7 @@ def correct(
                 "decision_id",
             )
         if row.settle_hash == payload_hash:
-            public = SettlementPublic(**(row.settlement or {}))
-            guard.complete(200, public)
-            return public
+            return _answered(row, guard)
         engine = services.engines.checkout(session, agent, {row.id: row})
         arguments = _outcome_arguments(services, agent, row, engine, body)
         settlement = engine.correct(decision_id, reason=body.reason, at=body.settled_at, **arguments)
@@ -470,11 +496,7 @@ def correct(
         history = list(previous.pop("corrections", []))
         history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))
         public = _settlement_public(decision_id, settlement, engine, body, history)
-        row.settlement = public.model_dump(mode="json")
-        row.settle_hash = payload_hash
-        guard.complete(200, public)
-        save_engine(session, agent, engine, services.engines)
-        return public
+        return _record(services, session, agent, engine, row, guard, payload_hash, public)
 
 
 def list_page(
