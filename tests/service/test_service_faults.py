@@ -188,7 +188,8 @@ def test_rate_limits_count_across_workers_and_say_when_to_retry(tmp_path):
             statuses.append(response.status_code)
             last = response
         assert statuses.count(200) == 10 and statuses[10:] == [429] * 4
-        assert 1 <= int(last.headers["Retry-After"]) <= 61
+        # the exact wait: up to two minutes when the requests straddle a minute boundary (the sliding window)
+        assert 1 <= int(last.headers["Retry-After"]) <= 121
         failures = [
             httpx.get(
                 f"{server.url}/v1/agents",
