@@ -6,7 +6,9 @@ holds a job (queued or running) refreshes its ``heartbeat_at`` every
 marks ``failed`` the queued or running jobs whose heartbeat is older than
 ``STALE`` seconds (their worker was killed or stopped). A worker holds at
 most ``capacity`` jobs; beyond that a new job is refused (429). On a clean
-shutdown the worker fails its own unfinished jobs at once.
+shutdown the worker fails its own unfinished jobs at once, after any
+database work its threads have in flight has finished, so no connection is
+still out when the app disposes its engine.
 
 The same heartbeat thread drops stored idempotent answers older than their
 retention (``MEMTRIAL_IDEMPOTENCY_HOURS``) every few minutes.
@@ -56,6 +58,7 @@ class RefitRunner:
         self._lock = threading.Lock()
         self._queue: queue.Queue[tuple[str, Work] | None] = queue.Queue()
         self._stop = threading.Event()
+        self._writing = threading.Lock()  # held by a thread's database work; stop() waits on it
         self._threads: list[threading.Thread] = []
 
     # -- capacity ------------------------------------------------------------
@@ -90,10 +93,23 @@ class RefitRunner:
     def stop(self) -> None:
         self._stop.set()
         self._queue.put(None)
+        with self._writing:  # the threads' database work in flight ends (bounded by the statement timeout)
+            pass
         with self._lock:
             held = list(self._held)
         if held:
             self._finish_many(held, "interrupted: the server shut down before the job finished")
+        for thread in self._threads:  # the heartbeat exits at once; a refit in a fit holds no connection
+            thread.join(timeout=0.1)
+        self._threads = [t for t in self._threads if t.is_alive()]
+
+    def _while_running(self, work: Callable[..., object], *args: Any, **values: Any) -> bool:
+        """Run one piece of database work unless the runner is stopping; False when it was skipped."""
+        with self._writing:
+            if self._stop.is_set():
+                return False
+            work(*args, **values)
+            return True
 
     # -- threads -------------------------------------------------------------
     def _work(self) -> None:
@@ -102,17 +118,18 @@ class RefitRunner:
             if item is None:
                 return
             job_id, work = item
-            if self._stop.is_set():
+            if not self._while_running(self._set, job_id, status="running"):
                 return
-            self._set(job_id, status="running")
             try:
                 status, result, error = work()
             except Exception as failure:  # the job reports any failure instead of dying silently
                 logger.error("refit failed", exc_info=failure, extra={"error_type": type(failure).__name__})
                 status, result, error = "failed", None, f"the fit failed ({type(failure).__name__})"
-            if self._stop.is_set():  # shut down meanwhile: stop() has already failed the job
-                return
-            self._set(job_id, status=status, result=result, error=error, finished_at=_now())
+            finished = _now()
+            if not self._while_running(
+                self._set, job_id, status=status, result=result, error=error, finished_at=finished
+            ):
+                return  # shut down meanwhile: stop() fails the job
             with self._lock:
                 self._held.discard(job_id)
 
@@ -122,19 +139,23 @@ class RefitRunner:
             with self._lock:
                 held = list(self._held)
             try:
-                if held:
-                    with transaction(self.sessions) as session:
-                        session.execute(
-                            update(RefitJob)
-                            .where(RefitJob.id.in_(held), RefitJob.status.in_(UNFINISHED))
-                            .values(heartbeat_at=_now())
-                        )
-                self.reap()
+                if not self._while_running(self._beat_once, held, beats):
+                    return
                 beats += 1
-                if beats % PURGE_EVERY == 1:
-                    self.purge_idempotency()
             except Exception as failure:  # a database hiccup must not kill the heartbeat
                 logger.warning("refit heartbeat failed", extra={"error_type": type(failure).__name__})
+
+    def _beat_once(self, held: list[str], beats: int) -> None:
+        if held:
+            with transaction(self.sessions) as session:
+                session.execute(
+                    update(RefitJob)
+                    .where(RefitJob.id.in_(held), RefitJob.status.in_(UNFINISHED))
+                    .values(heartbeat_at=_now())
+                )
+        self.reap()
+        if beats % PURGE_EVERY == 0:
+            self.purge_idempotency()
 
     def purge_idempotency(self) -> int:
         """Drop stored idempotent answers past their retention; returns how many."""

@@ -267,3 +267,35 @@ def test_a_job_left_running_by_a_dead_worker_is_failed_when_a_server_starts(data
     with TestClient(create_app(Settings(database_url=database_url))) as http:
         job = MemtrialClient(api_key=key, http=http).get_refit(agent["id"], "0" * 32)
     assert job["status"] == "failed" and job["error"] == "interrupted: the worker running the job stopped"
+
+
+def test_stopping_the_refit_runner_waits_for_its_database_work_in_flight(database_url, monkeypatch):
+    """A heartbeat mid-transaction at shutdown ends before stop() returns, so no connection outlives the engine."""
+    import service.jobs as jobs
+    from service.db import make_engine, make_session_factory, transaction
+
+    engine = make_engine(database_url)
+    sessions = make_session_factory(engine)
+    inside, release, stopped = threading.Event(), threading.Event(), threading.Event()
+
+    def slow_beat(held, beats):
+        with transaction(sessions) as session:
+            session.connection()  # a connection is out for the whole beat
+            inside.set()
+            release.wait(10)
+
+    monkeypatch.setattr(jobs, "HEARTBEAT", 0.01)
+    runner = jobs.RefitRunner(sessions, capacity=1)
+    monkeypatch.setattr(runner, "_beat_once", slow_beat)
+    runner.start()
+    assert inside.wait(10)
+    stopper = threading.Thread(target=lambda: (runner.stop(), stopped.set()))
+    stopper.start()
+    assert not stopped.wait(0.3)  # stop() waits while the beat holds its connection
+    assert engine.pool.checkedout() == 1
+    release.set()
+    assert stopped.wait(10)
+    stopper.join()
+    assert engine.pool.checkedout() == 0
+    assert not any(t.is_alive() for t in runner._threads)
+    engine.dispose()
