@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS
+from backtest.methods.registry import FRONTIER_IDS, KNOWN_IDS, METHOD_IDS, REAL_METHOD_IDS
 from backtest.plantedmem import REGIMES
 
 app = typer.Typer(help="Offline backtests on PlantedMem and the real-data benchmarks.", no_args_is_help=True)
@@ -20,8 +20,11 @@ data_app = typer.Typer(help="Benchmark data: what is present and where each inpu
 
 INVESTOR_CHOICES = ("aggressive", "balanced", "conservative")
 REGIME_HELP = "'all' or comma-separated regime ids: " + ", ".join(REGIMES) + "."
-METHOD_HELP = "Comma-separated method ids (default: all): " + ", ".join(METHOD_IDS) + "."
-REAL_METHOD_HELP = "Comma-separated method ids (default: all but the oracle): " + ", ".join(REAL_METHOD_IDS) + "."
+FRONTIER_HELP = " By name only (the cost-quality frontier): " + ", ".join(FRONTIER_IDS) + "."
+METHOD_HELP = "Comma-separated method ids (default: all): " + ", ".join(METHOD_IDS) + "." + FRONTIER_HELP
+REAL_METHOD_HELP = (
+    "Comma-separated method ids (default: all but the oracle): " + ", ".join(REAL_METHOD_IDS) + "." + FRONTIER_HELP
+)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -79,6 +82,13 @@ def plantedmem(
     learner: str = typer.Option(
         "empirical", help="Value model of the MemTrial variants: empirical (closed form) or bayes (NumPyro, SVI)."
     ),
+    draft_budget: float | None = typer.Option(
+        None,
+        "--draft-budget",
+        min=1.0,
+        metavar="<calls>",
+        help="LLM draft calls per decision of the default memtrial (method 4.9; default: its whole design).",
+    ),
 ) -> None:
     """PlantedMem: every method, every regime, every investor."""
     from rich.progress import (
@@ -101,11 +111,11 @@ def plantedmem(
     if unknown:
         raise typer.BadParameter(f"unknown regimes {unknown}; choose from {list(REGIMES)}")
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
-    _check_methods_and_learner(method_ids, METHOD_IDS, learner)
+    _check_methods_and_learner(method_ids, KNOWN_IDS, learner)
     seed_list = parse_seeds(seeds)
     _load_or_exit(lambda: market_for(synthetic_market))
     specs = [
-        WorldSpec(r, i, s, synthetic_market, method_ids, learner)
+        WorldSpec(r, i, s, synthetic_market, method_ids, learner, draft_budget=draft_budget)
         for i in investors
         for r in regime_ids
         for s in seed_list
@@ -174,6 +184,13 @@ def _real_command(env: str, help_text: str) -> None:
         test_dates: int | None = typer.Option(None, min=1, help="Keep only the first N test decisions (short runs)."),
         learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical or bayes."),
         out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
+        draft_budget: float | None = typer.Option(
+            None,
+            "--draft-budget",
+            min=1.0,
+            metavar="<calls>",
+            help="LLM draft calls per decision of the default memtrial (method 4.9; default: its whole design).",
+        ),
     ) -> None:
         _run_real(
             env,
@@ -192,6 +209,7 @@ def _real_command(env: str, help_text: str) -> None:
             test_dates,
             learner,
             out,
+            draft_budget,
         )
 
     command.__doc__ = help_text
@@ -215,6 +233,7 @@ def _run_real(
     test_dates: int | None,
     learner: str,
     out: Path,
+    draft_budget: float | None = None,
 ) -> None:
     from backtest.methods.registry import REAL_METHOD_IDS
     from backtest.realdata import load_setting
@@ -233,7 +252,7 @@ def _run_real(
     if drafter == "analogical" and (model or api_base or offline):
         raise typer.BadParameter("--model, --api-base and --offline apply to --drafter litellm only")
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
-    _check_methods_and_learner(method_ids, REAL_METHOD_IDS, learner)
+    _check_methods_and_learner(method_ids, [*REAL_METHOD_IDS, *FRONTIER_IDS], learner)
     if method_ids is not None and "equal_weight" not in method_ids:
         method_ids = ("equal_weight", *method_ids)
     seed_list = parse_seeds(seeds)
@@ -267,6 +286,7 @@ def _run_real(
                 drafter=spec_of_drafter,
                 warmup_dates=warmup_dates,
                 test_dates=test_dates,
+                draft_budget=draft_budget,
             )
             for i in investors
             for s in seed_list

@@ -70,6 +70,7 @@ class PlantedMemWorld:
     n_components = None  # content features are given (8-d), not learned from embeddings
     setting = None  # a synthetic world: no real data behind it
     mandate_projection = None  # weights are projected by the runner's default rule
+    reference_calls = 8  # the reference is the mean of eight fresh memory-free drafts
 
     def __init__(self, market: Market, regime: Regime | str, seed: int) -> None:
         if isinstance(regime, str):

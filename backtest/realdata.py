@@ -260,7 +260,7 @@ class RealWorld:
 
     n_components = 8
     types = None  # real experiences have no planted quality
-    types = None
+    reference_calls = 0  # the reference is equal weight (projected onto the mandate)
 
     def __init__(
         self,

@@ -9,7 +9,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DISPLAY", "aggregate", "markdown", "plots", "save_figure", "write_report"]
+__all__ = [
+    "DISPLAY",
+    "aggregate",
+    "frontier_lines",
+    "frontier_plot",
+    "frontier_points",
+    "markdown",
+    "plots",
+    "save_figure",
+    "write_report",
+]
 
 DISPLAY: dict[str, str] = {
     "equal_weight": "1/N",
@@ -41,6 +51,10 @@ DISPLAY: dict[str, str] = {
     "memtrial_full": "MemTrial: full 16-draft design",
     "memtrial_dial_centred": "MemTrial dial: centred values",
     "memtrial_dial_identity": "MemTrial dial: identity learner",
+    "memtrial_memory_free": "MemTrial: memory-free draft as reference",
+    "memtrial_budget_2": "MemTrial at a budget of 2 calls",
+    "memtrial_budget_3": "MemTrial at a budget of 3 calls",
+    "memtrial_budget_4": "MemTrial at a budget of 4 calls",
     "similarity_top2_anchored": "Similarity top-2 + anchored fallback",
     "all_four_anchored": "All 4 + anchored fallback",
     "outcome_credit_anchored": "Outcome credit + anchored fallback",
@@ -53,6 +67,7 @@ UNRANKED = {"oracle"}
 #: The paper's comparison: its five core regimes and its fifteen methods (MemTrial by the paper's rule).
 CORE_REGIMES = ["no_influence", "noise_only", "beta_0.1", "beta_0.25", "beta_0.5"]
 MEMORY_REGIMES = ["beta_0.1", "beta_0.25", "beta_0.5", "many_experiences", "informative_content"]
+NULL_REGIMES = ["no_influence", "noise_only"]
 PAPER_METHODS = [
     "equal_weight", "min_variance", "no_memory", "all_four", "similarity_top2", "self_consistency", "draft_mean", "outcome_credit",
     "counterfactual_argmax", "uplift_credit", "finmem", "expel", "reflexion", "hedge", "memtrial_paper",
@@ -181,6 +196,11 @@ def markdown(document: dict[str, Any], command: str) -> str:
                 + " | |"
             )
     lines += _summary(investors, regimes, methods)
+    groups = [
+        (n, [r for r in rs if r in regimes])
+        for n, rs in (("memory regimes", MEMORY_REGIMES), ("null regimes", NULL_REGIMES))
+    ]
+    lines += frontier_lines(investors, [(n, rs) for n, rs in groups if rs] + [("all regimes", regimes)], methods)
     overall = sorted(((float(np.mean(v)), m) for m, v in average.items() if v), reverse=True)
     lines += [
         "",
@@ -194,6 +214,84 @@ def markdown(document: dict[str, Any], command: str) -> str:
         label = "-" if method in UNRANKED else str(rank := rank + 1)
         lines.append(f"| {label} | {DISPLAY.get(method, method)} | {value:.4f} |")
     return "\n".join(lines) + "\n"
+
+
+def frontier_points(
+    investors: dict[str, Any], regimes: Sequence[str], methods: Sequence[str]
+) -> dict[str, tuple[float, float]]:
+    """(LLM draft calls per decision, mean utility in pp over ``regimes`` and the investors) of each method."""
+    points = {}
+    for method in methods:
+        calls = [investors[i][r][method].get("draft_calls_per_decision") for i in investors for r in regimes]
+        if calls and all(c is not None for c in calls):
+            points[method] = (float(np.mean(calls)), _regime_mean(investors, regimes, method))
+    return points
+
+
+def frontier_lines(
+    investors: dict[str, Any], groups: Sequence[tuple[str, Sequence[str]]], methods: Sequence[str]
+) -> list[str]:
+    """The cost-quality table (method 4.9): every method's LLM draft calls per decision beside its utility,
+    cheapest first; a method is on the frontier when no method at most as costly does better."""
+    if not groups:
+        return []
+    points = [frontier_points(investors, regimes, methods) for _, regimes in groups]
+    shown = [m for m in methods if all(m in p for p in points)]
+    if not shown:
+        return []
+    order = sorted(shown, key=lambda m: (points[0][m][0], -points[0][m][1]))
+    best = -np.inf
+    frontier = set()
+    for method in order:
+        if method not in UNRANKED and points[0][method][1] > best:
+            best = points[0][method][1]
+            frontier.add(method)
+    lines = [
+        "",
+        "## Cost and quality: utility against LLM draft calls per decision",
+        "",
+        "Every call a method causes counts, drafts made only to learn included (the credit baselines read the eight",
+        "designed drafts; a method that uses the reference pays for its draws where it has any). `*`: on the",
+        f"frontier of the {groups[0][0]} (no method that costs at most as much does better).",
+        "",
+        "| method | calls per decision | " + " | ".join(f"{name} (pp)" for name, _ in groups) + " |",
+        "|---|---:|" + "---:|" * len(groups),
+    ]
+    for method in order:
+        mark = " *" if method in frontier else ""
+        values = " | ".join(f"{p[method][1]:.4f}" for p in points)
+        lines.append(f"| {DISPLAY.get(method, method)}{mark} | {points[0][method][0]:.2f} | {values} |")
+    return lines
+
+
+def frontier_plot(
+    investors: dict[str, Any],
+    groups: Sequence[tuple[str, Sequence[str]]],
+    methods: Sequence[str],
+    path: Path,
+    paths: list[Path],
+) -> None:
+    """utility against calls per decision, one panel per group of regimes; MemTrial's budgets joined by a line."""
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.8), squeeze=False)
+    for axis, (name, regimes) in zip(axes[0], groups, strict=True):
+        points = frontier_points(investors, regimes, methods)
+        for method, (calls, value) in points.items():
+            ours = method.startswith("memtrial")
+            axis.scatter([calls], [value], s=28 if ours else 16, color="tab:red" if ours else "tab:gray", zorder=3)
+            axis.annotate(
+                DISPLAY.get(method, method), (calls, value), fontsize=6, xytext=(3, 2), textcoords="offset points"
+            )
+        budgets = sorted(
+            (points[m] for m in points if m.startswith("memtrial_budget_") or m == "memtrial"), key=lambda p: p[0]
+        )
+        if len(budgets) > 1:
+            axis.plot([b[0] for b in budgets], [b[1] for b in budgets], color="tab:red", linewidth=1)
+        axis.set_xlabel("LLM draft calls per decision")
+        axis.set_ylabel("mean utility (pp)")
+        axis.set_title(name)
+    save_figure(figure, path, paths)
 
 
 def _regime_mean(investors: dict[str, Any], regimes: Sequence[str], method: str) -> float:
@@ -326,6 +424,14 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     axis.set_ylabel("MemTrial learned value (pp)")
     axis.set_title("learned value vs true type (informative regimes)")
     save_figure(figure, folder / "learned_value_vs_type.png", paths)
+
+    methods = list(first)
+    groups = [
+        (n, [r for r in rs if r in regimes])
+        for n, rs in (("memory regimes", MEMORY_REGIMES), ("null regimes", NULL_REGIMES))
+    ]
+    groups = [(n, rs) for n, rs in groups if rs] or [("all regimes", regimes)]
+    frontier_plot(investors, groups, methods, folder / "cost_quality_frontier.png", paths)
     return paths
 
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from backtest.context import DateContext
 from backtest.market import Market
-from backtest.methods.base import Scoring, Walk
-from backtest.methods.registry import METHOD_IDS, REAL_METHOD_IDS, build_methods
+from backtest.methods.base import Method, Scoring, Walk
+from backtest.methods.registry import MEMTRIAL_VARIANTS, METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
 from memtrial.drafting import AnalogicalDrafter, Drafter
@@ -39,19 +39,25 @@ __all__ = ["DrafterSpec", "WorldSpec", "calendar_key", "run_group", "run_many", 
 _MARKETS: dict[bool, Market] = {}
 _WORLDS: dict[tuple[str, int, bool], PlantedMemWorld] = {}
 
-# draft calls a method needs per decision (an LLM call each with the litellm drafter)
-DRAFT_CALLS: dict[str, int] = {
-    "equal_weight": 0,
-    "min_variance": 0,
-    "reference": 8,
-    "no_memory": 1,
-    "all_four": 1,
-    "similarity_top2": 1,
-    "self_consistency": 8,
-    "draft_mean": 8,
-    "hedge": 8,
-    "memtrial_full": 16,
-    "oracle": 8,
+# LLM draft calls per decision of the methods that do not count their own (method 4.9): every call a
+# method causes counts, drafts made only to learn included; "R" stands for the world's reference
+DRAFT_CALLS: dict[str, tuple[int, bool]] = {  # (draft calls, uses the reference)
+    "equal_weight": (0, False),
+    "min_variance": (0, False),
+    "reference": (0, True),
+    "no_memory": (1, False),
+    "all_four": (1, False),
+    "similarity_top2": (1, False),
+    "self_consistency": (8, False),
+    "draft_mean": (8, False),
+    "hedge": (8, False),
+    "outcome_credit": (1, False),
+    "uplift_credit": (1, True),  # credits the chosen draft's utility minus the reference's
+    "counterfactual_argmax": (8, False),  # learns from the eight designed drafts
+    "finmem": (1, False),
+    "expel": (1, False),
+    "reflexion": (1, False),
+    "oracle": (1, True),  # knows the types; the reference where no subset helps
 }
 
 
@@ -86,6 +92,7 @@ class WorldSpec:
     warmup_dates: int | None = None
     test_dates: int | None = None
     engine: str = "replay"
+    draft_budget: float | None = None  # the default memtrial's draft budget (method 4.9; None: its whole design)
 
 
 def market_for(synthetic: bool) -> Market:
@@ -94,10 +101,20 @@ def market_for(synthetic: bool) -> Market:
     return _MARKETS[synthetic]
 
 
-def draft_calls(method_id: str) -> int:
-    if method_id.startswith("memtrial"):
-        return DRAFT_CALLS.get(method_id, 8)
-    return DRAFT_CALLS.get(method_id.removesuffix("_anchored"), 1)
+def draft_calls(method: Method, reference_calls: int) -> float:
+    """Mean LLM draft calls per decision ``method`` causes in a world whose reference costs ``reference_calls``."""
+    counted = getattr(method, "draft_calls", None)
+    if counted is not None:
+        measured = counted(reference_calls)
+        if measured is not None:
+            return float(measured)
+    if method.id.startswith("memtrial"):  # a replayed variant: its whole design at every decision, and the reference
+        runs = 16 if MEMTRIAL_VARIANTS[method.id].get("design") == "full" else 8
+        return float(runs + reference_calls)
+    base = method.id.removesuffix("_anchored")
+    calls, uses_reference = DRAFT_CALLS[base]
+    anchored = base != method.id  # an anchored baseline mixes its proposal with the reference
+    return float(calls + (reference_calls if uses_reference or anchored else 0))
 
 
 def _average_ranks(x: np.ndarray) -> np.ndarray:
@@ -271,7 +288,15 @@ def _run(
 
     rels = [realised(context) for context in presented]
     methods = build_methods(
-        world, scoring, spec.seed, method_ids, spec.value_model, spec.engine, presented, lambda p: rels[p]
+        world,
+        scoring,
+        spec.seed,
+        method_ids,
+        spec.value_model,
+        spec.engine,
+        presented,
+        lambda p: rels[p],
+        spec.draft_budget,
     )
     walk = Walk(presented, rels, scoring, world.mandate_projection)
     trajectories = {m.id: walk.trajectory(m) for m in methods}
@@ -313,7 +338,7 @@ def _run(
                 "trust_weights": dial[m.id] if dial.get(m.id) else None,
                 "value_recovery": _recovery(m.values(), types),
                 "turnover": float(np.mean(turnover[m.id])) if turnover[m.id] else None,
-                "draft_calls_per_decision": draft_calls(m.id),
+                "draft_calls_per_decision": draft_calls(m, world.reference_calls),
                 **_wealth_stats(returns[row], periods),
             }
             for row, m in enumerate(methods)

@@ -28,7 +28,9 @@ class World(Protocol):
     quality of each experience (None where it is unknown); setting: the real
     data behind the world (None for a synthetic one); presented: the dates
     presented so far; mandate_projection: how the environment projects weights
-    onto the investor's mandate on a date (None: the runner's default).
+    onto the investor's mandate on a date (None: the runner's default);
+    reference_calls: the draft calls the dates' reference costs (PlantedMem's is the
+    mean of eight memory-free drafts; equal weight costs none).
     """
 
     @property
@@ -48,6 +50,9 @@ class World(Protocol):
 
     @property
     def presented(self) -> int: ...
+
+    @property
+    def reference_calls(self) -> int: ...
 
     @property
     def mandate_projection(self) -> Callable[[int, NDArray[np.float64]], NDArray[np.float64]] | None: ...

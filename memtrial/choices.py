@@ -15,11 +15,75 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.action import acts_on_memory, anchored, best_subset, choose, dial_combination, dial_gains, dial_weights
-from memtrial.explain import explain
+from memtrial.budget import exploit_weights
+from memtrial.explain import describe_trust, explain
 from memtrial.records import Action, Decision, Dial, ExperienceId, Plan
 from memtrial.trust import GateConfig, GateStatistics, trust_weight
 
-__all__ = ["choose_portfolio", "choose_scored", "plan_dial"]
+__all__ = ["choose_exploit", "choose_portfolio", "choose_scored", "plan_dial"]
+
+
+def choose_exploit(
+    plan: Plan, drafts: NDArray[np.float64], reference: NDArray[np.float64] | None, common: dict[str, Any]
+) -> Decision:
+    """An exploiting budget decision (method 4.9): memory's draft at its share, the rest on the anchored
+    mixture of the reference and the memory-free draft. reference None: drafts that cannot be blended
+    (memory's draft at full share, else the memory-free draft as it is)."""
+    rows = list(plan.masks)
+    memory = next((i for i, m in enumerate(rows) if m != 0), None)
+    share = plan.memory_share if memory is not None else 0.0
+    base = rows.index(0) if 0 in rows else None
+    gain = (
+        max(plan.dial.gains)
+        if plan.dial is not None
+        else best_subset(plan.predictions, plan.experience_ids, plan.masks)[1]
+    )
+    shared: dict[str, Any] = {"predicted_gain": gain, "dial": plan.dial, **common}
+    subset = None if memory is None else plan.subsets[memory]
+    where = "no trial this time (draft budget)"
+    if reference is None or drafts.shape[1] == 0:
+        row = memory if memory is not None and (share >= 1.0 or base is None) else base
+        assert row is not None
+        on_memory = row == memory
+        action = (Action.SUBSET if plan.dial is None else Action.DIAL) if on_memory else Action.REFERENCE
+        text = (
+            f"{where}: {'memory' if on_memory else 'the memory-free'} draft {list(plan.subsets[row])} played as it is"
+        )
+        return Decision(
+            weights=drafts[row],
+            action=action,
+            subset=plan.subsets[row] if on_memory else None,
+            mask=plan.masks[row] if on_memory else None,
+            q=None,
+            played=row,
+            explanation=text,
+            **shared,
+        )
+    weights = exploit_weights(rows, drafts, share, plan.q, reference)
+    if memory is not None and share >= 1.0:
+        action, q, text = (
+            (Action.SUBSET if plan.dial is None else Action.DIAL),
+            None,
+            f"{where}: memory's draft {list(subset or ())} alone",
+        )
+    elif memory is None:
+        action, q, text = (
+            (Action.MIXTURE if plan.dial is None else Action.DIAL),
+            plan.q,
+            f"{where}: anchored mixture with q = {plan.q:.4g} on the reference and the memory-free draft",
+        )
+    else:
+        action, q = Action.DIAL, plan.q
+        text = f"{where}: {share:.0%} on memory's draft {list(subset or ())}, the rest on the anchored mixture with q = {plan.q:.4g}"
+    return Decision(
+        weights=weights,
+        action=action,
+        subset=subset if share >= 1.0 else None,
+        mask=None if memory is None or share < 1.0 else plan.masks[memory],
+        q=q,
+        explanation=f"{describe_trust(plan.trust)}; {text}",
+        **shared,
+    )
 
 
 def _played(
@@ -37,7 +101,6 @@ def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> D
     vectors: (S, m) numeric drafts, or (S, 0) for drafts that cannot be averaged.
     """
     mixable = vectors.shape[1] > 0
-    best, gain = best_subset(plan.predictions, plan.experience_ids, plan.masks)
     common: dict[str, Any] = {
         "decision_id": plan.decision_id,
         "trust": plan.trust,
@@ -46,6 +109,9 @@ def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> D
         "drafts": vectors,
         "reference_index": reference,
     }
+    if not plan.trial:
+        return choose_exploit(plan, vectors, vectors[reference] if mixable else None, common)
+    best, gain = best_subset(plan.predictions, plan.experience_ids, plan.masks)
     if plan.dial is not None:
         dial = plan.dial
         shared: dict[str, Any] = {"predicted_gain": max(dial.gains), "explanation": "", "dial": dial, **common}
@@ -74,10 +140,11 @@ def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> D
     return replace(decision, explanation=explain(decision))
 
 
-def choose_portfolio(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
+def choose_portfolio(plan: Plan, drafts: NDArray[np.float64], reference_index: int | None = None) -> Decision:
     """The gated choice between the best designed subset and the anchored mixture (or the dial's blend).
 
-    drafts: (S, n) mandate-projected drafts, rows aligned with the plan's subsets.
+    drafts: (S, n) mandate-projected drafts, rows aligned with the plan's subsets; reference_index:
+    the row of the memory-free draft when it is the reference (None: the plan's reference).
     """
     common: dict[str, Any] = {
         "decision_id": plan.decision_id,
@@ -85,7 +152,12 @@ def choose_portfolio(plan: Plan, drafts: NDArray[np.float64]) -> Decision:
         "predictions": dict(plan.predictions),
         "learner_mode": plan.learner_mode,
         "drafts": drafts,
+        "reference_index": reference_index,
     }
+    if reference_index is not None:
+        plan = replace(plan, reference=drafts[reference_index])
+    if not plan.trial:
+        return choose_exploit(plan, drafts, plan.reference, common)
     if plan.dial is not None:
         dial = plan.dial
         weights = dial_weights(

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from memtrial.action import ActionRule
+from memtrial.budget import check_budget
 from memtrial.design import DesignKind
 from memtrial.errors import ConfigError, parse_choice
 from memtrial.fallback import FallbackVariant
@@ -16,7 +18,15 @@ from memtrial.settle import INVESTORS, Investor
 from memtrial.trust import GateConfig, GateTest
 from memtrial.values import CreditBasis, LearnerMode
 
-__all__ = ["EngineConfig"]
+__all__ = ["EngineConfig", "ReferenceSource"]
+
+
+class ReferenceSource(StrEnum):
+    """Where a portfolio decision's conservative reference comes from: the plan (``given``; equal
+    weight by default) or the decision's own memory-free draft (``memory_free``, drafted every time)."""
+
+    GIVEN = "given"
+    MEMORY_FREE = "memory_free"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +46,11 @@ class EngineConfig:
     sds, set aside beyond 50), so one implausible outcome cannot dominate or
     zero the values. Off by default (the method as specified); the service
     turns it on for every new agent.
+    draft_budget: LLM draft calls per decision on average (method 4.9; None: the whole design
+    every time). Plans then draft the whole design on trial decisions only and one or two drafts
+    on the others (:mod:`memtrial.budget`).
+    reference: ``given`` (the plan's reference, equal weight by default) or ``memory_free`` (each
+    decision's memory-free draft, so the reference costs no call beyond the drafts).
     """
 
     k: int = 4
@@ -51,8 +66,11 @@ class EngineConfig:
     action: ActionRule = ActionRule.GATE
     credit: CreditBasis = CreditBasis.CENTRED
     robust: bool = False
+    draft_budget: float | None = None
+    reference: ReferenceSource = ReferenceSource.GIVEN
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
         if not isinstance(self.robust, bool):
             raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
@@ -63,6 +81,7 @@ class EngineConfig:
             ("fallback", FallbackVariant),
             ("action", ActionRule),
             ("credit", CreditBasis),
+            ("reference", ReferenceSource),
         )
         for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
@@ -116,6 +135,8 @@ class EngineConfig:
             **({} if self.action is ActionRule.GATE else {"action": self.action.value}),
             **({} if self.credit is CreditBasis.CENTRED else {"credit": self.credit.value}),
             **({"robust": True} if self.robust else {}),
+            **({} if self.draft_budget is None else {"draft_budget": self.draft_budget}),
+            **({} if self.reference is ReferenceSource.GIVEN else {"reference": self.reference.value}),
         }
 
     @classmethod

@@ -102,7 +102,7 @@ def recompute(
             if decision_id == corrected_id:
                 corrected, supersedes = result, item.index
     for decision_id, entry in entries.items():
-        if entry.settlement is not None and not entry.plan.experience_ids:
+        if entry.settlement is not None and (not entry.plan.experience_ids or not entry.plan.trial):
             result = settle(entry, entry.plan)
             if decision_id == corrected_id:
                 corrected = result

@@ -28,9 +28,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial import design as design_module
 from memtrial.action import ActionRule
+from memtrial.budget import DraftCredit, exploit_masks, memory_row
 from memtrial.checks import check_scored, later_or_equal, same_scored, settled_at_or_after, shown, universe_arrays
 from memtrial.choices import choose_portfolio, choose_scored, plan_dial
-from memtrial.config import EngineConfig
+from memtrial.config import EngineConfig, ReferenceSource
 from memtrial.corrections import corrected_outcome, correction_entry, recompute
 from memtrial.errors import (
     ConfigError,
@@ -89,6 +90,7 @@ class MemTrial:
         self.gate: TrustGate = make_gate(self.config.gate, sink=self._append_log)
         self.fallback = AnchoredMixture(self.config.fallback)
         self.noise = NoiseCost()
+        self.credit = DraftCredit()
         self.experiences: dict[ExperienceId, _Experience] = {}
         self.clock: Time | None = None
 
@@ -212,6 +214,11 @@ class MemTrial:
                 )
             reference_weights, previous_weights, risky_mask, defensive_mask = np.zeros(0), np.zeros(0), None, None
         else:
+            if reference is not None and self.config.reference is ReferenceSource.MEMORY_FREE:
+                raise InputError(
+                    "reference does not apply: this engine's reference is each decision's memory-free draft",
+                    field="reference",
+                )
             reference_weights, previous_weights, risky_mask, defensive_mask = universe_arrays(
                 self.config.investor, reference, previous, n_assets, risky, defensive
             )
@@ -226,13 +233,23 @@ class MemTrial:
             if self.config.action is ActionRule.DIAL
             else None
         )
-        if ids:
+        budget = self.config.draft_budget
+        trial, share = self.credit.is_trial(budget, len(masks)), 0.0
+        if not trial:  # a budget decision that exploits: one or two drafts, nothing learnt (method 4.9)
+            memory, trusted = memory_row(dial, trust.is_open, predictions, ids, masks)
+            on_memory = memory is not None and self.credit.on_memory(trusted)
+            masks, share = exploit_masks(memory, on_memory), 1.0 if on_memory else 0.0
+        if budget is not None:
+            self.credit.spend(len(masks))
+        if ids and trial:
             details: dict[str, Any] = {
                 "learner_mode": frozen["learner_mode"],
                 "modes": {m: list(v) for m, v in frozen["mode_predictions"].items()},
             }
             if dial is not None:
                 details["dial"] = dial.to_dict()
+            if budget is not None:
+                details["draft_calls"] = len(masks)
             self.gate.register(decision_id, predictions, details, track=False)
         plan = Plan(
             decision_id=decision_id,
@@ -250,6 +267,8 @@ class MemTrial:
             defensive=defensive_mask,
             dial=dial,
             kind=kind,
+            trial=trial,
+            memory_share=share,
         )
         self.history.put(DecisionEntry(plan))
         self.clock = time
@@ -314,7 +333,8 @@ class MemTrial:
             if np.array_equal(entry.decision.drafts, matrix):
                 return entry.decision
             raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
-        entry.decision = choose_portfolio(plan, matrix)
+        memory_free = self.config.reference is ReferenceSource.MEMORY_FREE and 0 in plan.masks
+        entry.decision = choose_portfolio(plan, matrix, plan.masks.index(0) if memory_free else None)
         self.history.put(entry)
         return entry.decision
 

@@ -114,12 +114,13 @@ def portfolio_outcome(config: EngineConfig, plan: Plan, decision: Decision, pric
     """Every draft, the reference, the draft mean, the chosen weights and the 201 mixtures scored on the
     relative prices (H, n)."""
     draft_mean = decision.drafts.mean(axis=0)
-    batch = normalised(np.vstack([decision.drafts, plan.reference, draft_mean, decision.weights]))
+    reference = plan.reference if decision.reference_index is None else decision.drafts[decision.reference_index]
+    batch = normalised(np.vstack([decision.drafts, reference, draft_mean, decision.weights]))
     scores = np.asarray(utility(batch, prices, plan.previous, config.risk_aversion, config.fee_bp))
     n_drafts = decision.drafts.shape[0]
     reference_u, mean_u, chosen_u = (float(v) for v in scores[n_drafts : n_drafts + 3])
     mixture_u = mixture_utilities(
-        plan.reference, draft_mean, prices, plan.previous, config.risk_aversion, config.fee_bp, GRID
+        reference, draft_mean, prices, plan.previous, config.risk_aversion, config.fee_bp, GRID
     )
     return Outcome(scores[:n_drafts], reference_u, mean_u, chosen_u, mixture_u, prices.copy())
 
@@ -168,7 +169,8 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
     centred: dict[ExperienceId, float] = {}
     interactions: dict[str, float] = {}
     score = None
-    if ids:
+    learns = plan.trial  # an exploiting budget decision (method 4.9) learns nothing
+    if ids and learns:
         contrast = banzhaf_contrasts(draft_utilities, list(plan.masks), len(ids))
         contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
         centred = dict(zip(ids, (float(c) for c in centre_contrasts(contrast)), strict=True))
@@ -179,10 +181,10 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
             _score_modes(running.learner, plan, centred)
         running.learner.update(plan.decision_id, contributions)
     if (
-        realised.mixture_u.size and realised.mean_u is not None
+        learns and realised.mixture_u.size and realised.mean_u is not None
     ):  # a scored decision settled with bare utilities has no mixtures to learn q from
         running.fallback.update(realised.mixture_u, realised.reference_u, realised.mean_u)
-    if realised.mean_u is not None:
+    if learns and realised.mean_u is not None:
         running.noise.add(noise_gain(draft_utilities, realised.mean_u))
     return Settlement(
         decision_id=plan.decision_id,

@@ -157,6 +157,13 @@ class Plan:
     defensive: NDArray[np.bool_] | None
     dial: Dial | None = None
     kind: DecisionKind = DecisionKind.PORTFOLIO
+    trial: bool = True  # False: a budget decision that exploits (method 4.9) and learns nothing
+    memory_share: float = 0.0  # an exploiting decision's share on memory's draft
+
+    @property
+    def draft_calls(self) -> int:
+        """The drafts this plan asks for (one LLM call each)."""
+        return len(self.masks)
 
     @property
     def n_assets(self) -> int:
@@ -180,6 +187,7 @@ class Plan:
             "defensive": None if self.defensive is None else [bool(x) for x in self.defensive],
             **({} if self.dial is None else {"dial": self.dial.to_dict()}),
             **({} if self.kind is DecisionKind.PORTFOLIO else {"kind": self.kind.value}),
+            **({} if self.trial else {"trial": False, "memory_share": self.memory_share}),
         }
 
     @classmethod
@@ -206,6 +214,8 @@ class Plan:
             defensive=None if data["defensive"] is None else np.asarray(data["defensive"], dtype=bool),
             dial=None if data.get("dial") is None else Dial.from_dict(data["dial"]),
             kind=DecisionKind(data.get("kind", "portfolio")),
+            trial=bool(data.get("trial", True)),
+            memory_share=float(data.get("memory_share", 0.0)),
         )
 
 
@@ -221,7 +231,8 @@ class Decision:
     designated reference draft.
     predicted_gain: predicted value of the best designed subset.
     played: (scored decisions) the index of the draft played as it is (None: a blend);
-    reference_index: (scored decisions) the draft designated as the reference.
+    reference_index: the draft designated as the reference (scored decisions; portfolio decisions
+    whose reference is their memory-free draft).
     """
 
     decision_id: str
@@ -239,6 +250,11 @@ class Decision:
     dial: Dial | None = None
     played: int | None = None
     reference_index: int | None = None
+
+    @property
+    def draft_calls(self) -> int:
+        """The drafts this decision was made from (one LLM call each)."""
+        return int(self.drafts.shape[0])
 
     def to_dict(self) -> dict[str, Any]:
         return {

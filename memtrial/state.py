@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from numpy.typing import ArrayLike
 
+from memtrial.budget import DraftCredit
 from memtrial.config import EngineConfig
 from memtrial.errors import StateError
 from memtrial.fallback import AnchoredMixture
@@ -49,6 +50,7 @@ def state_of(engine: MemTrial, *, embeddings: bool = True, history: bool = True)
         "gate": engine.gate.state_dict(),
         "fallback": engine.fallback.to_dict(),
         "noise": engine.noise.to_dict(),
+        **({} if engine.config.draft_budget is None else {"budget": engine.credit.to_dict()}),
         "history": engine.memory_history().to_dict() if history else None,
     }
 
@@ -87,6 +89,7 @@ def restore(
         engine.gate.load_state_dict(data["gate"])
         engine.fallback = AnchoredMixture.from_dict(data["fallback"])
         engine.noise = NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0})
+        engine.credit = DraftCredit.from_dict(data.get("budget"))
     except (KeyError, TypeError, ValueError) as error:
         raise StateError(f"state is malformed: {error!r}") from None
     return engine

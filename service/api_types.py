@@ -122,6 +122,10 @@ class AgentPublic(Public):
     fee_bp: float
     action: str
     credit: str
+    draft_budget: float | None = Field(
+        None, description="LLM draft calls per decision on average (null: the whole design)"
+    )
+    reference: str = Field("given", description="given (reference_weights, equal weight by default) or memory_free")
     drafter: dict[str, Any] | None
     created_at: dt.datetime
 
@@ -232,6 +236,11 @@ class PlanPublic(Public):
     dial: DialPublic | None = Field(
         None, description="agents acting by the trust dial: omega, its evidence and how the drafts will be combined"
     )
+    trial: bool = Field(
+        True,
+        description="false: a draft-budget decision that exploits what is known (one draft, listed in subsets) and learns nothing",
+    )
+    draft_calls: int | None = Field(None, description="the drafts to make for this decision (one LLM call each)")
 
 
 class DecisionPublic(Public):
@@ -257,6 +266,7 @@ class DecisionPublic(Public):
     chosen: Any = None
     played: int | None = None
     reference: int | None = None
+    draft_calls: int | None = Field(None, description="the drafts the decision was made from (one LLM call each)")
 
 
 class CorrectionPublic(Public):

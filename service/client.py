@@ -210,9 +210,12 @@ class Operations:
         action: str = "gate",
         credit: str = "centred",
         robust: bool = True,
+        draft_budget: float | None = None,
+        reference: str = "given",
     ) -> Any:
         """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
-        names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`."""
+        names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
+        ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make)."""
         body: dict[str, Any] = {
             "name": name,
             "kind": kind,
@@ -225,7 +228,10 @@ class Operations:
         }
         if not robust:
             body["robust"] = False
+        if reference != "given":
+            body["reference"] = reference
         optional = {
+            "draft_budget": draft_budget,
             "investor": investor,
             "universe": None if universe is None else list(universe),
             "outcomes": None if outcomes is None else list(outcomes),

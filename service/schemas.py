@@ -201,6 +201,16 @@ class AgentCreate(Strict):
         True,
         description="screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator",
     )
+    draft_budget: Weight | None = Field(
+        None,
+        ge=1,
+        le=16,
+        description="LLM draft calls per decision on average (null: every designed subset every time); each plan lists exactly the drafts to make",
+    )
+    reference: Literal["given", "memory_free"] = Field(
+        "given",
+        description="portfolio agents: the conservative reference is the decision's reference_weights (equal weight when none) or its own memory-free draft",
+    )
 
     @field_validator("outcomes")
     @classmethod

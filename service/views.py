@@ -32,6 +32,8 @@ def agent_public(agent: Agent) -> AgentPublic:
         fee_bp=settings["fee_bp"],
         action=settings.get("action", "gate"),
         credit=settings.get("credit", "centred"),
+        draft_budget=settings.get("draft_budget"),
+        reference=settings.get("reference", "given"),
         drafter=None if drafter is None else {k: v for k, v in drafter.items() if k != "api_key"},
         created_at=as_utc(agent.created_at),
     )

@@ -7,6 +7,7 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
+from memtrial.config import ReferenceSource
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.settle import mixture_utilities_by_date
@@ -22,6 +23,7 @@ class MemTrialMethod(Method):
         super().__init__(scoring)
         self.id = method_id
         self.engine = MemTrial(config)
+        self.calls: list[int] = []  # draft calls of each decision
         for experience, z in enumerate(features):
             self.engine.add_experience(experience, z)
 
@@ -33,9 +35,13 @@ class MemTrialMethod(Method):
             context.session,
             context.maturity,
             retrieved=list(context.retrieved),
-            reference=context.reference,
+            reference=None if self.engine.config.reference is ReferenceSource.MEMORY_FREE else context.reference,
+            n_assets=context.reference.shape[0]
+            if self.engine.config.reference is ReferenceSource.MEMORY_FREE
+            else None,
             previous=context.previous,
         )
+        self.calls.append(plan.draft_calls)
         decision = self.engine.decide(plan.decision_id, context.drafts[list(plan.masks)])
         self.last_open = decision.trust.is_open
         self.last_statistic = decision.trust.statistic
@@ -48,6 +54,13 @@ class MemTrialMethod(Method):
 
     def values(self) -> dict[int, float]:
         return {int(e): v for e, v in self.engine.values().items()}
+
+    def draft_calls(self, reference_calls: int) -> float | None:
+        """Mean draft calls per decision it made (the world's reference counts when it is used)."""
+        if not self.calls:
+            return None
+        given = 0 if self.engine.config.reference is ReferenceSource.MEMORY_FREE else reference_calls
+        return float(np.mean(self.calls)) + given
 
 
 class Oracle(Method):

@@ -28,6 +28,7 @@ from backtest.methods.simple import (
 )
 from backtest.replay import family_of
 from backtest.world import World
+from memtrial.config import ReferenceSource
 from memtrial.engine import EngineConfig
 from memtrial.errors import ConfigError
 from memtrial.trust import GateConfig, GateTest
@@ -36,6 +37,8 @@ __all__ = [
     "ANCHORED_BASES",
     "ENGINES",
     "FACTORIES",
+    "FRONTIER_IDS",
+    "KNOWN_IDS",
     "MEMTRIAL_VARIANTS",
     "METHOD_IDS",
     "REAL_METHOD_IDS",
@@ -64,24 +67,46 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_full": {"design": "full"},
     "memtrial_dial_centred": {**DIAL, "credit": "centred"},
     "memtrial_dial_identity": {**DIAL, "learner": "identity"},
+    # the default anchored on each decision's memory-free draft instead of the world's reference
+    "memtrial_memory_free": {**DIAL, "reference": ReferenceSource.MEMORY_FREE},
+    # the default at a draft budget (method 4.9): calls per decision on average
+    "memtrial_budget_2": {**DIAL, "draft_budget": 2.0},
+    "memtrial_budget_3": {**DIAL, "draft_budget": 3.0},
+    "memtrial_budget_4": {**DIAL, "draft_budget": 4.0},
 }
 
 
-def memtrial_config(method_id: str, world: World, scoring: Scoring) -> EngineConfig:
-    """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them)."""
-    components = world.n_components
+def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget: float | None = None) -> EngineConfig:
+    """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them).
+
+    draft_budget: the default ``memtrial``'s budget (``--draft-budget``). A variant at a budget takes
+    its reference from its own memory-free draft where the world's reference costs calls (PlantedMem's
+    eight memory-free draws), so every call it causes counts against its budget.
+    """
+    settings: dict[str, Any] = dict(MEMTRIAL_VARIANTS[method_id])
+    if method_id == "memtrial" and draft_budget is not None:
+        settings["draft_budget"] = draft_budget
+    if settings.get("draft_budget") is not None and world.reference_calls > 0:
+        settings["reference"] = ReferenceSource.MEMORY_FREE
     return EngineConfig(
         gamma=scoring.gamma,
         fee_bp=scoring.fee_bp,
-        n_components=components,
+        n_components=world.n_components,
         diagnostics=False,
-        **MEMTRIAL_VARIANTS[method_id],  # type: ignore[arg-type]
+        **settings,
     )
 
 
+def replays(config: EngineConfig) -> bool:
+    """Whether the batch replay serves a configuration (every plan drafts the whole design, against
+    the given reference); the others run one online engine each."""
+    return config.draft_budget is None and config.reference is ReferenceSource.GIVEN
+
+
 def _memtrial(method_id: str) -> Factory:
-    def build(world: Any, scoring: Scoring, seed: int) -> Method:
-        return MemTrialMethod(scoring, method_id, memtrial_config(method_id, world, scoring), world.features)
+    def build(world: Any, scoring: Scoring, seed: int, draft_budget: float | None = None) -> Method:
+        config = memtrial_config(method_id, world, scoring, draft_budget)
+        return MemTrialMethod(scoring, method_id, config, world.features)
 
     return build
 
@@ -126,9 +151,13 @@ for _base in ANCHORED_BASES:
     FACTORIES[_base + "_anchored"] = lambda w, s, seed, _base=_base: Anchored(_BASE[_base](w, s, seed))  # type: ignore[misc]
 FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 
-METHOD_IDS: list[str] = list(FACTORIES)
+#: variants that run an online engine each (a draft budget, or the memory-free reference): asked for by name
+#: (``--methods``), they draw the cost-quality frontier (method 4.9); a default run leaves them out
+FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtrial_budget_", "memtrial_memory_free"))]
+METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS]
 # the real-data settings have no oracle, and their reference is equal weight (already a method)
 REAL_METHOD_IDS: list[str] = [m for m in METHOD_IDS if m not in ("oracle", "reference")]
+KNOWN_IDS: list[str] = list(FACTORIES)  # every method a run may name
 
 
 ENGINES = ("replay", "online")
@@ -143,6 +172,7 @@ def build_methods(
     engine: str = "replay",
     contexts: Sequence[DateContext] | None = None,
     outcome: Callable[[int], NDArray[np.float64]] | None = None,
+    draft_budget: float | None = None,
 ) -> list[Method]:
     """The methods of a world.
 
@@ -151,6 +181,8 @@ def build_methods(
     ``outcome(position)``); "online" runs one :class:`MemTrial` engine per
     variant. Both give identical results. value_model="bayes" gives every
     MemTrial variant the full-Bayes learner (online engines only).
+    draft_budget: the default ``memtrial``'s draft budget; variants at a budget
+    run online engines.
     """
     ids = method_ids or METHOD_IDS
     if engine not in ENGINES:
@@ -160,13 +192,21 @@ def build_methods(
         if contexts is None or outcome is None:
             raise ConfigError("the replay engine needs the world's contexts and outcomes", field="engine")
         configs = {
-            method_id: memtrial_config(method_id, world, scoring) for method_id in ids if method_id in MEMTRIAL_VARIANTS
+            method_id: config
+            for method_id in ids
+            if method_id in MEMTRIAL_VARIANTS
+            and replays(config := memtrial_config(method_id, world, scoring, draft_budget))
         }
         if configs:
             members = family_of(scoring, configs, world.features, world.n_components, contexts, outcome)
             family = {member.id: member for member in members}
     methods = [
-        family[method_id] if method_id in family else FACTORIES[method_id](world, scoring, seed) for method_id in ids
+        family[method_id]
+        if method_id in family
+        else _memtrial(method_id)(world, scoring, seed, draft_budget)  # type: ignore[call-arg]
+        if method_id in MEMTRIAL_VARIANTS
+        else FACTORIES[method_id](world, scoring, seed)
+        for method_id in ids
     ]
     if contexts is not None:  # methods whose dates depend on their own inputs only compute them in one batch
         for method in methods:

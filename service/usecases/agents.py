@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from memtrial.config import EngineConfig
+from memtrial.config import EngineConfig, ReferenceSource
 from memtrial.engine import MemTrial
 from memtrial.records import DecisionKind
 from memtrial.settle import INVESTORS, project
@@ -80,8 +80,13 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
         "action": body.action,
         "credit": body.credit,
         "robust": body.robust,
+        "draft_budget": body.draft_budget,
     }
     if body.kind != DecisionKind.PORTFOLIO.value:
+        if body.reference != "given":
+            raise ApiError(
+                422, "invalid", "reference: a scored agent designates its reference draft when it decides", "reference"
+            )
         return EngineConfig(
             gamma=0.0, fee_bp=body.fee_bp, **common
         ), gate  # utilities come from the outcome; no mandate, no fee
@@ -90,7 +95,9 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
     project(
         np.full(universe.size, 1.0 / universe.size), universe.risky, universe.defensive, INVESTORS[body.investor]
     )  # the mandate is feasible
-    return EngineConfig(investor=INVESTORS[body.investor], fee_bp=body.fee_bp, **common), gate
+    return EngineConfig(
+        investor=INVESTORS[body.investor], fee_bp=body.fee_bp, reference=ReferenceSource(body.reference), **common
+    ), gate
 
 
 def create(services: Services, tenant_id: str, body: AgentCreate, guard: Idempotency) -> AgentPublic:

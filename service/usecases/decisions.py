@@ -111,6 +111,13 @@ def plan(
             else universe.vector(body.reference_weights, "reference_weights")
         )
         if reference is not None and universe is not None:
+            if agent.settings.get("reference", "given") == "memory_free":
+                raise ApiError(
+                    422,
+                    "invalid",
+                    "reference_weights: this agent's reference is each decision's memory-free draft",
+                    "reference_weights",
+                )
             universe.check_mandate(reference, INVESTORS[str(agent.settings["investor"])], "reference_weights")
         hits = services.indexes.search(session, agent, context, 4)
         engine = services.engines.checkout(session, agent)
@@ -156,6 +163,8 @@ def plan(
             trust=trust_public(plan.trust),
             q=plan.q,
             dial=None if plan.dial is None else DialPublic(**plan.dial.to_dict()),
+            trial=plan.trial,
+            draft_calls=plan.draft_calls,
         )
         row = history.rows[decision_id]
         # decisions planned before settle checked the horizon keep being settled as they were
@@ -258,6 +267,7 @@ def _decision_public(
         chosen=chosen,
         played=decision.played,
         reference=decision.reference_index,
+        draft_calls=decision.draft_calls,
     )
 
 

@@ -1,0 +1,186 @@
+"""Draft budgets (method 4.9): calls within the budget, trials learn as without one, exploiting decisions learn
+nothing, the state and corrections keep them, and the null guarantee holds at every budget."""
+
+import json
+
+import numpy as np
+import pytest
+
+from memtrial import EngineConfig, MemTrial
+from memtrial.errors import ConfigError, InputError
+from memtrial.trust import GateConfig
+
+ALPHA = 0.05
+LESSONS = "abcdef"
+
+
+def engine_of(budget=None, reference="given", action="dial", **settings):
+    gate = GateConfig(test="anytime", alpha=ALPHA)
+    config = EngineConfig(
+        investor="balanced",
+        action=action,
+        credit="raw",
+        gate=gate,
+        draft_budget=budget,
+        reference=reference,
+        **settings,
+    )
+    engine = MemTrial(config)
+    for lesson in LESSONS:
+        engine.add_experience(lesson)
+    return engine
+
+
+def world(seed, n_dates, useful="a", tilt=0.4):
+    """Per date: the retrieved four, a draft for every mask of them, the outcome. Drafts with ``useful`` lean
+    toward the asset that rises (tilt 0: a null world, memory changes nothing)."""
+    rng = np.random.default_rng(seed)
+    dates = []
+    for _ in range(n_dates):
+        ids = [str(x) for x in rng.choice(list(LESSONS), 4, replace=False)]
+        drafts = rng.dirichlet(np.full(3, 5.0), size=16)
+        for mask in range(16):
+            if any(mask >> j & 1 and ids[j] == useful for j in range(4)):
+                drafts[mask] = (1 - tilt) * drafts[mask] + tilt * np.array([1.0, 0.0, 0.0])
+        rel = np.cumprod(1.0 + rng.normal([0.004, 0.0, 0.0], 0.01, size=(20, 3)), axis=0)
+        dates.append((ids, drafts, rel))
+    return dates
+
+
+def walk(engine, dates, start=0):
+    """Plan, decide (drafting only what each plan asks for) and settle every date; returns the plans, decisions
+    and settlements."""
+    out = []
+    for t, (ids, drafts, rel) in enumerate(dates, start=start):
+        plan = engine.plan(f"d{t}", time=20 * t, maturity=20 * t + 20, retrieved=ids, n_assets=3)
+        decision = engine.decide(f"d{t}", drafts[list(plan.masks)])
+        out.append((plan, decision, engine.settle(f"d{t}", rel)))
+    return out
+
+
+@pytest.mark.parametrize("budget", [1.0, 1.5, 2.0, 3.0, 4.0, 7.5])
+def test_calls_never_exceed_the_budget_after_any_number_of_decisions(budget):
+    engine = engine_of(budget)
+    calls = np.cumsum([plan.draft_calls for plan, _, _ in walk(engine, world(1, 60))])
+    assert np.all(calls <= budget * np.arange(1, 61) + 1e-9)
+    assert calls[-1] >= budget * 60 - 8  # it spends what it may (at most one design's worth left over)
+    assert engine.credit.calls == calls[-1]
+
+
+def test_every_plan_states_the_drafts_to_make_and_the_decision_records_the_calls():
+    engine = engine_of(3.0)
+    steps = walk(engine, world(2, 40))
+    trials = [p for p, _, _ in steps if p.trial]
+    exploits = [p for p, _, _ in steps if not p.trial]
+    assert trials and exploits
+    assert all(p.masks == (0, 3, 5, 6, 9, 10, 12, 15) for p in trials)
+    assert all(len(p.masks) == 1 for p in exploits)
+    for plan, decision, settlement in steps:
+        assert decision.draft_calls == plan.draft_calls == len(decision.to_dict()["drafts"])
+        assert len(plan.subsets) == len(plan.masks) == settlement.draft_utilities.size
+    predictions = [e for e in engine.history.log_entries() if e.kind == "prediction"]
+    assert len(predictions) == len(trials)  # only trials register a prediction to be scored
+    assert all(e.payload["details"]["draft_calls"] == 8 for e in predictions)
+
+
+def test_exploiting_decisions_learn_nothing_and_trials_learn_as_without_a_budget():
+    """A budgeted engine's values after its trials equal an unbudgeted engine's that saw only those dates."""
+    dates = world(3, 50)
+    budgeted = engine_of(3.0)
+    steps = walk(budgeted, dates)
+    assert all(not s.contributions and s.score is None for p, _, s in steps if not p.trial)
+    trial_dates = [d for d, (p, _, _) in zip(dates, steps, strict=True) if p.trial]
+    whole = engine_of(None)
+    for t, (ids, drafts, rel) in enumerate(dates):
+        if steps[t][0].trial:
+            plan = whole.plan(f"d{t}", time=20 * t, maturity=20 * t + 20, retrieved=ids, n_assets=3)
+            whole.decide(f"d{t}", drafts[list(plan.masks)])
+            whole.settle(f"d{t}", rel)
+    assert len(trial_dates) == sum(p.trial for p, _, _ in steps)
+    assert budgeted.values() == pytest.approx(whole.values(), abs=1e-12)
+    assert budgeted.gate.statistics.to_dict() == whole.gate.statistics.to_dict()
+
+
+def test_a_budget_of_the_whole_design_is_the_method_without_a_budget():
+    dates = world(4, 30)
+    with_budget = walk(engine_of(8.0), dates)
+    without = walk(engine_of(None), dates)
+    for (p1, d1, s1), (p2, d2, s2) in zip(with_budget, without, strict=True):
+        assert p1.masks == p2.masks and p1.trial
+        assert np.array_equal(d1.weights, d2.weights)
+        assert s1.contributions == s2.contributions
+
+
+def test_an_exploiting_decision_plays_memory_in_proportion_to_its_trust():
+    engine = engine_of(2.0)
+    steps = walk(engine, world(5, 150, tilt=0.6))
+    late = [(p, d) for p, d, _ in steps[75:] if not p.trial]
+    on_memory = [p for p, _ in late if p.masks != (0,)]
+    assert on_memory, "a strong memory must be acted on between trials"
+    assert all(p.memory_share == 1.0 and 0 not in p.masks for p in on_memory)
+    for plan, decision in late:  # memory's draft as it is, or the anchored mixture with the memory-free draft
+        expected = (
+            decision.drafts[0] if plan.masks != (0,) else plan.q * plan.reference + (1 - plan.q) * decision.drafts[0]
+        )
+        np.testing.assert_allclose(decision.weights, expected, rtol=0, atol=1e-15)
+    shares = [p.dial.trust_weight for p, _ in late if p.dial.gains[int(np.argmax(p.dial.gains))] > 0]
+    assert len(on_memory) == pytest.approx(sum(shares), abs=1.0)  # played on memory in proportion to omega
+
+
+def test_the_memory_free_reference_costs_no_call_and_anchors_every_decision():
+    engine = engine_of(None, reference="memory_free")
+    with pytest.raises(InputError) as error:
+        engine.plan("x", time=0, maturity=20, retrieved=list("abcd"), reference=[0.2, 0.3, 0.5])
+    assert error.value.field == "reference"
+    steps = walk(engine, world(6, 20))
+    for plan, decision, settlement in steps:
+        assert decision.reference_index == plan.masks.index(0)
+        assert settlement.reference_utility == settlement.draft_utilities[plan.masks.index(0)]
+
+
+def test_the_budget_and_its_credit_survive_the_state_and_a_correction():
+    dates = world(7, 30)
+    engine = engine_of(3.0)
+    walk(engine, dates[:20])
+    restored = MemTrial.from_json(engine.to_json())
+    assert restored.config.draft_budget == 3.0 and restored.credit == engine.credit
+    a, b = walk(engine, dates[20:], start=20), walk(restored, dates[20:], start=20)
+    assert [p.masks for p, _, _ in a] == [p.masks for p, _, _ in b]
+    assert json.loads(engine.to_json()) == json.loads(restored.to_json())
+    exploit = next(p for p, _, _ in a if not p.trial)
+    before = engine.values()
+    engine.correct(exploit.decision_id, rel_prices=dates[int(exploit.decision_id[1:])][2] * 1.01, reason="feed")
+    assert engine.values() == before  # an exploiting decision taught nothing, so correcting it changes nothing
+
+
+@pytest.mark.parametrize("budget", [0, 0.5, -1, float("nan"), float("inf"), True, "3"])
+def test_a_budget_must_be_a_number_of_calls_of_at_least_one(budget):
+    with pytest.raises(ConfigError) as error:
+        EngineConfig(investor="balanced", draft_budget=budget)
+    assert error.value.field == "draft_budget"
+
+
+# Monte Carlo through the engine: 150 null worlds x 80 dates at each budget (the slow tier). Which plans are
+# trials depends on the budget alone (an exploiting plan always makes one call), so the e-process sees a
+# subsequence of the scores fixed in advance; the score-level check of the bound is in test_dial.py.
+@pytest.mark.slow
+@pytest.mark.parametrize("budget", [2.0, 3.0, 4.0])
+def test_under_the_null_every_budget_keeps_p_ever_omega_at_least_x_below_alpha_to_the_x(budget):
+    runs, highest = 150, []
+    for seed in range(runs):
+        engine = engine_of(budget)
+        steps = walk(engine, world(10_000 + seed, 80, tilt=0.0))
+        highest.append(max(p.dial.trust_weight for p, _, _ in steps))
+    highest = np.array(highest)
+    for x in (0.5, 1.0):
+        rate, bound = float(np.mean(highest >= x)), ALPHA**x
+        slack = 3.0 * np.sqrt(bound * (1.0 - bound) / runs)
+        assert rate <= bound + slack, f"budget {budget}: P(ever omega >= {x}) = {rate} > {bound} (+ {slack:.3f})"
+    assert np.mean(highest > 0) > 0.05  # the dial moves under the null: the check is not vacuous
+
+
+def test_which_plans_are_trials_depends_on_the_budget_alone():
+    schedules = [
+        [p.trial for p, _, _ in walk(engine_of(3.0), world(seed, 40, tilt=t))] for seed, t in ((1, 0.0), (2, 0.6))
+    ]
+    assert schedules[0] == schedules[1]

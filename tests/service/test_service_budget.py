@@ -1,0 +1,92 @@
+"""Service: an agent's draft budget (method 4.9): plans list exactly the drafts to make, decisions and the
+prediction log record the calls, and the memory-free reference refuses reference weights."""
+
+import datetime as dt
+
+import pytest
+from conftest import UNIVERSE
+
+from service.client import ServiceError
+
+START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
+LESSONS = ["bonds rally when rates fall", "stocks trend", "gold hedges", "cash waits", "rates lead", "credit leads"]
+
+
+def walk(client, agent, n_dates):
+    """Plan, draft only the listed subsets, decide and settle; returns (plan, decision) of every date."""
+    ids = [item["id"] for item in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])["items"]]
+    tilt = {e: 0.02 * (i - 2.5) for i, e in enumerate(ids)}
+    out = []
+    for t in range(n_dates):
+        time = START + dt.timedelta(days=30 * t)
+        plan = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), f"month {t}", horizon=2)
+        drafts = []
+        for subset in plan["subsets"]:
+            shift = sum(tilt[e] for e in subset["experience_ids"])
+            drafts.append({"SPY": 0.3 + shift, "TLT": 0.3, "GLD": 0.2 - shift, "BIL": 0.2})
+        decision = client.submit_drafts(agent["id"], plan["decision_id"], drafts)
+        returns = {"SPY": [0.01 * ((t % 3) - 1), 0.002], "TLT": [0.001, -0.001], "GLD": [0.0, 0.0], "BIL": [0.0, 0.0]}
+        client.settle(agent["id"], plan["decision_id"], returns=returns)
+        out.append((plan, decision))
+    return out
+
+
+@pytest.mark.parametrize("reference", ["given", "memory_free"])
+def test_a_budgeted_agent_drafts_only_what_each_plan_lists_within_its_budget(client, reference):
+    agent = client.create_agent(
+        "fund", "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial", draft_budget=3, reference=reference
+    )
+    assert agent["draft_budget"] == 3 and agent["reference"] == reference
+    steps = walk(client, agent, 14)
+    calls = [plan["draft_calls"] for plan, _ in steps]
+    assert all(sum(calls[: n + 1]) <= 3 * (n + 1) for n in range(len(calls)))
+    assert {plan["trial"] for plan, _ in steps} == {True, False}
+    for plan, decision in steps:
+        assert plan["draft_calls"] == len(plan["subsets"]) == decision["draft_calls"] == len(decision["drafts"])
+        assert len(plan["subsets"]) == (8 if plan["trial"] else 1)
+        if reference == "memory_free" and plan["subsets"][0]["mask"] == 0:
+            assert decision["reference"] == 0
+    log = client.trust_log(agent["id"], limit=1000)["items"]
+    predictions = [e for e in log if e["kind"] == "prediction"]
+    assert len(predictions) == sum(p["trial"] for p, _ in steps)  # only trials are scored
+    assert all(e["payload"]["details"]["draft_calls"] == 8 for e in predictions)
+
+
+def test_too_many_drafts_for_a_budget_plan_are_refused_with_the_count_it_asked_for(client):
+    agent = client.create_agent("fund", "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial", draft_budget=2)
+    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "month 0", horizon=2)
+    assert plan["trial"] is False and plan["draft_calls"] == 1  # the first decision cannot afford a trial
+    draft = {"SPY": 0.3, "TLT": 0.3, "GLD": 0.2, "BIL": 0.2}
+    with pytest.raises(ServiceError) as error:
+        client.submit_drafts(agent["id"], plan["decision_id"], [draft] * 8)
+    assert error.value.status == 422 and "(1)" in error.value.message
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"draft_budget": 0.5}, "draft_budget"),
+        ({"draft_budget": 17}, "draft_budget"),
+        ({"draft_budget": "3"}, "draft_budget"),
+    ],
+)
+def test_a_draft_budget_outside_its_range_is_refused_naming_the_field(client, settings, field):
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("fund", "balanced", UNIVERSE, **settings)
+    assert error.value.status == 422 and error.value.field == field
+
+
+def test_a_memory_free_reference_refuses_reference_weights(client):
+    agent = client.create_agent("fund", "balanced", UNIVERSE, reference="memory_free")
+    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    with pytest.raises(ServiceError) as error:
+        client.create_decision(
+            agent["id"],
+            START,
+            START + dt.timedelta(days=28),
+            "month 0",
+            horizon=2,
+            reference_weights={"SPY": 0.25, "TLT": 0.25, "GLD": 0.25, "BIL": 0.25},
+        )
+    assert error.value.status == 422 and error.value.field == "reference_weights"
