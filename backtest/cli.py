@@ -51,6 +51,11 @@ def _check_methods_and_learner(method_ids: tuple[str, ...] | None, known: list[s
         raise typer.BadParameter(f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
 
 
+def _with_frontier(method_ids: tuple[str, ...] | None, default: list[str]) -> tuple[str, ...]:
+    chosen = list(method_ids or default)
+    return tuple(chosen + [m for m in FRONTIER_IDS if m not in chosen])
+
+
 def _load_or_exit(load: Callable[[], object]) -> None:
     """Load the benchmark data up front: a missing or malformed file ends the command with its name."""
     from memtrial.errors import MemtrialError
@@ -87,7 +92,10 @@ def plantedmem(
         "--draft-budget",
         min=1.0,
         metavar="<calls>",
-        help="LLM draft calls per decision of the default memtrial (method 4.9; default: its whole design).",
+        help="LLM draft calls per decision of the default memtrial (method 4.11; default: its whole design).",
+    ),
+    frontier: bool = typer.Option(
+        False, "--frontier", help="Add the frontier's variants to the methods: " + ", ".join(FRONTIER_IDS) + "."
     ),
 ) -> None:
     """PlantedMem: every method, every regime, every investor."""
@@ -112,6 +120,8 @@ def plantedmem(
         raise typer.BadParameter(f"unknown regimes {unknown}; choose from {list(REGIMES)}")
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
     _check_methods_and_learner(method_ids, KNOWN_IDS, learner)
+    if frontier:
+        method_ids = _with_frontier(method_ids, METHOD_IDS)
     seed_list = parse_seeds(seeds)
     _load_or_exit(lambda: market_for(synthetic_market))
     specs = [
@@ -189,7 +199,10 @@ def _real_command(env: str, help_text: str) -> None:
             "--draft-budget",
             min=1.0,
             metavar="<calls>",
-            help="LLM draft calls per decision of the default memtrial (method 4.9; default: its whole design).",
+            help="LLM draft calls per decision of the default memtrial (method 4.11; default: its whole design).",
+        ),
+        frontier: bool = typer.Option(
+            False, "--frontier", help="Add the frontier's variants to the methods: " + ", ".join(FRONTIER_IDS) + "."
         ),
     ) -> None:
         _run_real(
@@ -210,6 +223,7 @@ def _real_command(env: str, help_text: str) -> None:
             learner,
             out,
             draft_budget,
+            frontier,
         )
 
     command.__doc__ = help_text
@@ -234,6 +248,7 @@ def _run_real(
     learner: str,
     out: Path,
     draft_budget: float | None = None,
+    frontier: bool = False,
 ) -> None:
     from backtest.methods.registry import REAL_METHOD_IDS
     from backtest.realdata import load_setting
@@ -253,6 +268,8 @@ def _run_real(
         raise typer.BadParameter("--model, --api-base and --offline apply to --drafter litellm only")
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
     _check_methods_and_learner(method_ids, [*REAL_METHOD_IDS, *FRONTIER_IDS], learner)
+    if frontier:
+        method_ids = _with_frontier(method_ids, REAL_METHOD_IDS)
     if method_ids is not None and "equal_weight" not in method_ids:
         method_ids = ("equal_weight", *method_ids)
     seed_list = parse_seeds(seeds)

@@ -58,6 +58,9 @@ FORECAST_METHODS = [
     "outcome_credit",
     "counterfactual_argmax",
     "oracle",
+    "memtrial_budget_2",
+    "memtrial_budget_3",
+    "memtrial_budget_4",
 ]
 DISPLAY = {
     "memtrial": "MemTrial (trust dial)",
@@ -68,6 +71,18 @@ DISPLAY = {
     "outcome_credit": "Outcome credit top-2",
     "counterfactual_argmax": "Counterfactual argmax top-2 (no gate)",
     "oracle": "Oracle (knows the types; not ranked)",
+    "memtrial_budget_2": "MemTrial at a budget of 2 calls",
+    "memtrial_budget_3": "MemTrial at a budget of 3 calls",
+    "memtrial_budget_4": "MemTrial at a budget of 4 calls",
+}
+# LLM draft calls per decision of the methods that do not count their own (method 4.11)
+DRAFT_CALLS = {
+    "no_memory": 1,
+    "all_four": 1,
+    "draft_mean": 8,
+    "outcome_credit": 1,
+    "counterfactual_argmax": 8,
+    "oracle": 1,
 }
 CONFIGS = {
     "memtrial": EngineConfig(
@@ -78,6 +93,17 @@ CONFIGS = {
         diagnostics=False,
     ),
     "memtrial_paper": EngineConfig(gamma=0.0, diagnostics=False),
+    **{
+        f"memtrial_budget_{budget}": EngineConfig(
+            gamma=0.0,
+            action=ActionRule.DIAL,
+            credit=CreditBasis.RAW,
+            gate=GateConfig(test=GateTest.ANYTIME),
+            diagnostics=False,
+            draft_budget=float(budget),
+        )
+        for budget in (2, 3, 4)
+    },
 }
 
 
@@ -132,6 +158,7 @@ def run_forecast_world(seed: int, methods: Sequence[str] = FORECAST_METHODS) -> 
     contrast: dict[int, list[float]] = {}
     utilities: dict[str, list[float]] = {m: [] for m in methods}
     trust: dict[str, list[float]] = {m: [] for m in engines}
+    calls: dict[str, list[int]] = {m: [] for m in engines}
     for t in range(DATES):
         ids = [int(e) for e in world.retrieved[t]]
         outcome = int(world.outcome[t])
@@ -140,6 +167,7 @@ def run_forecast_world(seed: int, methods: Sequence[str] = FORECAST_METHODS) -> 
         for method, engine in engines.items():
             plan = engine.plan(f"q{t}", t, t + 1, retrieved=ids, kind="scored")
             decision = engine.decide_scored(plan.decision_id, vectors=world.drafts[t][list(plan.masks)])
+            calls[method].append(plan.draft_calls)
             settlement = engine.settle_scored(plan.decision_id, outcome=outcome, rule="brier")
             assert settlement.chosen_utility is not None
             chosen[method] = settlement.chosen_utility
@@ -180,6 +208,7 @@ def run_forecast_world(seed: int, methods: Sequence[str] = FORECAST_METHODS) -> 
             m: {
                 "mean_utility": float(np.mean(utilities[m])),
                 "trust": None if m not in trust else float(np.mean(trust[m][UNSCORED:])),
+                "draft_calls_per_decision": float(np.mean(calls[m])) if m in calls else float(DRAFT_CALLS[m]),
             }
             for m in methods
         },
@@ -214,6 +243,9 @@ def forecast_report(
             "sd_over_seeds": float(np.std(per_seed, ddof=1)) if len(per_seed) > 1 else 0.0,
             "per_seed": per_seed,
             "trust": float(np.mean(trust_values)) if trust_values else None,
+            "draft_calls_per_decision": float(
+                np.mean([r["methods"][method]["draft_calls_per_decision"] for r in results])
+            ),
         }
     recoveries = [r["value_recovery"] for r in results if r["value_recovery"] is not None]
     document = {
@@ -232,8 +264,10 @@ def forecast_report(
         "Scored decisions: three-outcome forecasts scored by the Brier rule; utility is minus the Brier score per scored",
         "question (higher is better; 0 is a perfect forecast). Mean over seeds ± sd over seeds.",
         "",
-        "| rank | method | mean utility (-Brier) | trust (mean dial weight / share of dates open) |",
-        "|---:|---|---:|---:|",
+        "Calls: the LLM draft calls per decision the method causes, drafts made only to learn included.",
+        "",
+        "| rank | method | mean utility (-Brier) | trust (mean dial weight / share of dates open) | calls |",
+        "|---:|---|---:|---:|---:|",
     ]
     rank = 0
     for method in sorted(methods, key=lambda m: -float(summary[m]["mean_utility"])):  # type: ignore[arg-type]
@@ -241,7 +275,8 @@ def forecast_report(
         cell = summary[method]
         trust_text = "" if cell["trust"] is None else f"{cell['trust']:.2f}"
         lines.append(
-            f"| {label} | {DISPLAY.get(method, method)} | {cell['mean_utility']:.4f} ± {cell['sd_over_seeds']:.4f} | {trust_text} |"
+            f"| {label} | {DISPLAY.get(method, method)} | {cell['mean_utility']:.4f} ± {cell['sd_over_seeds']:.4f} | {trust_text} "
+            f"| {cell['draft_calls_per_decision']:.2f} |"
         )
     if document["value_recovery"] is not None:
         lines += [

@@ -268,13 +268,17 @@ class RealWorld:
         investor: str,
         drafter: Drafter,
         *,
-        full_design: bool = True,
+        full_design: bool | Sequence[int] = True,
         self_consistency: bool = True,
     ) -> None:
         if investor not in INVESTORS:
             raise ConfigError(f"investor must be one of {sorted(INVESTORS)}, got {investor!r}", field="investor")
         self.setting, self.investor, self.drafter = setting, INVESTORS[investor], drafter
         self.full_design, self.self_consistency = full_design, self_consistency
+        # the subsets drafted on every date: all sixteen, the half fraction, or those given
+        self._masks = (
+            list(range(16)) if full_design is True else list(HALF) if full_design is False else sorted(full_design)
+        )
         self.mandate = mandate_text(self.investor)
         s = setting
         self.n_dates = len(s.decisions)
@@ -429,7 +433,7 @@ class RealWorld:
             return None
         added, self._added = self._added, []
         retrieved = self.bank.search(self.context_vectors[date], K)
-        masks = list(range(16)) if self.full_design else list(HALF)
+        masks = self._masks
         requests = [
             self.draft_request(date, tuple(self.lessons[retrieved[j]] for j in range(K) if mask >> j & 1), mask)
             for mask in masks

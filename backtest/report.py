@@ -37,7 +37,8 @@ DISPLAY: dict[str, str] = {
     "expel": "ExpeL (adapted)",
     "reflexion": "Reflexion (adapted)",
     "hedge": "Hedge over drafts",
-    "memtrial": "MemTrial (trust dial)",
+    "memtrial": "MemTrial (trust dial, odd half)",
+    "memtrial_dial_half": "MemTrial dial: even half fraction",
     "memtrial_paper": "MemTrial: paper's rule (auto, prequential gate)",
     "memtrial_anytime": "MemTrial: paper's rule, anytime gate",
     "memtrial_content": "MemTrial: content only",
@@ -51,7 +52,7 @@ DISPLAY: dict[str, str] = {
     "memtrial_full": "MemTrial: full 16-draft design",
     "memtrial_dial_centred": "MemTrial dial: centred values",
     "memtrial_dial_identity": "MemTrial dial: identity learner",
-    "memtrial_memory_free": "MemTrial: memory-free draft as reference",
+    "memtrial_memory_free": "MemTrial: a memory-free ninth draft as reference",
     "memtrial_budget_2": "MemTrial at a budget of 2 calls",
     "memtrial_budget_3": "MemTrial at a budget of 3 calls",
     "memtrial_budget_4": "MemTrial at a budget of 4 calls",
@@ -231,7 +232,7 @@ def frontier_points(
 def frontier_lines(
     investors: dict[str, Any], groups: Sequence[tuple[str, Sequence[str]]], methods: Sequence[str]
 ) -> list[str]:
-    """The cost-quality table (method 4.9): every method's LLM draft calls per decision beside its utility,
+    """The cost-quality table (method 4.11): every method's LLM draft calls per decision beside its utility,
     cheapest first; a method is on the frontier when no method at most as costly does better."""
     if not groups:
         return []

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from backtest.report import DISPLAY, aggregate, save_figure
+from backtest.report import DISPLAY, aggregate, frontier_lines, frontier_plot, save_figure
 
 __all__ = ["markdown_real", "plots_real", "write_real_report"]
 
@@ -89,7 +89,7 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
             lines.append(
                 f"| {rank} | {DISPLAY.get(method, method)} | {row['mean_utility_pp']:.3f} ± {row['sd_over_seeds']:.3f} | {gap:+.3f} | {relative:+.1f}% "
                 f"| {_fmt(row.get('sharpe'), '.2f')} | {_fmt(row.get('max_drawdown'), '.1%')} | {_fmt(row.get('final_wealth'), '.3f')} "
-                f"| {_fmt(row.get('turnover'), '.3f')} | {_fmt(row.get('open_rate'), '.2f')} | {row.get('draft_calls_per_decision', '-')} |"
+                f"| {_fmt(row.get('turnover'), '.3f')} | {_fmt(row.get('open_rate'), '.2f')} | {_fmt(row.get('draft_calls_per_decision'), '.2f')} |"
             )
         summary = []
         for gated in ("memtrial", "memtrial_anytime"):
@@ -115,6 +115,7 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
         lines.append(
             f"| {rank} | {DISPLAY.get(method, method)} | {means[method]:.4f} | {means[method] - means['equal_weight']:+.4f} |"
         )
+    lines += frontier_lines(document["investors"], [("utility", [env])], methods)
     usage = document.get("drafter_usage")
     if usage:
         lines += [
@@ -205,6 +206,10 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
     axis.set_ylabel("share of scored decisions with the gate open")
     axis.legend(fontsize=7)
     save_figure(figure, folder / "gate_open_rate.png", paths)
+    methods = list(next(iter(investors.values()))[env])
+    frontier_plot(
+        investors, [(f"{env}: utility against calls", [env])], methods, folder / "cost_quality_frontier.png", paths
+    )
     return paths
 
 

@@ -26,10 +26,11 @@ import numpy as np
 
 from backtest.context import DateContext
 from backtest.market import Market
-from backtest.methods.base import Method, Scoring, Walk
+from backtest.methods.base import HALF, Method, Scoring, Walk
 from backtest.methods.registry import MEMTRIAL_VARIANTS, METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
+from memtrial.design import odd_half
 from memtrial.drafting import AnalogicalDrafter, Drafter
 from memtrial.errors import ConfigError
 from memtrial.settle import INVESTORS, nav_paths_by_date, utilities_by_date
@@ -39,7 +40,7 @@ __all__ = ["DrafterSpec", "WorldSpec", "calendar_key", "run_group", "run_many", 
 _MARKETS: dict[bool, Market] = {}
 _WORLDS: dict[tuple[str, int, bool], PlantedMemWorld] = {}
 
-# LLM draft calls per decision of the methods that do not count their own (method 4.9): every call a
+# LLM draft calls per decision of the methods that do not count their own (method 4.11): every call a
 # method causes counts, drafts made only to learn included; "R" stands for the world's reference
 DRAFT_CALLS: dict[str, tuple[int, bool]] = {  # (draft calls, uses the reference)
     "equal_weight": (0, False),
@@ -92,7 +93,7 @@ class WorldSpec:
     warmup_dates: int | None = None
     test_dates: int | None = None
     engine: str = "replay"
-    draft_budget: float | None = None  # the default memtrial's draft budget (method 4.9; None: its whole design)
+    draft_budget: float | None = None  # the default memtrial's draft budget (method 4.11; None: its whole design)
 
 
 def market_for(synthetic: bool) -> Market:
@@ -109,7 +110,10 @@ def draft_calls(method: Method, reference_calls: int) -> float:
         if measured is not None:
             return float(measured)
     if method.id.startswith("memtrial"):  # a replayed variant: its whole design at every decision, and the reference
-        runs = 16 if MEMTRIAL_VARIANTS[method.id].get("design") == "full" else 8
+        settings = MEMTRIAL_VARIANTS[method.id]
+        runs = 16 if settings.get("design") == "full" else 8
+        if settings.get("reference") == "memory_free":  # its own memory-free draft, a ninth beside the odd half
+            return float(runs + int(settings.get("design") == "fold"))
         return float(runs + reference_calls)
     base = method.id.removesuffix("_anchored")
     calls, uses_reference = DRAFT_CALLS[base]
@@ -185,13 +189,30 @@ def _make_world(spec: WorldSpec, market: Any, method_ids: list[str]) -> tuple[Wo
             setting,
             spec.investor,
             drafter,
-            full_design="memtrial_full" in method_ids,
+            full_design=drafted_masks(method_ids, spec.draft_budget),
             self_consistency="self_consistency" in method_ids,
         )
     except BaseException:
         _close(drafter)
         raise
     return world, drafter
+
+
+def drafted_masks(method_ids: Sequence[str], draft_budget: float | None = None) -> list[int]:
+    """The subsets a real-data world drafts on every date for ``method_ids``: the half fraction, the odd
+    half for a variant on it, every subset for the full design or a draft budget (exploiting plans may
+    act on any subset). A subset's draft is keyed by its mask, so adding subsets changes none of the others."""
+    masks = set(HALF)
+    for method_id in method_ids:
+        settings = MEMTRIAL_VARIANTS.get(method_id)
+        if settings is None:
+            continue
+        budget = settings.get("draft_budget", draft_budget if method_id == "memtrial" else None)
+        if settings.get("design") == "full" or budget is not None:
+            return list(range(16))
+        if settings.get("design") == "fold":
+            masks |= set(odd_half(4))
+    return sorted(masks)
 
 
 def _close(drafter: Drafter | None) -> None:

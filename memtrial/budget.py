@@ -1,4 +1,4 @@
-"""Draft budgets (method 4.9): which drafts a plan asks for when LLM calls per decision are limited.
+"""Draft budgets (method 4.11): which drafts a plan asks for when LLM calls per decision are limited.
 
 A budget B is the average number of draft calls per decision the agent may
 spend. It is spent from a running credit: every plan adds B; a plan whose

@@ -1,4 +1,4 @@
-"""What a decision plays, from its frozen plan and its drafts (method 4.5, 4.8, 4.9): the decision records.
+"""What a decision plays, from its frozen plan and its drafts (method 4.5, 4.8, 4.9, 4.11): the decision records.
 
 The rules themselves live in :mod:`memtrial.action` (one definition each, in
 batch form); these functions apply them to one plan and build the
@@ -26,7 +26,7 @@ __all__ = ["choose_exploit", "choose_portfolio", "choose_scored", "plan_dial"]
 def choose_exploit(
     plan: Plan, drafts: NDArray[np.float64], reference: NDArray[np.float64] | None, common: dict[str, Any]
 ) -> Decision:
-    """An exploiting budget decision (method 4.9): memory's draft at its share, the rest on the anchored
+    """An exploiting budget decision (method 4.11): memory's draft at its share, the rest on the anchored
     mixture of the reference and the memory-free draft. reference None: drafts that cannot be blended
     (memory's draft at full share, else the memory-free draft as it is)."""
     rows = list(plan.masks)
@@ -158,6 +158,10 @@ def choose_portfolio(plan: Plan, drafts: NDArray[np.float64], reference_index: i
         plan = replace(plan, reference=drafts[reference_index])
     if not plan.trial:
         return choose_exploit(plan, drafts, plan.reference, common)
+    if plan.extra_reference:  # the design's runs are combined; the last draft is the reference alone
+        rows = plan.design_rows
+        plan = replace(plan, masks=plan.masks[:rows], subsets=plan.subsets[:rows])
+        drafts = drafts[:rows]
     if plan.dial is not None:
         dial = plan.dial
         weights = dial_weights(

@@ -46,7 +46,7 @@ class EngineConfig:
     sds, set aside beyond 50), so one implausible outcome cannot dominate or
     zero the values. Off by default (the method as specified); the service
     turns it on for every new agent.
-    draft_budget: LLM draft calls per decision on average (method 4.9; None: the whole design
+    draft_budget: LLM draft calls per decision on average (method 4.11; None: the whole design
     every time). Plans then draft the whole design on trial decisions only and one or two drafts
     on the others (:mod:`memtrial.budget`).
     reference: ``given`` (the plan's reference, equal weight by default) or ``memory_free`` (each

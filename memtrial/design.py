@@ -8,7 +8,9 @@ A, B, C, ... for bits 0, 1, 2, ...
 The default design for k = 4 is the half fraction with defining relation
 I = ABCD: the eight even-size subsets ``[0, 3, 5, 6, 9, 10, 12, 15]``
 (resolution IV; A = BCD, AB = CD, ...). Its fold-over on one factor is the odd
-half, and a half plus its fold-over is the full factorial.
+half (I = -ABCD, design ``fold``): the four single experiences and the four
+triples, each experience again in four of the eight runs, so its contrasts are
+as precise; a half plus its fold-over is the full factorial.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ __all__ = [
     "full_factorial",
     "plan_masks",
     "half_fraction",
+    "odd_half",
     "subset_of",
     "validate_masks",
 ]
@@ -43,6 +46,7 @@ class DesignKind(StrEnum):
     """Which subsets of the retrieved experiences get a draft."""
 
     HALF = "half"
+    FOLD = "fold"  # the odd half: no memory-free run, every single experience alone
     FULL = "full"
 
 
@@ -80,6 +84,13 @@ def half_fraction(k: int) -> list[int]:
     return [mask for mask in range(1 << k) if mask.bit_count() % 2 == 0]
 
 
+def odd_half(k: int) -> list[int]:
+    """Return the odd-parity masks of k factors (defining relation I = -AB...K), the fold-over of the
+    half fraction. For k = 4 this is ``[1, 2, 4, 7, 8, 11, 13, 14]``."""
+    _check_k(k)
+    return [mask for mask in range(1 << k) if mask.bit_count() % 2 == 1]
+
+
 def full_factorial(k: int) -> list[int]:
     """Return all ``2**k`` masks in increasing order."""
     _check_k(k)
@@ -89,7 +100,9 @@ def full_factorial(k: int) -> list[int]:
 def build_design(kind: DesignKind | str, k: int) -> list[int]:
     """Return the masks of the named design."""
     design = parse_choice(DesignKind, kind, "design")
-    return half_fraction(k) if design is DesignKind.HALF else full_factorial(k)
+    if design is DesignKind.HALF:
+        return half_fraction(k)
+    return odd_half(k) if design is DesignKind.FOLD else full_factorial(k)
 
 
 def plan_masks(kind: DesignKind | str, k: int, n_retrieved: int) -> list[int]:

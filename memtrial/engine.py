@@ -234,11 +234,17 @@ class MemTrial:
             else None
         )
         budget = self.config.draft_budget
-        trial, share = self.credit.is_trial(budget, len(masks)), 0.0
-        if not trial:  # a budget decision that exploits: one or two drafts, nothing learnt (method 4.9)
+        needs_reference = (
+            kind is DecisionKind.PORTFOLIO and self.config.reference is ReferenceSource.MEMORY_FREE and 0 not in masks
+        )
+        trial, share = self.credit.is_trial(budget, len(masks) + int(needs_reference)), 0.0
+        if not trial:  # a budget decision that exploits: one or two drafts, nothing learnt (method 4.11)
             memory, trusted = memory_row(dial, trust.is_open, predictions, ids, masks)
             on_memory = memory is not None and self.credit.on_memory(trusted)
             masks, share = exploit_masks(memory, on_memory), 1.0 if on_memory else 0.0
+        extra = trial and needs_reference
+        if extra:  # the reference draft, outside a design without one
+            masks = [*masks, 0]
         if budget is not None:
             self.credit.spend(len(masks))
         if ids and trial:
@@ -269,6 +275,7 @@ class MemTrial:
             kind=kind,
             trial=trial,
             memory_share=share,
+            extra_reference=extra,
         )
         self.history.put(DecisionEntry(plan))
         self.clock = time
@@ -335,6 +342,7 @@ class MemTrial:
             raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
         memory_free = self.config.reference is ReferenceSource.MEMORY_FREE and 0 in plan.masks
         entry.decision = choose_portfolio(plan, matrix, plan.masks.index(0) if memory_free else None)
+        # (an extra reference draft is the last row: masks.index(0) finds it, the design has no 0)
         self.history.put(entry)
         return entry.decision
 

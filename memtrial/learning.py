@@ -113,7 +113,7 @@ def frozen_predictions(learner: EmpiricalBayesLearner, ids: Sequence[ExperienceI
 def portfolio_outcome(config: EngineConfig, plan: Plan, decision: Decision, prices: NDArray[np.float64]) -> Outcome:
     """Every draft, the reference, the draft mean, the chosen weights and the 201 mixtures scored on the
     relative prices (H, n)."""
-    draft_mean = decision.drafts.mean(axis=0)
+    draft_mean = decision.drafts[: plan.design_rows].mean(axis=0)
     reference = plan.reference if decision.reference_index is None else decision.drafts[decision.reference_index]
     batch = normalised(np.vstack([decision.drafts, reference, draft_mean, decision.weights]))
     scores = np.asarray(utility(batch, prices, plan.previous, config.risk_aversion, config.fee_bp))
@@ -164,18 +164,19 @@ def outcome_of(config: EngineConfig, plan: Plan, decision: Decision, settlement:
 def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time, running: Running) -> Settlement:
     """Credit, score and learn from a settled decision's utilities (the same for every kind)."""
     ids = plan.experience_ids
-    draft_utilities = realised.draft_utilities
+    draft_utilities = realised.draft_utilities[: plan.design_rows]  # an extra reference draft is not a design run
+    masks = list(plan.masks[: plan.design_rows])
     contributions: dict[ExperienceId, float] = {}
     centred: dict[ExperienceId, float] = {}
     interactions: dict[str, float] = {}
     score = None
-    learns = plan.trial  # an exploiting budget decision (method 4.9) learns nothing
+    learns = plan.trial  # an exploiting budget decision (method 4.11) learns nothing
     if ids and learns:
-        contrast = banzhaf_contrasts(draft_utilities, list(plan.masks), len(ids))
+        contrast = banzhaf_contrasts(draft_utilities, masks, len(ids))
         contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
         centred = dict(zip(ids, (float(c) for c in centre_contrasts(contrast)), strict=True))
         if len(ids) >= 2 and config.diagnostics:
-            interactions = interaction_contrasts(draft_utilities, list(plan.masks), len(ids))
+            interactions = interaction_contrasts(draft_utilities, masks, len(ids))
         score = running.gate.score_predictions(plan.decision_id, plan.predictions, centred).score
         if config.learner is LearnerMode.AUTO:
             _score_modes(running.learner, plan, centred)
@@ -190,7 +191,7 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
         decision_id=plan.decision_id,
         settled_at=settled_at,
         rel_prices=realised.prices,
-        draft_utilities=draft_utilities,
+        draft_utilities=realised.draft_utilities,
         reference_utility=realised.reference_u,
         mean_utility=realised.mean_u,
         chosen_utility=realised.chosen_u,

@@ -157,8 +157,14 @@ class Plan:
     defensive: NDArray[np.bool_] | None
     dial: Dial | None = None
     kind: DecisionKind = DecisionKind.PORTFOLIO
-    trial: bool = True  # False: a budget decision that exploits (method 4.9) and learns nothing
+    trial: bool = True  # False: a budget decision that exploits (method 4.11) and learns nothing
     memory_share: float = 0.0  # an exploiting decision's share on memory's draft
+    extra_reference: bool = False  # the last draft is the memory-free reference, outside a design without one
+
+    @property
+    def design_rows(self) -> int:
+        """How many of the drafts (the first ones) are design runs, credited and combined."""
+        return len(self.masks) - int(self.extra_reference)
 
     @property
     def draft_calls(self) -> int:
@@ -188,6 +194,7 @@ class Plan:
             **({} if self.dial is None else {"dial": self.dial.to_dict()}),
             **({} if self.kind is DecisionKind.PORTFOLIO else {"kind": self.kind.value}),
             **({} if self.trial else {"trial": False, "memory_share": self.memory_share}),
+            **({"extra_reference": True} if self.extra_reference else {}),
         }
 
     @classmethod
@@ -216,6 +223,7 @@ class Plan:
             kind=DecisionKind(data.get("kind", "portfolio")),
             trial=bool(data.get("trial", True)),
             memory_share=float(data.get("memory_share", 0.0)),
+            extra_reference=bool(data.get("extra_reference", False)),
         )
 
 

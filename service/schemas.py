@@ -184,7 +184,10 @@ class AgentCreate(Strict):
         max_length=64,
         description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for",
     )
-    design: Literal["half", "full"] = "half"
+    design: Literal["half", "fold", "full"] = Field(
+        "half",
+        description="half: the eight even-size subsets (the memory-free draft first); fold: the eight odd-size ones (every experience alone, no memory-free run); full: all sixteen",
+    )
     gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
     learner: Literal["auto", "identity", "content"] = "auto"
     fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"

@@ -7,6 +7,7 @@ components the learner takes from embeddings; None when features are given).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,11 +50,12 @@ __all__ = [
 Factory = Callable[[Any, Scoring, int], Method]
 
 #: The default ``memtrial`` acts by the trust dial (method 4.8) on values learned from the raw same-day
-#: contrasts; ``memtrial_paper`` is the paper's rule (binary prequential gate, date-centred values),
+#: contrasts, over the odd half fraction (every single experience drafted alone; chosen on the dev seeds);
+#: ``memtrial_paper`` is the paper's rule (binary prequential gate, date-centred values),
 #: and the ablations after it vary one setting of the paper's rule each.
 DIAL = {"action": "dial", "credit": "raw", "gate": GateConfig(test=GateTest.ANYTIME)}
 MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
-    "memtrial": DIAL,
+    "memtrial": {**DIAL, "design": "fold"},
     "memtrial_paper": {},
     "memtrial_anytime": {"gate": GateConfig(test=GateTest.ANYTIME)},
     "memtrial_content": {"learner": "content"},
@@ -67,9 +69,10 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_full": {"design": "full"},
     "memtrial_dial_centred": {**DIAL, "credit": "centred"},
     "memtrial_dial_identity": {**DIAL, "learner": "identity"},
-    # the default anchored on each decision's memory-free draft instead of the world's reference
-    "memtrial_memory_free": {**DIAL, "reference": ReferenceSource.MEMORY_FREE},
-    # the default at a draft budget (method 4.9): calls per decision on average
+    "memtrial_dial_half": DIAL,  # the dial on the half fraction (the default before the odd half)
+    # the default anchored on each decision's memory-free draft (a ninth draft) instead of the world's reference
+    "memtrial_memory_free": {**DIAL, "design": "fold", "reference": ReferenceSource.MEMORY_FREE},
+    # the default at a draft budget (method 4.11): calls per decision on average
     "memtrial_budget_2": {**DIAL, "draft_budget": 2.0},
     "memtrial_budget_3": {**DIAL, "draft_budget": 3.0},
     "memtrial_budget_4": {**DIAL, "draft_budget": 4.0},
@@ -86,6 +89,8 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
     settings: dict[str, Any] = dict(MEMTRIAL_VARIANTS[method_id])
     if method_id == "memtrial" and draft_budget is not None:
         settings["draft_budget"] = draft_budget
+    if settings.get("draft_budget") is not None and settings.get("design") == "fold":
+        settings["design"] = "half"  # its memory-free run anchors the budget's plans: a trial is 8 calls, not 9
     if settings.get("draft_budget") is not None and world.reference_calls > 0:
         settings["reference"] = ReferenceSource.MEMORY_FREE
     return EngineConfig(
@@ -98,9 +103,15 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
 
 
 def replays(config: EngineConfig) -> bool:
-    """Whether the batch replay serves a configuration (every plan drafts the whole design, against
-    the given reference); the others run one online engine each."""
-    return config.draft_budget is None and config.reference is ReferenceSource.GIVEN
+    """Whether the batch replay serves a configuration (every plan drafts the whole design); a variant at
+    a draft budget runs an online engine."""
+    return config.draft_budget is None
+
+
+def _anchored_on_memory_free(contexts: Sequence[DateContext]) -> list[DateContext]:
+    """The contexts with each date's memory-free draft as the reference (what ``reference="memory_free"``
+    plays against; the draft is made whatever the design, so the replay reads it off the context)."""
+    return [dataclasses.replace(c, reference=np.asarray(c.drafts[0])) for c in contexts]
 
 
 def _memtrial(method_id: str) -> Factory:
@@ -152,7 +163,7 @@ for _base in ANCHORED_BASES:
 FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 
 #: variants that run an online engine each (a draft budget, or the memory-free reference): asked for by name
-#: (``--methods``), they draw the cost-quality frontier (method 4.9); a default run leaves them out
+#: (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
 FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtrial_budget_", "memtrial_memory_free"))]
 METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS]
 # the real-data settings have no oracle, and their reference is equal weight (already a method)
@@ -197,9 +208,12 @@ def build_methods(
             if method_id in MEMTRIAL_VARIANTS
             and replays(config := memtrial_config(method_id, world, scoring, draft_budget))
         }
-        if configs:
-            members = family_of(scoring, configs, world.features, world.n_components, contexts, outcome)
-            family = {member.id: member for member in members}
+        for source in ReferenceSource:  # one family per reference: the world's, or each date's memory-free draft
+            chosen = {m: c for m, c in configs.items() if c.reference is source}
+            if chosen:
+                seen = contexts if source is ReferenceSource.GIVEN else _anchored_on_memory_free(contexts)
+                members = family_of(scoring, chosen, world.features, world.n_components, seen, outcome)
+                family.update({member.id: member for member in members})
     methods = [
         family[method_id]
         if method_id in family

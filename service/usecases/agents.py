@@ -87,6 +87,13 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
             raise ApiError(
                 422, "invalid", "reference: a scored agent designates its reference draft when it decides", "reference"
             )
+        if body.design == "fold":
+            raise ApiError(
+                422,
+                "invalid",
+                "design: the odd half has no memory-free run to serve as a scored agent's reference draft; use half or full",
+                "design",
+            )
         return EngineConfig(
             gamma=0.0, fee_bp=body.fee_bp, **common
         ), gate  # utilities come from the outcome; no mandate, no fee

@@ -1,4 +1,4 @@
-"""Draft budgets (method 4.9): calls within the budget, trials learn as without one, exploiting decisions learn
+"""Draft budgets (method 4.11): calls within the budget, trials learn as without one, exploiting decisions learn
 nothing, the state and corrections keep them, and the null guarantee holds at every budget."""
 
 import json
@@ -184,3 +184,26 @@ def test_which_plans_are_trials_depends_on_the_budget_alone():
         [p.trial for p, _, _ in walk(engine_of(3.0), world(seed, 40, tilt=t))] for seed, t in ((1, 0.0), (2, 0.6))
     ]
     assert schedules[0] == schedules[1]
+
+
+def test_the_odd_half_is_the_fold_over_with_i_equal_to_minus_abcd():
+    from memtrial.design import build_design, defining_relation, fold_over, half_fraction, odd_half
+
+    assert odd_half(4) == build_design("fold", 4) == [1, 2, 4, 7, 8, 11, 13, 14] == fold_over(half_fraction(4), 4)
+    assert defining_relation(odd_half(4), 4) == [(0, 1), (15, -1)]
+    assert all(sum(m >> j & 1 for m in odd_half(4)) == 4 for j in range(4))  # each experience in four runs
+
+
+def test_a_design_without_a_memory_free_run_drafts_the_reference_as_a_ninth_draft():
+    dates = world(8, 20)
+    anchored = walk(engine_of(None, reference="memory_free", design="fold"), dates)
+    given = walk(engine_of(None, design="fold"), dates)
+    for (plan, decision, settlement), (other, _, settled) in zip(anchored, given, strict=True):
+        assert plan.masks == (1, 2, 4, 7, 8, 11, 13, 14, 0) and plan.extra_reference and plan.draft_calls == 9
+        assert other.masks == plan.masks[:8] and not other.extra_reference
+        assert settlement.contributions == pytest.approx(settled.contributions, abs=1e-15)  # the design's runs only
+        assert decision.reference_index == 8 and settlement.reference_utility == settlement.draft_utilities[8]
+    budgeted = walk(engine_of(4.0, reference="memory_free", design="fold"), dates)
+    assert all(p.draft_calls == 9 for p, _, _ in budgeted if p.trial) and any(p.trial for p, _, _ in budgeted)
+    calls = np.cumsum([p.draft_calls for p, _, _ in budgeted])
+    assert np.all(calls <= 4.0 * np.arange(1, 21))

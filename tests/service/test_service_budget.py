@@ -1,4 +1,4 @@
-"""Service: an agent's draft budget (method 4.9): plans list exactly the drafts to make, decisions and the
+"""Service: an agent's draft budget (method 4.11): plans list exactly the drafts to make, decisions and the
 prediction log record the calls, and the memory-free reference refuses reference weights."""
 
 import datetime as dt
@@ -90,3 +90,15 @@ def test_a_memory_free_reference_refuses_reference_weights(client):
             reference_weights={"SPY": 0.25, "TLT": 0.25, "GLD": 0.25, "BIL": 0.25},
         )
     assert error.value.status == 422 and error.value.field == "reference_weights"
+
+
+def test_a_fold_design_drafts_every_experience_alone_and_scored_agents_refuse_it(client):
+    agent = client.create_agent("fund", "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial", design="fold")
+    plan = walk(client, agent, 1)[0][0]
+    assert [s["mask"] for s in plan["subsets"]] == [1, 2, 4, 7, 8, 11, 13, 14]
+    anchored = client.create_agent("anchored", "balanced", UNIVERSE, design="fold", reference="memory_free")
+    plan, decision = walk(client, anchored, 1)[0]
+    assert [s["mask"] for s in plan["subsets"]][-1] == 0 and plan["draft_calls"] == 9 and decision["reference"] == 8
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("forecaster", kind="scored", outcomes=["yes", "no"], design="fold")
+    assert error.value.status == 422 and error.value.field == "design"

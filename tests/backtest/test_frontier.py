@@ -1,0 +1,68 @@
+"""Honest draft accounting and the cost-quality frontier (method 4.11): every call a method causes counts."""
+
+import json
+
+import numpy as np
+import pytest
+
+from backtest.report import frontier_lines, frontier_points, write_report
+from backtest.runner import WorldSpec, drafted_masks, run_world
+
+COUNTED = (
+    "equal_weight", "no_memory", "reference", "counterfactual_argmax", "uplift_credit", "similarity_top2_anchored",
+    "draft_mean", "memtrial", "memtrial_full", "memtrial_memory_free", "memtrial_budget_3", "oracle",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def world():
+    return run_world(WorldSpec("beta_0.5", "balanced", 3, methods=COUNTED))
+
+
+def test_every_call_a_method_causes_counts_in_plantedmem(world):
+    calls = {m: cell["draft_calls_per_decision"] for m, cell in world["methods"].items()}
+    assert calls["equal_weight"] == 0 and calls["no_memory"] == 1
+    assert calls["counterfactual_argmax"] == 8  # it learns from the eight designed drafts
+    assert calls["reference"] == 8  # the mean of eight memory-free draws
+    assert calls["uplift_credit"] == 9 and calls["similarity_top2_anchored"] == 9 and calls["oracle"] == 9
+    assert calls["memtrial"] == 16 and calls["memtrial_full"] == 24  # its design, and the world's reference
+    assert calls["memtrial_memory_free"] == 9  # the odd half and its own memory-free draft, no reference draws
+    assert 2.5 < calls["memtrial_budget_3"] <= 3.0  # the budget, its reference included
+
+
+def test_the_default_memtrials_budget_is_set_from_the_run(world):
+    budgeted = run_world(WorldSpec("beta_0.5", "balanced", 3, methods=("memtrial",), draft_budget=2.0))
+    assert 1.5 < budgeted["methods"]["memtrial"]["draft_calls_per_decision"] <= 2.0
+    assert budgeted["methods"]["memtrial"]["mean_utility_pp"] != world["methods"]["memtrial"]["mean_utility_pp"]
+
+
+def test_a_real_data_world_drafts_the_subsets_its_methods_need():
+    assert drafted_masks(["equal_weight", "memtrial_paper"]) == [0, 3, 5, 6, 9, 10, 12, 15]
+    assert drafted_masks(["memtrial"]) == list(range(16))  # the odd half beside the even one
+    assert drafted_masks(["memtrial_dial_half"], draft_budget=3.0) == [0, 3, 5, 6, 9, 10, 12, 15]
+    assert drafted_masks(["memtrial_budget_3"]) == list(range(16))  # an exploiting plan may act on any subset
+
+
+def test_the_report_tables_and_plots_utility_against_calls(tmp_path, world):
+    other = run_world(WorldSpec("noise_only", "balanced", 3, methods=COUNTED))
+    document = write_report(tmp_path, [world, other], [3], 1.0, "memtrial backtest plantedmem")
+    text = (tmp_path / "results.md").read_text()
+    assert "## Cost and quality: utility against LLM draft calls per decision" in text
+    assert (tmp_path / "cost_quality_frontier.png").stat().st_size > 10_000
+    points = frontier_points(document["investors"], ["beta_0.5"], list(COUNTED))
+    assert points["counterfactual_argmax"][0] == 8.0
+    assert points["memtrial"][1] == pytest.approx(world["methods"]["memtrial"]["mean_utility_pp"])
+    lines = frontier_lines(document["investors"], [("memory", ["beta_0.5"]), ("null", ["noise_only"])], list(COUNTED))
+    rows = [line for line in lines if line.startswith("| ") and not line.startswith("| method")]
+    calls = [float(row.split("|")[2]) for row in rows]
+    assert calls == sorted(calls) and len(rows) == len(COUNTED)  # cheapest first, every method
+    frontier = [row for row in rows if "* |" in row]
+    values = [float(row.split("|")[3]) for row in frontier]
+    assert values == sorted(values) and "Oracle" not in " ".join(frontier)  # a frontier rises; the oracle is off it
+    assert (
+        json.loads((tmp_path / "results.json").read_text())["investors"]["balanced"]["beta_0.5"]["memtrial"][
+            "draft_calls_per_decision"
+        ]
+        == 16
+    )
+    assert np.isfinite(values).all()
