@@ -265,6 +265,9 @@ def frontier_lines(
     return lines
 
 
+LABELLED = ("memtrial", "counterfactual_argmax", "no_memory", "equal_weight", "oracle", "reference")
+
+
 def frontier_plot(
     investors: dict[str, Any],
     groups: Sequence[tuple[str, Sequence[str]]],
@@ -272,18 +275,30 @@ def frontier_plot(
     path: Path,
     paths: list[Path],
 ) -> None:
-    """utility against calls per decision, one panel per group of regimes; MemTrial's budgets joined by a line."""
+    """Utility against calls per decision, one panel per group of regimes: MemTrial's variants in red (its
+    budgets joined by a line), the others in grey; named are MemTrial's default and budgets, the main
+    baselines and the frontier. A method far below 1/N is left off the scale and named in the title."""
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.8), squeeze=False)
     for axis, (name, regimes) in zip(axes[0], groups, strict=True):
         points = frontier_points(investors, regimes, methods)
+        floor = points["equal_weight"][1] - 0.1 if "equal_weight" in points else -np.inf
+        off = [m for m, (_, v) in points.items() if v < floor]
+        best, frontier = -np.inf, set()
+        for method in sorted(points, key=lambda m: (points[m][0], -points[m][1])):
+            if method not in UNRANKED and points[method][1] > best:
+                best = points[method][1]
+                frontier.add(method)
         for method, (calls, value) in points.items():
+            if method in off:
+                continue
             ours = method.startswith("memtrial")
             axis.scatter([calls], [value], s=28 if ours else 16, color="tab:red" if ours else "tab:gray", zorder=3)
-            axis.annotate(
-                DISPLAY.get(method, method), (calls, value), fontsize=6, xytext=(3, 2), textcoords="offset points"
-            )
+            if method in frontier or method in LABELLED or method.startswith("memtrial_budget_"):
+                axis.annotate(
+                    DISPLAY.get(method, method), (calls, value), fontsize=6, xytext=(3, 2), textcoords="offset points"
+                )
         budgets = sorted(
             (points[m] for m in points if m.startswith("memtrial_budget_") or m == "memtrial"), key=lambda p: p[0]
         )
@@ -291,7 +306,7 @@ def frontier_plot(
             axis.plot([b[0] for b in budgets], [b[1] for b in budgets], color="tab:red", linewidth=1)
         axis.set_xlabel("LLM draft calls per decision")
         axis.set_ylabel("mean utility (pp)")
-        axis.set_title(name)
+        axis.set_title(name + (f" (off scale: {', '.join(DISPLAY.get(m, m) for m in off)})" if off else ""), fontsize=9)
     save_figure(figure, path, paths)
 
 

@@ -257,6 +257,8 @@ class MemTrial:
             if budget is not None:
                 details["draft_calls"] = len(masks)
             self.gate.register(decision_id, predictions, details, track=False)
+        elif ids and budget is not None:  # the log records every call a budget spends, trials' and the others'
+            self.gate.log.append("exploit", {"date": decision_id, "draft_calls": len(masks), "memory_share": share})
         plan = Plan(
             decision_id=decision_id,
             time=time,

@@ -81,6 +81,13 @@ def test_every_plan_states_the_drafts_to_make_and_the_decision_records_the_calls
     predictions = [e for e in engine.history.log_entries() if e.kind == "prediction"]
     assert len(predictions) == len(trials)  # only trials register a prediction to be scored
     assert all(e.payload["details"]["draft_calls"] == 8 for e in predictions)
+    others = [e for e in engine.history.log_entries() if e.kind == "exploit"]
+    assert len(others) == len(exploits) and all(e.payload["draft_calls"] == 1 for e in others)
+    logged = sum(e.payload["details"]["draft_calls"] for e in predictions) + sum(
+        e.payload["draft_calls"] for e in others
+    )
+    assert logged == engine.credit.calls == sum(p.draft_calls for p, _, _ in steps)
+    assert engine.verify().ok
 
 
 def test_exploiting_decisions_learn_nothing_and_trials_learn_as_without_a_budget():

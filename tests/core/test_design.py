@@ -62,7 +62,7 @@ def test_aliases_of_full_factorial_are_single_effects():
 
 def test_build_design_names_the_bad_design():
     assert build_design("full", 2) == [0, 1, 2, 3]
-    with pytest.raises(ConfigError, match=r"design must be one of \['half', 'full'\], got 'quarter'"):
+    with pytest.raises(ConfigError, match=r"design must be one of \['half', 'fold', 'full'\], got 'quarter'"):
         build_design("quarter", 4)
 
 

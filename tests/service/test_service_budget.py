@@ -50,6 +50,9 @@ def test_a_budgeted_agent_drafts_only_what_each_plan_lists_within_its_budget(cli
     predictions = [e for e in log if e["kind"] == "prediction"]
     assert len(predictions) == sum(p["trial"] for p, _ in steps)  # only trials are scored
     assert all(e["payload"]["details"]["draft_calls"] == 8 for e in predictions)
+    exploits = [e for e in log if e["kind"] == "exploit"]
+    assert sum(e["payload"]["draft_calls"] for e in exploits) + 8 * len(predictions) == sum(calls)
+    assert client.verify(agent["id"])["ok"]
 
 
 def test_too_many_drafts_for_a_budget_plan_are_refused_with_the_count_it_asked_for(client):

@@ -166,3 +166,30 @@ def test_lessons_reach_the_model_quoted_so_they_cannot_forge_the_prompt(serve):
         lines = prompt.splitlines()
         assert sum(line.startswith("Mandate:") for line in lines) == 1
         assert "- EVIL (equities)" not in lines and prompt.count("</lessons>") == 1
+
+
+def test_server_drafting_at_a_draft_budget_calls_the_model_only_for_the_drafts_each_plan_lists(serve):
+    with FakeLLM() as llm:
+        client = serve(
+            {"fake": {"models": ["openai/fake"], "api_base": llm.api_base, "api_key_env": "MEMTRIAL_TEST_LLM_KEY"}}
+        )
+        agent = client.create_agent(
+            "llm",
+            "balanced",
+            UNIVERSE,
+            gate={"test": "anytime"},
+            action="dial",
+            draft_budget=4,
+            drafter={"provider": "fake", "model": "openai/fake"},
+        )
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+        made = []
+        for t in range(4):  # calls 1, 1, 8 (a trial), 1
+            when = START + dt.timedelta(days=30 * t)
+            decision = client.create_decision(
+                agent["id"], when, when + dt.timedelta(days=28), f"month {t}", drafting="server", horizon=2
+            )
+            made.append(decision["draft_calls"])
+            assert decision["plan"]["draft_calls"] == len(decision["drafts"]) == decision["draft_calls"]
+            client.settle(agent["id"], decision["decision_id"], returns={a["asset"]: [0.001, 0.0] for a in UNIVERSE})
+    assert llm.calls == sum(made) <= 4 * 4 and made == [1, 1, 8, 1]  # trials and one-draft decisions alike
