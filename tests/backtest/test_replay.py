@@ -8,7 +8,8 @@ from backtest.methods.registry import MEMTRIAL_VARIANTS
 from backtest.plantedmem import REGIMES
 from backtest.runner import WorldSpec, run_world
 
-VARIANTS = ("equal_weight", *MEMTRIAL_VARIANTS)
+# the variants the replay serves (a variant at a draft budget runs an online engine in both modes)
+VARIANTS = ("equal_weight", *(m for m, settings in MEMTRIAL_VARIANTS.items() if "draft_budget" not in settings))
 
 
 def both(spec):
