@@ -26,6 +26,18 @@ REAL_METHOD_HELP = (
     "Comma-separated method ids (default: all but the oracle): " + ", ".join(REAL_METHOD_IDS) + "." + FRONTIER_HELP
 )
 
+# options every benchmark command takes (the cost-quality frontier, method 4.11)
+DRAFT_BUDGET = typer.Option(
+    None,
+    "--draft-budget",
+    min=1.0,
+    metavar="<calls>",
+    help="LLM draft calls per decision of the default memtrial (method 4.11; default: its whole design).",
+)
+FRONTIER = typer.Option(
+    False, "--frontier", help="Add the frontier's variants to the methods: " + ", ".join(FRONTIER_IDS) + "."
+)
+
 
 def parse_seeds(text: str) -> list[int]:
     """'15-114' or '0,3,5' or '7' -> seeds."""
@@ -87,16 +99,8 @@ def plantedmem(
     learner: str = typer.Option(
         "empirical", help="Value model of the MemTrial variants: empirical (closed form) or bayes (NumPyro, SVI)."
     ),
-    draft_budget: float | None = typer.Option(
-        None,
-        "--draft-budget",
-        min=1.0,
-        metavar="<calls>",
-        help="LLM draft calls per decision of the default memtrial (method 4.11; default: its whole design).",
-    ),
-    frontier: bool = typer.Option(
-        False, "--frontier", help="Add the frontier's variants to the methods: " + ", ".join(FRONTIER_IDS) + "."
-    ),
+    draft_budget: float | None = DRAFT_BUDGET,
+    frontier: bool = FRONTIER,
 ) -> None:
     """PlantedMem: every method, every regime, every investor."""
     from rich.progress import (
@@ -194,16 +198,8 @@ def _real_command(env: str, help_text: str) -> None:
         test_dates: int | None = typer.Option(None, min=1, help="Keep only the first N test decisions (short runs)."),
         learner: str = typer.Option("empirical", help="Value model of the MemTrial variants: empirical or bayes."),
         out: Path = typer.Option(..., help="Output folder for results.json, results.md and the plots."),
-        draft_budget: float | None = typer.Option(
-            None,
-            "--draft-budget",
-            min=1.0,
-            metavar="<calls>",
-            help="LLM draft calls per decision of the default memtrial (method 4.11; default: its whole design).",
-        ),
-        frontier: bool = typer.Option(
-            False, "--frontier", help="Add the frontier's variants to the methods: " + ", ".join(FRONTIER_IDS) + "."
-        ),
+        draft_budget: float | None = DRAFT_BUDGET,
+        frontier: bool = FRONTIER,
     ) -> None:
         _run_real(
             env,

@@ -66,10 +66,6 @@ class DraftCredit:
         self.calls += calls
         self.decisions += 1
 
-    @property
-    def allowed(self) -> float:
-        return self.credit
-
     def on_memory(self, share: float) -> bool:
         """Whether an exploiting decision whose memory share is ``share`` plays memory's draft alone (one
         call either way): the shares accumulate, and a decision is played on memory each time their sum
@@ -97,12 +93,11 @@ def memory_row(
     is_open: bool,
     predictions: Mapping[Any, float],
     ids: Sequence[Hashable],
-    masks: Sequence[int],
 ) -> tuple[int | None, float]:
     """(mask the decision would act on, the share it would get).
 
     An exploiting decision drafts one subset, so it may be any subset of the retrieved experiences,
-    not only a designed one (``masks`` is unused). The gate: the best subset by the gate's rule
+    not only a designed one. The gate: the best subset by the gate's rule
     (:func:`~memtrial.action.best_subset`) with share 1 when the gate is open and its gain positive.
     The dial: the subset of the largest predicted gain (the dial's g_S, twice its members' mean value)
     with share omega when both are positive. (None, 0.0): memory is not trusted.
@@ -129,20 +124,10 @@ def exploit_masks(mask: int | None, on_memory: bool) -> list[int]:
 
 
 def exploit_weights(
-    masks: Sequence[int], drafts: NDArray[np.float64], share: float, q: float, reference: NDArray[np.float64]
+    mask: int, draft: NDArray[np.float64], q: float, reference: NDArray[np.float64]
 ) -> NDArray[np.float64]:
-    """What an exploiting decision plays: ``share * memory + (1 - share) * (q * reference + (1 - q) * memory-free)``.
-
-    drafts: rows aligned with ``masks`` (from :func:`exploit_masks`); without memory's draft the share is 0,
-    without the memory-free draft it is 1.
-    """
-    rows = list(masks)
-    base = drafts[rows.index(0)] if 0 in rows else None
-    memory = next((drafts[i] for i, m in enumerate(rows) if m != 0), None)
-    if memory is None:
-        assert base is not None
-        return np.asarray(mixture(np.asarray(q), reference, base), dtype=np.float64)
-    if base is None:
-        return np.asarray(memory, dtype=np.float64)
-    closed = mixture(np.asarray(q), reference, base)
-    return np.asarray(share * memory + (1.0 - share) * closed, dtype=np.float64)
+    """What an exploiting decision plays from its one draft (:func:`exploit_masks`): memory's as it is, the
+    memory-free one in the anchored mixture ``q * reference + (1 - q) * draft``."""
+    if mask != 0:
+        return np.asarray(draft, dtype=np.float64)
+    return np.asarray(mixture(np.asarray(q), reference, draft), dtype=np.float64)

@@ -26,61 +26,49 @@ __all__ = ["choose_exploit", "choose_portfolio", "choose_scored", "plan_dial"]
 def choose_exploit(
     plan: Plan, drafts: NDArray[np.float64], reference: NDArray[np.float64] | None, common: dict[str, Any]
 ) -> Decision:
-    """An exploiting budget decision (method 4.11): memory's draft at its share, the rest on the anchored
-    mixture of the reference and the memory-free draft. reference None: drafts that cannot be blended
-    (memory's draft at full share, else the memory-free draft as it is)."""
-    rows = list(plan.masks)
-    memory = next((i for i, m in enumerate(rows) if m != 0), None)
-    share = plan.memory_share if memory is not None else 0.0
-    base = rows.index(0) if 0 in rows else None
+    """An exploiting budget decision (method 4.11) from its one draft: memory's, played as it is, or the
+    memory-free one in the anchored mixture with the reference (reference None: drafts that cannot be
+    blended, the memory-free draft as it is)."""
+    mask, subset = plan.masks[0], plan.subsets[0]
     gain = (
         max(plan.dial.gains)
         if plan.dial is not None
         else best_subset(plan.predictions, plan.experience_ids, plan.masks)[1]
     )
     shared: dict[str, Any] = {"predicted_gain": gain, "dial": plan.dial, **common}
-    subset = None if memory is None else plan.subsets[memory]
     where = "no trial this time (draft budget)"
-    if reference is None or drafts.shape[1] == 0:
-        row = memory if memory is not None and (share >= 1.0 or base is None) else base
-        assert row is not None
-        on_memory = row == memory
-        action = (Action.SUBSET if plan.dial is None else Action.DIAL) if on_memory else Action.REFERENCE
-        text = (
-            f"{where}: {'memory' if on_memory else 'the memory-free'} draft {list(plan.subsets[row])} played as it is"
-        )
+    mixable = reference is not None and drafts.shape[1] > 0
+    if mask != 0:
+        text = f"{where}: memory's draft {list(subset)} {'alone' if mixable else 'played as it is'}"
         return Decision(
-            weights=drafts[row],
-            action=action,
-            subset=plan.subsets[row] if on_memory else None,
-            mask=plan.masks[row] if on_memory else None,
+            weights=drafts[0],
+            action=Action.SUBSET if plan.dial is None else Action.DIAL,
+            subset=subset,
+            mask=mask,
             q=None,
-            played=row,
-            explanation=text,
+            played=None if mixable else 0,
+            explanation=f"{describe_trust(plan.trust)}; {text}" if mixable else text,
             **shared,
         )
-    weights = exploit_weights(rows, drafts, share, plan.q, reference)
-    if memory is not None and share >= 1.0:
-        action, q, text = (
-            (Action.SUBSET if plan.dial is None else Action.DIAL),
-            None,
-            f"{where}: memory's draft {list(subset or ())} alone",
+    if not mixable:
+        return Decision(
+            weights=drafts[0],
+            action=Action.REFERENCE,
+            subset=None,
+            mask=None,
+            q=None,
+            played=0,
+            explanation=f"{where}: the memory-free draft [] played as it is",
+            **shared,
         )
-    elif memory is None:
-        action, q, text = (
-            (Action.MIXTURE if plan.dial is None else Action.DIAL),
-            plan.q,
-            f"{where}: anchored mixture with q = {plan.q:.4g} on the reference and the memory-free draft",
-        )
-    else:
-        action, q = Action.DIAL, plan.q
-        text = f"{where}: {share:.0%} on memory's draft {list(subset or ())}, the rest on the anchored mixture with q = {plan.q:.4g}"
+    assert reference is not None
+    text = f"{where}: anchored mixture with q = {plan.q:.4g} on the reference and the memory-free draft"
     return Decision(
-        weights=weights,
-        action=action,
-        subset=subset if share >= 1.0 else None,
-        mask=None if memory is None or share < 1.0 else plan.masks[memory],
-        q=q,
+        weights=exploit_weights(mask, drafts[0], plan.q, reference),
+        action=Action.MIXTURE if plan.dial is None else Action.DIAL,
+        subset=None,
+        mask=None,
+        q=plan.q,
         explanation=f"{describe_trust(plan.trust)}; {text}",
         **shared,
     )

@@ -239,7 +239,7 @@ class MemTrial:
         )
         trial, share = self.credit.is_trial(budget, len(masks) + int(needs_reference)), 0.0
         if not trial:  # a budget decision that exploits: one or two drafts, nothing learnt (method 4.11)
-            memory, trusted = memory_row(dial, trust.is_open, predictions, ids, masks)
+            memory, trusted = memory_row(dial, trust.is_open, predictions, ids)
             on_memory = memory is not None and self.credit.on_memory(trusted)
             masks, share = exploit_masks(memory, on_memory), 1.0 if on_memory else 0.0
         extra = trial and needs_reference
