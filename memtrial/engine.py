@@ -142,6 +142,13 @@ class MemTrial:
             self.learner.add_features(experience_id, vector)
         self.experiences[experience_id] = _Experience(vector)
 
+    def update_experience(self, experience_id: ExperienceId, embedding: ArrayLike) -> None:
+        """Replace an experience's embedding (its text was rewritten); its records and value stay."""
+        experience = self._experience(experience_id)
+        vector = np.asarray(embedding, dtype=np.float64)
+        self.learner.add_features(experience_id, vector)
+        experience.embedding = vector
+
     def remove_experience(self, experience_id: ExperienceId) -> None:
         """Forget an experience: no longer retrievable or valued (past records still centre their dates)."""
         self._experience(experience_id)

@@ -46,6 +46,7 @@ __all__ = [
     "SubsetPublic",
     "TrustPublic",
     "TrustStatePublic",
+    "ValueEntryPublic",
     "ValuePublic",
     "ValuesPublic",
     "VerifyPublic",
@@ -127,6 +128,9 @@ class AgentPublic(Public):
     )
     reference: str = Field("given", description="given (reference_weights, equal weight by default) or memory_free")
     drafter: dict[str, Any] | None
+    answer: dict[str, Any] | None = Field(
+        None, description="scored agents: what a server-drafted draft is (null: probabilities over outcomes, else text)"
+    )
     created_at: dt.datetime
 
 
@@ -139,7 +143,11 @@ class AgentList(Public):
 
 
 class ValuePublic(Public):
-    """Empirical-Bayes mean and sd; after a full-Bayes refit also its 90% interval and P(v > 0)."""
+    """An experience's value (pp): posterior mean and sd, a central 90% interval and P(v > 0).
+
+    The interval and P(v > 0) are empirical Bayes (normal posterior) as soon as there is an sd; on
+    ``/values`` after a full-Bayes refit of the same state they are the refit's (``interval`` says which).
+    ``n`` counts the settlements that credited the experience."""
 
     mean: float
     sd: float | None
@@ -147,6 +155,17 @@ class ValuePublic(Public):
     lower: float | None = None
     upper: float | None = None
     p_positive: float | None = None
+    interval: Literal["empirical_bayes", "full_bayes"] | None = Field(
+        default=None, description="where lower, upper and p_positive come from (null: no estimate yet)"
+    )
+
+
+class ValueEntryPublic(ValuePublic):
+    """A value on ``/values``, with what it is the value of."""
+
+    text: str | None = Field(default=None, description="the experience's text (null: deleted since)")
+    external_id: str | None = Field(default=None, description="the experience's id in the client's memory store")
+    active: bool | None = None
 
 
 class ContributionPublic(Public):
@@ -158,12 +177,17 @@ class ContributionPublic(Public):
 
 class ExperiencePublic(Public):
     id: str
+    external_id: str | None = Field(None, description="the experience's id in the client's own memory store")
     text: str
     metadata: dict[str, Any]
     structured: dict[str, Any] | None
     active: bool
     created_at: dt.datetime
     value: ValuePublic
+    write: Literal["created", "updated", "unchanged"] | None = Field(
+        default=None,
+        description="in the answer to an add: created, or (an external_id that existed) updated or unchanged",
+    )
 
 
 class ExperienceDetail(ExperiencePublic):
@@ -185,6 +209,7 @@ class SearchHit(Public):
     id: str
     text: str
     score: float
+    external_id: str | None = None
 
 
 class SearchResult(Public):
@@ -194,7 +219,8 @@ class SearchResult(Public):
 class RetrievedPublic(Public):
     id: str
     text: str
-    score: float
+    score: float | None = Field(description="cosine similarity to the context (null: the client chose the experiences)")
+    external_id: str | None = None
 
 
 class SubsetPublic(Public):
@@ -202,6 +228,7 @@ class SubsetPublic(Public):
     mask: int
     experience_ids: list[str]
     texts: list[str]
+    external_ids: list[str | None] = Field(default_factory=list, description="the experiences' external ids, in order")
 
 
 class TrustStatePublic(Public):
@@ -228,6 +255,9 @@ class PlanPublic(Public):
     decision_time: dt.datetime
     maturity: dt.datetime
     retrieved: list[RetrievedPublic]
+    retrieval: Literal["server", "client"] = Field(
+        "server", description="server: searched by the context's embedding; client: the request's retrieved ids"
+    )
     subsets: list[SubsetPublic]
     predictions: dict[str, float]
     learner_mode: str
@@ -368,8 +398,10 @@ class VerifyPublic(Public):
 
 
 class ValuesPublic(Public):
+    """Every valued experience by id, best first."""
+
     learner_mode: str
-    values: dict[str, ValuePublic]
+    values: dict[str, ValueEntryPublic]
 
 
 class DecisionRecord(Public):
@@ -378,6 +410,7 @@ class DecisionRecord(Public):
     decision_id: str
     status: str
     failure: str | None
+    context_text: str | None = Field(default=None, description="the context the decision was planned for")
     plan: PlanPublic | None
     decision: dict[str, Any] | None
     settlement: SettlementPublic | None

@@ -212,10 +212,12 @@ class Operations:
         robust: bool = True,
         draft_budget: float | None = None,
         reference: str = "given",
+        answer: Mapping[str, Any] | None = None,
     ) -> Any:
         """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
         names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
-        ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make)."""
+        ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make).
+        ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...)."""
         body: dict[str, Any] = {
             "name": name,
             "kind": kind,
@@ -241,6 +243,8 @@ class Operations:
             body["gate"] = dict(gate)
         if drafter is not None:
             body["drafter"] = dict(drafter)
+        if answer is not None:
+            body["answer"] = dict(answer)
         return self._run(Call("POST", "/v1/agents", body, model=AgentPublic, creates=True))
 
     def get_agent(self, agent_id: str) -> Any:
@@ -276,12 +280,17 @@ class Operations:
         text: str,
         metadata: Mapping[str, Any] | None = None,
         structured: Mapping[str, Any] | None = None,
+        external_id: str | None = None,
     ) -> Any:
+        """Add one experience; with an ``external_id`` the agent already holds, update that one instead
+        (the answer's ``write`` says created, updated or unchanged)."""
         body = {
             "text": text,
             "metadata": dict(metadata or {}),
             "structured": None if structured is None else dict(structured),
         }
+        if external_id is not None:
+            body["external_id"] = external_id
         return self._run(
             Call(
                 "POST",
@@ -293,7 +302,7 @@ class Operations:
         )
 
     def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Any:
-        """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``)."""
+        """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``/``external_id``)."""
         items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
         return self._run(
             Call(
@@ -306,10 +315,21 @@ class Operations:
         )
 
     def list_experiences(
-        self, agent_id: str, *, limit: int = 50, offset: int = 0, active: bool | None = None, cursor: str | None = None
+        self,
+        agent_id: str,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        active: bool | None = None,
+        cursor: str | None = None,
+        external_id: str | None = None,
     ) -> Any:
         params = _params(
-            limit=limit, offset=offset or None, cursor=cursor, active=None if active is None else str(active).lower()
+            limit=limit,
+            offset=offset or None,
+            cursor=cursor,
+            active=None if active is None else str(active).lower(),
+            external_id=external_id,
         )
         return self._run(
             Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", params=params, model=ExperienceList)
@@ -373,9 +393,14 @@ class Operations:
         reference_weights: Mapping[str, float] | None = None,
         horizon: int = 20,
         drafting: str = "client",
+        retrieved_ids: Sequence[str] | None = None,
+        retrieved_external_ids: Sequence[str] | None = None,
     ) -> Any:
         """Plan a decision: the plan (:class:`~service.api_types.PlanPublic`) with client drafting, the
-        decision (:class:`~service.api_types.DecisionPublic`) with server drafting."""
+        decision (:class:`~service.api_types.DecisionPublic`) with server drafting.
+
+        ``retrieved_ids`` (or ``retrieved_external_ids``) brings your own retrieval: the plan uses exactly
+        those experiences, in that order, and the server does not search."""
         body: dict[str, Any] = {
             "decision_time": _time(decision_time),
             "maturity": _time(maturity),
@@ -386,6 +411,10 @@ class Operations:
         }
         if reference_weights is not None:
             body["reference_weights"] = dict(reference_weights)
+        if retrieved_ids is not None:
+            body["retrieved_ids"] = list(retrieved_ids)
+        if retrieved_external_ids is not None:
+            body["retrieved_external_ids"] = list(retrieved_external_ids)
         model = PlanPublic if drafting == "client" else DecisionPublic
         return self._run(
             Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", body, model=model, creates=True)

@@ -1,21 +1,22 @@
 """Server-side drafting through litellm: one prompt per designed subset, issued concurrently.
 
 The endpoint and its key are the operator's (:mod:`service.providers`); the
-agent only names a provider and a model. Prompt and validation are the
-core's (:mod:`memtrial.drafting`): a malformed answer is retried, then
-reported as 502 (never guessed). A failed call is reported by kind (timeout,
-no connection, the provider's HTTP status); the provider's error text is
-never echoed.
+agent only names a provider and a model. Prompts and validation are the
+core's: portfolio weights by :mod:`memtrial.drafting`, scored drafts
+(forecasts, numbers, answers) by :mod:`memtrial.answers`. A malformed answer
+is retried, then reported as 502 (never guessed). A failed call is reported
+by kind (timeout, no connection, the provider's HTTP status); the provider's
+error text is never echoed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt
+from memtrial.drafting import DraftError, DraftRequest, parse_weights, render_prompt
 from memtrial.errors import import_extra
 from service.errors import ApiError
 from service.providers import Provider
@@ -47,8 +48,13 @@ def _failure_kind(error: BaseException) -> str:
 
 
 async def _one(
-    provider: Provider, settings: dict[str, Any], prompt: str, assets: Sequence[str], timeout: float
-) -> dict[str, float]:
+    provider: Provider,
+    settings: dict[str, Any],
+    system: str,
+    prompt: str,
+    parse: Callable[[str], Any],
+    timeout: float,
+) -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = import_extra("litellm", "llm", "LLM drafting")
 
@@ -59,13 +65,13 @@ async def _one(
             api_base=provider.api_base,
             api_key=provider.api_key() or "none",
             temperature=settings.get("temperature", 0.7),
-            messages=[{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": prompt}],
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
             timeout=timeout,
             num_retries=0,
         )
         content = response.choices[0].message.content or ""
         try:
-            return parse_weights(content, assets)
+            return parse(content)
         except DraftError:
             continue
     raise ApiError(
@@ -77,9 +83,14 @@ async def _one(
 
 
 async def draft_all(
-    provider: Provider, settings: dict[str, Any], requests: Sequence[DraftRequest], timeout: float
-) -> list[dict[str, float]]:
-    """All drafts of one decision, concurrently, in the order of ``requests``."""
+    provider: Provider,
+    settings: dict[str, Any],
+    system: str,
+    prompts: Sequence[str],
+    parse: Callable[[str], Any],
+    timeout: float,
+) -> list[Any]:
+    """All drafts of one decision, concurrently, in the order of ``prompts``: each reply checked by ``parse``."""
     why = provider.refusal(str(settings["model"]))
     if why is not None:  # the operator's file changed since the agent chose its model
         raise ApiError(
@@ -88,10 +99,9 @@ async def draft_all(
             f"drafting: the agent's model {settings['model']!r} {why}; update the agent's drafter",
             "drafting",
         )
-    assets = list(requests[0].assets)
     # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
     answers = await asyncio.gather(
-        *(_one(provider, settings, render_prompt(r), assets, timeout) for r in requests), return_exceptions=True
+        *(_one(provider, settings, system, prompt, parse, timeout) for prompt in prompts), return_exceptions=True
     )
     for answer in answers:
         if isinstance(answer, ApiError):
@@ -103,4 +113,4 @@ async def draft_all(
                 f"the drafter failed: {_failure_kind(answer)} (provider {provider.name!r})",
                 "drafter",
             )
-    return [answer for answer in answers if isinstance(answer, dict)]
+    return list(answers)

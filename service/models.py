@@ -95,6 +95,8 @@ class Experience(Base):
     id: Mapped[str] = mapped_column(String(32), unique=True, default=new_id)
     agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"))
     text: Mapped[str] = mapped_column(Text)
+    # the experience's id in the client's own memory store (unique per agent; null: it lives only here)
+    external_id: Mapped[str | None] = mapped_column(String(200), nullable=True)
     meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSON, default=dict)
     structured: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     embedding: Mapped[bytes] = mapped_column(LargeBinary)
@@ -102,7 +104,10 @@ class Experience(Base):
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, onupdate=utcnow)
 
-    __table_args__ = (Index("ix_experiences_agent_seq", "agent_id", "seq"),)
+    __table_args__ = (
+        Index("ix_experiences_agent_seq", "agent_id", "seq"),
+        Index("ux_experiences_agent_external", "agent_id", "external_id", unique=True),
+    )
 
 
 class Decision(Base):

@@ -47,6 +47,7 @@ from service.api_types import (
     SubsetPublic,
     TrustPublic,
     TrustStatePublic,
+    ValueEntryPublic,
     ValuePublic,
     ValuesPublic,
     VerifyPublic,
@@ -59,6 +60,7 @@ __all__ = [
     "AgentList",
     "AgentPatch",
     "AgentPublic",
+    "AnswerSettings",
     "Asset",
     "AssetClass",
     "ContributionPublic",
@@ -104,6 +106,7 @@ __all__ = [
     "SubsetPublic",
     "TrustPublic",
     "TrustStatePublic",
+    "ValueEntryPublic",
     "ValuePublic",
     "ValuesPublic",
     "VerifyPublic",
@@ -168,6 +171,20 @@ class DrafterSettings(Strict):
         return data
 
 
+class AnswerSettings(Strict):
+    """What a scored agent's drafts are, for server drafting (the model is asked for exactly this form)."""
+
+    type: Literal["probabilities", "number", "choice", "text"] = Field(
+        description="probabilities: one per named outcome (agents with outcomes); number: a finite number; choice: one of choices; text: free text"
+    )
+    choices: list[Name] | None = Field(None, min_length=2, max_length=64, description="choice: the allowed answers")
+    minimum: Weight | None = Field(None, description="number: the smallest allowed answer")
+    maximum: Weight | None = Field(None, description="number: the largest allowed answer")
+    instructions: bounded_text(2_000) | None = Field(  # type: ignore[valid-type]
+        None, description="what the answer is, in words every prompt opens with"
+    )
+
+
 class AgentCreate(Strict):
     name: Name
     kind: Literal["portfolio", "scored"] = Field(
@@ -193,6 +210,10 @@ class AgentCreate(Strict):
     fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"
     fee_bp: Weight = Field(15.0, ge=0, le=1000)
     drafter: DrafterSettings | None = None
+    answer: AnswerSettings | None = Field(
+        None,
+        description="scored agents drafting on the server: what each draft is (default: probabilities over outcomes, else free text)",
+    )
     action: Literal["gate", "dial"] = Field(
         "gate",
         description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')",
@@ -257,6 +278,10 @@ class ExperienceCreate(Strict):
     text: bounded_text(20_000)  # type: ignore[valid-type]
     metadata: JsonDocument = Field(default_factory=dict)
     structured: JsonDocument | None = None
+    external_id: Name | None = Field(
+        None,
+        description="the experience's id in your own memory store (unique per agent): adding one that exists updates its text and metadata instead of duplicating it",
+    )
 
 
 class ExperienceBatch(Strict):
@@ -270,6 +295,14 @@ class ExperienceBatch(Strict):
             raise ValueError(
                 f"a batch may hold at most {MAX_BATCH_TEXT} characters of text, got {total}; send it in parts"
             )
+        seen: dict[str, int] = {}
+        for index, item in enumerate(experiences):
+            if item.external_id is not None:
+                if item.external_id in seen:
+                    raise ValueError(
+                        f"external_id {item.external_id!r} is given twice in one batch (items {seen[item.external_id]} and {index})"
+                    )
+                seen[item.external_id] = index
         return experiences
 
 
@@ -313,6 +346,26 @@ class DecisionCreate(Strict):
     reference_weights: dict[Name, Weight] | None = None
     horizon: StrictInt = Field(20, ge=1, le=1000, description="holding horizon in sessions")
     drafting: Literal["client", "server"] = "client"
+    retrieved_ids: list[Name] | None = Field(
+        None,
+        min_length=1,
+        max_length=4,
+        description="bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches",
+    )
+    retrieved_external_ids: list[Name] | None = Field(
+        None,
+        min_length=1,
+        max_length=4,
+        description="as retrieved_ids, by the external ids the experiences were added with",
+    )
+
+    @field_validator("retrieved_ids", "retrieved_external_ids")
+    @classmethod
+    def _distinct(cls, ids: list[str] | None) -> list[str] | None:
+        if ids is not None and len(set(ids)) != len(ids):
+            repeated = sorted({i for i in ids if ids.count(i) > 1})
+            raise ValueError(f"ids must be distinct, repeated: {repeated}")
+        return ids
 
     @field_validator("reference_weights")
     @classmethod
@@ -323,6 +376,8 @@ class DecisionCreate(Strict):
     def _check_times(self) -> DecisionCreate:
         if self.maturity < self.decision_time:
             raise ValueError("maturity must not be before decision_time")
+        if self.retrieved_ids is not None and self.retrieved_external_ids is not None:
+            raise ValueError("give retrieved_ids or retrieved_external_ids, not both")
         return self
 
 

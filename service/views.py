@@ -11,7 +11,7 @@ from service.models import Agent, Experience
 from service.schemas import AgentPublic, ExperiencePublic, GatePublic, TrustStatePublic, ValuePublic
 from service.store import as_utc
 
-__all__ = ["agent_public", "experience_public", "gate_statistic", "trust_public", "value_public"]
+__all__ = ["Z90", "agent_public", "experience_public", "gate_statistic", "trust_public", "value_public"]
 
 
 def agent_public(agent: Agent) -> AgentPublic:
@@ -34,6 +34,7 @@ def agent_public(agent: Agent) -> AgentPublic:
         credit=settings.get("credit", "centred"),
         draft_budget=settings.get("draft_budget"),
         reference=settings.get("reference", "given"),
+        answer=settings.get("answer"),
         drafter=None if drafter is None else {k: v for k, v in drafter.items() if k != "api_key"},
         created_at=as_utc(agent.created_at),
     )
@@ -52,16 +53,31 @@ def gate_statistic(gate: TrustGate) -> float | None:
     return None
 
 
+Z90 = 1.6448536269514722  # the 95th percentile of the standard normal: a central 90% interval
+
+
 def value_public(engine: MemTrial, experience_id: str) -> ValuePublic:
+    """The empirical-Bayes value: mean, sd, and from the sd a normal 90% interval and P(v > 0)."""
     if experience_id not in engine.experiences:
         return ValuePublic(mean=0.0, sd=None, n=0)
     mean, sd, n = engine.posterior(experience_id)
-    return ValuePublic(mean=mean, sd=sd, n=n)
+    if sd is None or not sd > 0:
+        return ValuePublic(mean=mean, sd=sd, n=n)
+    return ValuePublic(
+        mean=mean,
+        sd=sd,
+        n=n,
+        lower=mean - Z90 * sd,
+        upper=mean + Z90 * sd,
+        p_positive=0.5 * (1.0 + math.erf(mean / (sd * math.sqrt(2.0)))),
+        interval="empirical_bayes",
+    )
 
 
 def experience_public(row: Experience, engine: MemTrial) -> ExperiencePublic:
     return ExperiencePublic(
         id=row.id,
+        external_id=row.external_id,
         text=row.text,
         metadata=row.meta,
         structured=row.structured,

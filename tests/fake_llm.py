@@ -6,6 +6,8 @@ repeat exactly. ``delay`` makes each answer slow (to observe concurrency and tim
 ``malformed`` makes every answer unusable; ``partial`` cuts every answer's
 JSON short; ``flaky`` answers malformed and valid in turn (first malformed);
 ``status`` answers every call with that HTTP status and ``error_body``.
+A scored prompt (one that asks for a forecast, a number or a choice) is answered
+in the form it asks for.
 Every request body is kept in ``requests`` and its headers in ``headers``.
 """
 
@@ -55,11 +57,34 @@ class FakeLLM:
     def answer(self, prompt: str, call: int) -> str:
         if self.malformed or (self.flaky and call % 2 == 1):
             return "I would rather not say."
+        form = re.search(r"Answer with the JSON object (.*)\. Return the JSON object only\.", prompt)
+        if form is not None:  # a scored draft: answer in the form the prompt asks for
+            text = self.scored(form.group(1), hashlib.sha256(prompt.encode()).digest())
+            return text[: len(text) // 2] if self.partial else text
         assets = re.findall(r"^- (\S+) \(", prompt, re.MULTILINE)
         digest = hashlib.sha256(prompt.encode()).digest()
         raw = [1 + digest[i % len(digest)] for i in range(len(assets))]
         text = json.dumps({"weights": {a: r / sum(raw) for a, r in zip(assets, raw, strict=True)}})
         return text[: len(text) // 2] if self.partial else text
+
+    @staticmethod
+    def scored(form: str, digest: bytes) -> str:
+        """A forecast, a number or a choice, as the form asks, derived from the prompt's hash."""
+        quoted = [json.loads(q) for q in re.findall(r'"(?:[^"\\]|\\.)*"', form)]
+        if form.startswith('{"probabilities"'):
+            outcomes = [q for q in quoted if q != "probabilities"]
+            raw = [1 + digest[i % len(digest)] for i in range(len(outcomes))]
+            return json.dumps({"probabilities": {o: r / sum(raw) for o, r in zip(outcomes, raw, strict=True)}})
+        if "one finite number" in form:
+            low = re.search(r"at least (-?[0-9.e+]+)", form)
+            high = re.search(r"at most (-?[0-9.e+]+)", form)
+            lo = float(low.group(1)) if low else 0.0
+            hi = float(high.group(1)) if high else lo + 100.0
+            return json.dumps({"answer": lo + (hi - lo) * digest[0] / 255})
+        if "exactly one of" in form:
+            choices = [q for q in quoted if q != "answer"]
+            return json.dumps({"answer": choices[digest[0] % len(choices)]})
+        return json.dumps({"answer": f"answer {digest[:4].hex()}"})
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self

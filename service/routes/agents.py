@@ -66,13 +66,6 @@ def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services
     agents.check_drafter(services, body.drafter)
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
-        if body.drafter is not None and agent.settings.get("kind", "portfolio") == "scored":
-            raise ApiError(
-                422,
-                "invalid",
-                "drafter: server drafting writes portfolios; a scored agent drafts on the client",
-                "drafter",
-            )
         if body.name is not None:
             agent.name = body.name
         if body.drafter is not None or body.remove_drafter:

@@ -42,7 +42,10 @@ def add_experiences(
     request: Request,
     key: IdempotencyKey = None,
 ) -> ExperiencePublic | ExperienceList:
-    """Add one experience, or a batch (``{"experiences": [...]}``, at most 256 and 1,000,000 characters of text)."""
+    """Add one experience, or a batch (``{"experiences": [...]}``, at most 256 and 1,000,000 characters of text).
+
+    An item whose ``external_id`` the agent already holds updates that experience (text, metadata) instead
+    of adding another; each answered item says ``write``: created, updated or unchanged."""
     return experiences.add(services, tenant_id, agent_id, body, Idempotency(key, tenant_id, request, body))
 
 
@@ -55,6 +58,10 @@ def list_experiences(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="legacy paging; prefer cursor")] = 0,
     cursor: CursorQuery = None,
     active: bool | None = None,
+    external_id: Annotated[
+        str | None,
+        Query(min_length=1, max_length=200, description="only the experience with this external id"),
+    ] = None,
 ) -> ExperienceList:
     if cursor is not None and offset:
         raise ApiError(422, "invalid", "offset: give a cursor or an offset, not both", "offset")
@@ -63,6 +70,8 @@ def list_experiences(
         condition = [Experience.agent_id == agent.id]
         if active is not None:
             condition.append(Experience.active.is_(active))
+        if external_id is not None:
+            condition.append(Experience.external_id == external_id)
         total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
         if cursor is not None:
             condition.append(Experience.seq > decode_cursor(cursor, "experiences", int))
@@ -159,7 +168,12 @@ def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep,
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         hits = services.indexes.search(session, agent, query, body.k)
-        texts = dict(
-            session.execute(select(Experience.id, Experience.text).where(Experience.id.in_([h for h, _ in hits]))).all()
+        rows = session.execute(
+            select(Experience.id, Experience.text, Experience.external_id).where(
+                Experience.id.in_([h for h, _ in hits])
+            )
+        ).all()
+        found = {row.id: row for row in rows}
+        return SearchResult(
+            hits=[SearchHit(id=h, text=found[h].text, score=s, external_id=found[h].external_id) for h, s in hits]
         )
-        return SearchResult(hits=[SearchHit(id=h, text=texts[h], score=s) for h, s in hits])

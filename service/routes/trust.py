@@ -12,10 +12,19 @@ from sqlalchemy.orm import Session
 from service.db import transaction
 from service.deps import ServicesDep, TenantDep
 from service.history import read_log
-from service.models import LogRow
+from service.models import Experience, LogRow
 from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.requests import StrictJSONRoute
-from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, ValuesPublic, VerifyPublic
+from service.schemas import (
+    GatePublic,
+    LogEntryPublic,
+    LogPage,
+    ScorePublic,
+    TrustPublic,
+    ValueEntryPublic,
+    ValuesPublic,
+    VerifyPublic,
+)
 from service.store import load_agent, return_engine
 from service.usecases.refit import latest_posterior
 from service.views import trust_public, value_public
@@ -139,8 +148,26 @@ def get_values(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Va
                         "lower": interval["lower"],
                         "upper": interval["upper"],
                         "p_positive": interval["p_positive"],
+                        "interval": "full_bayes",
                     }
                 )
+        rows = {
+            row.id: row
+            for row in session.execute(
+                select(Experience.id, Experience.text, Experience.external_id, Experience.active).where(
+                    Experience.agent_id == agent.id
+                )
+            )
+        }
         mode = engine.learner.selected_mode.value
         return_engine(session, agent, engine, services.engines)
-        return ValuesPublic(learner_mode=mode, values=values)
+        entries = {
+            e: ValueEntryPublic(
+                **value.model_dump(),
+                text=rows[e].text if e in rows else None,
+                external_id=rows[e].external_id if e in rows else None,
+                active=rows[e].active if e in rows else None,
+            )
+            for e, value in sorted(values.items(), key=lambda item: -item[1].mean)
+        }
+        return ValuesPublic(learner_mode=mode, values=entries)

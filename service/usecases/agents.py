@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from memtrial.answers import AnswerSpec
 from memtrial.config import EngineConfig, ReferenceSource
 from memtrial.engine import MemTrial
+from memtrial.errors import ConfigError
 from memtrial.records import DecisionKind
 from memtrial.settle import INVESTORS, project
 from memtrial.trust import GateConfig
@@ -57,15 +59,26 @@ def _check_kind(body: AgentCreate) -> None:
                 )
         if body.outcomes is not None:
             raise ApiError(422, "invalid", "outcomes: only scored agents have named outcomes", "outcomes")
+        if body.answer is not None:
+            raise ApiError(422, "invalid", "answer: a portfolio agent's drafts are weights over its universe", "answer")
         return
-    for name in ("investor", "universe", "drafter"):
+    for name in ("investor", "universe"):
         if getattr(body, name) is not None:
-            reason = (
-                "server drafting writes portfolios; a scored agent drafts on the client"
-                if name == "drafter"
-                else "a scored agent has no mandate or universe"
-            )
-            raise ApiError(422, "invalid", f"{name}: {reason}", name)
+            raise ApiError(422, "invalid", f"{name}: a scored agent has no mandate or universe", name)
+    answer = None if body.answer is None else body.answer.model_dump(exclude_none=True)
+    if body.outcomes is not None and answer is not None and answer["type"] != "probabilities":
+        raise ApiError(
+            422,
+            "invalid",
+            f"answer.type: an agent with named outcomes drafts probability forecasts, not {answer['type']!r}",
+            "answer.type",
+        )
+    if body.outcomes is None and answer is not None and answer["type"] == "probabilities":
+        raise ApiError(422, "invalid", "answer.type: probabilities need the agent's named outcomes", "answer.type")
+    try:
+        AnswerSpec.of_agent(body.outcomes, answer)
+    except ConfigError as error:
+        raise ApiError(422, "invalid", error.message, error.field or "answer") from None
 
 
 def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:

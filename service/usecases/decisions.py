@@ -20,7 +20,6 @@ from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memtrial.drafting import DraftRequest, Lesson, mandate_text
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
 from memtrial.settle import INVESTORS
@@ -32,6 +31,7 @@ from service.history import SqlHistory
 from service.idempotency import Idempotency, store_answer
 from service.models import Agent, Decision, Experience, new_id
 from service.pagination import decode_cursor, encode_cursor
+from service.prompts import draft_prompts
 from service.schemas import (
     CorrectionPublic,
     CorrectionRequest,
@@ -87,7 +87,8 @@ def plan(
             f"({services.settings.max_clock_skew_seconds} s): a decision cannot be made in the future",
             "decision_time",
         )
-    context = services.embedder.encode([body.context_text])[0]
+    chosen = body.retrieved_ids is not None or body.retrieved_external_ids is not None
+    context = None if chosen else services.embedder.encode([body.context_text])[0]
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
@@ -119,7 +120,10 @@ def plan(
                     "reference_weights",
                 )
             universe.check_mandate(reference, INVESTORS[str(agent.settings["investor"])], "reference_weights")
-        hits = services.indexes.search(session, agent, context, 4)
+        if context is None:
+            hits: list[tuple[str, float | None]] = list(_chosen_experiences(session, agent, body))
+        else:
+            hits = list(services.indexes.search(session, agent, context, 4))
         engine = services.engines.checkout(session, agent)
         history = engine.history
         assert isinstance(history, SqlHistory)
@@ -141,20 +145,27 @@ def plan(
                 defensive=universe.defensive,
             )
         with session.no_autoflush:  # the new row is written once, complete, at commit
-            texts = dict(
-                session.execute(
-                    select(Experience.id, Experience.text).where(Experience.id.in_(plan.experience_ids))
-                ).all()
-            )
+            rows = session.execute(
+                select(Experience.id, Experience.text, Experience.external_id).where(
+                    Experience.id.in_(plan.experience_ids)
+                )
+            ).all()
+        texts = {row.id: row.text for row in rows}
+        external = {row.id: row.external_id for row in rows}
         public = PlanPublic(
             decision_id=decision_id,
             status="planned",
             decision_time=plan.time,  # type: ignore[arg-type]
             maturity=plan.maturity,  # type: ignore[arg-type]
-            retrieved=[RetrievedPublic(id=h, text=texts[h], score=s) for h, s in hits],
+            retrieved=[RetrievedPublic(id=h, text=texts[h], score=s, external_id=external[h]) for h, s in hits],
+            retrieval="server" if context is not None else "client",
             subsets=[
                 SubsetPublic(
-                    index=i, mask=m, experience_ids=list(map(str, subset)), texts=[texts[str(e)] for e in subset]
+                    index=i,
+                    mask=m,
+                    experience_ids=list(map(str, subset)),
+                    texts=[texts[str(e)] for e in subset],
+                    external_ids=[external[str(e)] for e in subset],
                 )
                 for i, (m, subset) in enumerate(zip(plan.masks, plan.subsets, strict=True))
             ],
@@ -174,6 +185,32 @@ def plan(
             guard.complete(201, public)
         save_engine(session, agent, engine, services.engines, head_only=True)
         return public, dict(agent.settings)
+
+
+def _chosen_experiences(session: Session, agent: Agent, body: DecisionCreate) -> list[tuple[str, None]]:
+    """The experiences a request chose itself (by id or external id), in its order: each an active
+    experience of this agent, or a 422 naming those that are not."""
+    by_external = body.retrieved_external_ids is not None
+    wanted = list((body.retrieved_external_ids if by_external else body.retrieved_ids) or [])
+    field = "retrieved_external_ids" if by_external else "retrieved_ids"
+    key = Experience.external_id if by_external else Experience.id
+    rows = session.execute(
+        select(key, Experience.id, Experience.active).where(Experience.agent_id == agent.id, key.in_(wanted))
+    ).all()
+    found = {row[0]: (row.id, row.active) for row in rows}
+    unknown = [name for name in wanted if name not in found]
+    if unknown:
+        what = "external ids" if by_external else "ids"
+        raise ApiError(
+            422,
+            "invalid",
+            f"{field}: no experience of this agent has the {what} {unknown} (add them first)",
+            field,
+        )
+    retired = [name for name in wanted if not found[name][1]]
+    if retired:
+        raise ApiError(422, "invalid", f"{field}: {retired} are retired experiences and cannot be retrieved", field)
+    return [(found[name][0], None) for name in wanted]
 
 
 def decide(
@@ -296,17 +333,16 @@ async def create(
     if body.drafting == "client":
         return planned
     assert provider is not None
-    universe = [(a["asset"], a["asset_class"]) for a in settings["universe"]]  # type: ignore[attr-defined]
-    mandate = mandate_text(INVESTORS[str(settings["investor"])])
-    assets, classes = (tuple(a for a, _ in universe), tuple(c for _, c in universe))
-    requests = [
-        DraftRequest(
-            body.context_text, assets, classes, mandate, tuple(Lesson(text) for text in subset.texts), sample=i
-        )
-        for i, subset in enumerate(planned.subsets)
-    ]
+    system, prompts, parse = draft_prompts(settings, body.context_text, [s.texts for s in planned.subsets])
     try:
-        drafts = await draft_all(provider, settings["drafter"], requests, services.settings.llm_timeout_seconds)  # type: ignore[arg-type]
+        drafts = await draft_all(
+            provider,
+            settings["drafter"],  # type: ignore[arg-type]
+            system,
+            prompts,
+            parse,
+            services.settings.llm_timeout_seconds,
+        )
     except ApiError as failure:
         await run_in_threadpool(_withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message)
         await run_in_threadpool(
@@ -568,6 +604,7 @@ def record(services: Services, tenant_id: str, agent_id: str, decision_id: str) 
             status=row.status,
             failure=row.failure,
             plan=None if row.plan is None else PlanPublic(**row.plan),
+            context_text=(row.request or {}).get("context_text"),
             decision=row.decision,
             settlement=None if row.settlement is None else SettlementPublic(**row.settlement),
         )

@@ -1,6 +1,20 @@
-"""Experience use cases: adding one experience or a batch (embedded outside the agent's lock)."""
+"""Experience use cases: adding one experience or a batch (embedded outside the agent's lock).
+
+An item with an ``external_id`` this agent already holds updates that
+experience instead of adding a second one: a new text is embedded again and
+the experience keeps its id, its contributions and its value (the row is
+written anew, so every worker's index picks up the new embedding as it picks
+up an addition); the answer says ``created``, ``updated`` or ``unchanged``.
+"""
 
 from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from service.db import transaction
 from service.deps import Services
@@ -14,34 +28,96 @@ from service.views import experience_public
 __all__ = ["add"]
 
 
+def _row(agent_id: str, item: ExperienceCreate, vector: NDArray[np.float32], **kept: Any) -> Experience:
+    """The row of an item (``kept``: the id, state and creation time of the experience it rewrites)."""
+    return Experience(
+        agent_id=agent_id,
+        external_id=item.external_id,
+        text=item.text,
+        meta=item.metadata,
+        structured=item.structured,
+        embedding=vector.tobytes(),
+        **kept,
+    )
+
+
+def _held_texts(session: Session, agent_id: str, items: list[ExperienceCreate]) -> dict[str, str]:
+    """The texts this agent holds for the items' external ids."""
+    external = [item.external_id for item in items if item.external_id is not None]
+    if not external:
+        return {}
+    rows = session.execute(
+        select(Experience.external_id, Experience.text).where(
+            Experience.agent_id == agent_id, Experience.external_id.in_(external)
+        )
+    ).all()
+    return {str(row.external_id): row.text for row in rows}
+
+
 def add(
     services: Services, tenant_id: str, agent_id: str, body: ExperienceCreate | ExperienceBatch, guard: Idempotency
 ) -> ExperiencePublic | ExperienceList:
     """Add one experience, or a batch: the texts are embedded before the agent is locked."""
     items = body.experiences if isinstance(body, ExperienceBatch) else [body]
     with transaction(services.sessions) as session:
-        load_agent(session, tenant_id, agent_id, lock=False)  # 404 before any embedding work
+        agent = load_agent(session, tenant_id, agent_id, lock=False)  # 404 before any embedding work
         check_replay(session, guard)
-    vectors = services.embedder.encode([item.text for item in items])
+        held = _held_texts(session, agent.id, items)
+    # a mirror re-sends what it holds: texts an external id already has are not embedded again
+    fresh = [i for i, item in enumerate(items) if item.external_id is None or held.get(item.external_id) != item.text]
+    encoded: list[NDArray[np.float32]] = list(services.embedder.encode([items[i].text for i in fresh])) if fresh else []
+    vectors: list[NDArray[np.float32] | None] = [None] * len(items)
+    for i, encoding in zip(fresh, encoded, strict=True):
+        vectors[i] = encoding
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         engine = services.engines.checkout(session, agent)
-        rows = [
-            Experience(
-                agent_id=agent.id,
-                text=item.text,
-                meta=item.metadata,
-                structured=item.structured,
-                embedding=vector.tobytes(),
+        external = [item.external_id for item in items if item.external_id is not None]
+        existing = {
+            row.external_id: row
+            for row in session.scalars(
+                select(Experience).where(Experience.agent_id == agent.id, Experience.external_id.in_(external))
             )
-            for item, vector in zip(items, vectors, strict=True)
-        ]
+        }
+        rows: list[Experience] = []
+        writes: list[str] = []
+        index_changed = False
+        for index, item in enumerate(items):
+            old = existing.get(item.external_id) if item.external_id is not None else None
+            vector = vectors[index]
+            if vector is None and (old is None or old.text != item.text):  # its text changed meanwhile
+                vector = vectors[index] = services.embedder.encode([item.text])[0]
+            if old is None:
+                assert vector is not None
+                rows.append(_row(agent.id, item, vector))
+                writes.append("created")
+                index_changed = True
+            elif old.text == item.text:
+                changed = old.meta != item.metadata or old.structured != item.structured
+                old.meta, old.structured = item.metadata, item.structured
+                rows.append(old)
+                writes.append("updated" if changed else "unchanged")
+            else:
+                # a new text: the row is written anew (a new sequence number), so every worker's index adds
+                # its new embedding and drops the old one, as for any addition and removal
+                session.delete(old)
+                session.flush()
+                assert vector is not None
+                rows.append(_row(agent.id, item, vector, id=old.id, active=old.active, created_at=old.created_at))
+                writes.append("updated")
+                engine.update_experience(old.id, vector)
+                index_changed = True
         session.add_all(rows)
         session.flush()
-        for row, vector in zip(rows, vectors, strict=True):
-            engine.add_experience(row.id, vector)
-        agent.index_version += 1
+        for row, embedding, write in zip(rows, vectors, writes, strict=True):
+            if write == "created":
+                engine.add_experience(row.id, embedding)
+        if index_changed:
+            agent.index_version += 1
         save_engine(session, agent, engine, services.engines)
-        public = [experience_public(row, engine) for row in rows]
+        public = [
+            experience_public(row, engine).model_copy(update={"write": write})
+            for row, write in zip(rows, writes, strict=True)
+        ]
         answer: ExperiencePublic | ExperienceList = (
             ExperienceList(items=public, total=len(public), limit=len(public), offset=0)
             if isinstance(body, ExperienceBatch)

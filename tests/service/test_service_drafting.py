@@ -193,3 +193,94 @@ def test_server_drafting_at_a_draft_budget_calls_the_model_only_for_the_drafts_e
             assert decision["plan"]["draft_calls"] == len(decision["drafts"]) == decision["draft_calls"]
             client.settle(agent["id"], decision["decision_id"], returns={a["asset"]: [0.001, 0.0] for a in UNIVERSE})
     assert llm.calls == sum(made) <= 4 * 4 and made == [1, 1, 8, 1]  # trials and one-draft decisions alike
+
+
+SCORED_OUTCOMES = ["up", "flat", "down"]
+
+
+def scored_agent(client, provider, **settings):
+    agent = client._request(
+        "POST",
+        "/v1/agents",
+        {
+            "name": "forecaster",
+            "kind": "scored",
+            "action": "dial",
+            "credit": "raw",
+            "gate": {"test": "anytime"},
+            "drafter": {"provider": provider, "model": "openai/fake", "max_retries": 1},
+            **settings,
+        },
+    )
+    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    return agent
+
+
+def test_server_drafting_for_a_scored_agent_asks_each_subset_for_a_forecast_and_settles_it(serve):
+    with FakeLLM() as llm:
+        client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
+        agent = scored_agent(client, "fake", outcomes=SCORED_OUTCOMES)
+        assert agent["answer"] is None
+        decision = client.create_decision(
+            agent["id"], START, START + dt.timedelta(hours=1), "Will the index close higher?", drafting="server"
+        )
+    assert decision.status == "decided" and llm.calls == len(decision.plan.subsets) == 8
+    for draft in decision.drafts:
+        assert set(draft) == set(SCORED_OUTCOMES) and abs(sum(draft.values()) - 1) < 1e-12
+    prompts = [r["messages"][-1]["content"] for r in llm.requests]
+    assert all('{"probabilities"' in p and "Will the index close higher?" in p for p in prompts)
+    # each prompt holds exactly one designed subset's lessons: one prompt per subset
+    shown = sorted(tuple(t for t in LESSONS if json.dumps(t) in p) for p in prompts)
+    assert shown == sorted(tuple(t for t in LESSONS if t in s.texts) for s in decision.plan.subsets)
+    settled = client.settle(
+        agent["id"], decision.decision_id, outcome="up", rule="brier", settled_at=START + dt.timedelta(hours=2)
+    )
+    assert len(settled.draft_utilities) == 8 and set(settled.contributions) == set(decision.plan.predictions)
+
+
+@pytest.mark.parametrize(
+    ("answer", "check"),
+    [
+        ({"type": "number", "minimum": 10, "maximum": 20}, lambda d: isinstance(d, float) and 10 <= d <= 20),
+        ({"type": "choice", "choices": ["A", "B", "C"]}, lambda d: d in ("A", "B", "C")),
+        ({"type": "text", "instructions": "Name the likeliest cause."}, lambda d: d.startswith("answer ")),
+    ],
+)
+def test_server_drafting_writes_the_answer_the_scored_agent_declares(serve, answer, check):
+    with FakeLLM() as llm:
+        client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
+        agent = scored_agent(client, "fake", answer=answer)
+        decision = client.create_decision(
+            agent["id"], START, START + dt.timedelta(hours=1), "How many?", drafting="server"
+        )
+    assert llm.calls == 8 and all(check(d) for d in decision.drafts)
+    if "instructions" in answer:
+        assert all(r["messages"][-1]["content"].startswith("Task: Name the likeliest cause.") for r in llm.requests)
+
+
+def test_malformed_scored_answers_are_retried_then_reported_never_guessed(serve):
+    with FakeLLM(partial=True) as llm:
+        client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
+        agent = scored_agent(client, "fake", outcomes=SCORED_OUTCOMES)
+        with pytest.raises(ServiceError) as error:
+            client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "q", drafting="server")
+    assert (error.value.status, error.value.code) == (502, "malformed_draft") and llm.calls == 16
+    assert client.list_decisions(agent["id"], status="failed").items[0].failure == error.value.message
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"outcomes": SCORED_OUTCOMES, "answer": {"type": "number"}}, "answer.type"),
+        ({"answer": {"type": "probabilities"}}, "answer.type"),
+        ({"answer": {"type": "choice", "choices": ["A"]}}, "answer.choices"),
+        ({"answer": {"type": "number", "minimum": 5, "maximum": 1}}, "answer.minimum"),
+        ({"answer": {"type": "text", "choices": ["A", "B"]}}, "answer.choices"),
+    ],
+)
+def test_an_answer_that_does_not_fit_the_agent_is_422_naming_the_field(serve, settings, field):
+    with FakeLLM() as llm:
+        client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
+        with pytest.raises(ServiceError) as error:
+            scored_agent(client, "fake", **settings)
+    assert (error.value.status, error.value.field) == (422, field)

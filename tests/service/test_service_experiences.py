@@ -16,7 +16,16 @@ LESSONS = [
 def test_add_one_and_a_batch_then_list_with_pagination(client, agent):
     single = client.add_experience(agent["id"], LESSONS[0], metadata={"source": "warm-up"})
     assert single["metadata"] == {"source": "warm-up"} and single["active"] is True
-    assert single["value"] == {"mean": 0.0, "sd": None, "n": 0, "lower": None, "upper": None, "p_positive": None}
+    assert single["value"] == {
+        "mean": 0.0,
+        "sd": None,
+        "n": 0,
+        "lower": None,
+        "upper": None,
+        "p_positive": None,
+        "interval": None,
+    }
+    assert single["write"] == "created"
     batch = client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[1:]])
     assert [item["text"] for item in batch["items"]] == LESSONS[1:]
     page = client.list_experiences(agent["id"], limit=2, offset=1)

@@ -5,6 +5,7 @@ import datetime as dt
 
 import numpy as np
 import pytest
+from conftest import UNIVERSE
 
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.scoring import score
@@ -141,7 +142,8 @@ def test_numbers_blend_and_client_utilities_settle_a_scored_decision(client):
         ({"name": "x", "kind": "scored", "investor": "balanced"}, "investor"),
         ({"name": "x", "kind": "portfolio", "universe": [{"asset": "SPY", "asset_class": "equities"}]}, "investor"),
         ({"name": "x", "kind": "scored", "outcomes": ["a", "a"]}, "outcomes"),
-        ({"name": "x", "kind": "scored", "drafter": {"provider": "p", "model": "m"}}, "drafter"),
+        ({"name": "x", "kind": "scored", "drafter": {"provider": "p", "model": "m"}}, "drafter.provider"),
+        ({"name": "x", "universe": UNIVERSE, "investor": "balanced", "answer": {"type": "number"}}, "answer"),
     ],
 )
 def test_each_kind_of_agent_gets_what_it_needs(client, body, field):
