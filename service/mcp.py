@@ -10,13 +10,20 @@ http``, at ``http://HOST:PORT/mcp``, behind its own bearer token: ``--token`` /
 
 Tools: ``list_agents``, ``create_agent``, ``add_experiences``,
 ``search_experiences``, ``plan_decision`` (the designed subsets and their
-texts: draft once per subset), ``submit_drafts``, ``settle``, ``correct_outcome``, ``get_values``
-(with 90% intervals), ``get_trust``, ``verify_chain``. A refusal of the service
-comes back as a tool error naming the field and the rule.
+texts: draft once per subset), ``draft_prompt`` (one subset's exact prompt, for
+a separate model call), ``draft_with_host_model`` (every subset drafted by the
+host's model through MCP sampling, one call each, then submitted),
+``submit_drafts``, ``settle``, ``correct_outcome``, ``get_values`` (with 90%
+intervals), ``get_trust``, ``verify_chain``; the prompt ``draft_subset``. A
+refusal of the service comes back as a tool error naming the field and the rule.
+
+A host model must not write all the drafts in one turn: each draft has to be
+conditioned on exactly one subset, or the contrasts measure nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hmac
 import json
@@ -26,27 +33,24 @@ from typing import Any
 
 import typer
 
-from memtrial.errors import import_extra
+from memtrial.drafting import DraftError
+from memtrial.errors import MissingExtraError, import_extra
 from service.client import AsyncMemtrialClient, ServiceError
+from service.prompts import draft_prompts
 
 __all__ = ["build_server", "mcp"]
 
-Z90 = 1.6448536269514722  # the 95th percentile of the standard normal: a central 90% interval
-
 
 def _interval(value: Any) -> dict[str, Any]:
-    """A value with its 90% interval: the refit's where there is one, else mean +- 1.645 sd (normal approximation)."""
-    lower, upper, source = value.lower, value.upper, "full-Bayes refit"
-    if lower is None or upper is None:
-        sd = value.sd or 0.0
-        lower, upper, source = value.mean - Z90 * sd, value.mean + Z90 * sd, "empirical Bayes (normal approximation)"
+    """A value with its 90% interval: the refit's where there is one, else empirical Bayes (normal approximation)."""
+    source = {"full_bayes": "full-Bayes refit", "empirical_bayes": "empirical Bayes (normal approximation)"}
     return {
         "mean": value.mean,
         "sd": value.sd,
         "n": value.n,
-        "lower_90": lower,
-        "upper_90": upper,
-        "interval": source,
+        "lower_90": value.lower,
+        "upper_90": value.upper,
+        "interval": source.get(value.interval or "", "none yet"),
         "p_positive": value.p_positive,
     }
 
@@ -94,7 +98,9 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
     ) -> dict[str, Any]:
         """Create an agent. kind 'scored' (drafts are any JSON; give outcomes for probability forecasts) or
         'portfolio' (give investor and universe: [{asset, asset_class}]). action 'dial' weighs memory by the
-        evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes."""
+        evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes.
+        These defaults (scored, dial with the anytime test and raw credit) differ from the REST API's
+        (portfolio, gate with the prequential test and centred credit), which suit an agent loop."""
         gate = {"test": "anytime"} if action == "dial" else None
         credit = "raw" if action == "dial" else "centred"
         created: dict[str, Any] = await call(
@@ -126,8 +132,9 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None
     ) -> dict[str, Any]:
         """Plan a decision for the context: retrieves experiences and answers the designed subsets with their
-        texts. Draft once per subset, conditioned on exactly that subset's texts, then call submit_drafts with
-        the drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
+        texts. Draft once per subset, each in a SEPARATE model call conditioned on exactly that subset's texts
+        (draft_with_host_model does this through the host's model; draft_prompt gives each call's prompt), then
+        submit_drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
         now = dt.datetime.now(dt.UTC)
         when = decision_time or now.isoformat()
         matures = maturity or (dt.datetime.fromisoformat(when) + dt.timedelta(days=1)).isoformat()
@@ -205,12 +212,83 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         """What each experience is worth: posterior mean, sd, number of scored uses and a 90% interval."""
         async with client() as memtrial:
             values = await memtrial.values(agent_id)
-            texts = {e.id: e.text async for e in memtrial.iter_experiences(agent_id)}
-        ranked = sorted(values.values.items(), key=lambda item: -item[1].mean)
         return {
             "learner_mode": values.learner_mode,
-            "experiences": [{"id": e, "text": texts.get(e), **_interval(v)} for e, v in ranked],
+            "experiences": [
+                {"id": e, "text": v.text, "external_id": v.external_id, **_interval(v)}
+                for e, v in values.values.items()
+            ],
         }
+
+    async def subset_prompts(agent_id: str, decision_id: str) -> tuple[str, list[str], Any, list[Any]]:
+        """The decision's system prompt, one prompt per subset of its plan, the reply check, the subsets."""
+        async with client() as memtrial:
+            try:
+                agent = await memtrial.get_agent(agent_id)
+                record = await memtrial.get_decision(agent_id, decision_id)
+            except ServiceError as error:
+                raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+        if record.plan is None or record.context_text is None:
+            raise ValueError(f"decision {decision_id!r} has no plan with its context to draft from")
+        settings = agent.model_dump(mode="json")
+        subsets = record.plan.subsets
+        system, prompts, parse = draft_prompts(settings, record.context_text, [s.texts for s in subsets])
+        return system, prompts, parse, subsets
+
+    @server.tool()
+    async def draft_prompt(agent_id: str, decision_id: str, index: int) -> dict[str, Any]:
+        """The exact prompt for ONE designed subset's draft (system and user message). Send it to a fresh model
+        call of its own (a sub-agent, a separate completion) for each subset, never several subsets in one
+        turn: each draft must see exactly its subset's lessons. Then submit_drafts with all of them in order."""
+        system, prompts, _, subsets = await subset_prompts(agent_id, decision_id)
+        if not 0 <= index < len(prompts):
+            raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
+        return {"index": index, "system": system, "prompt": prompts[index], "lessons": subsets[index].texts}
+
+    async def draft_with_host_model(agent_id: str, decision_id: str, ctx: Any, max_retries: int = 2) -> dict[str, Any]:
+        """Draft every designed subset through the host's own model (MCP sampling), one separate model call per
+        subset conditioned on exactly its lessons, check each answer (retried when malformed, never guessed),
+        and submit the drafts. Needs a host that supports sampling; otherwise use draft_prompt per subset."""
+        capabilities = ctx.session.client_params.capabilities if ctx.session.client_params else None
+        if capabilities is None or capabilities.sampling is None:
+            raise ValueError(
+                "this MCP host does not offer sampling: call draft_prompt for each subset and send each prompt "
+                "to a separate model call, then submit_drafts"
+            )
+        system, prompts, parse, _ = await subset_prompts(agent_id, decision_id)
+        types = import_extra("mcp.types", "mcp", "the MCP server")
+
+        async def one(prompt: str) -> Any:
+            for _ in range(max(0, max_retries) + 1):
+                reply = await ctx.session.create_message(
+                    messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+                    system_prompt=system,
+                    max_tokens=800,
+                )
+                text = getattr(reply.content, "text", "")
+                try:
+                    return parse(text)
+                except DraftError:
+                    continue
+            raise ValueError(f"the host model's answers were malformed {max(0, max_retries) + 1} times in a row")
+
+        drafts = await asyncio.gather(*(one(prompt) for prompt in prompts))
+        decision = await call("submit_drafts", agent_id, decision_id, list(drafts))
+        keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial", "draft_calls")
+        return {key: decision.get(key) for key in keys}
+
+    draft_with_host_model.__annotations__["ctx"] = fastmcp.Context  # how FastMCP knows to pass its context
+    server.tool()(draft_with_host_model)
+
+    @server.prompt()
+    async def draft_subset(agent_id: str, decision_id: str, index: str) -> list[Any]:
+        """One designed subset's draft as a prompt: run it in its own conversation, once per subset."""
+        system, prompts, _, _ = await subset_prompts(agent_id, decision_id)
+        position = int(index)
+        if not 0 <= position < len(prompts):
+            raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
+        base = import_extra("mcp.server.fastmcp.prompts.base", "mcp", "the MCP server")
+        return [base.UserMessage(f"{system}\n\n{prompts[position]}")]
 
     @server.tool()
     async def get_trust(agent_id: str) -> dict[str, Any]:
@@ -279,6 +357,11 @@ def mcp(
     ),
 ) -> None:
     """Serve the agent loop as MCP tools over stdio or streamable HTTP (HTTP requires a bearer token)."""
+    try:
+        import_extra("mcp.server.fastmcp", "mcp", "memtrial mcp")
+    except MissingExtraError as missing:
+        typer.echo(f"error: {missing.message}", err=True)
+        raise typer.Exit(code=2) from None
     key = api_key or os.environ.get("MEMTRIAL_API_KEY")
     if not key:
         typer.echo(

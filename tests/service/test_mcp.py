@@ -30,13 +30,18 @@ def service(tmp_path_factory):
     server.stop()
 
 
-def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
-    url, key = service
-    parameters = StdioServerParameters(
+def stdio_parameters(url, key):
+    """``memtrial mcp`` over stdio, as an MCP host starts it, in front of the live service."""
+    return StdioServerParameters(
         command=sys.executable,
         args=["-m", "memtrial.cli", "mcp"],
         env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key},
     )
+
+
+def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
+    url, key = service
+    parameters = stdio_parameters(url, key)
 
     async def main():
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
@@ -121,6 +126,89 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
     asyncio.run(main())
 
 
+def test_the_host_model_drafts_each_subset_in_a_call_of_its_own_through_sampling(service):
+    from fake_llm import FakeLLM
+    from mcp import types
+
+    url, key = service
+    parameters = stdio_parameters(url, key)
+    lessons = ["Rate cuts were followed by rallies.", "Inflation surprises hurt.", "Quiet months stayed flat."]
+    asked = []
+
+    async def host_model(context, params):  # the host's own LLM, answering each sampling request
+        prompt = params.messages[0].content.text
+        asked.append((params.systemPrompt, prompt))
+        form = prompt.split("Answer with the JSON object ", 1)[1].split(". Return the JSON object only.")[0]
+        answer = FakeLLM.scored(form, bytes(range(32)) if len(asked) % 2 else bytes(range(5, 37)))
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text=answer), model="stand-in"
+        )
+
+    async def main():
+        async with (
+            stdio_client(parameters) as (read, write),
+            ClientSession(read, write, sampling_callback=host_model) as session,
+        ):
+            await session.initialize()
+            agent = payload(
+                await session.call_tool("create_agent", {"name": "sampled", "kind": "scored", "outcomes": OUTCOMES})
+            )
+            await session.call_tool("add_experiences", {"agent_id": agent["id"], "texts": lessons})
+            when = "2024-02-01T12:00:00+00:00"
+            plan = payload(
+                await session.call_tool(
+                    "plan_decision",
+                    {"agent_id": agent["id"], "context": "Will it rise?", "decision_time": when, "maturity": when},
+                )
+            )
+            one = payload(
+                await session.call_tool(
+                    "draft_prompt", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "index": 3}
+                )
+            )
+            assert one["lessons"] == plan["subsets"][3]["texts"] and "Will it rise?" in one["prompt"]
+            shown = await session.get_prompt(
+                "draft_subset", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "index": "3"}
+            )
+            assert one["prompt"] in shown.messages[0].content.text
+            decision = payload(
+                await session.call_tool(
+                    "draft_with_host_model", {"agent_id": agent["id"], "decision_id": plan["decision_id"]}
+                )
+            )
+            return plan, one, decision
+
+    plan, one, decision = asyncio.run(main())
+    assert len(asked) == len(plan["subsets"]) == 8  # one model call per designed subset
+    shown = sorted(tuple(t for t in lessons if json.dumps(t) in prompt) for _, prompt in asked)
+    assert shown == sorted(tuple(t for t in lessons if t in s["texts"]) for s in plan["subsets"])
+    assert {system for system, _ in asked} == {one["system"]}
+    assert decision["draft_calls"] == 8 and set(decision["chosen"]) == set(OUTCOMES)
+
+
+def test_a_host_without_sampling_is_told_to_draft_each_subset_separately(service):
+    url, key = service
+    parameters = stdio_parameters(url, key)
+
+    async def main():
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            agent = payload(await session.call_tool("create_agent", {"name": "plain", "outcomes": OUTCOMES}))
+            await session.call_tool("add_experiences", {"agent_id": agent["id"], "texts": ["a lesson"]})
+            plan = payload(
+                await session.call_tool(
+                    "plan_decision",
+                    {"agent_id": agent["id"], "context": "x", "decision_time": "2024-03-01T00:00:00+00:00"},
+                )
+            )
+            return await session.call_tool(
+                "draft_with_host_model", {"agent_id": agent["id"], "decision_id": plan["decision_id"]}
+            )
+
+    refused = asyncio.run(main())
+    assert refused.isError and "does not offer sampling: call draft_prompt for each subset" in refused.content[0].text
+
+
 def test_the_mcp_command_needs_an_api_key():
     import subprocess
 
@@ -129,6 +217,26 @@ def test_the_mcp_command_needs_an_api_key():
         [sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 2 and "an API key is needed" in result.stderr
+
+
+def test_the_mcp_command_without_the_sdk_says_so_in_one_line(tmp_path):
+    import subprocess
+
+    blocker = tmp_path / "sitecustomize.py"  # this process sees no mcp package, as without the extra
+    blocker.write_text(
+        "import sys\n\n\nclass NoMcp:\n    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'mcp' or name.startswith('mcp.'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name='mcp')\n\n\n"
+        "sys.meta_path.insert(0, NoMcp())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "MEMTRIAL_API_KEY": "mt_x"}
+    result = subprocess.run(
+        [sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "error: memtrial mcp needs mcp, which is not installed: pip install -e '.[mcp]' in the memtrial checkout"
+    ]
 
 
 TOKEN = "mcp-token-for-the-test-0123456789"
