@@ -201,7 +201,9 @@ def markdown(document: dict[str, Any], command: str) -> str:
         (n, [r for r in rs if r in regimes])
         for n, rs in (("memory regimes", MEMORY_REGIMES), ("null regimes", NULL_REGIMES))
     ]
-    lines += frontier_lines(investors, [(n, rs) for n, rs in groups if rs] + [("all regimes", regimes)], methods)
+    # a group holding every regime of the run is the "all regimes" column already
+    partial = [(n, rs) for n, rs in groups if rs and set(rs) != set(regimes)]
+    lines += frontier_lines(investors, [*partial, ("all regimes", regimes)], methods)
     overall = sorted(((float(np.mean(v)), m) for m, v in average.items() if v), reverse=True)
     lines += [
         "",
@@ -253,7 +255,7 @@ def frontier_lines(
         "",
         "Every call a method causes counts, drafts made only to learn included (the credit baselines read the eight",
         "designed drafts; a method that uses the reference pays for its draws where it has any). `*`: on the",
-        f"frontier of the {groups[0][0]} (no method that costs at most as much does better).",
+        f"frontier of {'' if groups[0][0].startswith('all') else 'the '}{groups[0][0]} (no method that costs at most as much does better).",
         "",
         "| method | calls per decision | " + " | ".join(f"{name} (pp)" for name, _ in groups) + " |",
         "|---|---:|" + "---:|" * len(groups),
@@ -319,7 +321,12 @@ def _summary(investors: dict[str, Any], regimes: Sequence[str], methods: Sequenc
     lines: list[str] = []
     memory = [r for r in MEMORY_REGIMES if r in regimes]
     core = [r for r in CORE_REGIMES if r in regimes]
-    groups = [(name, rs) for name, rs in (("memory regimes", memory), ("core five", core)) if rs]
+    # a group of every regime of the run is the closing ranking already, and a group equal to an earlier one
+    # would repeat its column: neither is shown
+    groups: list[tuple[str, list[str]]] = []
+    for name, rs in (("memory regimes", memory), ("core five", core)):
+        if rs and set(rs) != set(regimes) and all(set(rs) != set(seen) for _, seen in groups):
+            groups.append((name, rs))
     if groups:
         lines += ["", "## Memory regimes and the paper's core five, averaged over investors", ""]
         lines += [
@@ -334,7 +341,7 @@ def _summary(investors: dict[str, Any], regimes: Sequence[str], methods: Sequenc
                 f"| {label} | {DISPLAY.get(method, method)} | " + " | ".join(f"{v:.4f}" for v in means[method]) + " |"
             )
     paper = [m for m in PAPER_METHODS if m in methods]
-    if core and len(paper) == len(PAPER_METHODS):
+    if len(core) == len(CORE_REGIMES) and len(paper) == len(PAPER_METHODS):
         shown = paper + [m for m in ("memtrial", "oracle") if m in methods]
         lines += ["", "## The paper's view: its five core regimes and its fifteen methods", ""]
         lines += [
@@ -353,11 +360,13 @@ def _summary(investors: dict[str, Any], regimes: Sequence[str], methods: Sequenc
     return lines
 
 
-def save_figure(figure: Any, path: Path, paths: list[Path], dpi: int = 110) -> None:
-    """Lay out, write and close ``figure``; record its path."""
+def save_figure(
+    figure: Any, path: Path, paths: list[Path], dpi: int = 110, rect: tuple[float, float, float, float] | None = None
+) -> None:
+    """Lay out (within ``rect`` of the figure, if given), write and close ``figure``; record its path."""
     import matplotlib.pyplot as plt
 
-    figure.tight_layout()
+    figure.tight_layout(rect=rect)
     figure.savefig(path, dpi=dpi)
     plt.close(figure)
     paths.append(path)
@@ -397,8 +406,9 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
             )
         axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
         axis.set_title(f"{investor}: mean utility (pp)")
-    axes[0][0].legend(fontsize=7)
-    save_figure(figure, folder / "utility_by_regime.png", paths)
+    handles, labels = axes[0][0].get_legend_handles_labels()  # below the panels: it never covers a point
+    figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    save_figure(figure, folder / "utility_by_regime.png", paths, rect=(0, 0.12, 1, 1))
 
     figure, axis = plt.subplots(figsize=(7, 4.5))
     gated = [

@@ -20,7 +20,7 @@ def main() -> None:
     except ModuleNotFoundError as error:
         print(
             f"error: the memtrial command needs its command-line tools ({error.name} is not installed): "
-            "pip install 'memtrial[service]' (or [backtest], or [all])",
+            "pip install -e '.[service]' in the memtrial checkout (or [backtest], or [all])",
             file=sys.stderr,
         )
         raise SystemExit(2) from None

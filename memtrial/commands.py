@@ -16,10 +16,12 @@ from typing import Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from memtrial.errors import install_hint
+
 __all__ = ["LAZY_COMMANDS", "app"]
 
 #: name -> (module, attribute, help, extra). The attribute is a Typer app or a command function;
-#: the extra is what ``pip install 'memtrial[extra]'`` adds when the module's dependencies are missing.
+#: the extra is what ``pip install -e '.[extra]'`` adds when the module's dependencies are missing.
 LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks.", "backtest"),
     "data": (
@@ -49,7 +51,7 @@ class _LazyCommand(TyperCommand):
             module = importlib.import_module(self.module_name)
         except ModuleNotFoundError as error:
             typer.echo(
-                f"error: 'memtrial {self.name}' needs the {self.extra} extra ({error.name} is not installed): pip install 'memtrial[{self.extra}]'",
+                f"error: 'memtrial {self.name}' needs the {self.extra} extra ({error.name} is not installed): {install_hint(self.extra)}",
                 err=True,
             )
             raise typer.Exit(code=2) from None

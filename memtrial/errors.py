@@ -96,17 +96,22 @@ class StateError(MemtrialError):
     """Serialised state is malformed or inconsistent."""
 
 
+def install_hint(extra: str) -> str:
+    """How to add an extra: memtrial installs from its source checkout (it is not on a package registry)."""
+    return f"pip install -e '.[{extra}]' in the memtrial checkout"
+
+
 class MissingExtraError(MemtrialError, ImportError):
     """A feature needs an optional dependency that is not installed; the message names the extra."""
 
     def __init__(self, feature: str, module: str, extra: str) -> None:
-        super().__init__(f"{feature} needs {module}, which is not installed: pip install 'memtrial[{extra}]'")
+        super().__init__(f"{feature} needs {module}, which is not installed: {install_hint(extra)}")
         self.module = module
         self.extra = extra
 
 
 def import_extra(module: str, extra: str, feature: str) -> ModuleType:
-    """``import module``, or a MissingExtraError naming ``pip install 'memtrial[extra]'``.
+    """``import module``, or a MissingExtraError naming the ``pip install`` that adds the extra.
 
     Only a missing module becomes that error; a module that is installed but
     fails while importing raises its own error.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from fastapi import FastAPI, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import Counter, Histogram
 
@@ -162,6 +162,10 @@ def _mount_dashboard(app: FastAPI) -> None:
     so the page shows only what that key may read.
     """
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def _favicon() -> FileResponse:
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")
 
     @app.get("/dashboard/{agent_id}", include_in_schema=False)
     async def _dashboard(agent_id: str) -> HTMLResponse:

@@ -147,12 +147,10 @@ def investorbench_folder(tmp_path_factory):
 
 @pytest.fixture
 def investorbench_fixture(investorbench_folder, monkeypatch):
-    """MEMTRIAL_DATA points at the fixture; no real file beside the checkout is consulted."""
-    import backtest.data.prices as prices
+    """MEMTRIAL_DATA points at the fixture (the only place InvestorBench files are looked for)."""
     from backtest.realdata import load_setting
 
     monkeypatch.setenv("MEMTRIAL_DATA", str(investorbench_folder))
-    monkeypatch.setattr(prices, "beside_checkout", lambda: investorbench_folder / "none")
     load_setting.cache_clear()
     yield investorbench_folder
     load_setting.cache_clear()

@@ -68,8 +68,8 @@ def load_investorbench(
     """Prices, news and filings of ``tickers`` on their common calendar.
 
     folder: a data folder holding ``investorbench/<ticker>.json``; by default
-    ``$MEMTRIAL_DATA``, then ``shared/data`` beside the checkout (the files are
-    third-party text and do not ship with the package).
+    ``$MEMTRIAL_DATA`` (the files are third-party text and do not ship with the
+    package).
     """
     paths = {
         t: (folder / "investorbench" / f"{t.lower()}.json" if folder else locate(f"investorbench/{t.lower()}.json"))

@@ -49,14 +49,9 @@ def packaged() -> Path:
     return Path(str(resources.files("backtest.data") / "files"))
 
 
-def beside_checkout() -> Path:
-    """``shared/data`` beside the checkout, where a development clone may find the InvestorBench files."""
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
-
-
 def candidates(relative: str) -> list[Path]:
     """Where one input (a path relative to a data folder) is looked for, in order."""
-    places = [folder / relative for folder in (data_dir(), packaged(), beside_checkout()) if folder is not None]
+    places = [folder / relative for folder in (data_dir(), packaged()) if folder is not None]
     return list(dict.fromkeys(places))
 
 

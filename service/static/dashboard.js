@@ -49,7 +49,15 @@
     return node;
   }
 
-  function pp(value) { return (100 * value).toFixed(3); }
+  // hundredths, to three decimals; what rounds to zero reads 0.000 (never -0.000) and takes no colour
+  function pp(value) {
+    const shown = (100 * value).toFixed(3);
+    return Number(shown) === 0 ? (0).toFixed(3) : shown;
+  }
+  function sign(value) {
+    const shown = Number(pp(value));
+    return shown > 0 ? "positive" : shown < 0 ? "negative" : "";
+  }
 
   function renderExperiences(values, texts) {
     const rows = Object.entries(values.values).map(([id, v]) => {
@@ -60,13 +68,14 @@
     }).sort((a, b) => b.mean - a.mean);
     const span = Math.max(1e-12, ...rows.map((r) => Math.max(Math.abs(r.lower), Math.abs(r.upper))));
     const body = document.querySelector("#experiences tbody");
+    document.getElementById("experiences-empty").hidden = rows.length > 0;
     rows.forEach((r, i) => {
       const row = document.createElement("tr");
       row.dataset.experience = r.id;
       cell(row, String(i + 1), "num");
       cell(row, r.text);
       cell(row, String(r.n), "num");
-      cell(row, pp(r.mean), "num " + (r.mean > 0 ? "positive" : r.mean < 0 ? "negative" : ""));
+      cell(row, pp(r.mean), "num " + sign(r.mean));
       cell(row, "[" + pp(r.lower) + ", " + pp(r.upper) + "]", "num");
       const bar = cell(row, "", "bar");
       const chart = svg("svg", { viewBox: "0 0 180 16", class: "interval" });
@@ -103,6 +112,7 @@
       text.textContent = tick.toFixed(1);
       chart.appendChild(text);
     }
+    document.getElementById("trust-empty").hidden = points.length > 0;
     if (points.length) {
       const step = (width - 8 - left) / Math.max(1, points.length - 1);
       const path = points.map((p, i) => (i ? "L" : "M") + (left + p.x * step).toFixed(1) + " " + y(p.y).toFixed(1)).join(" ");
@@ -115,9 +125,10 @@
 
   function renderDecisions(decisions) {
     const body = document.querySelector("#decisions tbody");
+    document.getElementById("decisions-empty").hidden = decisions.length > 0;
     decisions.slice().reverse().forEach((d) => {
       const row = document.createElement("tr");
-      cell(row, d.decision_id.slice(0, 10) + "…");
+      cell(row, d.decision_id, "id");
       cell(row, d.decision_time.replace("T", " ").slice(0, 16));
       cell(row, d.status + (d.failure ? " (" + d.failure + ")" : ""));
       cell(row, d.action || "–");
@@ -128,6 +139,8 @@
 
   async function show() {
     const error = document.getElementById("error");
+    const loading = document.getElementById("loading");
+    loading.hidden = false;
     try {
       const agent = await api("/v1/agents/" + agentId);
       document.getElementById("agent-name").textContent = agent.name;
@@ -149,9 +162,11 @@
       renderTrust(agent, trust);
       renderExperiences(values, texts);
       renderDecisions(decisions);
+      loading.hidden = true;
       document.getElementById("content").hidden = false;
       document.body.dataset.ready = "true";
     } catch (failure) {
+      loading.hidden = true;
       error.textContent = failure.status === 401 ? "This key is not valid here: " + failure.message : failure.message;
       error.hidden = false;
       if (failure.status === 401) askForKey();

@@ -40,19 +40,42 @@ def test_plantedmem_command_writes_results_table_and_plots(tmp_path):
         assert (out / name).stat().st_size > 1000
 
 
+def test_a_one_regime_run_ranks_its_methods_once(tmp_path):
+    out = tmp_path / "one"
+    result = CliRunner().invoke(
+        app,
+        [
+            "backtest",
+            "plantedmem",
+            "--investor",
+            "balanced",
+            "--regimes",
+            "beta_0.5",
+            "--seeds",
+            "0",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    page = (out / "results.md").read_text()
+    assert page.count("| rank | method |") == 1  # the closing ranking; no group column repeats it
+    assert "## Memory regimes and the paper's core five" not in page
+    assert page.count("| memory regimes |") == 0 and "all regimes" in page
+
+
 def test_missing_price_data_is_reported_with_every_place_looked(tmp_path, monkeypatch):
     import backtest.data.prices
     import backtest.runner
 
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
     monkeypatch.setattr(backtest.data.prices, "packaged", lambda: tmp_path / "not-packaged")
-    monkeypatch.setattr(backtest.data.prices, "beside_checkout", lambda: tmp_path / "not-beside")
     monkeypatch.setattr(backtest.runner, "_MARKETS", {})
     result = CliRunner().invoke(app, ["backtest", "plantedmem", "--seeds", "0", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2
     output = " ".join(result.output.split())
     assert "benchmark data file prices/etf_daily_close.csv.gz is missing: looked in" in output
-    for folder in ("nowhere", "not-packaged", "not-beside"):
+    for folder in ("nowhere", "not-packaged"):
         assert str(tmp_path / folder / "prices" / "etf_daily_close.csv.gz") in output
 
 

@@ -140,11 +140,9 @@ def test_bad_options_are_rejected(tmp_path: Path, arguments: list[str], message:
 
 
 def test_missing_investorbench_data_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import backtest.data.prices as prices
     from backtest.realdata import load_setting
 
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
-    monkeypatch.setattr(prices, "beside_checkout", lambda: tmp_path / "beside")
     load_setting.cache_clear()
     try:
         result = CliRunner().invoke(app, ["backtest", "investorbench", "--out", str(tmp_path / "x")])

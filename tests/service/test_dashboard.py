@@ -58,8 +58,10 @@ def test_the_dashboard_page_holds_no_data_and_its_assets_come_from_the_package(h
         and "connect-src 'self'" in page.headers["content-security-policy"]
     )
     assert "http://" not in page.text and "https://" not in page.text  # no CDN
-    for asset in ("/static/dashboard.js", "/static/dashboard.css"):
+    for asset in ("/static/dashboard.js", "/static/dashboard.css", "/static/favicon.svg"):
         assert http.get(asset).status_code == 200
+    icon = http.get("/favicon.ico")  # what a browser asks for anyway: the page's own icon, not a 404
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     assert "https://" not in http.get("/static/dashboard.js").text
 
 
@@ -104,18 +106,31 @@ def test_the_dashboard_renders_values_trust_decisions_and_the_chain_in_headless_
             agent = populate(client)
             n_experiences, n_decisions = len(LESSONS), 30
             top = max(client.values(agent.id).values.items(), key=lambda item: item[1].mean)[0]
+            client_decisions = [d.decision_id for d in client.iter_decisions(agent.id)]
+            empty = client.create_agent(
+                "empty",
+                "balanced",
+                [{"asset": "SPY", "asset_class": "equities"}, {"asset": "BIL", "asset_class": "cash"}],
+            )
         dom, shot = render(f"{server.url}/dashboard/{agent.id}#key={key}", tmp_path)
         assert 'data-ready="true"' in dom, dom[-2000:]
         assert "chain intact" in dom and dom.count("<tr data-experience=") == n_experiences
         assert f'<tr data-experience="{top}">' in dom.split("<tbody>")[1]  # the best experience is ranked first
         assert 'id="trust-line"' in dom and "dashboard-demo" in dom
         assert dom.split('id="decisions"')[1].count("<tr>") == n_decisions + 1  # + the header row
+        for decision in client_decisions:  # whole ids: no two rows read the same
+            assert f'<td class="id">{decision}</td>' in dom
+        assert "-0.000" not in dom and '<p id="loading" class="muted" hidden="">' in dom
         image = mpimg.imread(shot)
         assert image.shape[:2] == (1500, 1100)
         assert pixels_of(image, (47, 91, 211)) > 200  # the trust line
         assert pixels_of(image, (201, 214, 247)) > 200  # the 90% interval bands
         assert pixels_of(image, (220, 243, 227)) > 100  # the green "chain intact" badge
         assert pixels_of(image, (26, 127, 55)) > 50  # positive values and interval means
+        fresh, _ = render(f"{server.url}/dashboard/{empty.id}#key={key}", tmp_path)
+        assert 'data-ready="true"' in fresh
+        for note in ("experiences-empty", "decisions-empty", "trust-empty"):
+            assert f'<p id="{note}" class="muted">' in fresh, note  # shown, not hidden
         wrong, _ = render(f"{server.url}/dashboard/{agent.id}#key=mt_not_a_key", tmp_path)
         assert 'data-ready="error"' in wrong and "This key is not valid here" in wrong and "Rate cuts" not in wrong
     finally:

@@ -10,6 +10,7 @@ import pytest
 from conftest import POSTGRES_URL, UNIVERSE, _reset_postgres, make_tenant
 from live_server import Server
 from sqlalchemy import text
+from sqlalchemy.engine import make_url
 
 from service.client import MemtrialClient, ServiceError
 from service.db import make_engine
@@ -157,8 +158,9 @@ def test_a_lost_database_answers_503_and_the_service_recovers(tmp_path):
     _reset_postgres(POSTGRES_URL)
     upgrade(POSTGRES_URL)
     key = make_tenant(POSTGRES_URL, "outage")
-    proxy = TcpProxy("127.0.0.1", 5432)
-    url = f"postgresql://postgres@127.0.0.1:{proxy.port}/test"
+    target = make_url(POSTGRES_URL)  # the test database MEMTRIAL_TEST_POSTGRES_URL names, reached through a proxy
+    proxy = TcpProxy(target.host or "127.0.0.1", target.port or 5432)
+    url = target.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
     try:
         with TestClient(create_app(Settings(database_url=url))) as http:
             client = MemtrialClient(api_key=key, http=http)
