@@ -19,6 +19,7 @@ the number of decisions is written once, item by item, to a
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,6 +74,21 @@ class _Experience:
     active: bool = True
 
 
+class _LogSink:
+    """Hands the gate's log entries to the engine's history. It holds the engine weakly, so an engine
+    is freed as soon as it is dropped (no reference cycle waits for the garbage collector)."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: MemTrial) -> None:
+        self._engine = weakref.ref(engine)
+
+    def __call__(self, entry: LogEntry) -> None:
+        engine = self._engine()
+        if engine is not None:
+            engine.history.append_log(entry)
+
+
 class MemTrial:
     """One agent's memory credit assignment and trust-gated decisions.
 
@@ -87,7 +103,7 @@ class MemTrial:
         self.config = config if config is not None else EngineConfig(**settings)
         self.history: History = InMemoryHistory() if history is None else history
         self.learner = self._new_learner()
-        self.gate: TrustGate = make_gate(self.config.gate, sink=self._append_log)
+        self.gate: TrustGate = make_gate(self.config.gate, sink=_LogSink(self))
         self.fallback = AnchoredMixture(self.config.fallback)
         self.noise = NoiseCost()
         self.credit = DraftCredit()
@@ -102,9 +118,6 @@ class MemTrial:
             centre=config.credit is CreditBasis.CENTRED,
             robust=config.robust,
         )
-
-    def _append_log(self, entry: LogEntry) -> None:
-        self.history.append_log(entry)
 
     @property
     def gate_hash(self) -> str:

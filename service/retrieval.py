@@ -25,6 +25,7 @@ from numpy.typing import NDArray
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from service.cache import DEFAULT_BUDGET, ByteBudget, index_bytes
 from service.embeddings import DIMENSION
 from service.models import Agent, Experience
 
@@ -78,17 +79,24 @@ class AgentIndex:
 
 
 class IndexCache:
-    def __init__(self, approximate_from: int = APPROXIMATE_FROM) -> None:
+    """Each agent's index, within the worker's cache budget (:mod:`service.cache`): an evicted index is
+    rebuilt from the database on the agent's next search."""
+
+    def __init__(self, approximate_from: int = APPROXIMATE_FROM, budget: ByteBudget | None = None) -> None:
         self.approximate_from = approximate_from
-        self._indexes: dict[str, AgentIndex] = {}
+        self.budget = budget if budget is not None else ByteBudget(DEFAULT_BUDGET)
         self._lock = threading.Lock()
 
     def _entry(self, agent_id: str) -> AgentIndex:
         with self._lock:
-            entry = self._indexes.get(agent_id)
+            entry: AgentIndex | None = self.budget.get("index", agent_id)
             if entry is None:
-                entry = self._indexes[agent_id] = AgentIndex()
+                entry = AgentIndex()
+                self.budget.put("index", agent_id, entry, index_bytes(0, False))
             return entry
+
+    def _sized(self, agent_id: str, entry: AgentIndex) -> None:
+        self.budget.resize("index", agent_id, index_bytes(entry.size, entry.approximate))
 
     def sync(self, session: Session, agent: Agent) -> AgentIndex:
         """The agent's index, brought up to the database's ``index_version``."""
@@ -110,10 +118,11 @@ class IndexCache:
                 self._fill(session, agent, fresh, only_active=True)
                 fresh.version = agent.index_version
                 with self._lock:
-                    self._indexes[agent.id] = fresh
+                    self.budget.put("index", agent.id, fresh, index_bytes(fresh.size, fresh.approximate))
                 return fresh
             self._fill(session, agent, entry, only_active=False)
             entry.version = agent.index_version
+            self._sized(agent.id, entry)
             return entry
 
     def _fill(self, session: Session, agent: Agent, entry: AgentIndex, only_active: bool) -> None:
@@ -158,5 +167,4 @@ class IndexCache:
             want *= 4  # many of the best are retired: look further
 
     def forget(self, agent_id: str) -> None:
-        with self._lock:
-            self._indexes.pop(agent_id, None)
+        self.budget.discard("index", agent_id)

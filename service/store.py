@@ -4,7 +4,8 @@ The engine's compact running state lives in ``agents.state`` (its size
 depends on the agent's experiences, not on its number of decisions; the
 embeddings live in ``experiences``); its history lives in rows
 (:class:`service.history.SqlHistory`). A worker keeps the last engine it
-saved for each agent together with the state version; a request uses it only
+saved for each agent together with the state version, within its cache budget
+(least recently used evicted, :mod:`service.cache`); a request uses it only
 if the database still holds that version, and takes it out of the cache while
 it works, so a failed request never leaves a half-updated engine behind.
 """
@@ -25,6 +26,7 @@ from sqlalchemy.orm import Session
 from memtrial.engine import MemTrial
 from memtrial.history import DetachedHistory
 from memtrial.records import encode_time
+from service.cache import DEFAULT_BUDGET, ByteBudget, engine_bytes
 from service.errors import ApiError
 from service.history import SqlHistory
 from service.models import Agent, Decision, Experience
@@ -72,15 +74,16 @@ def owned_row(session: Session, model: type[Row], agent: Agent, row_id: str, lab
 
 
 class EngineCache:
-    def __init__(self) -> None:
-        self._engines: dict[str, tuple[int, MemTrial]] = {}
+    """The engines this worker last saved, by agent, within the worker's cache budget (:mod:`service.cache`)."""
+
+    def __init__(self, budget: ByteBudget | None = None) -> None:
+        self.budget = budget if budget is not None else ByteBudget(DEFAULT_BUDGET)
         self._lock = threading.Lock()
 
     def checkout(self, session: Session, agent: Agent, rows: dict[str, Decision] | None = None) -> MemTrial:
         """The agent's engine at the database's state version, its history attached to this
         transaction (owned by the caller until ``checkin``). rows: decision rows already loaded."""
-        with self._lock:
-            cached = self._engines.pop(agent.id, None)
+        cached: tuple[int, MemTrial] | None = self.budget.pop("engine", agent.id)
         if cached is not None and cached[0] == agent.state_version:
             engine = cached[1]
         else:
@@ -99,14 +102,13 @@ class EngineCache:
 
     def checkin(self, agent_id: str, version: int, engine: MemTrial) -> None:
         engine.history = DetachedHistory()
-        with self._lock:
-            current = self._engines.get(agent_id)
+        with self._lock:  # a newer engine another request checked in stays
+            current = self.budget.peek("engine", agent_id)
             if current is None or current[0] <= version:
-                self._engines[agent_id] = (version, engine)
+                self.budget.put("engine", agent_id, (version, engine), engine_bytes(len(engine.experiences)))
 
     def forget(self, agent_id: str) -> None:
-        with self._lock:
-            self._engines.pop(agent_id, None)
+        self.budget.discard("engine", agent_id)
 
 
 def save_engine(

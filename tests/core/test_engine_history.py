@@ -133,3 +133,31 @@ def test_a_version_one_state_is_upgraded_with_its_history(world):
         assert upgraded.learner.predict(experience_id, "identity") == pytest.approx(
             engine.learner.predict(experience_id, "identity"), rel=1e-12, abs=1e-15
         )
+
+
+def test_a_dropped_engine_is_freed_at_once_without_the_garbage_collector():
+    """No reference cycle keeps an engine alive: a worker's evicted engines free their memory at once."""
+    import gc
+    import weakref
+
+    import numpy as np
+
+    from memtrial import EngineConfig, MemTrial
+
+    rng = np.random.default_rng(0)
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    for i in range(6):
+        engine.add_experience(f"e{i}", rng.normal(size=8))
+    for t in range(3):
+        plan = engine.plan(f"d{t}", time=t, maturity=t + 1, retrieved=["e0", "e1", "e2", "e3"], n_assets=3)
+        engine.decide(f"d{t}", rng.dirichlet(np.ones(3), size=len(plan.subsets)))
+        engine.settle(f"d{t}", np.cumprod(1 + rng.normal(0, 0.01, size=(5, 3)), axis=0), at=t + 1)
+    restored = MemTrial.from_json(engine.to_json())
+    restored.values()
+    gc.disable()
+    try:
+        dropped = weakref.ref(restored)
+        del restored
+        assert dropped() is None
+    finally:
+        gc.enable()

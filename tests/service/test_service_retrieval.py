@@ -16,10 +16,10 @@ def test_additions_extend_the_index_without_a_rebuild(app, client, agent):
     client.add_experiences(agent["id"], [{"text": t} for t in TOPICS[:3]])
     cache = app.state.services.indexes
     assert [h["text"] for h in client.search_experiences(agent["id"], "gold in a crisis", k=1)["hits"]] == [TOPICS[2]]
-    before = cache._indexes[agent["id"]]
+    before = cache.budget.peek("index", agent["id"])
     client.add_experiences(agent["id"], [{"text": t} for t in TOPICS[3:]])
     assert [h["text"] for h in client.search_experiences(agent["id"], "oil supply shock", k=1)["hits"]] == [TOPICS[4]]
-    after = cache._indexes[agent["id"]]
+    after = cache.budget.peek("index", agent["id"])
     assert after is before and after.size == 6
 
 
@@ -46,7 +46,7 @@ def test_a_large_agent_switches_to_approximate_search_with_the_same_answers(app,
     with transaction(services.sessions) as session:
         row = session.get(Agent, agent["id"])
         approximate = services.indexes.search(session, row, query, 4)
-        assert services.indexes._indexes[agent["id"]].approximate
+        assert services.indexes.budget.peek("index", agent["id"]).approximate
         assert exact.search(session, row, query, 4) == approximate
     hits = client.search_experiences(agent["id"], "gold rose in a banking scare in year 2014", k=4)["hits"]
     assert [h["id"] for h in hits] == [h for h, _ in approximate]
