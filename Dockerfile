@@ -7,6 +7,8 @@ COPY memtrial ./memtrial
 COPY service ./service
 COPY backtest ./backtest
 COPY alembic ./alembic
-RUN pip install --no-cache-dir -e .
+# the service, the full-Bayes learner (refits run on the Dask workers built from this image) and traces;
+# torch from its CPU index (the default index would bring a multi-GB CUDA build)
+RUN pip install --no-cache-dir --extra-index-url https://download.pytorch.org/whl/cpu -e '.[service,bayes,otel]' --config-settings editable_mode=compat
 EXPOSE 8000
 CMD ["memtrial", "serve", "--host", "0.0.0.0", "--port", "8000", "--workers", "2"]

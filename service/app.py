@@ -11,6 +11,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI, Request, Response
 from fastapi.openapi.docs import get_swagger_ui_html
@@ -18,6 +19,8 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import Counter, Histogram
 
+from service import tracing
+from service.cache import ByteBudget
 from service.db import make_engine, make_session_factory
 from service.deps import KeyCache, Services
 from service.embeddings import Embedder, get_embedder
@@ -27,9 +30,11 @@ from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.providers import load_providers
 from service.ratelimit import SharedRateLimiter, TrustedProxies
+from service.retrieval import IndexCache
 from service.routes import agents, decisions, experiences, health, llm, refit, trust
 from service.schemas import ERROR_RESPONSES
 from service.settings import Settings
+from service.store import EngineCache
 from service.supervision import watch_supervisor
 
 __all__ = ["create_app", "create_app_from_env"]
@@ -51,16 +56,26 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings.from_env()
     engine = make_engine(settings.database_url, settings.database_timeouts)
     sessions = make_session_factory(engine)
-    runner = RefitRunner(sessions, settings.refit_queue_size, settings.idempotency_hours)
+    runner = RefitRunner(
+        sessions,
+        settings.refit_queue_size,
+        settings.idempotency_hours,
+        database_url=settings.database_url,
+        engine=settings.refit_engine,
+        scheduler=settings.dask_scheduler,
+        stale=settings.refit_stale_seconds,
+    )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.preload_model:  # the port is open at once; /readyz says ready when the model answers
             threading.Thread(target=_preload, args=(services.embedder,), name="embedder-load", daemon=True).start()
         runner.start()
+        tracing.setup_tracing()  # on when an OTEL_EXPORTER_OTLP_*ENDPOINT names a collector
         yield
         runner.stop()
         engine.dispose()
+        tracing.shutdown()  # the spans still queued go out
 
     app = FastAPI(
         title="memtrial",
@@ -70,9 +85,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
     )
+    budget = ByteBudget(int(settings.cache_mb * 2**20))  # engines and indexes together
     services = Services(
         settings=settings,
         sessions=sessions,
+        engines=EngineCache(budget),
+        indexes=IndexCache(budget=budget),
         embedder=get_embedder(),
         providers=load_providers(settings.llm_config),
         limiter=SharedRateLimiter(settings.rate_limit_file),
@@ -93,13 +111,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         given = request.headers.get("x-request-id", "")
         request.state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
         start = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:
-            _record(request, 500, start)
-            ERRORS.labels(_route_of(request)).inc()
-            raise
-        _record(request, response.status_code, start)
+        with tracing.request_span(_method_of(request), request.headers) as current:
+            try:
+                response = await call_next(request)
+            except Exception:
+                _record(request, 500, start)
+                ERRORS.labels(_route_of(request)).inc()
+                _describe(current, request, 500)
+                raise
+            _record(request, response.status_code, start)
+            _describe(current, request, response.status_code)
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 
@@ -118,6 +139,18 @@ def _route_of(request: Request) -> str:
 
 def _method_of(request: Request) -> str:
     return request.method if request.method in METHODS else "other"
+
+
+def _describe(current: Any, request: Request, status: int) -> None:
+    """Name a request's span by its route and give it the request's method, route and status."""
+    if current is None:
+        return
+    route = _route_of(request)
+    current.update_name(f"{_method_of(request)} {route}")
+    current.set_attribute("http.request.method", _method_of(request))
+    current.set_attribute("http.route", route)
+    current.set_attribute("http.response.status_code", status)
+    current.set_attribute("memtrial.request_id", request.state.request_id)
 
 
 def _record(request: Request, status: int, start: float) -> None:

@@ -8,13 +8,25 @@ import typer
 
 from service.settings import DEFAULT_DATABASE_URL
 
-__all__ = ["create_tenant", "serve", "tenants"]
+__all__ = ["create_tenant", "serve", "shared_rate_limit_file", "tenants"]
 
 DATABASE_HELP = "SQLAlchemy URL of the database (default: MEMTRIAL_DATABASE_URL, else sqlite:///./memtrial.db)."
 
 
 def _database_url(option: str | None) -> str:
     return option or os.environ.get("MEMTRIAL_DATABASE_URL", DEFAULT_DATABASE_URL)
+
+
+def shared_rate_limit_file(database_url: str) -> str:
+    """The rate-limit table every server of this machine on ``database_url`` shares (its workers and its
+    replicas), in a folder of this user's only: replicas count each key's requests together."""
+    import hashlib
+    import tempfile
+
+    folder = os.path.join(tempfile.gettempdir(), f"memtrial-{os.getuid()}")
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    digest = hashlib.sha256(database_url.encode()).hexdigest()[:24]
+    return os.path.join(folder, f"rate-limits-{digest}")
 
 
 def port_problem(host: str, port: int) -> str | None:
@@ -40,10 +52,8 @@ def serve(
     migrate: bool = typer.Option(True, help="Upgrade the database schema before serving."),
 ) -> None:
     """Run the REST service (migrates the database first)."""
-    import shutil
     import signal
     import sys
-    import tempfile
 
     import uvicorn
 
@@ -63,34 +73,29 @@ def serve(
         raise _fail(f"cannot listen on {host}:{port}: {problem}")
     if migrate:
         upgrade(url)
-    scratch = None
-    if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):  # the workers of this server count rate limits together
-        scratch = tempfile.mkdtemp(prefix="memtrial-")
-        os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = os.path.join(scratch, "rate-limits")
+    if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):
+        # every server of this machine on this database (its workers, and replicas) counts rate limits together
+        os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
     if workers > 1:
         os.environ["MEMTRIAL_SUPERVISOR_PID"] = str(os.getpid())
     from service.server import GuardedH11Protocol
 
     typer.echo(f"memtrial service on http://{host}:{port} (database {url.split('@')[-1]})")
     # uvicorn re-raises the SIGTERM it shut down for once it has restored this handler: exit through
-    # Python, so the scratch folder below is removed, with the status a SIGTERM death would give
+    # Python, with the status a SIGTERM death would give
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    try:
-        uvicorn.run(
-            "service.app:create_app_from_env",
-            factory=True,
-            host=host,
-            port=port,
-            workers=workers,
-            log_level="warning",
-            timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
-            http=GuardedH11Protocol,
-            # the client address is the peer's; X-Forwarded-For is read by the app, from MEMTRIAL_TRUSTED_PROXIES only
-            proxy_headers=False,
-        )
-    finally:
-        if scratch is not None:
-            shutil.rmtree(scratch, ignore_errors=True)
+    uvicorn.run(
+        "service.app:create_app_from_env",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
+        http=GuardedH11Protocol,
+        # the client address is the peer's; X-Forwarded-For is read by the app, from MEMTRIAL_TRUSTED_PROXIES only
+        proxy_headers=False,
+    )
 
 
 tenants = typer.Typer(help="Manage tenants and their API keys.", no_args_is_help=True)

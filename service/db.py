@@ -21,6 +21,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
+from service.tracing import span
+
 __all__ = ["DatabaseTimeouts", "is_sqlite", "make_engine", "make_session_factory", "normalise_url", "transaction"]
 
 
@@ -95,11 +97,12 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 
 @contextmanager
 def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
-    """One unit of work: commit on success, roll back on any error."""
+    """One unit of work: commit on success, roll back on any error (a ``db.transaction`` span when tracing)."""
     session = factory()
     try:
-        yield session
-        session.commit()
+        with span("db.transaction"):
+            yield session
+            session.commit()
     except BaseException:
         session.rollback()
         raise

@@ -20,6 +20,7 @@ from memtrial.drafting import DraftError, DraftRequest, parse_weights, render_pr
 from memtrial.errors import import_extra
 from service.errors import ApiError
 from service.providers import Provider
+from service.tracing import span
 
 __all__ = ["DraftRequest", "draft_all", "parse_weights", "render_prompt"]
 
@@ -59,16 +60,17 @@ async def _one(
     litellm = import_extra("litellm", "llm", "LLM drafting")
 
     attempts = int(settings.get("max_retries", 2)) + 1
-    for _ in range(attempts):
-        response = await litellm.acompletion(
-            model=settings["model"],
-            api_base=provider.api_base,
-            api_key=provider.api_key() or "none",
-            temperature=settings.get("temperature", 0.7),
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-            timeout=timeout,
-            num_retries=0,
-        )
+    for attempt in range(attempts):
+        with span("llm.completion", model=str(settings["model"]), provider=provider.name, attempt=attempt):
+            response = await litellm.acompletion(
+                model=settings["model"],
+                api_base=provider.api_base,
+                api_key=provider.api_key() or "none",
+                temperature=settings.get("temperature", 0.7),
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                timeout=timeout,
+                num_retries=0,
+            )
         content = response.choices[0].message.content or ""
         try:
             return parse(content)

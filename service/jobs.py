@@ -1,17 +1,24 @@
-"""Background full-Bayes refits: a bounded queue per worker, heartbeats, and no job left "running" forever.
+"""Background full-Bayes refits: sent to a distributed engine, their state in the database, resubmitted when
+the process running them dies, and no job left "running" forever.
 
-A job goes ``queued`` -> ``running`` -> ``done`` or ``failed``. The worker that
-holds a job (queued or running) refreshes its ``heartbeat_at`` every
-``HEARTBEAT`` seconds; any worker, when it starts and then every heartbeat,
-marks ``failed`` the queued or running jobs whose heartbeat is older than
-``STALE`` seconds (their worker was killed or stopped). A worker holds at
-most ``capacity`` jobs; beyond that a new job is refused (429). On a clean
-shutdown the worker fails its own unfinished jobs at once, after any
-database work its threads have in flight has finished, so no connection is
-still out when the app disposes its engine.
+A job goes ``queued`` -> ``running`` -> ``done`` or ``failed``; its row holds everything needed to run it
+(:func:`service.refits.fit_job`). The API worker that takes a request sends the job to its engine:
 
-The same heartbeat thread drops stored idempotent answers older than their
-retention (``MEMTRIAL_IDEMPOTENCY_HOURS``) every few minutes.
+- ``dask`` (the default): a Dask cluster, the one ``MEMTRIAL_DASK_SCHEDULER`` names (``tcp://host:8786``)
+  or a local cluster of separate worker processes this API worker starts on its first refit; the task
+  is fire-and-forget, so it finishes even if the API worker that sent it goes away;
+- ``threads``: a thread of the API worker (for development and tests).
+
+The process running a job refreshes its ``heartbeat_at``. Every API worker, when it starts and then
+every sixth of ``MEMTRIAL_REFIT_STALE_SECONDS``, looks for unfinished jobs whose heartbeat is older than
+that, claims each (one worker wins, by the job's attempt number) and submits it again to its own engine,
+up to :data:`service.refits.MAX_ATTEMPTS` runs; then the job is ``failed``. A worker holds at most
+``capacity`` jobs it sent and has not seen finish; beyond that a new job is refused (429). On a clean
+shutdown a worker whose jobs run on its own processes (threads, or its local cluster) releases them at
+once (heartbeat cleared) for another worker, or its successor, to take up; jobs on a shared cluster go on.
+
+The same heartbeat thread drops stored idempotent answers older than their retention
+(``MEMTRIAL_IDEMPOTENCY_HOURS``) every few minutes.
 """
 
 from __future__ import annotations
@@ -26,39 +33,131 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import delete, or_, update
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction
 from service.models import IdempotencyRecord, RefitJob
+from service.refits import MAX_ATTEMPTS, UNFINISHED, fit_job
 
-__all__ = ["HEARTBEAT", "STALE", "RefitRunner"]
+__all__ = ["STALE", "DaskEngine", "RefitRunner", "ThreadEngine"]
 
 logger = logging.getLogger("memtrial.service")
-HEARTBEAT = 5.0
 STALE = 30.0
 PURGE_EVERY = 60  # heartbeats
-UNFINISHED = ("queued", "running")
 
-Work = Callable[[], tuple[str, dict[str, Any] | None, str | None]]  # -> (status, result, error)
+Done = Callable[[str], None]
 
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+class ThreadEngine:
+    """Runs jobs one at a time on a thread of this process."""
+
+    local = True
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[str, str, float, str, Done] | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, database_url: str, job_id: str, heartbeat: float, where: str, done: Done) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._work, name="refit", daemon=True)
+            self._thread.start()
+        self._queue.put((database_url, job_id, heartbeat, where, done))
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            database_url, job_id, heartbeat, where, done = item
+            try:
+                fit_job(database_url, job_id, heartbeat, where)
+            except Exception as failure:  # the job's own row says what happened; the thread goes on
+                logger.error("refit failed", exc_info=failure, extra={"error_type": type(failure).__name__})
+            finally:
+                done(job_id)
+
+    def close(self) -> None:
+        self._queue.put(None)
+
+
+class DaskEngine:
+    """Sends jobs to a Dask cluster: ``scheduler`` (an address), or a local cluster of worker processes
+    started on the first job (one worker process, one thread: a NumPyro fit uses every core)."""
+
+    def __init__(self, scheduler: str | None) -> None:
+        self.scheduler = scheduler
+        self.local = scheduler is None
+        self._client: Any = None
+        self._cluster: Any = None
+        self._lock = threading.Lock()
+
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                from memtrial.errors import import_extra
+
+                distributed = import_extra("distributed", "service", "refits on Dask")
+                if self.scheduler is None:
+                    self._cluster = distributed.LocalCluster(
+                        n_workers=1,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        silence_logs=logging.ERROR,
+                    )
+                    self._client = distributed.Client(self._cluster, set_as_default=False)
+                else:
+                    self._client = distributed.Client(self.scheduler, set_as_default=False, timeout=10)
+            return self._client
+
+    def submit(self, database_url: str, job_id: str, heartbeat: float, where: str, done: Done) -> None:
+        import distributed
+
+        client = self.client()
+        future = client.submit(
+            fit_job, database_url, job_id, heartbeat, where, pure=False, key=f"refit-{job_id}-{secrets.token_hex(4)}"
+        )
+        future.add_done_callback(lambda _: done(job_id))
+        distributed.fire_and_forget(future)  # type: ignore[no-untyped-call]  # runs to its end even if this process goes
+
+    def close(self) -> None:
+        with self._lock:
+            client, cluster, self._client, self._cluster = self._client, self._cluster, None, None
+        for closing in (client, cluster):
+            if closing is not None:
+                try:
+                    closing.close()
+                except Exception as failure:  # shutting down: report, never hang the server's exit
+                    logger.warning("closing the refit cluster failed", extra={"error_type": type(failure).__name__})
+
+
 class RefitRunner:
-    def __init__(self, sessions: sessionmaker[Session], capacity: int, idempotency_hours: float = 24.0) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        capacity: int,
+        idempotency_hours: float = 24.0,
+        *,
+        database_url: str = "",
+        engine: str = "threads",
+        scheduler: str | None = None,
+        stale: float = STALE,
+    ) -> None:
         self.sessions = sessions
         self.capacity = capacity
         self.idempotency_hours = idempotency_hours
+        self.database_url = database_url or str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+        self.stale = stale
+        self.heartbeat = max(0.05, stale / 6)
+        self.engine: ThreadEngine | DaskEngine = DaskEngine(scheduler) if engine == "dask" else ThreadEngine()
         self.worker = f"{socket.gethostname()[:30]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._held: set[str] = set()
         self._reserved = 0
         self._lock = threading.Lock()
-        self._queue: queue.Queue[tuple[str, Work] | None] = queue.Queue()
         self._stop = threading.Event()
-        self._writing = threading.Lock()  # held by a thread's database work; stop() waits on it
+        self._writing = threading.Lock()  # held by the heartbeat's database work; stop() waits on it
         self._threads: list[threading.Thread] = []
 
     # -- capacity ------------------------------------------------------------
@@ -74,32 +173,38 @@ class RefitRunner:
         with self._lock:
             self._reserved -= 1
 
-    def submit(self, job_id: str, work: Work) -> None:
-        """Queue a reserved job (its row exists, status queued, owned by this worker)."""
+    def submit(self, job_id: str) -> None:
+        """Send a reserved job (its row exists, status queued, owned by this worker) to the engine."""
         with self._lock:
             self._reserved -= 1
             self._held.add(job_id)
-        self._queue.put((job_id, work))
+        self._send(job_id)
+
+    def _send(self, job_id: str) -> None:
+        self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, self._finished)
+
+    def _finished(self, job_id: str) -> None:
+        with self._lock:
+            self._held.discard(job_id)
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> None:
         self._stop.clear()
         self.reap()
-        for target, name in ((self._work, "refit"), (self._beat, "refit-heartbeat")):
-            thread = threading.Thread(target=target, name=name, daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        thread = threading.Thread(target=self._beat, name="refit-heartbeat", daemon=True)
+        thread.start()
+        self._threads.append(thread)
 
     def stop(self) -> None:
         self._stop.set()
-        self._queue.put(None)
-        with self._writing:  # the threads' database work in flight ends (bounded by the statement timeout)
+        with self._writing:  # the heartbeat's database work in flight ends (bounded by the statement timeout)
             pass
         with self._lock:
             held = list(self._held)
-        if held:
-            self._finish_many(held, "interrupted: the server shut down before the job finished")
-        for thread in self._threads:  # the heartbeat exits at once; a refit in a fit holds no connection
+        if held and self.engine.local:  # they ran on this process's own threads or cluster: hand them on
+            self._release(held)
+        self.engine.close()
+        for thread in self._threads:  # the heartbeat exits at once
             thread.join(timeout=0.1)
         self._threads = [t for t in self._threads if t.is_alive()]
 
@@ -111,48 +216,18 @@ class RefitRunner:
             work(*args, **values)
             return True
 
-    # -- threads -------------------------------------------------------------
-    def _work(self) -> None:
-        while not self._stop.is_set():
-            item = self._queue.get()
-            if item is None:
-                return
-            job_id, work = item
-            if not self._while_running(self._set, job_id, status="running"):
-                return
-            try:
-                status, result, error = work()
-            except Exception as failure:  # the job reports any failure instead of dying silently
-                logger.error("refit failed", exc_info=failure, extra={"error_type": type(failure).__name__})
-                status, result, error = "failed", None, f"the fit failed ({type(failure).__name__})"
-            finished = _now()
-            if not self._while_running(
-                self._set, job_id, status=status, result=result, error=error, finished_at=finished
-            ):
-                return  # shut down meanwhile: stop() fails the job
-            with self._lock:
-                self._held.discard(job_id)
-
+    # -- the heartbeat thread --------------------------------------------------
     def _beat(self) -> None:
         beats = 0
-        while not self._stop.wait(HEARTBEAT):
-            with self._lock:
-                held = list(self._held)
+        while not self._stop.wait(self.heartbeat):
             try:
-                if not self._while_running(self._beat_once, held, beats):
+                if not self._while_running(self._beat_once, beats):
                     return
                 beats += 1
             except Exception as failure:  # a database hiccup must not kill the heartbeat
                 logger.warning("refit heartbeat failed", extra={"error_type": type(failure).__name__})
 
-    def _beat_once(self, held: list[str], beats: int) -> None:
-        if held:
-            with transaction(self.sessions) as session:
-                session.execute(
-                    update(RefitJob)
-                    .where(RefitJob.id.in_(held), RefitJob.status.in_(UNFINISHED))
-                    .values(heartbeat_at=_now())
-                )
+    def _beat_once(self, beats: int) -> None:
         self.reap()
         if beats % PURGE_EVERY == 0:
             self.purge_idempotency()
@@ -165,40 +240,53 @@ class RefitRunner:
             return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     def reap(self) -> int:
-        """Mark failed the unfinished jobs whose worker stopped beating; returns how many."""
-        stale = _now() - dt.timedelta(seconds=STALE)
+        """Take up the unfinished jobs whose process stopped beating: submit each again to this worker's
+        engine (a claim by attempt number, so one worker wins), or fail it after its last attempt.
+        Returns how many were submitted again or failed."""
+        stale = _now() - dt.timedelta(seconds=self.stale)
+        taken = 0
         try:
             with transaction(self.sessions) as session:
-                result = session.execute(
-                    update(RefitJob)
-                    .where(
+                found = session.execute(
+                    select(RefitJob.id, RefitJob.attempts).where(
                         RefitJob.status.in_(UNFINISHED),
                         or_(RefitJob.heartbeat_at.is_(None), RefitJob.heartbeat_at < stale),
                     )
-                    .values(
-                        status="failed", error="interrupted: the worker running the job stopped", finished_at=_now()
+                ).all()
+            for job_id, attempts in found:
+                claim = (RefitJob.id == job_id, RefitJob.attempts == attempts, RefitJob.status.in_(UNFINISHED))
+                with transaction(self.sessions) as session:
+                    if attempts + 1 >= MAX_ATTEMPTS:
+                        error = f"interrupted: the workers running the job stopped {attempts + 1} times"
+                        session.execute(
+                            update(RefitJob)
+                            .where(*claim)
+                            .values(status="failed", error=error, finished_at=_now(), attempts=attempts + 1)
+                        )
+                        taken += 1
+                        continue
+                    won = session.execute(
+                        update(RefitJob)
+                        .where(*claim)
+                        .values(status="queued", attempts=attempts + 1, heartbeat_at=_now(), worker=self.worker)
                     )
-                )
-                return int(result.rowcount or 0)  # type: ignore[attr-defined]
+                if (won.rowcount or 0) == 1:  # type: ignore[attr-defined]
+                    with self._lock:
+                        self._held.add(job_id)
+                    self._send(job_id)
+                    taken += 1
         except Exception as failure:
             logger.warning("refit reaper failed", extra={"error_type": type(failure).__name__})
-            return 0
+        return taken
 
-    def _set(self, job_id: str, **values: Any) -> None:
-        with transaction(self.sessions) as session:
-            job = session.get(RefitJob, job_id)
-            if job is not None and job.status in UNFINISHED:
-                for name, value in values.items():
-                    setattr(job, name, value)
-                job.heartbeat_at = _now()
-
-    def _finish_many(self, job_ids: list[str], error: str) -> None:
+    def _release(self, job_ids: list[str]) -> None:
+        """Hand unfinished jobs on: a cleared heartbeat is stale at once for every worker's reaper."""
         try:
             with transaction(self.sessions) as session:
                 session.execute(
                     update(RefitJob)
                     .where(RefitJob.id.in_(job_ids), RefitJob.status.in_(UNFINISHED))
-                    .values(status="failed", error=error, finished_at=_now())
+                    .values(heartbeat_at=None, status="queued")
                 )
         except Exception as failure:
-            logger.warning("could not fail the unfinished refits", extra={"error_type": type(failure).__name__})
+            logger.warning("could not release the unfinished refits", extra={"error_type": type(failure).__name__})

@@ -160,7 +160,7 @@ class LogRow(Base):
 
 
 class RefitJob(Base):
-    """A background full-Bayes refit of an agent's values and its stored posterior."""
+    """A background full-Bayes refit of an agent's values and its stored posterior (:mod:`service.refits`)."""
 
     __tablename__ = "refit_jobs"
 
@@ -176,6 +176,9 @@ class RefitJob(Base):
     # the worker holding the job refreshes this; a job whose heartbeat stops is marked failed
     heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
     worker: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    # submitted again after the process running it stopped beating (bounded); the records it fits
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    through_seq: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
 class Contribution(Base):

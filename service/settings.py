@@ -53,7 +53,7 @@ class Settings:
     rate_limit_file: str | None = _setting(
         None,
         "MEMTRIAL_RATE_LIMIT_FILE",
-        "File the workers of one server share their rate-limit counters in (`memtrial serve` sets it; unset: counters in this process only).",
+        "File the servers of one machine share their rate-limit counters in: `memtrial serve` sets it to one file per database, so the workers of a server and its replicas on this machine count together (unset: counters in this process only).",
     )
     auth_cache_seconds: float = _setting(
         5.0,
@@ -90,6 +90,26 @@ class Settings:
     )
     refit_queue_size: int = _setting(
         4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running); more get 429."
+    )
+    cache_mb: float = _setting(
+        256.0,
+        "MEMTRIAL_CACHE_MB",
+        "Megabytes one worker keeps of agents' engines and retrieval indexes together; beyond it the least recently used are evicted and reloaded from the database when next used.",
+    )
+    refit_engine: str = _setting(
+        "dask",
+        "MEMTRIAL_REFIT_ENGINE",
+        "Where full-Bayes refits run: `dask` (the cluster `MEMTRIAL_DASK_SCHEDULER` names, else a local cluster of worker processes started on the first refit) or `threads` (a thread of the API worker).",
+    )
+    dask_scheduler: str | None = _setting(
+        None,
+        "MEMTRIAL_DASK_SCHEDULER",
+        "Address of the Dask scheduler refits go to (`tcp://host:8786`); unset: a local cluster per API worker.",
+    )
+    refit_stale_seconds: float = _setting(
+        30.0,
+        "MEMTRIAL_REFIT_STALE_SECONDS",
+        "A refit whose heartbeat is older than this is taken up by another API worker and run again (at most 3 runs).",
     )
     idempotency_hours: float = _setting(
         24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept."
@@ -131,6 +151,8 @@ class Settings:
         from service.ratelimit import TrustedProxies
 
         TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it
+        if self.refit_engine not in ("dask", "threads"):
+            raise ValueError(f"MEMTRIAL_REFIT_ENGINE must be dask or threads, got {self.refit_engine!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError(f"MEMTRIAL_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
 

@@ -26,6 +26,7 @@ from service.schemas import (
     SearchResult,
 )
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
+from service.tracing import span
 from service.usecases import experiences
 from service.views import experience_public
 
@@ -164,10 +165,12 @@ def delete_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, s
 
 @router.post("/search")
 def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep, services: ServicesDep) -> SearchResult:
-    query = services.embedder.encode([body.query])[0]
+    with span("embedding.encode", texts=1):
+        query = services.embedder.encode([body.query])[0]
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        hits = services.indexes.search(session, agent, query, body.k)
+        with span("retrieval.search", k=body.k):
+            hits = services.indexes.search(session, agent, query, body.k)
         rows = session.execute(
             select(Experience.id, Experience.text, Experience.external_id).where(
                 Experience.id.in_([h for h, _ in hits])

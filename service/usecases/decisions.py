@@ -20,8 +20,10 @@ from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from memtrial.engine import MemTrial
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
+from memtrial.records import Plan
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services
@@ -51,6 +53,7 @@ from service.schemas import (
 )
 from service.scored import check_utilities, chosen_draft, rule_settlement, scored_drafts
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
+from service.tracing import span
 from service.universe import Universe
 from service.usecases.unit import agent_write
 from service.views import gate_statistic, trust_public, value_public
@@ -88,7 +91,8 @@ def plan(
             "decision_time",
         )
     chosen = body.retrieved_ids is not None or body.retrieved_external_ids is not None
-    context = None if chosen else services.embedder.encode([body.context_text])[0]
+    with span("embedding.encode", texts=0 if chosen else 1):
+        context = None if chosen else services.embedder.encode([body.context_text])[0]
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
@@ -123,27 +127,15 @@ def plan(
         if context is None:
             hits: list[tuple[str, float | None]] = list(_chosen_experiences(session, agent, body))
         else:
-            hits = list(services.indexes.search(session, agent, context, 4))
+            with span("retrieval.search", k=4):
+                hits = list(services.indexes.search(session, agent, context, 4))
         engine = services.engines.checkout(session, agent)
         history = engine.history
         assert isinstance(history, SqlHistory)
         decision_id = new_id()
         history.expect_new(decision_id)
-        if universe is None:
-            plan = engine.plan(
-                decision_id, body.decision_time, body.maturity, retrieved=[h for h, _ in hits], kind="scored"
-            )
-        else:
-            plan = engine.plan(
-                decision_id,
-                body.decision_time,
-                body.maturity,
-                retrieved=[h for h, _ in hits],
-                reference=reference,
-                n_assets=universe.size,
-                risky=universe.risky,
-                defensive=universe.defensive,
-            )
+        with span("engine.plan", experiences=len(hits)):
+            plan = _engine_plan(engine, decision_id, body, hits, universe, reference)
         with session.no_autoflush:  # the new row is written once, complete, at commit
             rows = session.execute(
                 select(Experience.id, Experience.text, Experience.external_id).where(
@@ -185,6 +177,30 @@ def plan(
             guard.complete(201, public)
         save_engine(session, agent, engine, services.engines, head_only=True)
         return public, dict(agent.settings)
+
+
+def _engine_plan(
+    engine: MemTrial,
+    decision_id: str,
+    body: DecisionCreate,
+    hits: list[tuple[str, float | None]],
+    universe: Universe | None,
+    reference: Any,
+) -> Plan:
+    """The engine's plan over the retrieved experiences: a scored one, or a portfolio over the universe."""
+    retrieved = [h for h, _ in hits]
+    if universe is None:
+        return engine.plan(decision_id, body.decision_time, body.maturity, retrieved=retrieved, kind="scored")
+    return engine.plan(
+        decision_id,
+        body.decision_time,
+        body.maturity,
+        retrieved=retrieved,
+        reference=reference,
+        n_assets=universe.size,
+        risky=universe.risky,
+        defensive=universe.defensive,
+    )
 
 
 def _chosen_experiences(session: Session, agent: Agent, body: DecisionCreate) -> list[tuple[str, None]]:
@@ -230,14 +246,15 @@ def decide(
         if _kind(agent.settings) == "scored":
             vectors = scored_drafts(agent.settings, drafts)
             engine = services.engines.checkout(session, agent, {row.id: row})
-            if vectors is not None:
-                decision = engine.decide_scored(
-                    decision_id, vectors=vectors, reference=0 if reference is None else reference
-                )
-            else:
-                decision = engine.decide_scored(
-                    decision_id, n_drafts=len(drafts), reference=0 if reference is None else reference
-                )
+            with span("engine.decide", drafts=len(drafts)):
+                if vectors is not None:
+                    decision = engine.decide_scored(
+                        decision_id, vectors=vectors, reference=0 if reference is None else reference
+                    )
+                else:
+                    decision = engine.decide_scored(
+                        decision_id, n_drafts=len(drafts), reference=0 if reference is None else reference
+                    )
             public = _decision_public(row, decision, None, drafts, chosen_draft(agent.settings, drafts, decision))
         else:
             if reference is not None:
@@ -250,7 +267,8 @@ def decide(
             universe = Universe(agent.settings["universe"])
             matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(_portfolio_drafts(drafts))]
             engine = services.engines.checkout(session, agent, {row.id: row})
-            decision = engine.decide(decision_id, matrix)
+            with span("engine.decide", drafts=len(matrix)):
+                decision = engine.decide(decision_id, matrix)
             public = _decision_public(row, decision, universe)
         if row.decision is None:
             row.decision = public.model_dump(mode="json", exclude={"plan"})
@@ -499,10 +517,11 @@ def settle(
         settled_at = maturity if body.settled_at is None else body.settled_at
         history = engine.history
         assert isinstance(history, SqlHistory)
-        if "rel_prices" in arguments:
-            settlement = engine.settle(decision_id, arguments["rel_prices"], at=settled_at)
-        else:
-            settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
+        with span("engine.settle"):
+            if "rel_prices" in arguments:
+                settlement = engine.settle(decision_id, arguments["rel_prices"], at=settled_at)
+            else:
+                settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
         if history.last_score_row is not None:
             history.last_score_row.statistic = gate_statistic(engine.gate)
         row.status = "settled"

@@ -22,6 +22,7 @@ from service.idempotency import Idempotency
 from service.models import Experience
 from service.schemas import ExperienceBatch, ExperienceCreate, ExperienceList, ExperiencePublic
 from service.store import load_agent, save_engine
+from service.tracing import span
 from service.usecases.unit import agent_write, check_replay
 from service.views import experience_public
 
@@ -65,7 +66,10 @@ def add(
         held = _held_texts(session, agent.id, items)
     # a mirror re-sends what it holds: texts an external id already has are not embedded again
     fresh = [i for i, item in enumerate(items) if item.external_id is None or held.get(item.external_id) != item.text]
-    encoded: list[NDArray[np.float32]] = list(services.embedder.encode([items[i].text for i in fresh])) if fresh else []
+    with span("embedding.encode", texts=len(fresh)):
+        encoded: list[NDArray[np.float32]] = (
+            list(services.embedder.encode([items[i].text for i in fresh])) if fresh else []
+        )
     vectors: list[NDArray[np.float32] | None] = [None] * len(items)
     for i, encoding in zip(fresh, encoded, strict=True):
         vectors[i] = encoding

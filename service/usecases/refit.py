@@ -1,23 +1,22 @@
 """Refit use cases: ``POST .../refit`` queues a full-Bayes background job; ``GET .../refit/{job}`` reports it.
 
-The job reads the agent's contribution records and embeddings as of the
-moment it was queued, fits the NumPyro model (NUTS by default, or SVI) in the
-worker's refit thread, and stores every experience's posterior (mean, sd, 90%
-interval, P(v > 0)); the values endpoint then shows the latest interval. A job
-is ``queued``, ``running``, ``done`` or ``failed`` (see :mod:`service.jobs`);
-a worker holds at most ``MEMTRIAL_REFIT_QUEUE_SIZE`` jobs, and answers 429
-beyond that.
+The job fits the agent's contribution records as of the moment it was queued
+(``through_seq``) and the experiences' embeddings with the NumPyro model (NUTS
+by default, or SVI) on the refit engine (a Dask cluster by default, see
+:mod:`service.jobs` and :mod:`service.refits`), and stores every experience's
+posterior (mean, sd, 90% interval, P(v > 0)); the values endpoint then shows
+the latest interval. A job is ``queued``, ``running``, ``done`` or ``failed``;
+a worker holds at most ``MEMTRIAL_REFIT_QUEUE_SIZE`` jobs it sent, and answers
+429 beyond that.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import threading
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from service.api_types import RefitPublic
 from service.db import transaction
@@ -25,10 +24,9 @@ from service.deps import Services
 from service.errors import ApiError
 from service.idempotency import Idempotency
 from service.models import Contribution, RefitJob
-from service.store import as_utc, load_agent, return_engine, valid_id
+from service.store import as_utc, load_agent, valid_id
 from service.usecases.unit import agent_write
 
-_FIT_LOCK = threading.Lock()
 QUEUE_FULL_RETRY_SECONDS = 30
 
 
@@ -49,19 +47,6 @@ def _public(job: RefitJob) -> RefitPublic:
     )
 
 
-def _fit(
-    mode: str, records: list[Any], features: dict[str, np.ndarray], method: str
-) -> tuple[str, dict[str, Any] | None, str | None]:
-    from memtrial.bayes import BayesLearner
-
-    embeddings: dict[Any, Any] = dict(features)
-    with _FIT_LOCK:
-        learner = BayesLearner(mode if mode != "auto" else "content", features=embeddings, method=method).fit(records)
-    if learner.stats_ is None or learner.samples_ is None:
-        return "done", {}, None
-    return "done", {str(e): learner.posterior(e)._asdict() for e in learner.stats_.experience_ids}, None
-
-
 def start(services: Services, tenant_id: str, agent_id: str, method: str, guard: Idempotency) -> RefitPublic:
     """Queue a full-Bayes refit of the agent's values (429 when this worker holds its maximum)."""
     runner = services.jobs
@@ -77,17 +62,7 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
     submitted = False
     try:
         with agent_write(services, tenant_id, agent_id, guard, lock=False) as (session, agent):
-            engine = services.engines.checkout(session, agent)
-            records = [
-                tuple(row)
-                for row in session.execute(
-                    select(Contribution.decision_id, Contribution.experience_id, Contribution.contribution)
-                    .where(Contribution.agent_id == agent.id)
-                    .order_by(Contribution.seq)
-                )
-            ]
-            features = {str(e): x.embedding for e, x in engine.experiences.items() if x.embedding is not None}
-            return_engine(session, agent, engine, services.engines)
+            through = session.scalar(select(func.max(Contribution.seq)).where(Contribution.agent_id == agent.id))
             job = RefitJob(
                 agent_id=agent.id,
                 status="queued",
@@ -95,13 +70,14 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
                 state_version=agent.state_version,
                 heartbeat_at=dt.datetime.now(dt.UTC),
                 worker=runner.worker,
+                attempts=0,
+                through_seq=0 if through is None else int(through),
             )
             session.add(job)
             session.flush()
             public = _public(job)
             guard.complete(202, public)
-            mode = str(agent.settings["learner"])
-        runner.submit(public.job_id, lambda: _fit(mode, records, features, method))
+        runner.submit(public.job_id)  # after the commit: the job's row is what the engine reads
         submitted = True
         return public
     finally:

@@ -7,14 +7,23 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_compose_runs_postgres_and_the_service_against_it():
+def test_compose_runs_postgres_two_replicas_and_a_dask_cluster_for_the_refits():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     assert services["postgres"]["image"].startswith("postgres:")
-    service = services["memtrial"]
-    assert service["depends_on"]["postgres"]["condition"] == "service_healthy"
-    assert service["environment"]["MEMTRIAL_DATABASE_URL"].startswith("postgresql://memtrial:memtrial@postgres:5432/")
-    assert "8000:8000" in service["ports"]
+    replicas = [services["memtrial"], services["memtrial-2"]]
+    assert services["memtrial"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    for replica in replicas:  # one database, one Dask scheduler
+        assert replica["environment"]["MEMTRIAL_DATABASE_URL"].startswith(
+            "postgresql://memtrial:memtrial@postgres:5432/"
+        )
+        assert replica["environment"]["MEMTRIAL_DASK_SCHEDULER"] == "tcp://dask-scheduler:8786"
+    assert "8000:8000" in services["memtrial"]["ports"] and "8001:8000" in services["memtrial-2"]["ports"]
+    assert "--no-migrate" in services["memtrial-2"]["command"]  # the first replica migrates
+    assert services["dask-scheduler"]["command"][:2] == ["dask", "scheduler"]
+    worker = services["dask-worker"]
+    assert worker["command"][:3] == ["dask", "worker", "tcp://dask-scheduler:8786"]
+    assert worker["environment"]["MEMTRIAL_DATABASE_URL"] == replicas[0]["environment"]["MEMTRIAL_DATABASE_URL"]
 
 
 def test_dockerfile_serves_with_migrations_on_start():
@@ -22,3 +31,4 @@ def test_dockerfile_serves_with_migrations_on_start():
     assert 'CMD ["memtrial", "serve", "--host", "0.0.0.0"' in dockerfile
     for folder in ("memtrial", "service", "alembic"):
         assert f"COPY {folder} ./{folder}" in dockerfile
+    assert "-e '.[service,bayes,otel]'" in dockerfile  # the service's own extra: the core alone cannot serve

@@ -746,7 +746,7 @@ def test_every_answer_carries_safe_headers_and_401_says_how_to_authenticate(http
 
 
 @pytest.mark.slow
-def test_serve_removes_its_rate_limit_folder_when_stopped_and_restarts_at_once_after_a_kill(tmp_path):
+def test_servers_on_one_database_share_one_rate_limit_table_and_restart_at_once_after_a_kill(tmp_path):
     import os
     import signal
 
@@ -757,10 +757,14 @@ def test_serve_removes_its_rate_limit_folder_when_stopped_and_restarts_at_once_a
     url = f"sqlite:///{tmp_path / 'memtrial.db'}"
     env = {"TMPDIR": str(scratch), "MEMTRIAL_PRELOAD_MODEL": "0", "MEMTRIAL_RATE_LIMIT_FILE": ""}
     server = Server(url, env=env, ready_path="/healthz")
-    assert any(p.name.startswith("memtrial-") for p in scratch.iterdir())
-    server.stop()  # SIGTERM
-    assert not any(p.name.startswith("memtrial-") for p in scratch.iterdir())
+    tables = sorted(scratch.glob("memtrial-*/rate-limits-*"))
+    assert len(tables) == 1 and tables[0].parent.stat().st_mode & 0o777 == 0o700
+    server.stop()  # SIGTERM: the table stays for the replicas on this database, one file per database
+    other = Server(f"sqlite:///{tmp_path / 'other.db'}", env=env, ready_path="/healthz")
+    other.stop()
+    assert len(sorted(scratch.glob("memtrial-*/rate-limits-*"))) == 2
     crashed = Server(url, env=env, ready_path="/healthz")
+    assert len(sorted(scratch.glob("memtrial-*/rate-limits-*"))) == 2  # the same database: the same table
     import httpx
 
     for _ in range(20):  # connections the crash leaves behind
