@@ -223,3 +223,35 @@ def test_bench_install_base_gives_the_pure_core_and_names_the_missing_extra(tmp_
     base = json.loads(out.read_text())["results"]["base"]
     assert base["packages"] <= 5 and base["size_mb"] < 200
     assert base["memtrial_command_exit_code"] == 2 and "pip install -e '.[service]'" in base["memtrial_command_says"]
+
+
+def test_bench_cache_reports_memory_against_the_budget_and_hot_and_cold_plans(tmp_path):
+    out = tmp_path / "cache.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_cache.py"),
+            "--agents",
+            "240",
+            "--experiences",
+            "20",
+            "--cache-mb",
+            "1",
+            "--baseline-agents",
+            "40",
+            "--every",
+            "60",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    result = json.loads(out.read_text())
+    bounded = result["bounded"]
+    assert bounded["evictions"] > 0 and sum(bounded["cache_bytes_held"].values()) <= 2**20
+    assert [point["agents"] for point in bounded["rss_curve"]] == [60, 120, 180, 240]
+    assert result["unbounded"]["evictions"] == 0 and result["unbounded_mb_per_agent"] > 0
+    assert bounded["hot_plan"]["n"] == 200 and bounded["cold_plan"]["n"] == 200
+    assert "| bounded | 240 |" in out.with_suffix(".md").read_text()
