@@ -185,12 +185,19 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cache.json")
     args = parser.parse_args()
     os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
+    import importlib.util
+
+    if importlib.util.find_spec("onnxruntime") is not None:  # the service's embedder: exported before, not mid-run
+        from memtrial.embeddings import OnnxEmbedder
+
+        OnnxEmbedder().encode(["export"])
     with tempfile.TemporaryDirectory() as folder:
         bounded = sweep(Path(folder), args.agents, args.experiences, args.cache_mb, args.every)
         unbounded = sweep(Path(folder), args.baseline_agents, args.experiences, 100_000.0, max(1, args.every // 5))
     per_agent = unbounded["rss_growth_mb"] / args.baseline_agents  # type: ignore[operator]
     result = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "embedder": "onnx" if importlib.util.find_spec("onnxruntime") is not None else "torch",
         "bounded": bounded,
         "unbounded": unbounded,
         "unbounded_mb_per_agent": per_agent,

@@ -91,7 +91,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         sessions=sessions,
         engines=EngineCache(budget),
         indexes=IndexCache(budget=budget),
-        embedder=get_embedder(),
+        embedder=get_embedder(settings.embedder),
         providers=load_providers(settings.llm_config),
         limiter=SharedRateLimiter(settings.rate_limit_file),
         keys=KeyCache(settings.auth_cache_seconds),

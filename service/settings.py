@@ -73,6 +73,11 @@ class Settings:
         "MEMTRIAL_PRELOAD_MODEL",
         "Load the embedding model in the background as the server starts (`/readyz` answers 503 until it has); 0: on first use.",
     )
+    embedder: str = _setting(
+        "auto",
+        "MEMTRIAL_EMBEDDER",
+        "How texts are embedded: `auto` (ONNX Runtime where the `onnxruntime` package is installed, the same model exported once to `MEMTRIAL_ONNX_CACHE`; torch if it cannot load), `onnx` or `torch` (sentence-transformers).",
+    )
     max_clock_skew_seconds: int = _setting(
         300,
         "MEMTRIAL_MAX_CLOCK_SKEW_SECONDS",
@@ -151,6 +156,8 @@ class Settings:
         from service.ratelimit import TrustedProxies
 
         TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it
+        if self.embedder not in ("auto", "onnx", "torch"):
+            raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
         if self.refit_engine not in ("dask", "threads"):
             raise ValueError(f"MEMTRIAL_REFIT_ENGINE must be dask or threads, got {self.refit_engine!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):

@@ -140,3 +140,26 @@ def test_weak_models_may_have_negative_weights_clipped_and_noted() -> None:
         parse_weights('{"weights": {"SPY": -1}}', ASSETS, clip_negative=True)
     with pytest.raises(DraftError, match="finite"):
         parse_weights('{"weights": {"SPY": NaN}}', ASSETS, clip_negative=True)
+
+
+def test_the_onnx_path_embeds_as_the_torch_path_does(tmp_path, monkeypatch):
+    """The service's ONNX Runtime embedder (the shipped weights, exported once) equals sentence-transformers'
+    to within 1e-5 in cosine; an export that cannot run falls back to torch where asked to."""
+    import pytest
+
+    pytest.importorskip("onnxruntime", reason="ONNX PATH NOT TESTED: onnxruntime is not installed")
+    from memtrial.embeddings import Embedder, OnnxEmbedder
+
+    monkeypatch.setenv("MEMTRIAL_ONNX_CACHE", str(tmp_path))
+    texts = ["Bonds rallied when the central bank cut rates.", "x", "Gold " * 300, "Equities fell; cash was king."]
+    exact = Embedder().encode(texts)
+    onnx = OnnxEmbedder()
+    fast = onnx.encode(texts)
+    assert onnx.exported_path().parent == tmp_path and onnx.exported_path().is_file()
+    assert fast.dtype == np.float32 and fast.shape == (4, 384)
+    assert np.max(1.0 - np.sum(exact * fast, axis=1)) < 1e-5
+    broken = OnnxEmbedder(fallback=Embedder())
+    monkeypatch.setattr(broken, "_export", lambda target: (_ for _ in ()).throw(RuntimeError("no exporter")))
+    monkeypatch.setenv("MEMTRIAL_ONNX_CACHE", str(tmp_path / "empty"))
+    assert np.array_equal(broken.encode(texts[:1]), Embedder().encode(texts[:1]))
+    assert broken.fell_back == "RuntimeError: no exporter"

@@ -255,3 +255,28 @@ def test_bench_cache_reports_memory_against_the_budget_and_hot_and_cold_plans(tm
     assert result["unbounded"]["evictions"] == 0 and result["unbounded_mb_per_agent"] > 0
     assert bounded["hot_plan"]["n"] == 200 and bounded["cold_plan"]["n"] == 200
     assert "| bounded | 240 |" in out.with_suffix(".md").read_text()
+
+
+def test_bench_embedding_compares_the_torch_and_onnx_paths_on_one_thread(tmp_path):
+    pytest.importorskip("onnxruntime", reason="ONNX PATH NOT BENCHMARKED: onnxruntime is not installed")
+    out = tmp_path / "embedding.json"
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_embedding.py"),
+            "--queries",
+            "20",
+            "--texts",
+            "50",
+            "--out",
+            str(out),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+    result = json.loads(out.read_text())
+    assert set(result["runs"]) == {"torch", "onnx"} and result["worst_one_minus_cosine"] < 1e-5
+    assert result["runs"]["onnx"]["single_query"]["n"] == 20 and result["onnx_model_mb"] > 10
+    assert result["installed_mb"]["onnxruntime"] > 0
+    assert "| onnx |" in out.with_suffix(".md").read_text()

@@ -364,7 +364,7 @@ def test_readyz_reports_an_embedding_model_that_failed_to_load(tmp_path, monkeyp
         raise OSError("model files are unreadable")
 
     monkeypatch.setattr(broken, "_load", no_model)
-    monkeypatch.setattr("service.app.get_embedder", lambda: broken)
+    monkeypatch.setattr("service.app.get_embedder", lambda *_: broken)
     url = f"sqlite:///{tmp_path / 'broken.db'}"
     upgrade(url)
     with TestClient(create_app(Settings(database_url=url))) as http:
