@@ -86,6 +86,7 @@ class OnnxEmbedder(Embedder):
     """
 
     MAX_TOKENS = 256
+    BATCH = 8  # a batch's attention scores grow with its size: small batches keep the peak low
 
     def __init__(self, fallback: Embedder | None = None) -> None:
         super().__init__()
@@ -151,6 +152,8 @@ class OnnxEmbedder(Embedder):
                 if not path.is_file():
                     self._export(path)
                 options = runtime.SessionOptions()
+                # no arena: ONNX Runtime's would keep the peak of the largest batch ever embedded for good
+                options.enable_cpu_mem_arena = False
                 threads = os.environ.get("MEMTRIAL_TORCH_THREADS")
                 if threads:
                     options.intra_op_num_threads = int(threads)
@@ -182,8 +185,9 @@ class OnnxEmbedder(Embedder):
             return self.fallback.encode(texts)
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         with self._lock:
-            for start in range(0, len(texts), BATCH):
-                batch = self._tokenizer.encode_batch([text[:MAX_CHARACTERS] for text in texts[start : start + BATCH]])
+            for start in range(0, len(texts), self.BATCH):
+                chunk = texts[start : start + self.BATCH]
+                batch = self._tokenizer.encode_batch([text[:MAX_CHARACTERS] for text in chunk])
                 ids = np.array([b.ids for b in batch], dtype=np.int64)
                 mask = np.array([b.attention_mask for b in batch], dtype=np.int64)
                 hidden = session.run(

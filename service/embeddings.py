@@ -1,5 +1,5 @@
 """The service's embeddings: the core's offline all-MiniLM-L6-v2 encoder, run by ONNX Runtime where it is
-installed (2.4x faster for one query on one thread, equal to within 2.4e-7 in cosine; see
+installed (2.2x faster for one query on one thread, equal to within 2.4e-7 in cosine; see
 ``benchmarks/bench_embedding.py``) and by torch otherwise (``MEMTRIAL_EMBEDDER``)."""
 
 from memtrial.embeddings import DIMENSION, Embedder, OnnxEmbedder
