@@ -13,15 +13,13 @@ a number outside its declared range or a choice outside its list is malformed
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from memtrial.drafting import DraftError, Lesson, quote
+from memtrial.drafting import DraftError, Lesson, quote, reply_json
 from memtrial.errors import ConfigError
 
 __all__ = ["ANSWER_SYSTEM_PROMPT", "AnswerKind", "AnswerSpec", "parse_answer", "render_answer_prompt"]
@@ -155,18 +153,6 @@ def render_answer_prompt(question: str, lessons: Sequence[Lesson], spec: AnswerS
     )
 
 
-def _json_object(content: str) -> Any:
-    match = re.search(r"\{.*\}", content, re.DOTALL)
-    if match is None:
-        raise DraftError("no JSON object in the answer", field="draft")
-    try:
-        return json.loads(match.group(0))
-    except json.JSONDecodeError as error:
-        raise DraftError(
-            f"the answer's JSON does not parse: {error.msg} at character {error.pos}", field="draft"
-        ) from None
-
-
 def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
@@ -176,7 +162,7 @@ def parse_answer(content: str, spec: AnswerSpec) -> Any:
 
     probabilities: ``{outcome: p}`` renormalised to sum to 1; number: a float; choice and text: a str.
     """
-    data = _json_object(content)
+    data = reply_json(content)
     if not isinstance(data, dict):
         raise DraftError("the answer is not a JSON object", field="draft")
     if spec.kind is AnswerKind.PROBABILITIES:

@@ -38,6 +38,7 @@ __all__ = [
     "parse_weights",
     "quote",
     "render_prompt",
+    "reply_json",
     "mandate_text",
     "typical_allocation",
     "weights_schema",
@@ -185,6 +186,19 @@ def weights_schema(assets: Sequence[str]) -> dict[str, object]:
     }
 
 
+def reply_json(content: str) -> object:
+    """The JSON object in a model's reply (the outermost braces), or a :class:`DraftError` saying why not."""
+    match = re.search(r"\{.*\}", content, re.DOTALL)
+    if match is None:
+        raise DraftError("no JSON object in the answer", field="draft")
+    try:
+        return json.loads(match.group(0))
+    except json.JSONDecodeError as error:
+        raise DraftError(
+            f"the answer's JSON does not parse: {error.msg} at character {error.pos}", field="draft"
+        ) from None
+
+
 def parse_weights(
     content: str, assets: Sequence[str], *, clip_negative: bool = False, notes: list[str] | None = None
 ) -> dict[str, float]:
@@ -194,15 +208,7 @@ def parse_weights(
     (for weak local models whose constrained decoding cannot forbid a minus
     sign); each clipping is described in ``notes``.
     """
-    match = re.search(r"\{.*\}", content, re.DOTALL)
-    if match is None:
-        raise DraftError("no JSON object in the answer", field="draft")
-    try:
-        data = json.loads(match.group(0))
-    except json.JSONDecodeError as error:
-        raise DraftError(
-            f"the answer's JSON does not parse: {error.msg} at character {error.pos}", field="draft"
-        ) from None
+    data = reply_json(content)
     weights = data.get("weights", data) if isinstance(data, dict) else None
     if not isinstance(weights, dict):
         raise DraftError("the JSON object has no weights mapping", field="draft")

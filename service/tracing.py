@@ -20,19 +20,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
-__all__ = ["enabled", "request_span", "setup_tracing", "shutdown", "span", "tracer"]
+__all__ = ["request_span", "setup_tracing", "shutdown", "span"]
 
 logger = logging.getLogger("memtrial.service")
 _TRACER: Any = None
 _PROVIDER: Any = None
-
-
-def enabled() -> bool:
-    return _TRACER is not None
-
-
-def tracer() -> Any:
-    return _TRACER
 
 
 def setup_tracing(service_name: str | None = None) -> bool:

@@ -21,12 +21,10 @@ from service.schemas import (
     ExperienceList,
     ExperiencePatch,
     ExperiencePublic,
-    SearchHit,
     SearchRequest,
     SearchResult,
 )
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
-from service.tracing import span
 from service.usecases import experiences
 from service.views import experience_public
 
@@ -165,18 +163,4 @@ def delete_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, s
 
 @router.post("/search")
 def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep, services: ServicesDep) -> SearchResult:
-    with span("embedding.encode", texts=1):
-        query = services.embedder.encode([body.query])[0]
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=False)
-        with span("retrieval.search", k=body.k):
-            hits = services.indexes.search(session, agent, query, body.k)
-        rows = session.execute(
-            select(Experience.id, Experience.text, Experience.external_id).where(
-                Experience.id.in_([h for h, _ in hits])
-            )
-        ).all()
-        found = {row.id: row for row in rows}
-        return SearchResult(
-            hits=[SearchHit(id=h, text=found[h].text, score=s, external_id=found[h].external_id) for h, s in hits]
-        )
+    return experiences.search(services, tenant_id, agent_id, body.query, body.k)

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from service.db import transaction
 from service.deps import ServicesDep, TenantDep
 from service.history import read_log
-from service.models import Experience, LogRow
+from service.models import LogRow
 from service.pagination import CursorQuery, decode_cursor, encode_cursor
 from service.requests import StrictJSONRoute
 from service.schemas import (
@@ -21,13 +21,12 @@ from service.schemas import (
     LogPage,
     ScorePublic,
     TrustPublic,
-    ValueEntryPublic,
     ValuesPublic,
     VerifyPublic,
 )
 from service.store import load_agent, return_engine
-from service.usecases.refit import latest_posterior
-from service.views import trust_public, value_public
+from service.usecases import values
+from service.views import trust_public
 
 router = APIRouter(prefix="/v1/agents/{agent_id}", tags=["trust"], route_class=StrictJSONRoute)
 
@@ -137,37 +136,5 @@ def verify_trust(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> 
 
 @router.get("/values")
 def get_values(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> ValuesPublic:
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=False)
-        engine = services.engines.checkout(session, agent)
-        values = {str(e): value_public(engine, str(e)) for e in engine.experiences}
-        for experience_id, interval in latest_posterior(session, agent.id).items():
-            if experience_id in values:
-                values[experience_id] = values[experience_id].model_copy(
-                    update={
-                        "lower": interval["lower"],
-                        "upper": interval["upper"],
-                        "p_positive": interval["p_positive"],
-                        "interval": "full_bayes",
-                    }
-                )
-        rows = {
-            row.id: row
-            for row in session.execute(
-                select(Experience.id, Experience.text, Experience.external_id, Experience.active).where(
-                    Experience.agent_id == agent.id
-                )
-            )
-        }
-        mode = engine.learner.selected_mode.value
-        return_engine(session, agent, engine, services.engines)
-        entries = {
-            e: ValueEntryPublic(
-                **value.model_dump(),
-                text=rows[e].text if e in rows else None,
-                external_id=rows[e].external_id if e in rows else None,
-                active=rows[e].active if e in rows else None,
-            )
-            for e, value in sorted(values.items(), key=lambda item: -item[1].mean)
-        }
-        return ValuesPublic(learner_mode=mode, values=entries)
+    """Every valued experience, best first: text, external id, mean, sd, 90% interval and P(v > 0)."""
+    return values.read(services, tenant_id, agent_id)

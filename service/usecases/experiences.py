@@ -20,13 +20,20 @@ from service.db import transaction
 from service.deps import Services
 from service.idempotency import Idempotency
 from service.models import Experience
-from service.schemas import ExperienceBatch, ExperienceCreate, ExperienceList, ExperiencePublic
+from service.schemas import (
+    ExperienceBatch,
+    ExperienceCreate,
+    ExperienceList,
+    ExperiencePublic,
+    SearchHit,
+    SearchResult,
+)
 from service.store import load_agent, save_engine
 from service.tracing import span
 from service.usecases.unit import agent_write, check_replay
 from service.views import experience_public
 
-__all__ = ["add"]
+__all__ = ["add", "search"]
 
 
 def _row(agent_id: str, item: ExperienceCreate, vector: NDArray[np.float32], **kept: Any) -> Experience:
@@ -129,3 +136,22 @@ def add(
         )
         guard.complete(201, answer)
         return answer
+
+
+def search(services: Services, tenant_id: str, agent_id: str, query: str, k: int) -> SearchResult:
+    """The k active experiences closest to ``query`` (cosine), best first, with their texts and external ids."""
+    with span("embedding.encode", texts=1):
+        vector = services.embedder.encode([query])[0]
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        with span("retrieval.search", k=k):
+            hits = services.indexes.search(session, agent, vector, k)
+        rows = session.execute(
+            select(Experience.id, Experience.text, Experience.external_id).where(
+                Experience.id.in_([h for h, _ in hits])
+            )
+        ).all()
+        found = {row.id: row for row in rows}
+        return SearchResult(
+            hits=[SearchHit(id=h, text=found[h].text, score=s, external_id=found[h].external_id) for h, s in hits]
+        )

@@ -1,0 +1,54 @@
+"""The values use case: what each experience is worth, readable (texts, external ids, intervals)."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from service.db import transaction
+from service.deps import Services
+from service.models import Experience
+from service.schemas import ValueEntryPublic, ValuesPublic
+from service.store import load_agent, return_engine
+from service.usecases.refit import latest_posterior
+from service.views import value_public
+
+__all__ = ["read"]
+
+
+def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
+    """Every valued experience, best first: the empirical-Bayes value and interval, or the interval of the
+    newest full-Bayes refit where there is one, with the experience's text, external id and state."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        engine = services.engines.checkout(session, agent)
+        values = {str(e): value_public(engine, str(e)) for e in engine.experiences}
+        for experience_id, interval in latest_posterior(session, agent.id).items():
+            if experience_id in values:
+                values[experience_id] = values[experience_id].model_copy(
+                    update={
+                        "lower": interval["lower"],
+                        "upper": interval["upper"],
+                        "p_positive": interval["p_positive"],
+                        "interval": "full_bayes",
+                    }
+                )
+        rows = {
+            row.id: row
+            for row in session.execute(
+                select(Experience.id, Experience.text, Experience.external_id, Experience.active).where(
+                    Experience.agent_id == agent.id
+                )
+            )
+        }
+        mode = engine.learner.selected_mode.value
+        return_engine(session, agent, engine, services.engines)
+    entries = {
+        e: ValueEntryPublic(
+            **value.model_dump(),
+            text=rows[e].text if e in rows else None,
+            external_id=rows[e].external_id if e in rows else None,
+            active=rows[e].active if e in rows else None,
+        )
+        for e, value in sorted(values.items(), key=lambda item: -item[1].mean)
+    }
+    return ValuesPublic(learner_mode=mode, values=entries)
