@@ -1,4 +1,5 @@
-"""Experience use cases: adding one experience or a batch (embedded outside the agent's lock).
+"""Experience use cases: add one or a batch (embedded outside the agent's lock), list, read, search,
+update metadata, retire, delete.
 
 An item with an ``external_id`` this agent already holds updates that
 experience instead of adding a second one: a new text is embedded again and
@@ -13,27 +14,31 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from service.db import transaction
 from service.deps import Services
-from service.idempotency import Idempotency
-from service.models import Experience
+from service.errors import ApiError
+from service.idempotency import Idempotency, serialised
+from service.models import Contribution, Experience
+from service.pagination import decode_cursor, encode_cursor
 from service.schemas import (
+    ContributionPublic,
     ExperienceBatch,
     ExperienceCreate,
+    ExperienceDetail,
     ExperienceList,
     ExperiencePublic,
     SearchHit,
     SearchResult,
 )
-from service.store import load_agent, save_engine
+from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.tracing import span
 from service.usecases.unit import agent_write, check_replay
 from service.views import experience_public
 
-__all__ = ["add", "search"]
+__all__ = ["add", "change", "detail", "list_page", "search", "update_metadata"]
 
 
 def _row(agent_id: str, item: ExperienceCreate, vector: NDArray[np.float32], **kept: Any) -> Experience:
@@ -155,3 +160,98 @@ def search(services: Services, tenant_id: str, agent_id: str, query: str, k: int
         return SearchResult(
             hits=[SearchHit(id=h, text=found[h].text, score=s, external_id=found[h].external_id) for h, s in hits]
         )
+
+
+def list_page(
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    limit: int,
+    offset: int,
+    cursor: str | None,
+    active: bool | None,
+    external_id: str | None,
+) -> ExperienceList:
+    """A page of the agent's experiences in insertion order, filtered by state and external id."""
+    if cursor is not None and offset:
+        raise ApiError(422, "invalid", "offset: give a cursor or an offset, not both", "offset")
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        condition = [Experience.agent_id == agent.id]
+        if active is not None:
+            condition.append(Experience.active.is_(active))
+        if external_id is not None:
+            condition.append(Experience.external_id == external_id)
+        total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
+        if cursor is not None:
+            condition.append(Experience.seq > decode_cursor(cursor, "experiences", int))
+        rows = session.scalars(
+            select(Experience).where(*condition).order_by(Experience.seq).limit(limit + 1).offset(offset)
+        ).all()
+        engine = services.engines.checkout(session, agent)
+        items = [experience_public(row, engine) for row in rows[:limit]]
+        return_engine(session, agent, engine, services.engines)
+        next_cursor = encode_cursor("experiences", rows[limit - 1].seq) if len(rows) > limit else None
+        return ExperienceList(items=items, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
+
+
+def detail(services: Services, tenant_id: str, agent_id: str, experience_id: str) -> ExperienceDetail:
+    """One experience with its value and every contribution it was credited with."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        row = owned_row(session, Experience, agent, experience_id, "experience")
+        history = session.scalars(
+            select(Contribution)
+            .where(Contribution.agent_id == agent.id, Contribution.experience_id == row.id)
+            .order_by(Contribution.seq)
+        ).all()
+        engine = services.engines.checkout(session, agent)
+        public = experience_public(row, engine)
+        return_engine(session, agent, engine, services.engines)
+        contributions = [
+            ContributionPublic(
+                decision_id=c.decision_id,
+                decision_time=as_utc(c.decision_time),
+                contribution=c.contribution,
+                centred=c.centred,
+            )
+            for c in history
+        ]
+        return ExperienceDetail(**public.model_dump(), contributions=contributions)
+
+
+def update_metadata(
+    services: Services, tenant_id: str, agent_id: str, experience_id: str, metadata: dict[str, Any]
+) -> ExperiencePublic:
+    """Replace an experience's metadata."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = owned_row(session, Experience, agent, experience_id, "experience")
+        row.meta = metadata
+        session.flush()
+        engine = services.engines.checkout(session, agent)
+        public = experience_public(row, engine)
+        return_engine(session, agent, engine, services.engines)
+        serialised(public)
+        return public
+
+
+def change(
+    services: Services, tenant_id: str, agent_id: str, experience_id: str, delete: bool
+) -> ExperiencePublic | None:
+    """Retire an experience (kept, never retrieved) or delete it (forgotten)."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = owned_row(session, Experience, agent, experience_id, "experience")
+        engine = services.engines.checkout(session, agent)
+        if delete:
+            engine.remove_experience(row.id)
+            session.delete(row)
+            public = None
+        else:
+            engine.retire_experience(row.id)
+            row.active = False
+            public = experience_public(row, engine)
+        agent.index_version += 1
+        save_engine(session, agent, engine, services.engines)
+        return public

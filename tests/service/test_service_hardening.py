@@ -293,7 +293,7 @@ def test_batches_are_bounded_in_count_and_in_text(client, agent):
 def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, client, agent, caplog, monkeypatch):
     from fastapi.testclient import TestClient
 
-    import service.routes.experiences as experiences
+    import service.usecases.experiences as experiences  # where listing renders each experience
 
     client.add_experience(agent["id"], "a private lesson text")
 
