@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.action import ActionRule
+from memtrial.budget import BUDGET_BETS
 from memtrial.credit import contributions
 from memtrial.design import half_fraction
 from memtrial.engine import EngineConfig, MemTrial
@@ -98,9 +99,10 @@ CONFIGS = {
             gamma=0.0,
             action=ActionRule.DIAL,
             credit=CreditBasis.RAW,
-            gate=GateConfig(test=GateTest.ANYTIME),
+            gate=GateConfig(test=GateTest.ANYTIME, bets=BUDGET_BETS),
             diagnostics=False,
             draft_budget=float(budget),
+            draft_horizon=DATES,
         )
         for budget in (2, 3, 4)
     },

@@ -5,15 +5,27 @@ spend. It is spent from a running credit: every plan adds B; a plan whose
 credit covers the whole design is a **trial**: every designed subset is
 drafted, and the decision is credited, scored and learnt from exactly as
 without a budget. Any other plan **exploits** what is known and learns
-nothing: it drafts the memory-free subset and, where memory is trusted, the
-designed subset the decision would act on (one or two calls). Credit never
-goes negative, so after any number of decisions the calls made are at most B
-times that number.
+nothing: it drafts memory's subset (where memory is trusted) or the
+memory-free one, and at partial trust with the memory-free draft as the
+reference both, to play the dial's blend.
 
-Trust only ever grows from trial scores, so the e-process of method 4.8 sees a
-subsequence of the scores it would see without a budget, chosen before their
-outcomes exist: it stays a nonnegative supermartingale under the null, and
-P(ever omega >= x) <= alpha^x holds at every budget.
+With a **horizon** H (the number of decisions the budget covers) the credit
+may borrow what the later decisions within it will not spend: each of them
+keeps one call, and B - 1 per later decision is lent now, so trials come
+first, while there is most to learn and longest to use it. Without one the
+credit never goes negative. Either way every decision can afford its one
+call, and after n decisions the calls made are at most
+B * n + (B - 1) * max(H - n, 0): at most B * H over the horizon, B * n
+without one.
+
+Which plans are trials is decided at plan time from what is known then, never
+from the outcomes still to come, so the e-process of method 4.8 sees a
+predictably chosen subsequence of the scores it would see without a budget:
+it stays a nonnegative supermartingale under the null, and
+P(ever omega >= x) <= alpha^x holds at every budget. A trial sees a quarter
+or fewer of the scores the whole design would, so a budget's e-process bets
+on a wider grid (:data:`BUDGET_BETS`; any bet below 1 is valid for scores in
+[-1, 1]).
 """
 
 from __future__ import annotations
@@ -30,7 +42,39 @@ from memtrial.errors import ConfigError
 from memtrial.fallback import mixture
 from memtrial.records import Dial
 
-__all__ = ["DraftCredit", "check_budget", "exploit_masks", "exploit_weights", "memory_row"]
+__all__ = [
+    "BUDGET_BETS",
+    "SOLO_TRUST",
+    "DraftCredit",
+    "check_budget",
+    "check_horizon",
+    "exploit_masks",
+    "exploit_plan",
+    "exploit_weights",
+    "memory_row",
+]
+
+#: the least trust at which an exploiting decision that cannot blend plays memory's draft alone
+#: (under the null the dial ever reaches it with probability <= alpha ** 0.5)
+SOLO_TRUST = 0.5
+
+#: the e-process's bets at a draft budget (chosen on PlantedMem's dev seeds; the whole design keeps
+#: :data:`memtrial.trust.DEFAULT_BETS`)
+BUDGET_BETS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+
+
+def check_horizon(horizon: int | None, budget: float | None) -> int | None:
+    """A draft horizon: None, or the number of decisions (an integer >= 1) a draft budget covers."""
+    if horizon is None:
+        return None
+    if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
+        raise ConfigError(
+            f"draft_horizon must be a number of decisions (an integer >= 1) or null, got {horizon!r}",
+            field="draft_horizon",
+        )
+    if budget is None:
+        raise ConfigError("draft_horizon needs a draft_budget to spread over it", field="draft_horizon")
+    return horizon
 
 
 def check_budget(budget: float | None) -> float | None:
@@ -54,12 +98,19 @@ class DraftCredit:
     decisions: int = 0
     dither: float = 0.0  # memory's shares summed over exploiting decisions, less the decisions played on memory
 
-    def is_trial(self, budget: float | None, runs: int) -> bool:
-        """Add this decision's budget; True when the credit covers the whole design (``runs`` calls)."""
+    def is_trial(self, budget: float | None, runs: int, horizon: int | None = None) -> bool:
+        """Add this decision's budget; True when the credit (with what the horizon lends) covers the
+        whole design (``runs`` calls)."""
         if budget is None:
             return True
         self.credit += budget
-        return self.credit >= runs
+        return self.affords(runs, budget, horizon)
+
+    def affords(self, calls: int, budget: float, horizon: int | None) -> bool:
+        """Whether this decision (its budget added) may make ``calls`` calls and still leave one call
+        to every later decision within the horizon."""
+        later = 0 if horizon is None else max(horizon - self.decisions - 1, 0)
+        return self.credit + (budget - 1.0) * later >= calls
 
     def spend(self, calls: int) -> None:
         self.credit -= calls
@@ -118,16 +169,57 @@ def memory_row(
 
 
 def exploit_masks(mask: int | None, on_memory: bool) -> list[int]:
-    """The one draft of an exploiting plan: memory's subset when the decision is played on memory, else
-    the memory-free draft."""
+    """The one draft of an exploiting plan played on one draft: memory's subset when the decision is
+    played on memory, else the memory-free draft."""
     return [mask] if on_memory and mask is not None else [0]
 
 
+def exploit_plan(
+    credit: DraftCredit,
+    memory: int | None,
+    trusted: float,
+    budget: float,
+    horizon: int | None,
+    *,
+    pairs: bool,
+    blends: bool,
+) -> tuple[list[int], float]:
+    """(masks, memory's share) of an exploiting plan whose memory row is ``(memory, trusted)``
+    (:func:`memory_row`).
+
+    At partial trust (0 < share < 1) the decision plays the dial's blend where it can: ``pairs`` (the
+    memory-free draft is the reference) drafts it beside memory's when the credit has the second call;
+    ``blends`` (a given reference) blends memory's one draft with the reference. Otherwise (drafts
+    that cannot be blended, or no second call) memory's draft is played alone on a share of such
+    decisions equal to its share (:meth:`DraftCredit.on_memory`), the memory-free draft on the rest,
+    and only from :data:`SOLO_TRUST` on: a decision played on memory alone takes memory's whole risk,
+    not a share of it.
+    """
+    partial = memory is not None and 0.0 < trusted < 1.0
+    if partial and pairs and credit.affords(2, budget, horizon):
+        return [0, memory], trusted  # type: ignore[list-item]
+    if partial and blends:
+        return [memory], trusted  # type: ignore[list-item]
+    alone = trusted if trusted >= SOLO_TRUST else 0.0
+    on_memory = memory is not None and credit.on_memory(alone)
+    return exploit_masks(memory, on_memory), 1.0 if on_memory else 0.0
+
+
 def exploit_weights(
-    mask: int, draft: NDArray[np.float64], q: float, reference: NDArray[np.float64]
+    masks: Sequence[int], drafts: NDArray[np.float64], q: float, reference: NDArray[np.float64], share: float
 ) -> NDArray[np.float64]:
-    """What an exploiting decision plays from its one draft (:func:`exploit_masks`): memory's as it is, the
-    memory-free one in the anchored mixture ``q * reference + (1 - q) * draft``."""
-    if mask != 0:
-        return np.asarray(draft, dtype=np.float64)
-    return np.asarray(mixture(np.asarray(q), reference, draft), dtype=np.float64)
+    """What an exploiting decision plays from its drafts (rows aligned with ``masks``).
+
+    - ``[0, S]`` (a blend at partial trust, the memory-free draft the reference):
+      ``share * memory + (1 - share) * memory-free``;
+    - ``[S]`` with ``0 < share < 1`` (a given reference): ``share * memory + (1 - share) * reference``;
+    - ``[S]`` otherwise: memory's draft as it is;
+    - ``[0]``: the anchored mixture ``q * reference + (1 - q) * memory-free``.
+    """
+    if len(masks) == 2:
+        return np.asarray(share * drafts[1] + (1.0 - share) * drafts[0], dtype=np.float64)
+    if masks[0] != 0:
+        if 0.0 < share < 1.0:
+            return np.asarray(share * drafts[0] + (1.0 - share) * reference, dtype=np.float64)
+        return np.asarray(drafts[0], dtype=np.float64)
+    return np.asarray(mixture(np.asarray(q), reference, drafts[0]), dtype=np.float64)

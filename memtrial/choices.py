@@ -26,10 +26,11 @@ __all__ = ["choose_exploit", "choose_portfolio", "choose_scored", "plan_dial"]
 def choose_exploit(
     plan: Plan, drafts: NDArray[np.float64], reference: NDArray[np.float64] | None, common: dict[str, Any]
 ) -> Decision:
-    """An exploiting budget decision (method 4.11) from its one draft: memory's, played as it is, or the
-    memory-free one in the anchored mixture with the reference (reference None: drafts that cannot be
-    blended, the memory-free draft as it is)."""
-    mask, subset = plan.masks[0], plan.subsets[0]
+    """An exploiting budget decision (method 4.11) from its one or two drafts (:func:`exploit_weights`):
+    memory's, played as it is or blended by its share with the reference (a pair: with the memory-free
+    draft), or the memory-free one in the anchored mixture with the reference (reference None: drafts
+    that cannot be blended, the memory-free draft as it is)."""
+    mask, subset, share = plan.masks[-1], plan.subsets[-1], plan.memory_share
     gain = (
         max(plan.dial.gains)
         if plan.dial is not None
@@ -39,14 +40,22 @@ def choose_exploit(
     where = "no trial this time (draft budget)"
     mixable = reference is not None and drafts.shape[1] > 0
     if mask != 0:
-        text = f"{where}: memory's draft {list(subset)} {'alone' if mixable else 'played as it is'}"
+        blended = mixable and 0.0 < share < 1.0
+        anchor = "the memory-free draft" if len(plan.masks) == 2 else "the reference"
+        text = (
+            f"{where}: memory's draft {list(subset)} with share {share:.4g}, {anchor} with the rest"
+            if blended
+            else f"{where}: memory's draft {list(subset)} {'alone' if mixable else 'played as it is'}"
+        )
         return Decision(
-            weights=drafts[0],
+            weights=exploit_weights(plan.masks, drafts, plan.q, reference, share)  # type: ignore[arg-type]
+            if blended
+            else drafts[-1],
             action=Action.SUBSET if plan.dial is None else Action.DIAL,
             subset=subset,
             mask=mask,
             q=None,
-            played=None if mixable else 0,
+            played=None if mixable else len(plan.masks) - 1,
             explanation=f"{describe_trust(plan.trust)}; {text}" if mixable else text,
             **shared,
         )
@@ -64,7 +73,7 @@ def choose_exploit(
     assert reference is not None
     text = f"{where}: anchored mixture with q = {plan.q:.4g} on the reference and the memory-free draft"
     return Decision(
-        weights=exploit_weights(mask, drafts[0], plan.q, reference),
+        weights=exploit_weights(plan.masks, drafts, plan.q, reference, share),
         action=Action.MIXTURE if plan.dial is None else Action.DIAL,
         subset=None,
         mask=None,

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from memtrial.action import ActionRule
-from memtrial.budget import check_budget
+from memtrial.budget import check_budget, check_horizon
 from memtrial.design import DesignKind
 from memtrial.errors import ConfigError, parse_choice
 from memtrial.fallback import FallbackVariant
@@ -49,6 +49,8 @@ class EngineConfig:
     draft_budget: LLM draft calls per decision on average (method 4.11; None: the whole design
     every time). Plans then draft the whole design on trial decisions only and one or two drafts
     on the others (:mod:`memtrial.budget`).
+    draft_horizon: the number of decisions the budget covers (None: open-ended). Trials then come
+    first, on credit lent by the later decisions within it, each of which keeps one call.
     reference: ``given`` (the plan's reference, equal weight by default) or ``memory_free`` (each
     decision's memory-free draft, so the reference costs no call beyond the drafts).
     """
@@ -68,9 +70,11 @@ class EngineConfig:
     robust: bool = False
     draft_budget: float | None = None
     reference: ReferenceSource = ReferenceSource.GIVEN
+    draft_horizon: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
+        object.__setattr__(self, "draft_horizon", check_horizon(self.draft_horizon, self.draft_budget))
         if not isinstance(self.robust, bool):
             raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
@@ -137,6 +141,7 @@ class EngineConfig:
             **({"robust": True} if self.robust else {}),
             **({} if self.draft_budget is None else {"draft_budget": self.draft_budget}),
             **({} if self.reference is ReferenceSource.GIVEN else {"reference": self.reference.value}),
+            **({} if self.draft_horizon is None else {"draft_horizon": self.draft_horizon}),
         }
 
     @classmethod

@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial import design as design_module
 from memtrial.action import ActionRule
-from memtrial.budget import DraftCredit, exploit_masks, memory_row
+from memtrial.budget import DraftCredit, exploit_plan, memory_row
 from memtrial.checks import check_scored, later_or_equal, same_scored, settled_at_or_after, shown, universe_arrays
 from memtrial.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.config import EngineConfig, ReferenceSource
@@ -257,11 +257,22 @@ class MemTrial:
         needs_reference = (
             kind is DecisionKind.PORTFOLIO and self.config.reference is ReferenceSource.MEMORY_FREE and 0 not in masks
         )
-        trial, share = self.credit.is_trial(budget, len(masks) + int(needs_reference)), 0.0
+        horizon = self.config.draft_horizon
+        trial, share = self.credit.is_trial(budget, len(masks) + int(needs_reference), horizon), 0.0
         if not trial:  # a budget decision that exploits: one or two drafts, nothing learnt (method 4.11)
+            assert budget is not None
             memory, trusted = memory_row(dial, trust.is_open, predictions, ids)
-            on_memory = memory is not None and self.credit.on_memory(trusted)
-            masks, share = exploit_masks(memory, on_memory), 1.0 if on_memory else 0.0
+            portfolio = kind is DecisionKind.PORTFOLIO
+            memory_free = self.config.reference is ReferenceSource.MEMORY_FREE
+            masks, share = exploit_plan(
+                self.credit,
+                memory,
+                trusted,
+                budget,
+                horizon,
+                pairs=portfolio and memory_free,
+                blends=portfolio and not memory_free,
+            )
         extra = trial and needs_reference
         if extra:  # the reference draft, outside a design without one
             masks = [*masks, 0]

@@ -9,11 +9,12 @@ between those predictions and the realised date-centred contributions
   exist and a one-sided t-test of mean score > 0 rejects at ``alpha``.
   Checked at every date, its chance of ever opening under the null grows
   with the number of looks.
-- ``anytime``: scores lie in [-1, 1], so for each bet lambda in [0, 1/2] the
+- ``anytime``: scores lie in [-1, 1], so for each bet lambda in [0, 1) the
   wealth prod_s (1 + lambda r_s) is a nonnegative supermartingale when the
   scores have conditional mean <= 0, and so is the uniform mixture K_t over a
-  grid of bets. The gate is open while K_t >= 1 / alpha; by Ville's
-  inequality it ever opens under the null with probability <= alpha.
+  grid of bets (by default 0.05 to 0.5). The gate is open while
+  K_t >= 1 / alpha; by Ville's inequality it ever opens under the null with
+  probability <= alpha.
 - ``none``: always open (the "no gate" ablation).
 
 The configuration is frozen when a gate is made and its SHA-256 hash anchors
@@ -106,8 +107,8 @@ class GateConfig:
         if self.statistic != "pearson":
             raise ConfigError(f"statistic must be 'pearson', got {self.statistic!r}", field="statistic")
         bets = tuple(float(b) for b in self.bets)
-        if not bets or any(not 0.0 < b <= 0.5 for b in bets):
-            raise ConfigError(f"bets must be a non-empty tuple of values in (0, 0.5], got {self.bets!r}", field="bets")
+        if not bets or any(not 0.0 < b < 1.0 for b in bets):  # 1 + b r > 0 for every score r in [-1, 1]
+            raise ConfigError(f"bets must be a non-empty tuple of values in (0, 1), got {self.bets!r}", field="bets")
         object.__setattr__(self, "bets", bets)
 
     def to_dict(self) -> dict[str, Any]:

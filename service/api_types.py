@@ -126,6 +126,7 @@ class AgentPublic(Public):
     draft_budget: float | None = Field(
         None, description="LLM draft calls per decision on average (null: the whole design)"
     )
+    draft_horizon: int | None = Field(None, description="the number of decisions the budget covers (null: open-ended)")
     reference: str = Field("given", description="given (reference_weights, equal weight by default) or memory_free")
     drafter: dict[str, Any] | None
     answer: dict[str, Any] | None = Field(

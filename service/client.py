@@ -213,10 +213,12 @@ class Operations:
         draft_budget: float | None = None,
         reference: str = "given",
         answer: Mapping[str, Any] | None = None,
+        draft_horizon: int | None = None,
     ) -> Any:
         """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
         names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
-        ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make).
+        ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make);
+        ``draft_horizon``: the number of decisions it covers (trials then come first).
         ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...)."""
         body: dict[str, Any] = {
             "name": name,
@@ -234,6 +236,7 @@ class Operations:
             body["reference"] = reference
         optional = {
             "draft_budget": draft_budget,
+            "draft_horizon": draft_horizon,
             "investor": investor,
             "universe": None if universe is None else list(universe),
             "outcomes": None if outcomes is None else list(outcomes),

@@ -231,6 +231,12 @@ class AgentCreate(Strict):
         le=16,
         description="LLM draft calls per decision on average (null: every designed subset every time); each plan lists exactly the drafts to make",
     )
+    draft_horizon: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="the number of decisions the draft budget covers (null: open-ended): trials then come first, on credit the later decisions lend, each keeping one call",
+    )
     reference: Literal["given", "memory_free"] = Field(
         "given",
         description="portfolio agents: the conservative reference is the decision's reference_weights (equal weight when none) or its own memory-free draft",

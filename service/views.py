@@ -33,6 +33,7 @@ def agent_public(agent: Agent) -> AgentPublic:
         action=settings.get("action", "gate"),
         credit=settings.get("credit", "centred"),
         draft_budget=settings.get("draft_budget"),
+        draft_horizon=settings.get("draft_horizon"),
         reference=settings.get("reference", "given"),
         answer=settings.get("answer"),
         drafter=None if drafter is None else {k: v for k, v in drafter.items() if k != "api_key"},

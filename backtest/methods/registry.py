@@ -29,6 +29,7 @@ from backtest.methods.simple import (
 )
 from backtest.replay import family_of
 from backtest.world import World
+from memtrial.budget import BUDGET_BETS
 from memtrial.config import ReferenceSource
 from memtrial.engine import EngineConfig
 from memtrial.errors import ConfigError
@@ -75,9 +76,9 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     # the default anchored on each decision's memory-free draft (a ninth draft) instead of the world's reference
     "memtrial_memory_free": {**DIAL, "design": "fold", "fallback": "ref", "reference": ReferenceSource.MEMORY_FREE},
     # the default at a draft budget (method 4.11): calls per decision on average
-    "memtrial_budget_2": {**DIAL, "fallback": "ref", "draft_budget": 2.0},
-    "memtrial_budget_3": {**DIAL, "fallback": "ref", "draft_budget": 3.0},
-    "memtrial_budget_4": {**DIAL, "fallback": "ref", "draft_budget": 4.0},
+    "memtrial_budget_2": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 2.0},
+    "memtrial_budget_3": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 3.0},
+    "memtrial_budget_4": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 4.0},
 }
 
 
@@ -91,10 +92,12 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
     settings: dict[str, Any] = dict(MEMTRIAL_VARIANTS[method_id])
     if method_id == "memtrial" and draft_budget is not None:
         settings["draft_budget"] = draft_budget
-    if settings.get("draft_budget") is not None and settings.get("design") == "fold":
-        settings["design"] = "half"  # its memory-free run anchors the budget's plans: a trial is 8 calls, not 9
-    if settings.get("draft_budget") is not None and world.reference_calls > 0:
-        settings["reference"] = ReferenceSource.MEMORY_FREE
+    if settings.get("draft_budget") is not None:
+        # a budget covers the world's decisions (its trials come first) and bets on the wider grid
+        settings["draft_horizon"] = world.presented
+        settings["gate"] = dataclasses.replace(settings["gate"], bets=BUDGET_BETS)
+        if world.reference_calls > 0:
+            settings["reference"] = ReferenceSource.MEMORY_FREE
     return EngineConfig(
         gamma=scoring.gamma,
         fee_bp=scoring.fee_bp,

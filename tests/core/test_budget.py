@@ -14,8 +14,8 @@ ALPHA = 0.05
 LESSONS = "abcdef"
 
 
-def engine_of(budget=None, reference="given", action="dial", **settings):
-    gate = GateConfig(test="anytime", alpha=ALPHA)
+def engine_of(budget=None, reference="given", action="dial", bets=None, **settings):
+    gate = GateConfig(test="anytime", alpha=ALPHA, **({} if bets is None else {"bets": bets}))
     config = EngineConfig(
         investor="balanced",
         action=action,
@@ -118,20 +118,96 @@ def test_a_budget_of_the_whole_design_is_the_method_without_a_budget():
         assert s1.contributions == s2.contributions
 
 
-def test_an_exploiting_decision_plays_memory_in_proportion_to_its_trust():
+def test_an_exploiting_decision_blends_memory_with_a_given_reference_by_its_trust():
     engine = engine_of(2.0)
     steps = walk(engine, world(5, 150, tilt=0.6))
     late = [(p, d) for p, d, _ in steps[75:] if not p.trial]
-    on_memory = [p for p, _ in late if p.masks != (0,)]
+    on_memory = [(p, d) for p, d in late if p.masks != (0,)]
     assert on_memory, "a strong memory must be acted on between trials"
-    assert all(p.memory_share == 1.0 and 0 not in p.masks for p in on_memory)
-    for plan, decision in late:  # memory's draft as it is, or the anchored mixture with the memory-free draft
-        expected = (
-            decision.drafts[0] if plan.masks != (0,) else plan.q * plan.reference + (1 - plan.q) * decision.drafts[0]
-        )
+    assert all(len(p.masks) == 1 and p.memory_share == p.dial.trust_weight for p, _ in on_memory)
+    assert any(0.0 < p.memory_share < 1.0 for p, _ in on_memory), "the check needs decisions at partial trust"
+    for plan, decision in late:  # omega on memory's one draft, the rest on the reference; else the mixture
+        if plan.masks != (0,):
+            w = plan.memory_share
+            expected = decision.drafts[0] if w >= 1.0 else w * decision.drafts[0] + (1 - w) * plan.reference
+        else:
+            expected = plan.q * plan.reference + (1 - plan.q) * decision.drafts[0]
         np.testing.assert_allclose(decision.weights, expected, rtol=0, atol=1e-15)
-    shares = [p.dial.trust_weight for p, _ in late if p.dial.gains[int(np.argmax(p.dial.gains))] > 0]
-    assert len(on_memory) == pytest.approx(sum(shares), abs=1.0)  # played on memory in proportion to omega
+    positive = [p for p, _ in late if p.dial.trust_weight > 0 and max(p.dial.gains) > 0]
+    assert len(on_memory) == len(positive)  # every decision memory has something for is played on it
+
+
+def test_with_the_memory_free_reference_an_exploiting_decision_drafts_the_pair_it_blends():
+    engine = engine_of(3.0, reference="memory_free")
+    steps = walk(engine, world(5, 150, tilt=0.6))
+    pairs = [(p, d) for p, d, _ in steps if not p.trial and len(p.masks) == 2]
+    assert pairs, "partial trust with credit to spare must draft the memory-free draft beside memory's"
+    for plan, decision in pairs:
+        assert plan.masks[0] == 0 and plan.masks[1] != 0 and 0.0 < plan.memory_share < 1.0
+        assert plan.memory_share == plan.dial.trust_weight and decision.draft_calls == 2
+        w = plan.memory_share
+        np.testing.assert_allclose(
+            decision.weights, w * decision.drafts[1] + (1 - w) * decision.drafts[0], rtol=0, atol=1e-15
+        )
+    calls = np.cumsum([p.draft_calls for p, _, _ in steps])
+    assert np.all(calls <= 3.0 * np.arange(1, len(steps) + 1) + 1e-9)
+
+
+def test_memory_alone_waits_for_half_trust_when_the_blend_has_no_second_call():
+    from memtrial.budget import SOLO_TRUST, DraftCredit, exploit_plan
+
+    for trusted in (0.2, 0.49):  # below half trust: never memory alone, however many decisions
+        credit = DraftCredit()
+        plans = [exploit_plan(credit, 5, trusted, 1.0, None, pairs=True, blends=False) for _ in range(50)]
+        assert all(masks == [0] and share == 0.0 for masks, share in plans)
+    credit = DraftCredit()
+    plans = [exploit_plan(credit, 5, 0.6, 1.0, None, pairs=True, blends=False) for _ in range(50)]
+    assert {tuple(m) for m, _ in plans} == {(0,), (5,)} and SOLO_TRUST <= 0.6
+    assert sum(m == [5] for m, _ in plans) == pytest.approx(0.6 * 50, abs=1.0)
+    credit = DraftCredit(credit=2.0)  # a second call to spend: the pair, whatever the trust
+    assert exploit_plan(credit, 5, 0.2, 1.0, None, pairs=True, blends=False) == ([0, 5], 0.2)
+
+
+@pytest.mark.parametrize("budget", [1.5, 2.0, 3.0, 4.0])
+@pytest.mark.parametrize("reference", ["given", "memory_free"])
+def test_a_horizon_spends_its_trials_first_and_stays_within_the_budget_over_it(budget, reference):
+    horizon, n = 60, 75  # fifteen decisions past the horizon
+    engine = engine_of(budget, reference=reference, draft_horizon=horizon)
+    steps = walk(engine, world(11, n, tilt=0.0))
+    calls = np.array([p.draft_calls for p, _, _ in steps])
+    spent = np.cumsum(calls)
+    within = np.arange(1, horizon + 1)
+    assert np.all(calls >= 1)
+    assert np.all(spent[:horizon] <= budget * within + (budget - 1.0) * (horizon - within) + 1e-9)
+    assert spent[horizon - 1] <= budget * horizon + 1e-9
+    assert spent[-1] <= budget * n + 1e-9
+    trials = [t for t, (p, _, _) in enumerate(steps) if p.trial]
+    first = [t for t in trials if t < horizon]
+    assert first == list(range(len(first))), "within the horizon the trials come first"
+    if reference == "given":  # every exploiting plan one call: the surplus buys (B - 1) H / 7 trials of 8
+        assert len(first) >= int((budget - 1.0) * horizon // 8) - 1
+    running = walk(engine_of(budget, reference=reference), world(11, n, tilt=0.0))
+    assert len(first) >= sum(p.trial for p, _, _ in running[:horizon])  # at least as many trials as without one
+
+
+@pytest.mark.parametrize("horizon", [0, -3, 2.5, True, "60"])
+def test_a_horizon_must_be_a_number_of_decisions(horizon):
+    with pytest.raises(ConfigError) as error:
+        EngineConfig(investor="balanced", draft_budget=3.0, draft_horizon=horizon)
+    assert error.value.field == "draft_horizon"
+
+
+def test_a_horizon_needs_a_budget_and_survives_the_state():
+    with pytest.raises(ConfigError) as error:
+        EngineConfig(investor="balanced", draft_horizon=60)
+    assert error.value.field == "draft_horizon" and "draft_budget" in str(error.value)
+    engine = engine_of(3.0, draft_horizon=40)
+    walk(engine, world(12, 10))
+    restored = MemTrial.from_json(engine.to_json())
+    assert restored.config.draft_horizon == 40 and restored.credit == engine.credit
+    assert [p.masks for p, _, _ in walk(engine, world(13, 10), start=10)] == [
+        p.masks for p, _, _ in walk(restored, world(13, 10), start=10)
+    ]
 
 
 def test_the_memory_free_reference_costs_no_call_and_anchors_every_decision():
@@ -167,15 +243,25 @@ def test_a_budget_must_be_a_number_of_calls_of_at_least_one(budget):
     assert error.value.field == "draft_budget"
 
 
-# Monte Carlo through the engine: 150 null worlds x 80 dates at each budget (the slow tier). Which plans are
-# trials depends on the budget alone (an exploiting plan always makes one call), so the e-process sees a
-# subsequence of the scores fixed in advance; the score-level check of the bound is in test_dial.py.
+# Monte Carlo through the engine: 150 null worlds x 80 dates at each budget (the slow tier), as the backtests run
+# a budget (its trials first over an 80-decision horizon, the wider bets, the memory-free draft as reference,
+# blends at partial trust) and with an open-ended running credit. Which plans are trials, and which exploiting
+# plans draft a pair, is decided at plan time, so the e-process sees a predictably chosen subsequence of the
+# scores; the score-level check of the bound is in test_dial.py.
 @pytest.mark.slow
 @pytest.mark.parametrize("budget", [2.0, 3.0, 4.0])
-def test_under_the_null_every_budget_keeps_p_ever_omega_at_least_x_below_alpha_to_the_x(budget):
+@pytest.mark.parametrize("as_backtested", [False, True])
+def test_under_the_null_every_budget_keeps_p_ever_omega_at_least_x_below_alpha_to_the_x(budget, as_backtested):
+    from memtrial.budget import BUDGET_BETS
+
+    settings = (
+        {"draft_horizon": 80, "bets": BUDGET_BETS, "reference": "memory_free", "design": "fold"}
+        if as_backtested
+        else {}
+    )
     runs, highest = 150, []
     for seed in range(runs):
-        engine = engine_of(budget)
+        engine = engine_of(budget, **settings)
         steps = walk(engine, world(10_000 + seed, 80, tilt=0.0))
         highest.append(max(p.dial.trust_weight for p, _, _ in steps))
     highest = np.array(highest)
@@ -186,7 +272,7 @@ def test_under_the_null_every_budget_keeps_p_ever_omega_at_least_x_below_alpha_t
     assert np.mean(highest > 0) > 0.05  # the dial moves under the null: the check is not vacuous
 
 
-def test_which_plans_are_trials_depends_on_the_budget_alone():
+def test_with_a_given_reference_which_plans_are_trials_depends_on_the_budget_alone():
     schedules = [
         [p.trial for p, _, _ in walk(engine_of(3.0), world(seed, 40, tilt=t))] for seed, t in ((1, 0.0), (2, 0.6))
     ]

@@ -165,7 +165,7 @@ def test_config_is_frozen():
         ({"alpha": 1.5}, r"alpha must be in \(0, 1\), got 1.5"),
         ({"test": "bayes"}, r"test must be one of \['prequential', 'anytime', 'none'\], got 'bayes'"),
         ({"min_scores": 1}, "min_scores must be >= 2 for a t-test, got 1"),
-        ({"test": "anytime", "bets": (0.7,)}, r"bets must be a non-empty tuple of values in \(0, 0.5\], got \(0.7,\)"),
+        ({"test": "anytime", "bets": (1.0,)}, r"bets must be a non-empty tuple of values in \(0, 1\), got \(1.0,\)"),
     ],
 )
 def test_gate_config_rejects_bad_settings(settings, message):
