@@ -12,26 +12,21 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # benchmark smoke runs belong to the slow tier
 
 
-def test_bench_values_writes_timings_and_ratios(tmp_path):
-    out = tmp_path / "values.json"
+def run_bench(tmp_path, name, *args, timeout=600):
+    """Run ``benchmarks/bench_<name>.py`` with ``args`` at tiny size; its JSON results and their path."""
+    out = tmp_path / f"{name}.json"
     subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_values.py"),
-            "--sizes",
-            "100,400",
-            "--dense-max-experiences",
-            "10",
-            "--repeats",
-            "1",
-            "--out",
-            str(out),
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / f"bench_{name}.py"), *args, "--out", str(out)],
         check=True,
         capture_output=True,
         text=True,
+        timeout=timeout,
     )
-    result = json.loads(out.read_text())
+    return json.loads(out.read_text()), out
+
+
+def test_bench_values_writes_timings_and_ratios(tmp_path):
+    result, out = run_bench(tmp_path, "values", "--sizes", "100,400", "--dense-max-experiences", "10", "--repeats", "1")
     first, second = result["rows"]
     assert (first["records"], first["experiences"]) == (100, 10)
     assert first["dense_over_core"] == first["dense_s"] / first["core_s"]
@@ -43,24 +38,7 @@ def test_bench_values_writes_timings_and_ratios(tmp_path):
 
 
 def test_bench_service_reports_latency_at_each_checkpoint_and_bytes_per_decision(tmp_path):
-    out = tmp_path / "service.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_service.py"),
-            "--checkpoints",
-            "2,6",
-            "--window",
-            "3",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    result = json.loads(out.read_text())
+    result, out = run_bench(tmp_path, "service", "--checkpoints", "2,6", "--window", "3")
     life = result["databases"]["sqlite"]
     assert set(life["checkpoints"]) == {"2", "6"}
     for row in life["checkpoints"].values():
@@ -73,24 +51,7 @@ def test_bench_service_reports_latency_at_each_checkpoint_and_bytes_per_decision
 
 
 def test_bench_backtest_reports_replay_against_online_and_both_worker_counts(tmp_path):
-    out = tmp_path / "backtest.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_backtest.py"),
-            "--worlds",
-            "2",
-            "--worker-seeds",
-            "1",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    result = json.loads(out.read_text())
+    result, _ = run_bench(tmp_path, "backtest", "--worlds", "2", "--worker-seeds", "1")
     for name in ("memtrial", "all_methods"):
         block = result[name]
         assert block["online"]["worlds"] == block["replay"]["worlds"] == 2
@@ -104,52 +65,16 @@ def test_bench_backtest_reports_replay_against_online_and_both_worker_counts(tmp
 
 
 def test_bench_bayes_reports_batched_and_sequential_times(tmp_path):
-    out = tmp_path / "bayes.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_bayes.py"),
-            "--counts",
-            "1,3",
-            "--steps",
-            "50",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    result = json.loads(out.read_text())
+    result, _ = run_bench(tmp_path, "bayes", "--counts", "1,3", "--steps", "50")
     assert [row["worlds"] for row in result["rows"]] == [1, 3]
     assert all(row["batched_s"] > 0 and row["one_at_a_time_s"] > 0 for row in result["rows"])
     assert result["device"]
 
 
 def test_bench_retrieval_reports_exact_hnsw_ivf_with_recall_and_the_service(tmp_path):
-    out = tmp_path / "retrieval.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_retrieval.py"),
-            "--sizes",
-            "300",
-            "--queries",
-            "20",
-            "--service-queries",
-            "3",
-            "--cache",
-            "",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
+    result, _ = run_bench(
+        tmp_path, "retrieval", "--sizes", "300", "--queries", "20", "--service-queries", "3", "--cache", ""
     )
-    result = json.loads(out.read_text())
     row = result["rows"][0]
     assert row["experiences"] == 300 and row["indexes"]["exact"]["recall_at_4"] == 1.0
     assert {"hnsw_m32_ef64", "hnsw_m32_ef128"} <= set(row["indexes"]) and any(
@@ -160,26 +85,7 @@ def test_bench_retrieval_reports_exact_hnsw_ivf_with_recall_and_the_service(tmp_
 
 
 def test_bench_load_reports_latency_errors_memory_and_drafting_overlap(tmp_path):
-    out = tmp_path / "load.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_load.py"),
-            "--agents",
-            "1",
-            "--decisions",
-            "2",
-            "--postgres",
-            "",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    result = json.loads(out.read_text())
+    result, _ = run_bench(tmp_path, "load", "--agents", "1", "--decisions", "2", "--postgres", "")
     assert [(r["database"], r["workers"]) for r in result["runs"]] == [("sqlite", 1), ("sqlite", 2)]
     assert all(
         r["errors"] == 0 and r["peak_rss_mb"] > 0 and set(r["latency_ms"]) == {"plan", "drafts", "settle"}
@@ -189,23 +95,8 @@ def test_bench_load_reports_latency_errors_memory_and_drafting_overlap(tmp_path)
 
 
 def test_bench_start_reports_health_readiness_memory_and_the_busy_port(tmp_path):
-    out = tmp_path / "start.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_start.py"),
-            "--runs",
-            "1",
-            "--idle",
-            "0.2",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    summary = json.loads(out.read_text())["summary"]
+    result, out = run_bench(tmp_path, "start", "--runs", "1", "--idle", "0.2")
+    summary = result["summary"]
     assert 0 < summary["port_open_s_median"] <= summary["healthz_s_median"] <= summary["readyz_s_median"]
     assert summary["idle_rss_mb_before_model_load"] < summary["idle_rss_mb_model_loaded_median"]
     assert summary["busy_port_exit_code"] == 2 and summary["busy_port_banner_printed"] is False
@@ -213,42 +104,27 @@ def test_bench_start_reports_health_readiness_memory_and_the_busy_port(tmp_path)
 
 
 def test_bench_install_base_gives_the_pure_core_and_names_the_missing_extra(tmp_path):
-    out = tmp_path / "install.json"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_install.py"), "--targets", "base", "--out", str(out)],
-        check=True,
-        capture_output=True,
-        timeout=900,
-    )
-    base = json.loads(out.read_text())["results"]["base"]
+    result, _ = run_bench(tmp_path, "install", "--targets", "base", timeout=900)
+    base = result["results"]["base"]
     assert base["packages"] <= 5 and base["size_mb"] < 200
     assert base["memtrial_command_exit_code"] == 2 and "pip install -e '.[service]'" in base["memtrial_command_says"]
 
 
 def test_bench_cache_reports_memory_against_the_budget_and_hot_and_cold_plans(tmp_path):
-    out = tmp_path / "cache.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_cache.py"),
-            "--agents",
-            "240",
-            "--experiences",
-            "20",
-            "--cache-mb",
-            "1",
-            "--baseline-agents",
-            "40",
-            "--every",
-            "60",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=600,
+    result, out = run_bench(
+        tmp_path,
+        "cache",
+        "--agents",
+        "240",
+        "--experiences",
+        "20",
+        "--cache-mb",
+        "1",
+        "--baseline-agents",
+        "40",
+        "--every",
+        "60",
     )
-    result = json.loads(out.read_text())
     bounded = result["bounded"]
     assert bounded["evictions"] > 0 and sum(bounded["cache_bytes_held"].values()) <= 2**20
     assert [point["agents"] for point in bounded["rss_curve"]] == [60, 120, 180, 240]
@@ -259,23 +135,7 @@ def test_bench_cache_reports_memory_against_the_budget_and_hot_and_cold_plans(tm
 
 def test_bench_embedding_compares_the_torch_and_onnx_paths_on_one_thread(tmp_path):
     pytest.importorskip("onnxruntime", reason="ONNX PATH NOT BENCHMARKED: onnxruntime is not installed")
-    out = tmp_path / "embedding.json"
-    subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "bench_embedding.py"),
-            "--queries",
-            "20",
-            "--texts",
-            "50",
-            "--out",
-            str(out),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=600,
-    )
-    result = json.loads(out.read_text())
+    result, out = run_bench(tmp_path, "embedding", "--queries", "20", "--texts", "50")
     assert set(result["runs"]) == {"torch", "onnx"} and result["worst_one_minus_cosine"] < 1e-5
     assert result["runs"]["onnx"]["single_query"]["n"] == 20 and result["onnx_model_mb"] > 10
     assert result["installed_mb"]["onnxruntime"] > 0
