@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.action import ActionRule
-from memtrial.budget import BUDGET_BETS
+from memtrial.budget import budget_gate
 from memtrial.credit import contributions
 from memtrial.design import half_fraction
 from memtrial.engine import EngineConfig, MemTrial
@@ -99,7 +99,7 @@ CONFIGS = {
             gamma=0.0,
             action=ActionRule.DIAL,
             credit=CreditBasis.RAW,
-            gate=GateConfig(test=GateTest.ANYTIME, bets=BUDGET_BETS),
+            gate=budget_gate(GateConfig(test=GateTest.ANYTIME), float(budget)),
             diagnostics=False,
             draft_budget=float(budget),
             draft_horizon=DATES,

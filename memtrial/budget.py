@@ -31,7 +31,7 @@ on a wider grid (:data:`BUDGET_BETS`; any bet below 1 is valid for scores in
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -41,11 +41,13 @@ from memtrial.action import best_subset, dial_gains
 from memtrial.errors import ConfigError
 from memtrial.fallback import mixture
 from memtrial.records import Dial
+from memtrial.trust import GateConfig
 
 __all__ = [
     "BUDGET_BETS",
     "SOLO_TRUST",
     "DraftCredit",
+    "budget_gate",
     "check_budget",
     "check_horizon",
     "exploit_masks",
@@ -61,6 +63,11 @@ SOLO_TRUST = 0.5
 #: the e-process's bets at a draft budget (chosen on PlantedMem's dev seeds; the whole design keeps
 #: :data:`memtrial.trust.DEFAULT_BETS`)
 BUDGET_BETS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
+
+
+def budget_gate(gate: GateConfig, budget: float | None) -> GateConfig:
+    """The gate an engine at ``budget`` uses: ``gate`` with :data:`BUDGET_BETS` at a budget, as it is without one."""
+    return gate if budget is None else replace(gate, bets=BUDGET_BETS)
 
 
 def check_horizon(horizon: int | None, budget: float | None) -> int | None:

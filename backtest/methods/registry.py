@@ -29,7 +29,7 @@ from backtest.methods.simple import (
 )
 from backtest.replay import family_of
 from backtest.world import World
-from memtrial.budget import BUDGET_BETS
+from memtrial.budget import budget_gate
 from memtrial.config import ReferenceSource
 from memtrial.engine import EngineConfig
 from memtrial.errors import ConfigError
@@ -95,7 +95,7 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
     if settings.get("draft_budget") is not None:
         # a budget covers the world's decisions (its trials come first) and bets on the wider grid
         settings["draft_horizon"] = world.presented
-        settings["gate"] = dataclasses.replace(settings["gate"], bets=BUDGET_BETS)
+        settings["gate"] = budget_gate(settings["gate"], settings["draft_budget"])
         if world.reference_calls > 0:
             settings["reference"] = ReferenceSource.MEMORY_FREE
     return EngineConfig(

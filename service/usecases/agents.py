@@ -7,13 +7,13 @@ from typing import Any
 import numpy as np
 
 from memtrial.answers import AnswerSpec
-from memtrial.budget import BUDGET_BETS
+from memtrial.budget import budget_gate
 from memtrial.config import EngineConfig, ReferenceSource
 from memtrial.engine import MemTrial
 from memtrial.errors import ConfigError
 from memtrial.records import DecisionKind
 from memtrial.settle import INVESTORS, project
-from memtrial.trust import DEFAULT_BETS, GateConfig
+from memtrial.trust import GateConfig
 from service.db import transaction
 from service.deps import Services
 from service.errors import ApiError
@@ -84,11 +84,10 @@ def _check_kind(body: AgentCreate) -> None:
 
 def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
     """The engine configuration (and its frozen gate) an agent's settings give; 422 for settings that do not fit together."""
-    if body.draft_horizon is not None and body.draft_budget is None:
-        raise ApiError(422, "invalid", "draft_horizon: needs a draft_budget to spread over it", "draft_horizon")
-    # a budget's e-process sees a trial's scores only, so it bets on the wider grid (method 4.11)
-    bets = DEFAULT_BETS if body.draft_budget is None else BUDGET_BETS
-    gate = GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores, bets=bets)  # type: ignore[arg-type]
+    gate = budget_gate(
+        GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores),  # type: ignore[arg-type]
+        body.draft_budget,
+    )
     _check_kind(body)
     common: dict[str, Any] = {
         "design": body.design,
