@@ -35,6 +35,7 @@ __all__ = [
     "plan_masks",
     "half_fraction",
     "odd_half",
+    "saturated",
     "subset_of",
     "validate_masks",
 ]
@@ -48,6 +49,7 @@ class DesignKind(StrEnum):
     HALF = "half"
     FOLD = "fold"  # the odd half: no memory-free run, every single experience alone
     FULL = "full"
+    SATURATED = "saturated"  # the regular resolution-III fraction: k experiences in the fewest runs (8 for 4 to 7)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,28 @@ def odd_half(k: int) -> list[int]:
     return [mask for mask in range(1 << k) if mask.bit_count() % 2 == 1]
 
 
+def saturated(k: int) -> list[int]:
+    """Return the masks of the saturated two-level design of k factors: N = 2**m runs, m the fewest base
+    factors with 2**m - 1 >= k, and factor j the j-th non-empty word of the base factors (the base factors
+    first, then their products by increasing order), included at level +1.
+
+    Every main effect is estimated from half the runs in and half out, aliased with two-factor
+    interactions (resolution III). For k = 4 to 7 this is 8 runs; ``saturated(7)`` is the 2**(7-4)
+    fraction with D = AB, E = AC, F = BC, G = ABC, in run order ``[56, 97, 82, 11, 76, 21, 38, 127]``.
+    """
+    _check_k(k)
+    m = k.bit_length()  # the fewest m with 2**m - 1 >= k
+    words = sorted(range(1, 1 << m), key=lambda w: (w.bit_count(), w))[:k]
+    masks = []
+    for run in range(1 << m):
+        mask = 0
+        for j, word in enumerate(words):
+            if (run & word).bit_count() % 2 == word.bit_count() % 2:  # the product of the word's levels is +1
+                mask |= 1 << j
+        masks.append(mask)
+    return masks
+
+
 def full_factorial(k: int) -> list[int]:
     """Return all ``2**k`` masks in increasing order."""
     _check_k(k)
@@ -102,13 +126,15 @@ def build_design(kind: DesignKind | str, k: int) -> list[int]:
     design = parse_choice(DesignKind, kind, "design")
     if design is DesignKind.HALF:
         return half_fraction(k)
+    if design is DesignKind.SATURATED:
+        return saturated(k)
     return odd_half(k) if design is DesignKind.FOLD else full_factorial(k)
 
 
 def plan_masks(kind: DesignKind | str, k: int, n_retrieved: int) -> list[int]:
     """The masks a decision drafts: the named design when all ``k`` experiences were
     retrieved, the full factorial of those there are when fewer, the empty subset alone when none."""
-    if n_retrieved == k:
+    if n_retrieved == k or (n_retrieved and parse_choice(DesignKind, kind, "design") is DesignKind.SATURATED):
         return build_design(kind, n_retrieved)
     return full_factorial(n_retrieved) if n_retrieved else [0]
 

@@ -250,19 +250,19 @@ def test_a_budget_must_be_a_number_of_calls_of_at_least_one(budget):
 # scores; the score-level check of the bound is in test_dial.py.
 @pytest.mark.slow
 @pytest.mark.parametrize("budget", [2.0, 3.0, 4.0])
-@pytest.mark.parametrize("as_backtested", [False, True])
+@pytest.mark.parametrize("as_backtested", [False, True, "saturated"])
 def test_under_the_null_every_budget_keeps_p_ever_omega_at_least_x_below_alpha_to_the_x(budget, as_backtested):
     from memtrial.budget import BUDGET_BETS
 
-    settings = (
-        {"draft_horizon": 80, "bets": BUDGET_BETS, "reference": "memory_free", "design": "fold"}
-        if as_backtested
-        else {}
-    )
+    backtested = {"draft_horizon": 80, "bets": BUDGET_BETS}
     runs, highest = 150, []
     for seed in range(runs):
-        engine = engine_of(budget, **settings)
-        steps = walk(engine, world(10_000 + seed, 80, tilt=0.0))
+        if as_backtested == "saturated":  # PlantedMem's: seven retrieved, screened in eight runs
+            engine, dates = wide_engine(budget, **backtested), wide_world(10_000 + seed, 80, tilt=0.0)
+        else:
+            settings = {**backtested, "reference": "memory_free", "design": "fold"} if as_backtested else {}
+            engine, dates = engine_of(budget, **settings), world(10_000 + seed, 80, tilt=0.0)
+        steps = walk(engine, dates)
         highest.append(max(p.dial.trust_weight for p, _, _ in steps))
     highest = np.array(highest)
     for x in (0.5, 1.0):
@@ -300,3 +300,43 @@ def test_a_design_without_a_memory_free_run_drafts_the_reference_as_a_ninth_draf
     assert all(p.draft_calls == 9 for p, _, _ in budgeted if p.trial) and any(p.trial for p, _, _ in budgeted)
     calls = np.cumsum([p.draft_calls for p, _, _ in budgeted])
     assert np.all(calls <= 4.0 * np.arange(1, 21))
+
+
+def wide_world(seed, n_dates, useful="a", tilt=0.4, k=7):
+    """Like :func:`world` with ``k`` retrieved among ten lessons and a draft for every mask of them."""
+    rng = np.random.default_rng(seed)
+    dates = []
+    for _ in range(n_dates):
+        ids = [str(x) for x in rng.choice(list("abcdefghij"), k, replace=False)]
+        drafts = rng.dirichlet(np.full(3, 5.0), size=1 << k)
+        for mask in range(1 << k):
+            if any(mask >> j & 1 and ids[j] == useful for j in range(k)):
+                drafts[mask] = (1 - tilt) * drafts[mask] + tilt * np.array([1.0, 0.0, 0.0])
+        rel = np.cumprod(1.0 + rng.normal([0.004, 0.0, 0.0], 0.01, size=(20, 3)), axis=0)
+        dates.append((ids, drafts, rel))
+    return dates
+
+
+def wide_engine(budget, **settings):
+    engine = engine_of(budget, reference="memory_free", design="saturated", k=7, **settings)
+    for lesson in "ghij":
+        engine.add_experience(lesson)
+    return engine
+
+
+def test_a_saturated_trial_screens_seven_experiences_in_nine_calls_and_credits_each():
+    from memtrial.design import saturated
+
+    steps = walk(wide_engine(3.0, draft_horizon=40), wide_world(4, 40))
+    trials = [(p, s) for p, _, s in steps if p.trial]
+    assert trials and len(trials) < len(steps)
+    for plan, settlement in trials:
+        assert list(plan.masks) == [*saturated(7), 0] and plan.draft_calls == 9
+        assert set(settlement.contributions) == set(plan.experience_ids) and len(plan.experience_ids) == 7
+    assert sum(p.draft_calls for p, _, _ in steps) <= 3.0 * len(steps)
+    whole = wide_engine(None)
+    walk(whole, wide_world(4, 40))
+    values = whole.values()
+    assert max(values, key=values.get) == "a"  # the useful lesson is found among the seven
+    exploits = [p for p, _, _ in steps if not p.trial]
+    assert all(m < 1 << 7 for p in exploits for m in p.masks)  # any subset of the seven, not only a designed one

@@ -62,7 +62,9 @@ def test_aliases_of_full_factorial_are_single_effects():
 
 def test_build_design_names_the_bad_design():
     assert build_design("full", 2) == [0, 1, 2, 3]
-    with pytest.raises(ConfigError, match=r"design must be one of \['half', 'fold', 'full'\], got 'quarter'"):
+    with pytest.raises(
+        ConfigError, match=r"design must be one of \['half', 'fold', 'full', 'saturated'\], got 'quarter'"
+    ):
         build_design("quarter", 4)
 
 
@@ -84,3 +86,44 @@ def test_duplicate_masks_are_rejected():
 def test_subset_of_lists_included_ids_in_retrieval_order():
     assert subset_of(0b1010, ["a", "b", "c", "d"]) == ("b", "d")
     assert subset_of(0, ["a", "b"]) == ()
+
+
+@pytest.mark.parametrize("k", range(1, 16))
+def test_a_saturated_design_screens_k_experiences_in_the_fewest_balanced_orthogonal_runs(k):
+    from memtrial.design import saturated
+
+    masks = saturated(k)
+    runs = 1 << k.bit_length()
+    assert len(masks) == len(set(masks)) == runs and runs - 1 >= k and (runs // 2) - 1 < k
+    levels = [[1 if m >> j & 1 else -1 for j in range(k)] for m in masks]
+    for j in range(k):
+        assert sum(row[j] for row in levels) == 0  # each experience in half the runs
+        for i in range(j):
+            assert sum(row[i] * row[j] for row in levels) == 0  # every pair of columns orthogonal
+
+
+def test_saturated_seven_is_resolution_three_with_its_generators():
+    from memtrial.design import saturated
+
+    masks = saturated(7)
+    assert masks == build_design("saturated", 7) == [56, 97, 82, 11, 76, 21, 38, 127]
+    chains = {str(chain).split(" = ")[0]: str(chain) for chain in aliases(masks, 7)}
+    assert "AB" in chains["D"].split(" = ") and "AC" in chains["E"].split(" = ") and "BC" in chains["F"].split(" = ")
+
+
+def test_a_saturated_design_recovers_additive_effects_exactly():
+    from memtrial.credit import contributions
+    from memtrial.design import saturated
+
+    effects = [0.3, -0.2, 0.0, 0.5, 0.1, -0.4, 0.25]
+    masks = saturated(7)
+    utilities = [1.0 + sum(e for j, e in enumerate(effects) if m >> j & 1) for m in masks]
+    assert contributions(utilities, masks, 7) == pytest.approx(effects, abs=1e-12)
+
+
+def test_plan_masks_of_a_saturated_design_screens_however_many_were_retrieved():
+    from memtrial.design import plan_masks, saturated
+
+    assert plan_masks("saturated", 7, 7) == saturated(7)
+    assert plan_masks("saturated", 7, 5) == saturated(5) and len(saturated(5)) == 8
+    assert plan_masks("saturated", 7, 0) == [0]
