@@ -41,3 +41,5 @@ class DateContext:
     added: tuple[tuple[int, NDArray[np.float64]], ...] = ()
     assets: tuple[str, ...] = ()
     label: str = ""
+    wide_retrieved: tuple[int, ...] = ()  # a wider retrieval (rank order, the first four above) for a saturated design
+    wide_drafts: NDArray[np.float64] | None = None  # (2**len(wide_retrieved), n) the draft of every mask of it

@@ -13,6 +13,11 @@ regime(t) = 1 if equities rose over the last 60 sessions, and the score is
 ``[home == regime(t)] + N(0, 0.5**2)``; the top 4 are retrieved.
 Content features: ``z = kappa * type * e_1 + N(0, I_8)``.
 
+A wider retrieval for a draft budget's saturated design (method 4.11): the top
+7 of the same score, the pointers of ranks 5 to 7 drawn as above from a stream
+of their own, and every mask of the seven a draft with a fresh base, except
+the masks of the top four, whose drafts are the ones above.
+
 Every random draw of a world is made up front from ``SeedSequence(seed)``, so
 all methods see the same retrieved experiences, pointers and drafts (common
 random numbers) and a world is identical whoever runs it. ``informative_content``
@@ -34,6 +39,7 @@ from memtrial.errors import ConfigError
 __all__ = ["HISTORY", "HORIZON", "K", "REGIMES", "UNSCORED", "DateContext", "PlantedMemWorld", "Regime"]
 
 K = 4
+WIDE = 7  # the retrieved experiences a saturated design screens (method 4.11)
 HISTORY = 60
 HORIZON = 20
 UNSCORED = 12
@@ -81,8 +87,8 @@ class PlantedMemWorld:
         self.sessions = market.decision_sessions(2015, HISTORY, HORIZON)
         n_dates, n_assets, m = len(self.sessions), len(market.assets), regime.n_experiences
         entropy = [seed, regime.stream] if regime.stream else seed
-        kinds, retrieval, pointers, drafts = (
-            np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(4)
+        kinds, retrieval, pointers, drafts, wide = (
+            np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(5)
         )
         quarter = m // 4
         types = np.array([1] * quarter + [0] * (m - 2 * quarter) + [-1] * quarter)
@@ -94,7 +100,8 @@ class PlantedMemWorld:
         equities = market.levels[:, 0]
         self.regime_of_date = np.array([int(equities[s] > equities[s - HISTORY]) for s in self.sessions])
         scores = (self.home[None, :] == self.regime_of_date[:, None]) + retrieval.normal(0.0, 0.5, size=(n_dates, m))
-        self.retrieved = np.argsort(-scores, axis=1, kind="stable")[:, :K]
+        ranked = np.argsort(-scores, axis=1, kind="stable")
+        self.retrieved = ranked[:, :K]
         growth = np.array([market.levels[s + HORIZON] / market.levels[s] for s in self.sessions])
         best, worst = growth.argmax(axis=1), growth.argmin(axis=1)
         informed = pointers.random(size=(n_dates, K)) < 0.7
@@ -117,14 +124,30 @@ class PlantedMemWorld:
             self.consistency_base, np.repeat(pointer_means[:, [0b0011]], self.consistency_base.shape[1], axis=1)
         ).mean(axis=1)
         self.reference = self.reference_draws.mean(axis=1)
+        # the wider retrieval of a saturated design: ranks K..WIDE-1 from a stream of their own, so the
+        # top K, their pointers and drafts are those above; every other mask of the WIDE gets a fresh base
+        width = self.wide = min(WIDE, m)
+        self.wide_retrieved = ranked[:, :width]
+        extra = self.types[self.wide_retrieved[:, K:]]
+        extra_informed = wide.random(size=extra.shape) < 0.7
+        extra_random = wide.integers(0, n_assets, size=extra.shape)
+        extra_target = np.where(extra > 0, best[:, None], np.where(extra < 0, worst[:, None], extra_random))
+        self.wide_pointer_class = wide_class = np.concatenate(
+            [self.pointer_class, np.where((extra != 0) & extra_informed, extra_target, extra_random)], axis=1
+        )
+        wide_base = wide.dirichlet(alpha, size=(n_dates, 1 << width))
+        self.wide_drafts = self._tilt(wide_base, self._pointers(wide_class))
+        self.wide_drafts[:, :16] = self.drafts
 
-    def _pointers(self) -> NDArray[np.float64]:
-        """(dates, 16, n): for each mask, the mean of its members' one-hot pointers (members in retrieval order)."""
-        onehot = np.eye(self.n_assets)[self.pointer_class]  # (dates, K, n)
-        bits = (np.arange(16)[:, None] >> np.arange(K)[None, :]) & 1  # (16, K)
+    def _pointers(self, pointer_class: NDArray[np.int_] | None = None) -> NDArray[np.float64]:
+        """(dates, 2**k, n): for each mask, the mean of its members' one-hot pointers (members in retrieval order)."""
+        classes = self.pointer_class if pointer_class is None else pointer_class
+        k = classes.shape[1]
+        onehot = np.eye(self.n_assets)[classes]  # (dates, k, n)
+        bits = (np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1  # (2**k, k)
         members = np.maximum(bits.sum(axis=1), 1)
-        pointers = np.zeros((self.n_dates, 16, self.n_assets))
-        for j in range(K):
+        pointers = np.zeros((self.n_dates, 1 << k, self.n_assets))
+        for j in range(k):
             pointers += (bits[:, j] / members)[None, :, None] * onehot[:, j][:, None, :]
         return pointers
 
@@ -155,6 +178,8 @@ class PlantedMemWorld:
             previous=self.equal,
             equal=self.equal,
             label=self.market.labels[session],
+            wide_retrieved=tuple(int(e) for e in self.wide_retrieved[date]),
+            wide_drafts=self.wide_drafts[date],
         )
 
     def outcome(self, date: int) -> NDArray[np.float64]:

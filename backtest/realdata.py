@@ -261,6 +261,7 @@ class RealWorld:
     n_components = 8
     types = None  # real experiences have no planted quality
     reference_calls = 0  # the reference is equal weight (projected onto the mandate)
+    wide = 0  # no wider retrieval: a draft budget keeps the odd half of the four
 
     def __init__(
         self,

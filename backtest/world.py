@@ -30,7 +30,9 @@ class World(Protocol):
     presented so far; mandate_projection: how the environment projects weights
     onto the investor's mandate on a date (None: the runner's default);
     reference_calls: the draft calls the dates' reference costs (PlantedMem's is the
-    mean of eight memory-free drafts; equal weight costs none).
+    mean of eight memory-free drafts; equal weight costs none); wide: how many
+    experiences its contexts' wider retrieval holds (``DateContext.wide_retrieved``;
+    0: none), which a draft budget's saturated design screens.
     """
 
     @property
@@ -53,6 +55,9 @@ class World(Protocol):
 
     @property
     def reference_calls(self) -> int: ...
+
+    @property
+    def wide(self) -> int: ...
 
     @property
     def mandate_projection(self) -> Callable[[int, NDArray[np.float64]], NDArray[np.float64]] | None: ...

@@ -30,11 +30,15 @@ class MemTrialMethod(Method):
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         for experience, embedding in context.added:
             self.engine.add_experience(experience, embedding)
+        wide = self.engine.config.k > len(context.retrieved) and context.wide_drafts is not None
+        retrieved = context.wide_retrieved[: self.engine.config.k] if wide else context.retrieved
+        drafts = context.wide_drafts if wide else context.drafts
+        assert drafts is not None
         plan = self.engine.plan(
             f"d{context.index}",
             context.session,
             context.maturity,
-            retrieved=list(context.retrieved),
+            retrieved=list(retrieved),
             reference=None if self.engine.config.reference is ReferenceSource.MEMORY_FREE else context.reference,
             n_assets=context.reference.shape[0]
             if self.engine.config.reference is ReferenceSource.MEMORY_FREE
@@ -42,7 +46,7 @@ class MemTrialMethod(Method):
             previous=context.previous,
         )
         self.calls.append(plan.draft_calls)
-        decision = self.engine.decide(plan.decision_id, context.drafts[list(plan.masks)])
+        decision = self.engine.decide(plan.decision_id, drafts[list(plan.masks)])
         self.last_open = decision.trust.is_open
         self.last_statistic = decision.trust.statistic
         self.last_trust_weight = None if decision.dial is None else decision.dial.trust_weight

@@ -31,6 +31,7 @@ from backtest.replay import family_of
 from backtest.world import World
 from memtrial.budget import budget_gate
 from memtrial.config import ReferenceSource
+from memtrial.design import DesignKind
 from memtrial.engine import EngineConfig
 from memtrial.errors import ConfigError
 from memtrial.trust import GateConfig, GateTest
@@ -75,7 +76,8 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_dial_half": DIAL,  # the dial on the half fraction (the default before the odd half)
     # the default anchored on each decision's memory-free draft (a ninth draft) instead of the world's reference
     "memtrial_memory_free": {**DIAL, "design": "fold", "fallback": "ref", "reference": ReferenceSource.MEMORY_FREE},
-    # the default at a draft budget (method 4.11): calls per decision on average
+    # the default at a draft budget (method 4.11): calls per decision on average; where the world retrieves
+    # more (PlantedMem) its trials screen seven experiences in the saturated eight runs (memtrial_config)
     "memtrial_budget_2": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 2.0},
     "memtrial_budget_3": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 3.0},
     "memtrial_budget_4": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 4.0},
@@ -96,6 +98,8 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
         # a budget covers the world's decisions (its trials come first) and bets on the wider grid
         settings["draft_horizon"] = world.presented
         settings["gate"] = budget_gate(settings["gate"], settings["draft_budget"])
+        if world.wide:  # a world that retrieves more: trials screen them all in the same eight runs
+            settings["design"], settings["k"] = DesignKind.SATURATED, world.wide
         if world.reference_calls > 0:
             settings["reference"] = ReferenceSource.MEMORY_FREE
     return EngineConfig(

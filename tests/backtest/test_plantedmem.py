@@ -222,3 +222,34 @@ def test_worlds_of_one_calendar_reuse_a_world_and_give_what_a_fresh_world_gives(
             and cached["methods"] == fresh["methods"]
             and cached["values"] == fresh["values"]
         )
+
+
+def test_the_wider_retrieval_extends_the_top_four_and_their_drafts(market):
+    world = PlantedMemWorld(market, "beta_0.25", 5)
+    for date in (12, 80):
+        context = world.context(date)
+        assert len(context.wide_retrieved) == world.wide == 7 and context.wide_retrieved[:4] == context.retrieved
+        assert context.wide_drafts is not None and context.wide_drafts.shape == (128, 4)
+        np.testing.assert_array_equal(context.wide_drafts[:16], context.drafts)  # what every other method sees
+        np.testing.assert_allclose(context.wide_drafts.sum(axis=1), 1.0)
+    # the pointers of ranks 5 to 7 follow the same rule as the top four's
+    wide = PlantedMemWorld(market, "many_experiences", 1)
+    np.testing.assert_array_equal(wide.wide_pointer_class[:, :4], wide.pointer_class)
+    useful = wide.types[wide.wide_retrieved[:, 4:]] > 0
+    best = np.array([market.levels[s + HORIZON] / market.levels[s] for s in wide.sessions]).argmax(axis=1)
+    hits = wide.wide_pointer_class[:, 4:][useful] == np.repeat(best[:, None], 3, axis=1)[useful]
+    assert hits.mean() == pytest.approx(0.7 + 0.3 / 4, abs=0.08)
+
+
+def test_a_budget_screens_the_wider_retrieval_in_the_saturated_design(market):
+    from backtest.methods.base import Scoring
+    from backtest.methods.registry import memtrial_config
+    from memtrial.design import DesignKind
+    from memtrial.settle import INVESTORS
+
+    world, scoring = PlantedMemWorld(market, "beta_0.25", 5), Scoring(gamma=INVESTORS["balanced"].gamma)
+    budget = memtrial_config("memtrial_budget_3", world, scoring)
+    assert (budget.design, budget.k, budget.draft_horizon) == (DesignKind.SATURATED, 7, world.presented)
+    assert memtrial_config("memtrial", world, scoring, draft_budget=3.0).k == 7  # --draft-budget: the same rule
+    whole = memtrial_config("memtrial", world, scoring)
+    assert (whole.design, whole.k) == (DesignKind.FOLD, 4)
