@@ -116,6 +116,7 @@ class AgentPublic(Public):
     universe: list[Asset] | None
     outcomes: list[str] | None = None
     design: str
+    k: int = Field(4, description="experiences retrieved per decision")
     gate: GatePublic
     gate_hash: str
     learner: str

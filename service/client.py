@@ -202,6 +202,7 @@ class Operations:
         kind: str = "portfolio",
         outcomes: Sequence[str] | None = None,
         design: str = "half",
+        k: int = 4,
         gate: Mapping[str, Any] | None = None,
         learner: str = "auto",
         fallback: str = "ftrl",
@@ -232,6 +233,8 @@ class Operations:
         }
         if not robust:
             body["robust"] = False
+        if k != 4:
+            body["k"] = k
         if reference != "given":
             body["reference"] = reference
         optional = {

@@ -201,9 +201,15 @@ class AgentCreate(Strict):
         max_length=64,
         description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for",
     )
-    design: Literal["half", "fold", "full"] = Field(
+    design: Literal["half", "fold", "full", "saturated"] = Field(
         "half",
-        description="half: the eight even-size subsets (the memory-free draft first); fold: the eight odd-size ones (every experience alone, no memory-free run); full: all sixteen",
+        description="half: the eight even-size subsets of the four retrieved (the memory-free draft first); fold: the eight odd-size ones (every experience alone, no memory-free run); full: all sixteen; saturated: up to seven retrieved (k) screened in eight runs (no memory-free run)",
+    )
+    k: StrictInt = Field(
+        4,
+        ge=1,
+        le=8,
+        description="experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7",
     )
     gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
     learner: Literal["auto", "identity", "content"] = "auto"
@@ -355,13 +361,13 @@ class DecisionCreate(Strict):
     retrieved_ids: list[Name] | None = Field(
         None,
         min_length=1,
-        max_length=4,
+        max_length=8,
         description="bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches",
     )
     retrieved_external_ids: list[Name] | None = Field(
         None,
         min_length=1,
-        max_length=4,
+        max_length=8,
         description="as retrieved_ids, by the external ids the experiences were added with",
     )
 

@@ -25,6 +25,7 @@ def agent_public(agent: Agent) -> AgentPublic:
         universe=settings.get("universe"),
         outcomes=settings.get("outcomes"),
         design=settings["design"],
+        k=settings.get("k", 4),
         gate=GatePublic(**settings["gate"]),
         gate_hash=agent.gate_hash,
         learner=settings["learner"],

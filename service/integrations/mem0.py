@@ -66,7 +66,7 @@ class Mem0Credit:
     """One memtrial agent measuring the memories of one Mem0 scope (``filters``, e.g. ``{"user_id": ...}``).
 
     memory: a ``mem0.Memory``; client: a :class:`~service.client.MemtrialClient`; k: hits per decision
-    (at most 4, the design's size); search_options: passed to ``Memory.search`` (``threshold``, ...).
+    (1 to 8, at most the agent's ``k``); search_options: passed to ``Memory.search`` (``threshold``, ...).
     """
 
     def __init__(
@@ -79,8 +79,8 @@ class Mem0Credit:
         k: int = 4,
         search_options: Mapping[str, Any] | None = None,
     ) -> None:
-        if not 1 <= k <= 4:
-            raise ValueError(f"k: a plan designs over 1 to 4 experiences, got {k}")
+        if not 1 <= k <= 8:
+            raise ValueError(f"k: a plan designs over 1 to 8 experiences (at most the agent's k), got {k}")
         if not filters:
             raise ValueError("filters: name the Mem0 scope to credit, e.g. {'user_id': 'alice'}")
         self.memory, self.client, self.agent_id, self.k = memory, client, agent_id, k

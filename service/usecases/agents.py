@@ -91,6 +91,7 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
     _check_kind(body)
     common: dict[str, Any] = {
         "design": body.design,
+        "k": body.k,
         "learner": body.learner,
         "gate": gate,
         "fallback": body.fallback,
@@ -105,11 +106,11 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
             raise ApiError(
                 422, "invalid", "reference: a scored agent designates its reference draft when it decides", "reference"
             )
-        if body.design == "fold":
+        if body.design in ("fold", "saturated"):
             raise ApiError(
                 422,
                 "invalid",
-                "design: the odd half has no memory-free run to serve as a scored agent's reference draft; use half or full",
+                f"design: {'the odd half' if body.design == 'fold' else 'the saturated design'} has no memory-free run to serve as a scored agent's reference draft; use half or full",
                 "design",
             )
         return EngineConfig(

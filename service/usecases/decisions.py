@@ -127,8 +127,9 @@ def plan(
         if context is None:
             hits: list[tuple[str, float | None]] = list(_chosen_experiences(session, agent, body))
         else:
-            with span("retrieval.search", k=4):
-                hits = list(services.indexes.search(session, agent, context, 4))
+            k = int(agent.settings.get("k", 4))
+            with span("retrieval.search", k=k):
+                hits = list(services.indexes.search(session, agent, context, k))
         engine = services.engines.checkout(session, agent)
         history = engine.history
         assert isinstance(history, SqlHistory)
@@ -209,6 +210,11 @@ def _chosen_experiences(session: Session, agent: Agent, body: DecisionCreate) ->
     by_external = body.retrieved_external_ids is not None
     wanted = list((body.retrieved_external_ids if by_external else body.retrieved_ids) or [])
     field = "retrieved_external_ids" if by_external else "retrieved_ids"
+    k = int(agent.settings.get("k", 4))
+    if len(wanted) > k:
+        raise ApiError(
+            422, "invalid", f"{field}: this agent plans on at most k = {k} experiences, got {len(wanted)}", field
+        )
     key = Experience.external_id if by_external else Experience.id
     rows = session.execute(
         select(key, Experience.id, Experience.active).where(Experience.agent_id == agent.id, key.in_(wanted))

@@ -141,3 +141,55 @@ def test_a_fold_design_drafts_every_experience_alone_and_scored_agents_refuse_it
     with pytest.raises(ServiceError) as error:
         client.create_agent("forecaster", kind="scored", outcomes=["yes", "no"], design="fold")
     assert error.value.status == 422 and error.value.field == "design"
+
+
+SEVEN = [*LESSONS, "oil leads", "dollar leads"]
+
+
+def test_a_saturated_budget_agent_screens_seven_retrieved_in_nine_calls(client):
+    agent = client.create_agent(
+        "wide",
+        "balanced",
+        UNIVERSE,
+        gate={"test": "anytime"},
+        action="dial",
+        design="saturated",
+        k=7,
+        reference="memory_free",
+        draft_budget=3,
+        draft_horizon=12,
+    )
+    assert (agent["design"], agent["k"]) == ("saturated", 7)
+    ids = [item["id"] for item in client.add_experiences(agent["id"], [{"text": t} for t in SEVEN])["items"]]
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "month 0", horizon=2)
+    assert plan["trial"] and len(plan["retrieved"]) == 7 and plan["draft_calls"] == 9
+    assert [s["mask"] for s in plan["subsets"]] == [56, 97, 82, 11, 76, 21, 38, 127, 0]
+    drafts = [{"SPY": 0.25, "TLT": 0.25, "GLD": 0.25, "BIL": 0.25}] * 9
+    decision = client.submit_drafts(agent["id"], plan["decision_id"], drafts)
+    assert decision["reference"] == 8
+    returns = {"SPY": [0.01, 0.002], "TLT": [0.001, -0.001], "GLD": [0.0, 0.0], "BIL": [0.0, 0.0]}
+    settled = client.settle(agent["id"], plan["decision_id"], returns=returns)
+    assert set(settled["contributions"]) == {r["id"] for r in plan["retrieved"]}  # each of the seven credited
+    later = START + dt.timedelta(days=30)
+    own = client.create_decision(
+        agent["id"], later, later + dt.timedelta(days=28), "month 1", horizon=2, retrieved_ids=ids[:5]
+    )
+    assert len(own["retrieved"]) == 5 and len(own["subsets"]) in (1, 2, 9)
+
+
+def test_more_retrieved_ids_than_the_agents_k_are_refused_naming_the_field(client):
+    agent = client.create_agent("fund", "balanced", UNIVERSE)
+    assert agent["k"] == 4
+    ids = [item["id"] for item in client.add_experiences(agent["id"], [{"text": t} for t in SEVEN])["items"]]
+    with pytest.raises(ServiceError) as error:
+        client.create_decision(
+            agent["id"], START, START + dt.timedelta(days=28), "month 0", horizon=2, retrieved_ids=ids[:5]
+        )
+    assert error.value.status == 422 and error.value.field == "retrieved_ids" and "k = 4" in error.value.message
+    for bad in (0, 9, "7"):
+        with pytest.raises(ServiceError) as error:
+            client.create_agent("wide", "balanced", UNIVERSE, k=bad)
+        assert error.value.status == 422 and error.value.field == "k"
+    with pytest.raises(ServiceError) as error:
+        client.create_agent("forecaster", kind="scored", outcomes=["yes", "no"], design="saturated", k=7)
+    assert error.value.status == 422 and error.value.field == "design"
