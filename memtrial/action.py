@@ -17,6 +17,7 @@ exactly as alone).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -149,18 +150,24 @@ def dial_gains(predictions: NDArray[np.float64], masks: Sequence[int]) -> NDArra
     """g_S of each designed subset: twice the mean predicted value of its members (0 when empty).
 
     predictions: (..., k) values of the retrieved experiences in retrieval
-    order; returns (..., len(masks)). Members are added in retrieval order.
+    order; returns (..., len(masks)). Members are added in retrieval order
+    (a non-member adds an exact zero), so every subset's sum is the same
+    whichever masks are computed together.
     """
     values = np.asarray(predictions, dtype=np.float64)
-    out = np.zeros((*values.shape[:-1], len(masks)))
-    for row, mask in enumerate(masks):
-        members = [j for j in range(values.shape[-1]) if mask >> j & 1]
-        if members:
-            total = values[..., members[0]].copy()
-            for j in members[1:]:
-                total = total + values[..., j]
-            out[..., row] = 2.0 * total / len(members)
-    return out
+    bits, counts = _membership(tuple(masks), values.shape[-1])
+    total = np.zeros((*values.shape[:-1], len(masks)))
+    for j in range(values.shape[-1]):
+        total = total + values[..., j, None] * bits[:, j]
+    return np.asarray(np.where(counts > 0, 2.0 * total / np.maximum(counts, 1), 0.0), dtype=np.float64)
+
+
+@functools.lru_cache(maxsize=256)
+def _membership(masks: tuple[int, ...], k: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """(len(masks), k) 0/1 membership of each experience in each mask, and each mask's size."""
+    bits = ((np.array(masks, dtype=np.int64)[:, None] >> np.arange(k)[None, :]) & 1).astype(np.float64)
+    bits.setflags(write=False)
+    return bits, bits.sum(axis=1)
 
 
 def dial_combination(

@@ -309,9 +309,9 @@ def wide_world(seed, n_dates, useful="a", tilt=0.4, k=7):
     for _ in range(n_dates):
         ids = [str(x) for x in rng.choice(list("abcdefghij"), k, replace=False)]
         drafts = rng.dirichlet(np.full(3, 5.0), size=1 << k)
-        for mask in range(1 << k):
-            if any(mask >> j & 1 and ids[j] == useful for j in range(k)):
-                drafts[mask] = (1 - tilt) * drafts[mask] + tilt * np.array([1.0, 0.0, 0.0])
+        if useful in ids:  # every mask holding the useful lesson leans toward the first asset
+            holds = (np.arange(1 << k) >> ids.index(useful)) & 1 == 1
+            drafts[holds] = (1 - tilt) * drafts[holds] + tilt * np.array([1.0, 0.0, 0.0])
         rel = np.cumprod(1.0 + rng.normal([0.004, 0.0, 0.0], 0.01, size=(20, 3)), axis=0)
         dates.append((ids, drafts, rel))
     return dates
