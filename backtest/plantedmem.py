@@ -137,7 +137,7 @@ class PlantedMemWorld:
         )
         wide_base = wide.dirichlet(alpha, size=(n_dates, 1 << width))
         self.wide_drafts = self._tilt(wide_base, self._pointers(wide_class))
-        self.wide_drafts[:, :16] = self.drafts
+        self.wide_drafts[:, : 1 << K] = self.drafts
 
     def _pointers(self, pointer_class: NDArray[np.int_] | None = None) -> NDArray[np.float64]:
         """(dates, 2**k, n): for each mask, the mean of its members' one-hot pointers (members in retrieval order)."""

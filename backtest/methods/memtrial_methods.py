@@ -30,10 +30,11 @@ class MemTrialMethod(Method):
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         for experience, embedding in context.added:
             self.engine.add_experience(experience, embedding)
-        wide = self.engine.config.k > len(context.retrieved) and context.wide_drafts is not None
-        retrieved = context.wide_retrieved[: self.engine.config.k] if wide else context.retrieved
-        drafts = context.wide_drafts if wide else context.drafts
-        assert drafts is not None
+        retrieved, drafts = context.retrieved, context.drafts
+        if (
+            self.engine.config.k > len(retrieved) and context.wide_drafts is not None
+        ):  # a saturated design's wider retrieval
+            retrieved, drafts = context.wide_retrieved[: self.engine.config.k], context.wide_drafts
         plan = self.engine.plan(
             f"d{context.index}",
             context.session,

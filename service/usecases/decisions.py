@@ -127,7 +127,7 @@ def plan(
         if context is None:
             hits: list[tuple[str, float | None]] = list(_chosen_experiences(session, agent, body))
         else:
-            k = int(agent.settings.get("k", 4))
+            k = _retrieval_k(agent)
             with span("retrieval.search", k=k):
                 hits = list(services.indexes.search(session, agent, context, k))
         engine = services.engines.checkout(session, agent)
@@ -204,13 +204,18 @@ def _engine_plan(
     )
 
 
+def _retrieval_k(agent: Agent) -> int:
+    """How many experiences the agent plans on (agents made before the setting existed: 4)."""
+    return int(agent.settings.get("k", 4))
+
+
 def _chosen_experiences(session: Session, agent: Agent, body: DecisionCreate) -> list[tuple[str, None]]:
     """The experiences a request chose itself (by id or external id), in its order: each an active
     experience of this agent, or a 422 naming those that are not."""
     by_external = body.retrieved_external_ids is not None
     wanted = list((body.retrieved_external_ids if by_external else body.retrieved_ids) or [])
     field = "retrieved_external_ids" if by_external else "retrieved_ids"
-    k = int(agent.settings.get("k", 4))
+    k = _retrieval_k(agent)
     if len(wanted) > k:
         raise ApiError(
             422, "invalid", f"{field}: this agent plans on at most k = {k} experiences, got {len(wanted)}", field
