@@ -7,7 +7,7 @@ conditioned on exactly its subset. The market is synthetic and planted: bonds an
 so the lessons that recommend bonds or gold should earn positive values and those recommending equities
 or cash negative ones.
 
-    .venv/bin/pip install -e '.[langgraph]'
+    .venv/bin/pip install -e '.[langgraph]' --config-settings editable_mode=compat
     MEMTRIAL_API_KEY=mt_... .venv/bin/python examples/langgraph_agent.py
 """
 

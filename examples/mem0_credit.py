@@ -13,7 +13,7 @@ the asset that does well, the other one that does badly.
 Runs offline against a running service (``MEMTRIAL_URL``, default http://127.0.0.1:8000, and
 ``MEMTRIAL_API_KEY``, a key from ``memtrial tenants create``):
 
-    .venv/bin/pip install -e '.[mem0]'
+    .venv/bin/pip install -e '.[mem0]' --config-settings editable_mode=compat
     MEMTRIAL_API_KEY=mt_... .venv/bin/python examples/mem0_credit.py
 """
 
