@@ -124,12 +124,12 @@ def test_every_surface_shows_the_same_value_in_utility_per_decision(tmp_path, mo
     try:
         key = make_tenant(url, "units")
         memory = mem0.Memory.from_config(offline_config(str(tmp_path / "mem0")))
-        mem0_ids = {name: memory.add(text, user_id="u", infer=False)["results"][0]["id"] for name, text in LESSONS.items()}
+        mem0_ids = {
+            name: memory.add(text, user_id="u", infer=False)["results"][0]["id"] for name, text in LESSONS.items()
+        }
         with MemtrialClient(server.url, key) as client:
             agent = client.create_agent("units", kind="scored", credit="raw")
-            client.add_experiences(
-                agent.id, [{"text": LESSONS[n], "external_id": mem0_ids[n]} for n in LESSONS]
-            )
+            client.add_experiences(agent.id, [{"text": LESSONS[n], "external_id": mem0_ids[n]} for n in LESSONS])
             plan, settlement, utilities = run_decisions(client, agent.id, 12)
             values = client.values(agent.id).values
             ids = {name: next(e for e, v in values.items() if v.text == text) for name, text in LESSONS.items()}
