@@ -53,19 +53,6 @@ def run_decisions(client, agent_id, n_decisions):
     return plan, settlement, [-abs(d - 1.0) for d in drafts]
 
 
-def test_format_utility_keeps_five_decimals_and_never_shows_minus_zero():
-    assert format_utility(0.25) == "0.25000"
-    assert format_utility(-0.0123456) == "-0.01235"
-    assert format_utility(-0.000001) == "0.00000"
-
-
-def test_experience_label_shortens_the_text_and_falls_back_to_the_external_id():
-    assert experience_label(LESSONS["B"], "e1") == '"Small teams ship on time."'
-    assert experience_label(LESSONS["A"], "e1") == '"Release dates slip when the design revi…"'
-    assert experience_label(None, "e1", "mem-7") == "mem-7"
-    assert experience_label(None, "e1") == "e1"
-
-
 def test_settle_answers_the_hand_computed_contribution_with_labels_and_a_readable_explanation(client):
     agent = client.create_agent("units", kind="scored", credit="raw")
     added = client.add_experiences(agent.id, list(LESSONS.values()))
