@@ -23,7 +23,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from memtrial.errors import ConfigError
+from memtrial.errors import ConfigError, install_hint
 
 __all__ = ["GGUF_NAME", "MODEL_NAME", "LocalModelServer", "local_runtime_missing", "smollm2_gguf"]
 
@@ -48,7 +48,7 @@ def local_runtime_missing() -> str | None:
     """Why the local model cannot run here, or None when it can."""
     if importlib.util.find_spec("llama_cpp") is None:
         return (
-            "llama-cpp-python is not installed (pip install -e '.[local-llm]', built with CMAKE_ARGS=-DGGML_OPENMP=OFF)"
+            f"llama-cpp-python is not installed ({install_hint('local-llm')}, built with CMAKE_ARGS=-DGGML_OPENMP=OFF)"
         )
     for module in ("uvicorn", "sse_starlette", "starlette_context", "pydantic_settings"):
         if importlib.util.find_spec(module) is None:

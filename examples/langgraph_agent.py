@@ -7,7 +7,7 @@ conditioned on exactly its subset. The market is synthetic and planted: bonds an
 so the lessons that recommend bonds or gold should earn positive values and those recommending equities
 or cash negative ones.
 
-    .venv/bin/pip install -e '.[langgraph]'
+    .venv/bin/pip install -e '.[langgraph]' --config-settings editable_mode=compat
     MEMTRIAL_API_KEY=mt_... .venv/bin/python examples/langgraph_agent.py
 """
 
@@ -19,6 +19,7 @@ import re
 
 import numpy as np
 
+from memtrial.display import UTILITY_UNIT, format_utility
 from service.client import MemtrialClient
 from service.integrations.langgraph import DraftTask, decision_graph, settle_node
 
@@ -83,9 +84,10 @@ def main() -> None:
             drafts = len(state["plan"]["subsets"])
             print(f"month {month + 1:2d}: {drafts} drafts, action {state['decision']['action']}")
         print(state["decision"]["explanation"])
-        print("values (pp), best first:")
+        print(f"values ({UTILITY_UNIT}), best first:")
         for value in client.values(agent.id).values.values():
-            print(f"  {value.mean:+.4f}  [{value.lower:+.4f}, {value.upper:+.4f}]  {value.text}")
+            interval = f"[{format_utility(value.lower)}, {format_utility(value.upper)}]"
+            print(f"  {format_utility(value.mean)}  {interval}  {value.text}")
 
 
 if __name__ == "__main__":

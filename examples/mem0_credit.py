@@ -13,7 +13,7 @@ the asset that does well, the other one that does badly.
 Runs offline against a running service (``MEMTRIAL_URL``, default http://127.0.0.1:8000, and
 ``MEMTRIAL_API_KEY``, a key from ``memtrial tenants create``):
 
-    .venv/bin/pip install -e '.[mem0]'
+    .venv/bin/pip install -e '.[mem0]' --config-settings editable_mode=compat
     MEMTRIAL_API_KEY=mt_... .venv/bin/python examples/mem0_credit.py
 """
 
@@ -30,6 +30,7 @@ os.environ.setdefault("OPENAI_API_KEY", "unused")  # Mem0 builds an LLM client i
 
 import numpy as np
 
+from memtrial.display import UTILITY_UNIT, format_utility
 from service.client import MemtrialClient
 from service.integrations.mem0 import Mem0Credit, offline_config
 
@@ -95,14 +96,14 @@ def main() -> None:
             client.settle(agent.id, plan.decision_id, returns=returns)
         written = credit.write_back()
         print(f"{N_MONTHS} months settled; values written back to {len(written.updated)} Mem0 memories")
-        print("Mem0 memories ranked by measured value (pp), with P(v > 0) and uses:")
+        print(f"Mem0 memories ranked by measured value ({UTILITY_UNIT}), with P(v > 0) and uses:")
         for item in credit.ranked():
             meta = item.get("metadata") or {}
             if meta.get("memtrial_value") is None:
-                print(f"  (not measured)            {item['memory']}")
+                print(f"  (not measured)  {item['memory']}")
                 continue
             print(
-                f"  {meta['memtrial_value']:+.4f}  P {meta['memtrial_p_positive']:.2f}  "
+                f"  {format_utility(meta['memtrial_value'])}  P {meta['memtrial_p_positive']:.2f}  "
                 f"uses {meta['memtrial_uses']:2d}  {item['memory']}"
             )
         prune = credit.prune_candidates(p_positive_below=0.1, min_uses=5)

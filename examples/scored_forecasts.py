@@ -23,6 +23,7 @@ import os
 
 import numpy as np
 
+from memtrial.display import UTILITY_UNIT, format_utility
 from service.client import MemtrialClient
 
 STORE = {  # the agent's own memory store: its id -> lesson
@@ -98,13 +99,15 @@ def main() -> None:
             settled = client.settle(agent.id, plan.decision_id, outcome="on_time" if on_time else "late", rule="brier")
             brier.append(settled.chosen_utility)
             if week % 10 == 9:
-                print(f"release {week + 1}: played {decision.action}, mean utility so far {np.mean(brier):+.3f}")
+                print(
+                    f"release {week + 1}: played {decision.action}, mean utility so far {format_utility(float(np.mean(brier)))}"
+                )
         trust = client.trust(agent.id).state
         print(f"trust: {trust.status} ({trust.n_scored} scores)")
-        print("values (Brier utility), best first:")
+        print(f"values ({UTILITY_UNIT}, Brier), best first:")
         for value in client.values(agent.id).values.values():
             p = "  -" if value.p_positive is None else f"{value.p_positive:.2f}"
-            print(f"  {value.mean:+.4f}  P(v>0) {p}  uses {value.n:2d}  {value.external_id}: {value.text}")
+            print(f"  {format_utility(value.mean)}  P(v>0) {p}  uses {value.n:2d}  {value.external_id}: {value.text}")
 
 
 if __name__ == "__main__":

@@ -18,9 +18,11 @@ def main() -> None:
     try:
         from memtrial.commands import app
     except ModuleNotFoundError as error:
+        from memtrial.errors import install_hint
+
         print(
             f"error: the memtrial command needs its command-line tools ({error.name} is not installed): "
-            "pip install -e '.[service]' in the memtrial checkout (or [backtest], or [all])",
+            f"{install_hint('service')} (or [backtest], or [all])",
             file=sys.stderr,
         )
         raise SystemExit(2) from None

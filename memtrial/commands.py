@@ -21,7 +21,7 @@ from memtrial.errors import install_hint
 __all__ = ["LAZY_COMMANDS", "app"]
 
 #: name -> (module, attribute, help, extra). The attribute is a Typer app or a command function;
-#: the extra is what ``pip install -e '.[extra]'`` adds when the module's dependencies are missing.
+#: the extra is what ``install_hint(extra)`` adds when the module's dependencies are missing.
 LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks.", "backtest"),
     "data": (

@@ -41,6 +41,8 @@ __all__ = [
     "TimeOrderError",
     "UnknownDecisionError",
     "import_extra",
+    "install_command",
+    "install_hint",
     "parse_choice",
 ]
 
@@ -96,9 +98,21 @@ class StateError(MemtrialError):
     """Serialised state is malformed or inconsistent."""
 
 
-def install_hint(extra: str) -> str:
-    """How to add an extra: memtrial installs from its source checkout (it is not on a package registry)."""
-    return f"pip install -e '.[{extra}]' in the memtrial checkout"
+def install_command(extra: str | None = None) -> str:
+    """The ``pip install`` that installs this checkout, with ``extra`` (None: the pure core).
+
+    memtrial installs from its source checkout (it is not on a package registry), always editable in
+    compat mode: the default editable mode maps the package through an import hook, and from the
+    folder that holds a checkout named ``memtrial`` that folder then shadows the package
+    (``import memtrial`` fails with "unknown location"). Every install hint is built here.
+    """
+    target = "." if extra is None else f"'.[{extra}]'"
+    return f"pip install -e {target} --config-settings editable_mode=compat"
+
+
+def install_hint(extra: str | None = None) -> str:
+    """How to add an extra, in words: :func:`install_command` run in the checkout."""
+    return f"{install_command(extra)} in the memtrial checkout"
 
 
 class MissingExtraError(MemtrialError, ImportError):

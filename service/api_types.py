@@ -11,7 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memtrial.display import UTILITY_UNIT
 from service.validation import AssetName
+
+U = f"in {UTILITY_UNIT}"  # the unit every value, contribution and utility below is in
 
 __all__ = [
     "AgentList",
@@ -145,18 +148,20 @@ class AgentList(Public):
 
 
 class ValuePublic(Public):
-    """An experience's value (pp): posterior mean and sd, a central 90% interval and P(v > 0).
+    """An experience's value in utility per decision (how much it changes a decision's settled utility:
+    for a portfolio a fraction of the book, 0.01 = 1 percentage point; for a scored decision the
+    scoring rule's units): posterior mean and sd, a central 90% interval and P(v > 0).
 
     The interval and P(v > 0) are empirical Bayes (normal posterior) as soon as there is an sd; on
     ``/values`` after a full-Bayes refit of the same state they are the refit's (``interval`` says which).
     ``n`` counts the settlements that credited the experience."""
 
-    mean: float
-    sd: float | None
-    n: int
-    lower: float | None = None
-    upper: float | None = None
-    p_positive: float | None = None
+    mean: float = Field(description=f"posterior mean value, {U}")
+    sd: float | None = Field(description=f"posterior sd, {U} (null: no estimate yet)")
+    n: int = Field(description="settlements that credited the experience")
+    lower: float | None = Field(default=None, description=f"the 90% interval's lower end, {U}")
+    upper: float | None = Field(default=None, description=f"the 90% interval's upper end, {U}")
+    p_positive: float | None = Field(default=None, description="P(v > 0), a probability")
     interval: Literal["empirical_bayes", "full_bayes"] | None = Field(
         default=None, description="where lower, upper and p_positive come from (null: no estimate yet)"
     )
@@ -168,13 +173,17 @@ class ValueEntryPublic(ValuePublic):
     text: str | None = Field(default=None, description="the experience's text (null: deleted since)")
     external_id: str | None = Field(default=None, description="the experience's id in the client's memory store")
     active: bool | None = None
+    label: str | None = Field(
+        default=None,
+        description="what a reader sees: the text, shortened, in quotes (else the external id, else the id)",
+    )
 
 
 class ContributionPublic(Public):
     decision_id: str
     decision_time: dt.datetime
-    contribution: float
-    centred: float
+    contribution: float = Field(description=f"the experience's contrast in this decision, {U}")
+    centred: float = Field(description=f"the contrast minus the decision's mean contrast, {U}")
 
 
 class ExperiencePublic(Public):
@@ -246,8 +255,10 @@ class TrustStatePublic(Public):
 class DialPublic(Public):
     trust_weight: float = Field(description="omega in [0, 1]: the share played on memory")
     log_evidence: float = Field(description="log K_t of the betting e-process omega comes from")
-    noise_cost: float | None = Field(description="estimated utility cost of one draft's noise (null: no estimate yet)")
-    gains: list[float] = Field(description="predicted gain of each designed subset, in subset order")
+    noise_cost: float | None = Field(
+        description=f"estimated utility cost of one draft's noise, {U} (null: no estimate yet)"
+    )
+    gains: list[float] = Field(description=f"predicted gain of each designed subset, in subset order, {U}")
     combination: list[float] = Field(description="weight of each designed draft in the memory share, in subset order")
 
 
@@ -261,7 +272,7 @@ class PlanPublic(Public):
         "server", description="server: searched by the context's embedding; client: the request's retrieved ids"
     )
     subsets: list[SubsetPublic]
-    predictions: dict[str, float]
+    predictions: dict[str, float] = Field(description=f"predicted value of each retrieved experience, by id, {U}")
     learner_mode: str
     trust: TrustStatePublic
     q: float
@@ -288,8 +299,8 @@ class DecisionPublic(Public):
     mask: int | None
     q: float | None
     trust: TrustStatePublic
-    predictions: dict[str, float]
-    predicted_gain: float
+    predictions: dict[str, float] = Field(description=f"predicted value of each retrieved experience, by id, {U}")
+    predicted_gain: float = Field(description=f"the predicted gain of the chosen subset over the reference, {U}")
     learner_mode: str
     explanation: str
     drafts: list[Any]
@@ -313,15 +324,23 @@ class SettlementPublic(Public):
     decision_id: str
     status: str
     settled_at: dt.datetime
-    draft_utilities: list[float]
-    reference_utility: float
-    draft_mean_utility: float | None = Field(description="null for a scored decision settled with bare utilities")
-    chosen_utility: float | None = Field(
-        description="null when the decision blended drafts and no rule scored the blend"
+    draft_utilities: list[float] = Field(description=f"each draft's settled utility, in the plan's order, {U}")
+    reference_utility: float = Field(description=f"the reference draft's settled utility, {U}")
+    draft_mean_utility: float | None = Field(
+        description=f"the utility of the drafts' mean, {U} (null for a scored decision settled with bare utilities)"
     )
-    contributions: dict[str, float]
-    centred: dict[str, float]
-    interactions: dict[str, float]
+    chosen_utility: float | None = Field(
+        description=f"the utility of what was played, {U} (null when the decision blended drafts and no rule scored the blend)"
+    )
+    contributions: dict[str, float] = Field(description=f"each experience's contrast, by experience id, {U}")
+    contribution_labels: dict[str, str] = Field(
+        default_factory=dict, description="each credited experience's label (its text, shortened, in quotes), by id"
+    )
+    explanation: str = Field(
+        default="", description="for readers: each credited experience by its label with its contribution"
+    )
+    centred: dict[str, float] = Field(description=f"each contrast minus the decision's mean contrast, by id, {U}")
+    interactions: dict[str, float] = Field(description=f"the two-factor interaction contrasts, {U}")
     score: float | None
     values: dict[str, ValuePublic]
     outcome: Any = None
@@ -337,7 +356,7 @@ class DecisionSummary(Public):
     decision_time: dt.datetime
     maturity: dt.datetime
     action: str | None
-    chosen_utility: float | None
+    chosen_utility: float | None = Field(description=f"the utility of what was played, {U} (null: not settled)")
     created_at: dt.datetime
     failure: str | None = Field(None, description="why a failed decision was withdrawn")
 

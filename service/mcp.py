@@ -33,12 +33,16 @@ from typing import Any
 
 import typer
 
+from memtrial.display import UTILITY_UNIT
 from memtrial.drafting import DraftError
 from memtrial.errors import MissingExtraError, import_extra
 from service.client import AsyncMemtrialClient, ServiceError
 from service.prompts import draft_prompts
 
 __all__ = ["build_server", "mcp"]
+
+#: what settle and correct_outcome answer: utilities and contributions in UTILITY_UNIT, labels for readers
+SETTLED_KEYS = ("decision_id", "chosen_utility", "contributions", "contribution_labels", "explanation", "score")
 
 
 def _interval(value: Any) -> dict[str, Any]:
@@ -168,7 +172,8 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         settled_at: str | None = None,
     ) -> dict[str, Any]:
         """Settle a matured decision: scored agents give an outcome and a rule (brier, log, exact, abs_error) or
-        one utility per draft; portfolio agents give returns per asset. Answers each experience's contribution."""
+        one utility per draft; portfolio agents give returns per asset. Answers each experience's contribution
+        (in utility per decision, by id, with each experience's label and a readable explanation)."""
         answer = await call(
             "settle",
             agent_id,
@@ -179,7 +184,7 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
             returns=returns,
             settled_at=settled_at,
         )
-        return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
+        return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
 
     @server.tool()
     async def correct_outcome(
@@ -205,17 +210,19 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
             returns=returns,
             settled_at=settled_at,
         )
-        return {key: answer[key] for key in ("decision_id", "chosen_utility", "contributions", "score")}
+        return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
 
     @server.tool()
     async def get_values(agent_id: str) -> dict[str, Any]:
-        """What each experience is worth: posterior mean, sd, number of scored uses and a 90% interval."""
+        """What each experience is worth, in utility per decision: posterior mean, sd, number of scored uses and a
+        90% interval."""
         async with client() as memtrial:
             values = await memtrial.values(agent_id)
         return {
             "learner_mode": values.learner_mode,
+            "unit": UTILITY_UNIT,
             "experiences": [
-                {"id": e, "text": v.text, "external_id": v.external_id, **_interval(v)}
+                {"id": e, "label": v.label, "text": v.text, "external_id": v.external_id, **_interval(v)}
                 for e, v in values.values.items()
             ],
         }

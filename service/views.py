@@ -5,13 +5,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from memtrial.display import experience_label
 from memtrial.engine import MemTrial
 from memtrial.trust import GateTest, TrustDecision, TrustGate
 from service.models import Agent, Experience
 from service.schemas import AgentPublic, ExperiencePublic, GatePublic, TrustStatePublic, ValuePublic
 from service.store import as_utc
 
-__all__ = ["Z90", "agent_public", "experience_public", "gate_statistic", "trust_public", "value_public"]
+__all__ = [
+    "Z90",
+    "agent_public",
+    "experience_public",
+    "gate_statistic",
+    "plan_labels",
+    "trust_public",
+    "value_public",
+]
 
 
 def agent_public(agent: Agent) -> AgentPublic:
@@ -87,3 +96,9 @@ def experience_public(row: Experience, engine: MemTrial) -> ExperiencePublic:
         created_at=as_utc(row.created_at),
         value=value_public(engine, row.id),
     )
+
+
+def plan_labels(plan: dict[str, Any] | None) -> dict[str, str]:
+    """Each retrieved experience's label (its text, shortened), by id, from a stored plan."""
+    retrieved: list[dict[str, Any]] = [] if plan is None else plan.get("retrieved", [])
+    return {r["id"]: experience_label(r.get("text"), r["id"], r.get("external_id")) for r in retrieved}

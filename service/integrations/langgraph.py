@@ -10,7 +10,7 @@
 - ``decide`` posts the drafts in the plan's order and puts the decision in the state.
 
 The state (:class:`DecisionState`) holds ``decision_time``, ``maturity`` and ``context_text`` in, and
-``plan`` and ``decision`` (answers as JSON dicts) out. :func:`settle_node` is the node that settles a
+``plan`` and ``decision`` (answers as JSON dicts; utilities and values in utility per decision) out. :func:`settle_node` is the node that settles a
 decision once its outcome is known (state ``decision_id`` and ``outcome``: the settle body's fields).
 """
 

@@ -7,8 +7,9 @@ updated) and plans on exactly those hits (``retrieved_external_ids``), so the de
 conditioned on what Mem0 retrieved, in Mem0's order. After settlements, :meth:`Mem0Credit.write_back`
 writes each memory's value into its Mem0 metadata:
 
-- ``memtrial_value``: the posterior mean (utility in percentage points, higher helps);
-- ``memtrial_sd``, ``memtrial_lower_90``, ``memtrial_upper_90``, ``memtrial_p_positive``: its uncertainty;
+- ``memtrial_value``: the posterior mean, in utility per decision (``memtrial_unit``; for a portfolio
+  a fraction of the book, 0.01 = 1 percentage point; higher helps);
+- ``memtrial_sd``, ``memtrial_lower_90``, ``memtrial_upper_90`` (the same unit), ``memtrial_p_positive``: its uncertainty;
 - ``memtrial_uses``: how many settled decisions credited it; ``memtrial_agent``: the agent that measured it.
 
 Mem0 users can then rank and prune by measured usefulness (:meth:`Mem0Credit.ranked`,
@@ -21,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtrial.display import UTILITY_UNIT
 from service.client import MemtrialClient
 
 __all__ = ["METADATA_KEYS", "Mem0Credit", "WriteBack", "offline_config"]
@@ -33,6 +35,7 @@ METADATA_KEYS = (
     "memtrial_p_positive",
     "memtrial_uses",
     "memtrial_agent",
+    "memtrial_unit",
 )
 
 
@@ -149,6 +152,7 @@ class Mem0Credit:
                     "memtrial_p_positive": value.p_positive,
                     "memtrial_uses": value.n,
                     "memtrial_agent": self.agent_id,
+                    "memtrial_unit": UTILITY_UNIT,
                 },
             )
             result.updated.append(value.external_id)

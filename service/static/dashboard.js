@@ -49,13 +49,14 @@
     return node;
   }
 
-  // hundredths, to three decimals; what rounds to zero reads 0.000 (never -0.000) and takes no colour
-  function pp(value) {
-    const shown = (100 * value).toFixed(3);
-    return Number(shown) === 0 ? (0).toFixed(3) : shown;
+  // utility per decision, the REST number itself, to five decimals (memtrial.display.format_utility);
+  // what rounds to zero reads 0.00000 (never -0.00000) and takes no colour
+  function utility(value) {
+    const shown = value.toFixed(5);
+    return Number(shown) === 0 ? (0).toFixed(5) : shown;
   }
   function sign(value) {
-    const shown = Number(pp(value));
+    const shown = Number(utility(value));
     return shown > 0 ? "positive" : shown < 0 ? "negative" : "";
   }
 
@@ -64,7 +65,7 @@
       const sd = v.sd || 0;
       const lower = v.lower != null ? v.lower : v.mean - Z90 * sd;
       const upper = v.upper != null ? v.upper : v.mean + Z90 * sd;
-      return { id, text: texts[id] || id, n: v.n, mean: v.mean, lower, upper };
+      return { id, text: texts[id] || v.text || v.label || id, n: v.n, mean: v.mean, lower, upper };
     }).sort((a, b) => b.mean - a.mean);
     const span = Math.max(1e-12, ...rows.map((r) => Math.max(Math.abs(r.lower), Math.abs(r.upper))));
     const body = document.querySelector("#experiences tbody");
@@ -75,8 +76,8 @@
       cell(row, String(i + 1), "num");
       cell(row, r.text);
       cell(row, String(r.n), "num");
-      cell(row, pp(r.mean), "num " + sign(r.mean));
-      cell(row, "[" + pp(r.lower) + ", " + pp(r.upper) + "]", "num");
+      cell(row, utility(r.mean), "num " + sign(r.mean));
+      cell(row, "[" + utility(r.lower) + ", " + utility(r.upper) + "]", "num");
       const bar = cell(row, "", "bar");
       const chart = svg("svg", { viewBox: "0 0 180 16", class: "interval" });
       const x = (v) => 90 + (85 * v) / span;
@@ -132,7 +133,7 @@
       cell(row, d.decision_time.replace("T", " ").slice(0, 16));
       cell(row, d.status + (d.failure ? " (" + d.failure + ")" : ""));
       cell(row, d.action || "–");
-      cell(row, d.chosen_utility == null ? "–" : pp(d.chosen_utility), "num");
+      cell(row, d.chosen_utility == null ? "–" : utility(d.chosen_utility), "num");
       body.appendChild(row);
     });
   }

@@ -20,6 +20,7 @@ from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from memtrial.display import describe_contributions, name_experiences
 from memtrial.engine import MemTrial
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
@@ -56,7 +57,7 @@ from service.store import as_utc, load_agent, owned_row, return_engine, save_eng
 from service.tracing import span
 from service.universe import Universe
 from service.usecases.unit import agent_write
-from service.views import gate_statistic, trust_public, value_public
+from service.views import gate_statistic, plan_labels, trust_public, value_public
 
 _PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(
     Annotated[PortfolioDrafts, AfterValidator(check_portfolio_drafts)]
@@ -326,7 +327,7 @@ def _decision_public(
         predictions={str(e): v for e, v in decision.predictions.items()},
         predicted_gain=decision.predicted_gain,
         learner_mode=decision.learner_mode,
-        explanation=decision.explanation,
+        explanation=name_experiences(decision.explanation, plan_labels(row.plan)),
         drafts=list(drafts or []) if universe is None else [universe.mapping(d) for d in decision.drafts],
         dial=None if decision.dial is None else DialPublic(**decision.dial.to_dict()),
         plan=PlanPublic(**row.plan),
@@ -429,8 +430,14 @@ def _outcome_arguments(
 
 
 def _settlement_public(
-    decision_id: str, settlement: Any, engine: Any, body: SettleRequest, corrections: list[Any] | None = None
+    decision_id: str,
+    settlement: Any,
+    engine: Any,
+    body: SettleRequest,
+    labels: dict[str, str],
+    corrections: list[Any] | None = None,
 ) -> SettlementPublic:
+    contributions = {str(e): c for e, c in settlement.contributions.items()}
     return SettlementPublic(
         decision_id=decision_id,
         status="settled",
@@ -439,7 +446,9 @@ def _settlement_public(
         reference_utility=settlement.reference_utility,
         draft_mean_utility=settlement.mean_utility,
         chosen_utility=settlement.chosen_utility,
-        contributions={str(e): c for e, c in settlement.contributions.items()},
+        contributions=contributions,
+        contribution_labels={e: labels.get(e, e) for e in contributions},
+        explanation=describe_contributions(contributions, labels),
         centred={str(e): c for e, c in settlement.centred.items()},
         interactions=dict(settlement.interactions),
         score=settlement.score,
@@ -544,7 +553,7 @@ def settle(
             row,
             guard,
             payload_hash,
-            _settlement_public(decision_id, settlement, engine, body),
+            _settlement_public(decision_id, settlement, engine, body, plan_labels(row.plan)),
         )
 
 
@@ -571,7 +580,7 @@ def correct(
         previous = dict(row.settlement or {})
         history = list(previous.pop("corrections", []))
         history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))
-        public = _settlement_public(decision_id, settlement, engine, body, history)
+        public = _settlement_public(decision_id, settlement, engine, body, plan_labels(row.plan), history)
         return _record(services, session, agent, engine, row, guard, payload_hash, public)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
+from memtrial.display import experience_label
 from service.db import transaction
 from service.deps import Services
 from service.models import Experience
@@ -48,6 +49,7 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
             text=rows[e].text if e in rows else None,
             external_id=rows[e].external_id if e in rows else None,
             active=rows[e].active if e in rows else None,
+            label=experience_label(rows[e].text, e, rows[e].external_id) if e in rows else e,
         )
         for e, value in sorted(values.items(), key=lambda item: -item[1].mean)
     }

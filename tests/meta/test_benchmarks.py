@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from memtrial.errors import install_hint
+
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.slow  # benchmark smoke runs belong to the slow tier
@@ -107,7 +109,7 @@ def test_bench_install_base_gives_the_pure_core_and_names_the_missing_extra(tmp_
     result, _ = run_bench(tmp_path, "install", "--targets", "base", timeout=900)
     base = result["results"]["base"]
     assert base["packages"] <= 5 and base["size_mb"] < 200
-    assert base["memtrial_command_exit_code"] == 2 and "pip install -e '.[service]'" in base["memtrial_command_says"]
+    assert base["memtrial_command_exit_code"] == 2 and install_hint("service") in base["memtrial_command_says"]
 
 
 def test_bench_cache_reports_memory_against_the_budget_and_hot_and_cold_plans(tmp_path):

@@ -100,14 +100,18 @@ def test_sub_command_whose_extra_is_missing_names_the_extra(tmp_path, monkeypatc
     result = invoke(["extra"])
     assert result.exit_code == 2
     assert "needs the special extra (no_such_dependency_here is not installed)" in result.output
-    assert "pip install -e '.[special]' in the memtrial checkout" in result.output
+    assert (
+        "pip install -e '.[special]' --config-settings editable_mode=compat in the memtrial checkout" in result.output
+    )
 
 
 def test_console_script_without_typer_says_which_extra_to_install():
     code = "import sys\nsys.modules['typer'] = None\nfrom memtrial.cli import main\nmain()\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 2
-    assert "pip install -e '.[service]' in the memtrial checkout" in result.stderr
+    assert (
+        "pip install -e '.[service]' --config-settings editable_mode=compat in the memtrial checkout" in result.stderr
+    )
     assert "Traceback" not in result.stderr
 
 

@@ -8,7 +8,9 @@ import sys
 import pytest
 from conftest import make_tenant
 
-pytest.importorskip("mcp", reason="MCP NOT TESTED: the mcp extra is not installed (pip install -e '.[mcp]')")
+from memtrial.errors import install_hint
+
+pytest.importorskip("mcp", reason=f"MCP NOT TESTED: the mcp extra is not installed ({install_hint('mcp')})")
 from mcp import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
@@ -235,7 +237,7 @@ def test_the_mcp_command_without_the_sdk_says_so_in_one_line(tmp_path):
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "error: memtrial mcp needs mcp, which is not installed: pip install -e '.[mcp]' in the memtrial checkout"
+        "error: memtrial mcp needs mcp, which is not installed: pip install -e '.[mcp]' --config-settings editable_mode=compat in the memtrial checkout"
     ]
 
 

@@ -12,11 +12,13 @@ from conftest import UNIVERSE, make_tenant
 from live_server import Server
 from world import TYPES, World
 
+from memtrial.display import name_experiences
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.settle import INVESTORS
 from service.client import MemtrialClient
 from service.embeddings import get_embedder
 from service.migrations import upgrade
+from service.views import plan_labels
 
 pytestmark = pytest.mark.slow  # live servers through a restart: the slow tier
 
@@ -89,7 +91,9 @@ def test_service_decisions_equal_the_library_engine_through_a_restart(sqlite_url
             )
             local_decision = library.decide(plan["decision_id"], drafts)
             assert decision["weights"] == dict(zip(ASSETS, local_decision.weights.tolist(), strict=True))
-            assert decision["explanation"] == local_decision.explanation
+            assert decision["explanation"] == name_experiences(
+                local_decision.explanation, plan_labels(plan.model_dump())
+            )
             pending.append((plan["decision_id"], maturity, returns_of(world.rel[t])))
         values = client.values(agent["id"])["values"]
         assert {world_ids[e]: v["mean"] for e, v in values.items()} == {

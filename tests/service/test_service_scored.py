@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 from conftest import UNIVERSE
 
+from memtrial.display import name_experiences
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.scoring import score
 from memtrial.trust import GateConfig
 from service.client import ServiceError
 from service.embeddings import get_embedder
+from service.views import plan_labels
 
 OUTCOMES = ["up", "flat", "down"]
 LESSONS = [
@@ -71,7 +73,9 @@ def test_scored_forecasts_through_the_service_equal_the_library_engine(client):
         forecasts = drafts_for([s["texts"] for s in plan["subsets"]], truth, rng)
         decision = client.submit_drafts(agent["id"], plan["decision_id"], forecasts)
         mine = engine.decide_scored(plan["decision_id"], vectors=[[f[o] for o in OUTCOMES] for f in forecasts])
-        assert decision["action"] == mine.action.value and decision["explanation"] == mine.explanation
+        assert decision["action"] == mine.action.value and decision["explanation"] == name_experiences(
+            mine.explanation, plan_labels(plan.model_dump())
+        )
         assert [decision["chosen"][o] for o in OUTCOMES] == mine.weights.tolist()
         settled = client.settle(
             agent["id"], plan["decision_id"], outcome=OUTCOMES[truth], rule="brier", settled_at=maturity
