@@ -598,16 +598,21 @@ class MemTrial:
         return {e: self.learner.predict(e) for e in self.experiences}
 
     def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
-        """(mean, sd, n) of an experience's value; sd is None before the learner has data.
+        """(mean, sd, n) of an experience's value; sd is None while there is no noise scale.
 
         The sd is the reported one (:meth:`EmpiricalBayesLearner.reported_posterior`): the plug-in
         posterior's plus the uncertainty of the estimated tau2, never 0 for a value learnt from data.
+        Before the learner has data, and while every contribution it has learnt is exactly 0 (drafts
+        that did not differ by subset), nothing scales the values' noise: the sd is None, not 0.
         """
         self._experience(experience_id)
         if not self.learner.is_fitted:
             return 0.0, None, 0
         posterior = self.learner.reported_posterior(experience_id)
-        return posterior.mean, posterior.sd, self.learner.count(experience_id)
+        count = self.learner.count(experience_id)
+        if not self.learner.has_noise_scale:
+            return posterior.mean, None, count
+        return posterior.mean, posterior.sd, count
 
     # -- state -------------------------------------------------------------
     def to_json(self, *, embeddings: bool = True, history: bool = True) -> str:
