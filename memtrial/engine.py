@@ -49,6 +49,7 @@ from memtrial.fallback import AnchoredMixture
 from memtrial.history import DecisionEntry, History, InMemoryHistory
 from memtrial.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
 from memtrial.prereg import ChainVerification, LogEntry, verify_chain
+from memtrial.reconfigure import reconfigured
 from memtrial.records import (
     Decision,
     DecisionKind,
@@ -329,6 +330,29 @@ class MemTrial:
             return ids
         candidates = [(e, x.embedding) for e, x in self.experiences.items() if x.active and x.embedding is not None]
         return top_k(np.asarray(context, dtype=np.float64), candidates, self.config.k)
+
+    def change_settings(
+        self, changes: Mapping[str, Any], *, recorded: Mapping[str, tuple[Any, Any]] | None = None
+    ) -> LogEntry | None:
+        """Change the draft budget or its horizon from the next plan on (:mod:`memtrial.reconfigure`).
+
+        changes: ``{"draft_budget": ..., "draft_horizon": ...}`` (either or both). recorded: settings
+        kept outside the engine (a service's drafter, say) as ``{name: (old, new)}``, logged beside them.
+        Every change is a ``settings`` entry of the hash-chained log with the old and new values and the
+        number of decisions planned under a budget before it; the entry that changes nothing is not
+        written (None). A setting fixed for the engine's life raises ConfigError naming it, and
+        nothing changes.
+        """
+        config, changed = reconfigured(self.config, changes)
+        for name, (old, new) in (recorded or {}).items():
+            if old != new:
+                changed[name] = {"old": old, "new": new}
+        if not changed:
+            return None
+        payload = {"changes": changed, "decisions_budgeted": self.credit.decisions}
+        entry = self.gate.log.append("settings", payload)
+        self.config = config
+        return entry
 
     def withdraw(self, decision_id: str, reason: str) -> None:
         """Abandon a planned decision that will never be decided (its drafts could not be made, say).
