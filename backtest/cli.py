@@ -385,6 +385,19 @@ DATA_INPUTS = (
 )
 
 
+@app.command("render")
+def render(
+    folder: Path = typer.Argument(..., help="A PlantedMem run's output folder (its results.json)."),
+) -> None:
+    """Re-render a PlantedMem run's results.md and cost-quality plot from its results.json, running nothing."""
+    from backtest.report import render as render_report
+
+    if not (folder / "results.json").is_file():
+        raise typer.BadParameter(f"{folder / 'results.json'} does not exist: give a PlantedMem run's --out folder")
+    for path in render_report(folder):
+        typer.echo(f"wrote {path}")
+
+
 @app.command("forecast")
 def forecast(
     seeds: str = typer.Option("15-114", help="Seeds: test 15-114, dev 0-14."),

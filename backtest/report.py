@@ -9,6 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from backtest.plantedmem import PlantedMemWorld
+from backtest.runner import reference_draws
+
 __all__ = [
     "DISPLAY",
     "aggregate",
@@ -139,7 +142,8 @@ def _real_metrics(worlds: Sequence[dict[str, Any]], method_id: str) -> dict[str,
         "max_drawdown": _mean_of([c["max_drawdown"] for c in cells]),
         "final_wealth": _mean_of([c["final_wealth"] for c in cells]),
         "turnover": _mean_of([c["turnover"] for c in cells]),
-        "draft_calls_per_decision": cells[0]["draft_calls_per_decision"],
+        "draft_calls_per_decision": _mean_of([c["draft_calls_per_decision"] for c in cells]),
+        "reference_calls_per_decision": _mean_of([c.get("reference_calls_per_decision") for c in cells]),
         "wealth_path": np.mean(paths, axis=0).tolist() if paths else [],
     }
 
@@ -203,7 +207,7 @@ def markdown(document: dict[str, Any], command: str) -> str:
     ]
     # a group holding every regime of the run is the "all regimes" column already
     partial = [(n, rs) for n, rs in groups if rs and set(rs) != set(regimes)]
-    lines += frontier_lines(investors, [*partial, ("all regimes", regimes)], methods)
+    lines += frontier_lines(investors, [*partial, ("all regimes", regimes)], methods, PlantedMemWorld.reference_calls)
     overall = sorted(((float(np.mean(v)), m) for m, v in average.items() if v), reverse=True)
     lines += [
         "",
@@ -231,11 +235,31 @@ def frontier_points(
     return points
 
 
+def reference_share(investors: dict[str, Any], regimes: Sequence[str], method: str, reference_calls: int = 0) -> float:
+    """The draws of the world's reference among ``method``'s calls per decision, averaged over the cells
+    (a document written before the cells recorded them: by the run's rules, the world's reference costing
+    ``reference_calls``; :func:`backtest.runner.reference_draws`)."""
+    recorded = [investors[i][r][method].get("reference_calls_per_decision") for i in investors for r in regimes]
+    if recorded and all(v is not None for v in recorded):
+        return float(np.mean(recorded))
+    return float(reference_draws(method, reference_calls))
+
+
+def calls_breakdown(calls: float, reference: float) -> str:
+    """``"8 + 8"``: a method's own draft calls per decision, then the world's reference draws among them."""
+    return f"{calls - reference:.2f} + {reference:g}"
+
+
 def frontier_lines(
-    investors: dict[str, Any], groups: Sequence[tuple[str, Sequence[str]]], methods: Sequence[str]
+    investors: dict[str, Any],
+    groups: Sequence[tuple[str, Sequence[str]]],
+    methods: Sequence[str],
+    reference_calls: int = 0,
 ) -> list[str]:
-    """The cost-quality table (method 4.11): every method's LLM draft calls per decision beside its utility,
-    cheapest first; a method is on the frontier when no method at most as costly does better."""
+    """The cost-quality table (method 4.11): every method's LLM draft calls per decision, with their
+    breakdown into its own drafts and the world's reference draws (``reference_calls`` each where a method
+    uses the reference), beside its utility, cheapest first; a method is on the frontier when no method
+    at most as costly does better."""
     if not groups:
         return []
     points = [frontier_points(investors, regimes, methods) for _, regimes in groups]
@@ -254,20 +278,37 @@ def frontier_lines(
         "## Cost and quality: utility against LLM draft calls per decision",
         "",
         "Every call a method causes counts, drafts made only to learn included (the credit baselines read the eight",
-        "designed drafts; a method that uses the reference pays for its draws where it has any). `*`: on the",
-        f"frontier of {'' if groups[0][0].startswith('all') else 'the '}{groups[0][0]} (no method that costs at most as much does better).",
+        "designed drafts; a method that uses the world's reference pays for its draws: "
+        + (
+            f"{reference_calls} here, the reference being the mean of {reference_calls} memory-free draws)."
+            if reference_calls
+            else "none here, the reference being given weights)."
+        ),
+        "`own + reference`: the method's own draft calls (its designed drafts, or a budget's trials and",
+        "exploiting drafts, its own memory-free draft included), then the reference's draws.",
+        f"`*`: on the frontier of {'' if groups[0][0].startswith('all') else 'the '}{groups[0][0]} (no method that costs at most as much does better).",
         "",
-        "| method | calls per decision | " + " | ".join(f"{name} (pp)" for name, _ in groups) + " |",
-        "|---|---:|" + "---:|" * len(groups),
+        "| method | calls per decision | own + reference | " + " | ".join(f"{name} (pp)" for name, _ in groups) + " |",
+        "|---|---:|---:|" + "---:|" * len(groups),
     ]
     for method in order:
         mark = " *" if method in frontier else ""
         values = " | ".join(f"{p[method][1]:.4f}" for p in points)
-        lines.append(f"| {DISPLAY.get(method, method)}{mark} | {points[0][method][0]:.2f} | {values} |")
+        calls = points[0][method][0]
+        breakdown = calls_breakdown(calls, reference_share(investors, groups[0][1], method, reference_calls))
+        lines.append(f"| {DISPLAY.get(method, method)}{mark} | {calls:.2f} | {breakdown} | {values} |")
     return lines
 
 
-LABELLED = ("memtrial", "counterfactual_argmax", "no_memory", "equal_weight", "oracle", "reference")
+LABELLED = (
+    "memtrial",
+    "memtrial_memory_free",
+    "counterfactual_argmax",
+    "no_memory",
+    "equal_weight",
+    "oracle",
+    "reference",
+)
 
 
 def frontier_plot(
@@ -276,6 +317,7 @@ def frontier_plot(
     methods: Sequence[str],
     path: Path,
     paths: list[Path],
+    reference_calls: int = 0,
 ) -> None:
     """Utility against calls per decision, one panel per group of regimes: MemTrial's variants in red (its
     budgets joined by a line), the others in grey; named are MemTrial's default and budgets, the main
@@ -298,15 +340,20 @@ def frontier_plot(
             ours = method.startswith("memtrial")
             axis.scatter([calls], [value], s=28 if ours else 16, color="tab:red" if ours else "tab:gray", zorder=3)
             if method in frontier or method in LABELLED or method.startswith("memtrial_budget_"):
-                axis.annotate(
-                    DISPLAY.get(method, method), (calls, value), fontsize=6, xytext=(3, 2), textcoords="offset points"
+                reference = reference_share(investors, regimes, method, reference_calls)
+                label = DISPLAY.get(method, method) + (
+                    f" ({calls - reference:g} own + {reference:g} reference)" if reference else ""
                 )
+                axis.annotate(label, (calls, value), fontsize=6, xytext=(3, 2), textcoords="offset points")
         budgets = sorted(
             (points[m] for m in points if m.startswith("memtrial_budget_") or m == "memtrial"), key=lambda p: p[0]
         )
         if len(budgets) > 1:
             axis.plot([b[0] for b in budgets], [b[1] for b in budgets], color="tab:red", linewidth=1)
-        axis.set_xlabel("LLM draft calls per decision")
+        axis.set_xlabel(
+            "LLM draft calls per decision"
+            + (f" (a method using the reference pays its {reference_calls} draws)" if reference_calls else "")
+        )
         axis.set_ylabel("mean utility (pp)")
         axis.set_title(name + (f" (off scale: {', '.join(DISPLAY.get(m, m) for m in off)})" if off else ""), fontsize=9)
     save_figure(figure, path, paths)
@@ -457,7 +504,9 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
         for n, rs in (("memory regimes", MEMORY_REGIMES), ("null regimes", NULL_REGIMES))
     ]
     groups = [(n, rs) for n, rs in groups if rs] or [("all regimes", regimes)]
-    frontier_plot(investors, groups, methods, folder / "cost_quality_frontier.png", paths)
+    frontier_plot(
+        investors, groups, methods, folder / "cost_quality_frontier.png", paths, PlantedMemWorld.reference_calls
+    )
     return paths
 
 
@@ -470,3 +519,30 @@ def write_report(
     (folder / "results.md").write_text(markdown(document, command))
     plots(document, results, folder)
     return document
+
+
+def render(folder: Path) -> list[Path]:
+    """Re-render a PlantedMem run's ``results.md`` and cost-quality plot from its ``results.json``, running
+    nothing; the command line is kept from the ``results.md`` it replaces. The plots that need every
+    world's results (learned values against types) stay as they are."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    document = json.loads((folder / "results.json").read_text())
+    page = folder / "results.md"
+    previous = page.read_text() if page.exists() else ""
+    command = previous.split("Command: `", 1)[1].split("`", 1)[0] if "Command: `" in previous else "(unknown)"
+    page.write_text(markdown(document, command))
+    investors = document["investors"]
+    regimes = list(next(iter(investors.values())))
+    methods = list(next(iter(investors.values()))[regimes[0]])
+    groups = [
+        (n, [r for r in rs if r in regimes])
+        for n, rs in (("memory regimes", MEMORY_REGIMES), ("null regimes", NULL_REGIMES))
+    ]
+    groups = [(n, rs) for n, rs in groups if rs] or [("all regimes", regimes)]
+    paths = [page]
+    frontier_plot(
+        investors, groups, methods, folder / "cost_quality_frontier.png", paths, PlantedMemWorld.reference_calls
+    )
+    return paths

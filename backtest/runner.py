@@ -102,6 +102,21 @@ def market_for(synthetic: bool) -> Market:
     return _MARKETS[synthetic]
 
 
+def reference_draws(method_id: str, reference_calls: int, draft_budget: float | None = None) -> int:
+    """The draws of the world's reference among ``method_id``'s draft calls per decision: ``reference_calls``
+    when the method uses the world's reference, else 0. A MemTrial variant anchored on its own memory-free
+    draft, or at a draft budget in a world whose reference costs calls (it then anchors on its own), uses
+    none: that draft is among its own calls. draft_budget: the run's budget for the default ``memtrial``."""
+    if method_id.startswith("memtrial"):
+        settings = MEMTRIAL_VARIANTS[method_id]
+        budget = settings.get("draft_budget", draft_budget if method_id == "memtrial" else None)
+        own = settings.get("reference") == "memory_free" or budget is not None
+        return 0 if own else reference_calls
+    base = method_id.removesuffix("_anchored")
+    _, uses_reference = DRAFT_CALLS[base]
+    return reference_calls if uses_reference or base != method_id else 0
+
+
 def draft_calls(method: Method, reference_calls: int) -> float:
     """Mean LLM draft calls per decision ``method`` causes in a world whose reference costs ``reference_calls``."""
     counted = getattr(method, "draft_calls", None)
@@ -360,6 +375,7 @@ def _run(
                 "value_recovery": _recovery(m.values(), types),
                 "turnover": float(np.mean(turnover[m.id])) if turnover[m.id] else None,
                 "draft_calls_per_decision": draft_calls(m, world.reference_calls),
+                "reference_calls_per_decision": reference_draws(m.id, world.reference_calls, spec.draft_budget),
                 **_wealth_stats(returns[row], periods),
             }
             for row, m in enumerate(methods)

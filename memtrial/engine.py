@@ -49,6 +49,7 @@ from memtrial.fallback import AnchoredMixture
 from memtrial.history import DecisionEntry, History, InMemoryHistory
 from memtrial.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
 from memtrial.prereg import ChainVerification, LogEntry, verify_chain
+from memtrial.reconfigure import reconfigured
 from memtrial.records import (
     Decision,
     DecisionKind,
@@ -330,6 +331,29 @@ class MemTrial:
         candidates = [(e, x.embedding) for e, x in self.experiences.items() if x.active and x.embedding is not None]
         return top_k(np.asarray(context, dtype=np.float64), candidates, self.config.k)
 
+    def change_settings(
+        self, changes: Mapping[str, Any], *, recorded: Mapping[str, tuple[Any, Any]] | None = None
+    ) -> LogEntry | None:
+        """Change the draft budget or its horizon from the next plan on (:mod:`memtrial.reconfigure`).
+
+        changes: ``{"draft_budget": ..., "draft_horizon": ...}`` (either or both). recorded: settings
+        kept outside the engine (a service's drafter, say) as ``{name: (old, new)}``, logged beside them.
+        Every change is a ``settings`` entry of the hash-chained log with the old and new values and the
+        number of decisions planned under a budget before it; the entry that changes nothing is not
+        written (None). A setting fixed for the engine's life raises ConfigError naming it, and
+        nothing changes.
+        """
+        config, changed = reconfigured(self.config, changes)
+        for name, (old, new) in (recorded or {}).items():
+            if old != new:
+                changed[name] = {"old": old, "new": new}
+        if not changed:
+            return None
+        payload = {"changes": changed, "decisions_budgeted": self.credit.decisions}
+        entry = self.gate.log.append("settings", payload)
+        self.config = config
+        return entry
+
     def withdraw(self, decision_id: str, reason: str) -> None:
         """Abandon a planned decision that will never be decided (its drafts could not be made, say).
 
@@ -598,16 +622,21 @@ class MemTrial:
         return {e: self.learner.predict(e) for e in self.experiences}
 
     def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
-        """(mean, sd, n) of an experience's value; sd is None before the learner has data.
+        """(mean, sd, n) of an experience's value; sd is None while there is no noise scale.
 
         The sd is the reported one (:meth:`EmpiricalBayesLearner.reported_posterior`): the plug-in
         posterior's plus the uncertainty of the estimated tau2, never 0 for a value learnt from data.
+        Before the learner has data, and while every contribution it has learnt is exactly 0 (drafts
+        that did not differ by subset), nothing scales the values' noise: the sd is None, not 0.
         """
         self._experience(experience_id)
         if not self.learner.is_fitted:
             return 0.0, None, 0
         posterior = self.learner.reported_posterior(experience_id)
-        return posterior.mean, posterior.sd, self.learner.count(experience_id)
+        count = self.learner.count(experience_id)
+        if not self.learner.has_noise_scale:
+            return posterior.mean, None, count
+        return posterior.mean, posterior.sd, count
 
     # -- state -------------------------------------------------------------
     def to_json(self, *, embeddings: bool = True, history: bool = True) -> str:

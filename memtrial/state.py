@@ -50,7 +50,12 @@ def state_of(engine: MemTrial, *, embeddings: bool = True, history: bool = True)
         "gate": engine.gate.state_dict(),
         "fallback": engine.fallback.to_dict(),
         "noise": engine.noise.to_dict(),
-        **({} if engine.config.draft_budget is None else {"budget": engine.credit.to_dict()}),
+        # the credit of a budget, and of one set aside mid-life (it carries over if a budget is set again)
+        **(
+            {}
+            if engine.config.draft_budget is None and engine.credit == DraftCredit()
+            else {"budget": engine.credit.to_dict()}
+        ),
         "history": engine.memory_history().to_dict() if history else None,
     }
 

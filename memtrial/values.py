@@ -687,6 +687,11 @@ class EmpiricalBayesLearner:
     def is_fitted(self) -> bool:
         return self.statistics.n_records > 0
 
+    @property
+    def has_noise_scale(self) -> bool:
+        """Whether the contributions learnt so far give a noise scale s > 0 (some are not all 0)."""
+        return any(fit.scale > 0.0 for fit in self.fits_.values())
+
     def _modes(self) -> tuple[LearnerMode, ...]:
         if self.mode is LearnerMode.AUTO:
             return (LearnerMode.IDENTITY, LearnerMode.CONTENT)

@@ -27,6 +27,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 from urllib.parse import quote
 
@@ -103,6 +104,15 @@ def _outcome_body(
     if settled_at is not None:
         body["settled_at"] = _time(settled_at)
     return body
+
+
+class _Keep(Enum):
+    """A setting left as it is (``None`` is a value: it sets the setting aside)."""
+
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
 
 
 def _params(**values: Any) -> dict[str, Any]:
@@ -263,10 +273,18 @@ class Operations:
         name: str | None = None,
         drafter: Mapping[str, Any] | None = None,
         remove_drafter: bool = False,
+        draft_budget: float | None | _Keep = _KEEP,
+        draft_horizon: int | None | _Keep = _KEEP,
     ) -> Any:
+        """Rename the agent, change its drafter or its draft budget and horizon (from the next plan on;
+        ``None`` sets the budget or horizon aside; left out, each stays as it is)."""
         body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
         if remove_drafter:
             body["remove_drafter"] = True
+        if not isinstance(draft_budget, _Keep):
+            body["draft_budget"] = draft_budget
+        if not isinstance(draft_horizon, _Keep):
+            body["draft_horizon"] = draft_horizon
         return self._run(Call("PATCH", f"/v1/agents/{_segment(agent_id, 'agent_id')}", body, model=AgentPublic))
 
     def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> Any:

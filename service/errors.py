@@ -28,6 +28,7 @@ from memtrial.errors import (
     TimeOrderError,
     UnknownDecisionError,
 )
+from service.schemas import FIXED_AGENT_SETTINGS
 
 __all__ = ["ApiError", "error_body", "install_handlers"]
 
@@ -79,6 +80,10 @@ def _route(request: Request) -> str:
     return str(getattr(request.scope.get("route"), "path", "unmatched"))
 
 
+def _is_agent_patch(request: Request) -> bool:
+    return request.method == "PATCH" and _route(request) == "/v1/agents/{agent_id}"
+
+
 def install_handlers(app: FastAPI) -> None:
 
     from service.usecases.unit import Replayed
@@ -113,7 +118,7 @@ def install_handlers(app: FastAPI) -> None:
         raise AssertionError("unreachable")  # pragma: no cover
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, error: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, error: RequestValidationError) -> JSONResponse:
         first = error.errors()[0]
         if first.get("type") == "json_invalid":
             detail = first.get("ctx", {}).get("error", "malformed")
@@ -123,6 +128,8 @@ def install_handlers(app: FastAPI) -> None:
         if location and location[0] == "header":
             field = str(location[-1]).replace("_", "-").title() if isinstance(location[-1], str) else field
         message = f"{field}: {first.get('msg', 'invalid value')}"
+        if first.get("type") == "extra_forbidden" and _is_agent_patch(request) and field in FIXED_AGENT_SETTINGS:
+            message = f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget and draft_horizon"
         return JSONResponse(error_body("invalid", message, field), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

@@ -268,11 +268,44 @@ class AgentCreate(Strict):
 
 
 class AgentPatch(Strict):
-    """What can change after creation: the name and the drafter (the gate and the mandate are frozen)."""
+    """What can change after creation: the name, the drafter and the draft budget with its horizon. Every
+    other setting is fixed at creation (:data:`FIXED_AGENT_SETTINGS` says why)."""
 
     name: Name | None = None
     drafter: DrafterSettings | None = None
     remove_drafter: bool = False
+    draft_budget: Weight | None = Field(
+        None,
+        ge=1,
+        le=16,
+        description="LLM draft calls per decision on average from the next plan on (null: every designed subset every time); the running credit carries over",
+    )
+    draft_horizon: StrictInt | None = Field(
+        None,
+        ge=1,
+        le=10_000_000,
+        description="the number of decisions planned under a budget that it covers, counted from the first (null: open-ended)",
+    )
+
+
+#: the settings fixed at an agent's creation, and why (a PATCH naming one is refused naming it)
+FIXED_AGENT_SETTINGS: dict[str, str] = {
+    "gate": "it is the pre-registered trust gate, whose hash anchors the log",
+    "k": "it sets what a trial drafts and how many contrasts each score correlates",
+    "design": "it sets what a trial drafts and what each contrast measures",
+    "learner": "the log's predictions and scores were made by it",
+    "credit": "the values were learnt from it",
+    "robust": "the values were learnt with it",
+    "action": "the dial's guarantee is stated for the rule it was registered with",
+    "fallback": "the anchored mixture was learnt with it",
+    "reference": "every decision was anchored on it",
+    "kind": "it is what the agent's drafts and settlements are",
+    "investor": "it is the agent's mandate",
+    "universe": "it is the agent's mandate",
+    "outcomes": "every scored decision was settled over them",
+    "answer": "every scored decision was settled on it",
+    "fee_bp": "every settled utility was computed with it",
+}
 
 
 NameQuery = Annotated[

@@ -7,7 +7,6 @@ from sqlalchemy import delete, select
 
 from service.db import transaction
 from service.deps import ServicesDep, TenantDep
-from service.errors import ApiError
 from service.idempotency import Idempotency, IdempotencyKey
 from service.models import Agent, Contribution, Decision, Experience, IdempotencyRecord, LogRow, RefitJob
 from service.pagination import CursorQuery, LimitQuery, decode_cursor, encode_cursor
@@ -60,23 +59,9 @@ def get_agent(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Age
 
 @router.patch("/{agent_id}")
 def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services: ServicesDep) -> AgentPublic:
-    """Rename the agent or change its drafter (``remove_drafter`` turns server drafting off)."""
-    if body.drafter is not None and body.remove_drafter:
-        raise ApiError(422, "invalid", "remove_drafter: give a drafter or remove_drafter, not both", "remove_drafter")
-    agents.check_drafter(services, body.drafter)
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=True)
-        if body.name is not None:
-            agent.name = body.name
-        if body.drafter is not None or body.remove_drafter:
-            agent.settings = {
-                **agent.settings,
-                "drafter": None
-                if body.remove_drafter or body.drafter is None
-                else body.drafter.model_dump(mode="json"),
-            }
-        session.flush()
-        return agent_public(agent)
+    """Rename the agent, change its drafter (``remove_drafter`` turns server drafting off) or its draft budget
+    and horizon (from the next plan on, logged with the old and new values); every other setting is fixed."""
+    return agents.update(services, tenant_id, agent_id, body)
 
 
 @router.delete("/{agent_id}", status_code=204)

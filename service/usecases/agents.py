@@ -1,4 +1,5 @@
-"""Agent use cases: the engine configuration an agent's settings freeze, and creating the agent."""
+"""Agent use cases: the engine configuration an agent's settings freeze, creating the agent, and the
+settings that may change after (name, drafter, draft budget and horizon)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from memtrial.budget import budget_gate
 from memtrial.config import EngineConfig, ReferenceSource
 from memtrial.engine import MemTrial
 from memtrial.errors import ConfigError
+from memtrial.reconfigure import MUTABLE_SETTINGS
 from memtrial.records import DecisionKind
 from memtrial.settle import INVESTORS, project
 from memtrial.trust import GateConfig
@@ -19,12 +21,13 @@ from service.deps import Services
 from service.errors import ApiError
 from service.idempotency import Idempotency
 from service.models import Agent
-from service.schemas import AgentCreate, AgentPublic, DrafterSettings
+from service.schemas import AgentCreate, AgentPatch, AgentPublic, DrafterSettings
+from service.store import load_agent, return_engine, save_engine
 from service.universe import Universe
 from service.usecases.unit import check_replay
 from service.views import agent_public
 
-__all__ = ["check_drafter", "create", "engine_config"]
+__all__ = ["check_drafter", "create", "engine_config", "update"]
 
 
 def check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
@@ -150,3 +153,40 @@ def create(services: Services, tenant_id: str, body: AgentCreate, guard: Idempot
         public = agent_public(agent)
         guard.complete(201, public)
         return public
+
+
+def update(services: Services, tenant_id: str, agent_id: str, body: AgentPatch) -> AgentPublic:
+    """Rename the agent, change its drafter (``remove_drafter`` turns server drafting off) or its draft
+    budget and horizon, from the next plan on. A change of drafter, budget or horizon is a ``settings``
+    entry of the agent's log with the old and new values (:meth:`memtrial.engine.MemTrial.change_settings`);
+    a value the engine refuses is a 422 naming the field, and nothing changes."""
+    if body.drafter is not None and body.remove_drafter:
+        raise ApiError(422, "invalid", "remove_drafter: give a drafter or remove_drafter, not both", "remove_drafter")
+    check_drafter(services, body.drafter)
+    engine_changes: dict[str, Any] = {
+        name: getattr(body, name) for name in MUTABLE_SETTINGS if name in body.model_fields_set
+    }
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        if body.name is not None:
+            agent.name = body.name
+        settings = dict(agent.settings)
+        recorded: dict[str, tuple[Any, Any]] = {}
+        if body.drafter is not None or body.remove_drafter:
+            drafter = None if body.drafter is None else body.drafter.model_dump(mode="json")
+            recorded["drafter"] = (settings.get("drafter"), drafter)
+            settings["drafter"] = drafter
+        if engine_changes or recorded:
+            engine = services.engines.checkout(session, agent)
+            try:
+                entry = engine.change_settings(engine_changes, recorded=recorded)
+            except ConfigError as error:
+                raise ApiError(422, "invalid", error.message, error.field) from None
+            settings.update({name: getattr(engine.config, name) for name in engine_changes})
+            agent.settings = settings
+            if entry is None:
+                return_engine(session, agent, engine, services.engines)
+            else:
+                save_engine(session, agent, engine, services.engines)
+        session.flush()
+        return agent_public(agent)

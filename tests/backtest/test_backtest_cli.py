@@ -38,6 +38,16 @@ def test_plantedmem_command_writes_results_table_and_plots(tmp_path):
     assert "MemTrial's rank (non-oracle)" in (out / "results.md").read_text()
     for name in ("utility_by_regime.png", "gate_open_rate_by_regime.png", "learned_value_vs_type.png"):
         assert (out / name).stat().st_size > 1000
+    page = (out / "results.md").read_text()
+    (out / "results.md").write_text(page.replace("## Cost and quality", "## Out of date"))
+    rendered = CliRunner().invoke(app, ["backtest", "render", str(out)])
+    assert rendered.exit_code == 0, rendered.output
+    assert (out / "results.md").read_text() == page  # the page as the run wrote it, from results.json alone
+
+
+def test_render_without_results_json_is_refused_naming_it(tmp_path):
+    result = CliRunner().invoke(app, ["backtest", "render", str(tmp_path)])
+    assert result.exit_code == 2 and "results.jsondoesnotexist" in "".join(result.output.replace("│", "").split())
 
 
 def test_a_one_regime_run_ranks_its_methods_once(tmp_path):

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from backtest.report import frontier_lines, frontier_points, write_report
+from backtest.report import aggregate, frontier_lines, frontier_points, render, write_report
 from backtest.runner import WorldSpec, drafted_masks, run_world
 
 COUNTED = (
@@ -57,7 +57,7 @@ def test_the_report_tables_and_plots_utility_against_calls(tmp_path, world):
     calls = [float(row.split("|")[2]) for row in rows]
     assert calls == sorted(calls) and len(rows) == len(COUNTED)  # cheapest first, every method
     frontier = [row for row in rows if "* |" in row]
-    values = [float(row.split("|")[3]) for row in frontier]
+    values = [float(row.split("|")[4]) for row in frontier]
     assert values == sorted(values) and "Oracle" not in " ".join(frontier)  # a frontier rises; the oracle is off it
     assert (
         json.loads((tmp_path / "results.json").read_text())["investors"]["balanced"]["beta_0.5"]["memtrial"][
@@ -66,3 +66,43 @@ def test_the_report_tables_and_plots_utility_against_calls(tmp_path, world):
         == 16
     )
     assert np.isfinite(values).all()
+
+
+def test_the_report_breaks_each_methods_calls_into_its_own_and_the_references(tmp_path, world):
+    document = write_report(tmp_path, [world], [3], 1.0, "memtrial backtest plantedmem")
+    lines = frontier_lines(document["investors"], [("memory", ["beta_0.5"])], list(COUNTED), reference_calls=8)
+    breakdown = {
+        row.split("|")[1].strip().removesuffix(" *"): row.split("|")[3].strip() for row in lines if row.startswith("| ")
+    }
+    assert (
+        breakdown["MemTrial (trust dial, odd half)"] == "8.00 + 8"
+    )  # its eight designed drafts, the reference's eight
+    assert breakdown["MemTrial: a memory-free ninth draft as reference"] == "9.00 + 0"
+    assert breakdown["Counterfactual argmax top-2 (no gate)"] == "8.00 + 0"
+    assert breakdown["No-memory 8-draw reference"] == "0.00 + 8"
+    assert breakdown["Oracle (knows the types; not ranked)"] == "1.00 + 8"
+    budget = breakdown["MemTrial at a budget of 3 calls"]
+    assert budget.endswith(" + 0") and 2.5 < float(budget.split(" + ")[0]) <= 3.0  # its own memory-free draft
+
+
+def test_the_calls_of_a_cell_are_the_mean_over_its_seeds(world):
+    seeds = []
+    for seed, calls in ((3, 2.5), (4, 3.0)):
+        copy = json.loads(json.dumps(world))
+        copy["spec"]["seed"] = seed
+        copy["methods"]["memtrial_budget_3"]["draft_calls_per_decision"] = calls
+        seeds.append(copy)
+    cell = aggregate(seeds, [3, 4], 1.0)["investors"]["balanced"]["beta_0.5"]["memtrial_budget_3"]
+    assert cell["draft_calls_per_decision"] == 2.75
+    assert cell["reference_calls_per_decision"] == 0
+
+
+def test_render_rewrites_the_page_from_results_json_as_the_run_wrote_it(tmp_path, world):
+    other = run_world(WorldSpec("noise_only", "balanced", 3, methods=COUNTED))
+    write_report(tmp_path, [world, other], [3], 1.0, "memtrial backtest plantedmem --seeds 3")
+    written = (tmp_path / "results.md").read_text()
+    (tmp_path / "results.md").write_text(written.replace("| 16.00 |", "| 8.00 |"))  # a page out of date
+    (tmp_path / "cost_quality_frontier.png").unlink()
+    render(tmp_path)
+    assert (tmp_path / "results.md").read_text() == written
+    assert (tmp_path / "cost_quality_frontier.png").stat().st_size > 10_000

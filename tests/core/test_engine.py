@@ -100,6 +100,22 @@ def test_settle_returns_contributions_of_every_retrieved_experience():
     assert settlement.mixture_utilities[0] == pytest.approx(settlement.mean_utility, abs=1e-15)
 
 
+def test_posterior_without_a_nonzero_contribution_has_no_sd_and_gets_one_from_the_first():
+    """Identical drafts give contributions of exactly 0: no noise scale, so no sd (never sd 0)."""
+    engine, plan = planned()
+    world = World(seed=0)
+    engine.decide("d1", np.tile(EQUAL, (len(plan.subsets), 1)))
+    settlement = engine.settle("d1", world.rel[0])
+    assert set(settlement.contributions.values()) == {0.0}
+    assert engine.posterior("e00") == (0.0, None, 1)
+    _, second = planned(engine, "d2", time=1, maturity=2)
+    engine.decide("d2", world.drafts(1, second.subsets))
+    engine.settle("d2", world.rel[1])
+    for experience_id in plan.experience_ids:
+        _, sd, n = engine.posterior(experience_id)
+        assert n == 2 and sd is not None and sd > 0
+
+
 def test_settle_twice_with_the_same_prices_is_a_no_op():
     engine, plan = planned()
     world = World(seed=0)

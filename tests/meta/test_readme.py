@@ -116,8 +116,17 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
         server.stop()
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("gate prequential: insufficient evidence")
-    assert printed[2] == "['settled']"
-    assert printed[3] == "404 not_found decision_id"
+    assert printed[1].startswith("contributions in utility per decision, largest first: "), printed
+    contributions = re.findall(r"\" ([+-]?[0-9.]+)(?:;|$)", printed[1])  # drafts that differ by subset: every lesson learns
+    assert len(contributions) == 4 and all(float(c) != 0 for c in contributions), printed
+    assert printed[2] == "['settled', 'settled', 'settled']"
+    values = [
+        re.fullmatch(r"([+-][0-9.]+) sd ([0-9.]+) \[([+-][0-9.]+), ([+-][0-9.]+)\] .+", line) for line in printed[3:7]
+    ]
+    assert all(values), printed
+    for mean, sd, lower, upper in (tuple(float(x) for x in match.groups()) for match in values if match):
+        assert mean != 0 and sd > 0 and lower < mean < upper, printed
+    assert printed[7] == "404 not_found decision_id"
 
 
 @pytest.mark.slow  # a live server

@@ -72,6 +72,29 @@ def test_values_show_posterior_mean_sd_and_count(client, agent):
     assert counted and all(v["sd"] is not None and v["sd"] >= 0 for v in counted)
 
 
+def test_values_after_identical_drafts_read_no_sd_and_after_differing_ones_an_interval(client, agent):
+    added = client.add_experiences(agent["id"], [{"text": f"lesson {i}"} for i in range(4)])
+    ids = [item["id"] for item in added["items"]]
+    returns = {"SPY": [0.01, 0.002], "TLT": [0.001, -0.001], "GLD": [0.003, 0.0], "BIL": [0.0001, 0.0001]}
+    for t, tilted in enumerate([False, True]):
+        time = START + dt.timedelta(days=30 * t)
+        plan = client.create_decision(agent["id"], time, time + dt.timedelta(days=28), "a month", horizon=2)
+        drafts = []
+        for subset in plan["subsets"]:
+            shift = sum(0.02 * (1 + ids.index(e)) for e in subset["experience_ids"]) if tilted else 0.0
+            drafts.append({"SPY": 0.3 + shift, "TLT": 0.3, "GLD": 0.2 - shift, "BIL": 0.2})
+        client.submit_drafts(agent["id"], plan["decision_id"], drafts)
+        client.settle(agent["id"], plan["decision_id"], returns=returns)
+        values = client.values(agent["id"])["values"]
+        for value in values.values():
+            assert value["n"] == t + 1
+            if tilted:
+                assert value["sd"] > 0 and value["lower"] < value["mean"] < value["upper"]
+                assert value["interval"] == "empirical_bayes"
+            else:  # every contribution exactly 0: no noise scale, so no sd rather than sd 0
+                assert (value["mean"], value["sd"], value["lower"], value["interval"]) == (0.0, None, None, None)
+
+
 def test_tampering_with_the_stored_log_is_detected(client, agent, database_url):
     run_dates(client, agent, 2)
     engine = make_engine(database_url)
