@@ -153,3 +153,11 @@ def test_redis_back_after_an_outage_counts_in_redis_again_and_says_so(redis_pref
         "Redis does not answer: rate limits are counted on this machine alone until it does",
         "Redis answers again: rate limits are counted in Redis",
     ]
+
+
+def test_a_redis_url_of_another_scheme_is_refused_naming_the_variable():
+    with pytest.raises(ValueError) as refused:
+        Settings(redis_url="http://127.0.0.1:6379")
+    assert str(refused.value) == (
+        "MEMTRIAL_REDIS_URL must start with redis://, rediss:// or unix://, got 'http://127.0.0.1:6379'"
+    )
