@@ -153,7 +153,9 @@ class Settings:
         "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422.",
     )
     log_level: str = _setting(
-        "INFO", "MEMTRIAL_LOG_LEVEL", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."
+        "INFO",
+        "MEMTRIAL_LOG_LEVEL",
+        "Level of the service's logs on stderr (DEBUG, INFO, WARNING, ERROR); other libraries' records are logged from WARNING. Every line is one JSON object.",
     )
 
     def __post_init__(self) -> None:
