@@ -1,13 +1,19 @@
-"""Install size and time of the base package and of ``[all]``, each into a new virtual environment.
+"""Install size and time of the base package, of ``[service]`` and of ``[all]``, each into a new virtual environment.
 
 For every target the script creates an empty venv, times ``pip install <repo>[extra]`` (a regular,
 non-editable install from this checkout), measures the venv's size on disk, the time to
 ``import memtrial`` in a fresh interpreter, and runs a smoke check: the base install plans, decides
 and settles with the engine and its ``memtrial`` command names the extra it lacks; ``[all]`` runs
-``memtrial --help`` and imports the service app.
+``memtrial --help`` and imports the service app; ``[service]`` imports the service app and runs
+``memtrial serve --help``.
 
     python benchmarks/bench_install.py --out benchmarks/results/install.json
+    python benchmarks/bench_install.py --targets service --out benchmarks/results/install.json
     python benchmarks/bench_install.py --targets base --out /tmp/install.json
+
+Targets not measured in this run keep their earlier results in ``--out``; each target's row records
+the command that measured it, when, and the machine's load average as its install began (the machine
+is busy when that is near or above its core count).
 
 Wheels come from whatever index pip is configured with (on the reference machine a local mirror,
 so the times are install times, not download times).
@@ -26,7 +32,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRAS = {"base": "", "all": "[all]"}
+EXTRAS = {"base": "", "service": "[service]", "all": "[all]"}
 
 BASE_SMOKE = """
 import sys
@@ -39,6 +45,11 @@ try:
     import memtrial.bayes
 except ImportError as error:
     print(error)
+"""
+
+SERVICE_SMOKE = """
+import service.app
+print("the service imports")
 """
 
 ALL_SMOKE = """
@@ -63,6 +74,7 @@ def measure(target: str, workdir: Path) -> dict[str, object]:
     venv = workdir / f"venv-{target}"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     empty_mb = _size_mb(venv)
+    load = os.getloadavg()[0]
     python = venv / "bin" / "python"
     started = time.perf_counter()
     install = _run([str(python), "-m", "pip", "install", "--quiet", f"{ROOT}{EXTRAS[target]}"])
@@ -76,11 +88,16 @@ def measure(target: str, workdir: Path) -> dict[str, object]:
         started = time.perf_counter()
         _run([str(python), "-c", "import memtrial, memtrial.engine"], check=True, cwd=workdir, env=env)
         imports.append(time.perf_counter() - started)
-    smoke = _run([str(python), "-c", BASE_SMOKE if target == "base" else ALL_SMOKE], cwd=workdir, env=env)
+    smoke_code = {"base": BASE_SMOKE, "service": SERVICE_SMOKE, "all": ALL_SMOKE}[target]
+    smoke = _run([str(python), "-c", smoke_code], cwd=workdir, env=env)
     if smoke.returncode != 0:
         raise SystemExit(f"smoke check of {target} failed:\n{smoke.stderr[-3000:]}")
     command = _run([str(venv / "bin" / "memtrial"), "--help"], cwd=workdir, env=env)
     packages = _run([str(python), "-m", "pip", "list", "--format=json"], check=True).stdout
+    if target == "service":
+        serve = _run([str(venv / "bin" / "memtrial"), "serve", "--help"], cwd=workdir, env=env)
+        if serve.returncode != 0:
+            raise SystemExit(f"memtrial serve --help failed after installing [service]:\n{serve.stderr[-3000:]}")
     return {
         "install_s": round(install_s, 1),
         "size_mb": round(size_mb, 1),
@@ -88,26 +105,33 @@ def measure(target: str, workdir: Path) -> dict[str, object]:
         "import_memtrial_s_median": round(sorted(imports)[len(imports) // 2], 3),
         "memtrial_command_exit_code": command.returncode,
         "memtrial_command_says": (command.stderr or command.stdout).strip().splitlines()[0],
+        "load_average_1m": round(load, 2),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--targets", default="base,all", help="comma-separated: base, all")
+    parser.add_argument("--targets", default="base,service,all", help="comma-separated: base, service, all")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "install.json")
     args = parser.parse_args()
     targets = [t for t in args.targets.split(",") if t]
     unknown = sorted(set(targets) - set(EXTRAS))
     if unknown:
         parser.error(f"--targets: unknown {unknown}; choose from {sorted(EXTRAS)}")
-    results: dict[str, object] = {}
+    earlier = json.loads(args.out.read_text()) if args.out.is_file() else {}
+    command = f"python benchmarks/bench_install.py --targets {','.join(targets)} --out {args.out}"
+    results: dict[str, object] = {
+        target: {"command": earlier.get("command"), **row} for target, row in earlier.get("results", {}).items()
+    }
     with tempfile.TemporaryDirectory(prefix="memtrial-install-") as folder:
         for target in targets:
-            results[target] = measure(target, Path(folder))
+            row = measure(target, Path(folder))
+            results[target] = {"command": command, "measured": time.strftime("%Y-%m-%d", time.gmtime()), **row}
             print(target, json.dumps(results[target]), flush=True)
+    results = {target: results[target] for target in EXTRAS if target in results}
     document = {
         "benchmark": "install",
-        "command": "python benchmarks/bench_install.py --out " + str(args.out),
+        "command": command,
         "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "results": results,
@@ -117,15 +141,17 @@ def main() -> None:
     lines = [
         "# Install size and time",
         "",
-        f"`{document['command']}` (Python {document['python']}, {document['machine']})",
+        f"Python {document['python']}, {document['machine']}; each row's command measured it (load average: the"
+        " machine's 1-minute load as its install began, where recorded)",
         "",
-        "| target | install (s) | size (MB) | packages | `import memtrial` (s) | `memtrial` says |",
-        "|---|---:|---:|---:|---:|---|",
+        "| target | install (s) | size (MB) | packages | `import memtrial` (s) | `memtrial` says | load average | command |",
+        "|---|---:|---:|---:|---:|---|---:|---|",
     ]
     for target, row in results.items():
         assert isinstance(row, dict)
         lines.append(
-            f"| {target} | {row['install_s']} | {row['size_mb']} | {row['packages']} | {row['import_memtrial_s_median']} | {row['memtrial_command_says']} |"
+            f"| {target} | {row['install_s']} | {row['size_mb']} | {row['packages']} | {row['import_memtrial_s_median']}"
+            f" | {row['memtrial_command_says']} | {row.get('load_average_1m', 'not recorded')} | `{row['command']}` |"
         )
     args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
 

@@ -4,8 +4,14 @@ Each run starts ``memtrial serve`` on a new SQLite file and a free port and poll
 first TCP connection, the first 200 from ``/healthz`` and the first 200 from ``/readyz`` (the embedding
 model loads in the background, so readiness comes later than health). Then the server idles for
 ``--idle`` seconds and the resident memory of its process tree is read. One more run with
-``MEMTRIAL_PRELOAD_MODEL=0`` gives the idle memory before the model is loaded, and a second ``serve``
-on the busy port measures how soon it fails and whether it printed its banner first.
+``MEMTRIAL_PRELOAD_MODEL=0`` gives the idle memory before the model is loaded, one more with an empty
+ONNX cache (``MEMTRIAL_ONNX_CACHE``) times a first start, which exports the model before it loads it,
+and a second ``serve`` on the busy port measures how soon it fails and whether it printed its banner
+first.
+
+Readiness depends on how busy the machine is: the results record the embedder, whether the ONNX
+cache held the model, the core count and the 1-minute load average before and after the runs (a load
+near or above the core count: a busy machine, where the model loads several times slower).
 
     python benchmarks/bench_start.py --out benchmarks/results/start.json
 """
@@ -75,9 +81,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-def start_once(folder: Path, index: int, idle: float, preload: bool) -> dict[str, float | None]:
+def start_once(
+    folder: Path, index: int, idle: float, preload: bool, extra: dict[str, str] | None = None
+) -> dict[str, float | None]:
     port = free_port()
-    env = {**os.environ, "MEMTRIAL_PRELOAD_MODEL": "1" if preload else "0"}
+    env = {**os.environ, "MEMTRIAL_PRELOAD_MODEL": "1" if preload else "0", **(extra or {})}
     started = time.perf_counter()
     process = _serve(folder / f"start-{index}.db", port, env)
     marks: dict[str, float | None] = {"port_s": None, "healthz_s": None, "readyz_s": None}
@@ -120,9 +128,16 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=5.0, help="seconds the server idles before its memory is read")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "start.json")
     args = parser.parse_args()
+    from memtrial.embeddings import OnnxEmbedder
+
+    onnx_cached = OnnxEmbedder().exported_path().is_file()
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="memtrial-start-") as folder:
         runs = [start_once(Path(folder), i, args.idle, preload=True) for i in range(args.runs)]
         lazy = start_once(Path(folder), args.runs, args.idle, preload=False)
+        empty_cache = {"MEMTRIAL_ONNX_CACHE": str(Path(folder) / "onnx")}
+        first = start_once(Path(folder), args.runs + 1, args.idle, preload=True, extra=empty_cache)
+    load_after = os.getloadavg()[0]
 
     def median(key: str) -> float:
         return statistics.median(float(run[key]) for run in runs if run[key] is not None)  # type: ignore[arg-type]
@@ -131,6 +146,7 @@ def main() -> None:
         "port_open_s_median": round(median("port_s"), 3),
         "healthz_s_median": round(median("healthz_s"), 3),
         "readyz_s_median": round(median("readyz_s"), 3),
+        "readyz_s_first_start_exporting_onnx": round(float(first["readyz_s"] or 0.0), 3),
         "idle_rss_mb_model_loaded_median": round(median("idle_rss_mb"), 1),
         "idle_rss_mb_before_model_load": round(float(lazy["idle_rss_mb"] or 0.0), 1),
         "busy_port_exit_s": round(float(runs[0]["busy_port_exit_s"] or 0.0), 3),
@@ -141,9 +157,17 @@ def main() -> None:
         "benchmark": "start",
         "command": f"python benchmarks/bench_start.py --runs {args.runs} --idle {args.idle:g}",
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        "conditions": {
+            "embedder": os.environ.get("MEMTRIAL_EMBEDDER", "auto"),
+            "onnx_model_cached": onnx_cached,
+            "cores": os.cpu_count(),
+            "load_average_1m_before": round(load_before, 2),
+            "load_average_1m_after": round(load_after, 2),
+        },
         "summary": summary,
         "runs": runs,
         "run_without_preload": lazy,
+        "run_with_empty_onnx_cache": first,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(document, indent=2) + "\n")
@@ -151,6 +175,8 @@ def main() -> None:
         "# Server start",
         "",
         f"`{document['command']}` ({document['machine']}; medians of {args.runs} starts, one worker, SQLite)",
+        "",
+        "Conditions: " + ", ".join(f"{key} {value}" for key, value in document["conditions"].items()),
         "",
         "| figure | value |",
         "|---|---:|",

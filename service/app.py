@@ -29,7 +29,7 @@ from service.jobs import RefitRunner
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.providers import load_providers
-from service.ratelimit import SharedRateLimiter, TrustedProxies
+from service.ratelimit import RateLimiter, SharedRateLimiter, TrustedProxies
 from service.retrieval import IndexCache
 from service.routes import agents, decisions, experiences, health, llm, refit, trust
 from service.schemas import ERROR_RESPONSES
@@ -93,7 +93,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         indexes=IndexCache(budget=budget),
         embedder=get_embedder(settings.embedder),
         providers=load_providers(settings.llm_config),
-        limiter=SharedRateLimiter(settings.rate_limit_file),
+        limiter=_limiter(settings),
         keys=KeyCache(settings.auth_cache_seconds),
         jobs=runner,
         trusted_proxies=TrustedProxies(settings.trusted_proxies),
@@ -126,6 +126,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, body_timeout=settings.body_timeout_seconds)
     return app
+
+
+def _limiter(settings: Settings) -> RateLimiter:
+    """Rate limits in Redis when ``MEMTRIAL_REDIS_URL`` names one (this machine's table while it does not
+    answer), else in this machine's table."""
+    local = SharedRateLimiter(settings.rate_limit_file)
+    if settings.redis_url is None:
+        return local
+    from service.ratelimit_redis import RedisRateLimiter
+
+    return RedisRateLimiter(settings.redis_url, settings.redis_prefix, local)
 
 
 #: label values come from fixed sets, so no request can add series to /metrics: methods outside these

@@ -78,9 +78,15 @@ def serve(
         os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
     if workers > 1:
         os.environ["MEMTRIAL_SUPERVISOR_PID"] = str(os.getpid())
+    import logging
+
+    from service.logs import UVICORN_LOG_CONFIG, configure_logging
     from service.server import GuardedH11Protocol
 
-    typer.echo(f"memtrial service on http://{host}:{port} (database {url.split('@')[-1]})")
+    configure_logging(settings.log_level)  # from here on, every line on stderr is a JSON record
+    logging.getLogger("memtrial.service").info(
+        "memtrial service on http://%s:%d (database %s)", host, port, url.split("@")[-1]
+    )
     # uvicorn re-raises the SIGTERM it shut down for once it has restored this handler: exit through
     # Python, with the status a SIGTERM death would give
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -91,6 +97,7 @@ def serve(
         port=port,
         workers=workers,
         log_level="warning",
+        log_config=UVICORN_LOG_CONFIG,
         timeout_graceful_shutdown=max(1, round(settings.shutdown_seconds)),
         http=GuardedH11Protocol,
         # the client address is the peer's; X-Forwarded-For is read by the app, from MEMTRIAL_TRUSTED_PROXIES only

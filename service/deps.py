@@ -19,7 +19,7 @@ from service.errors import ApiError
 from service.jobs import RefitRunner
 from service.models import ApiKey
 from service.providers import Providers
-from service.ratelimit import Decision, SharedRateLimiter, TrustedProxies
+from service.ratelimit import Decision, RateLimiter, SharedRateLimiter, TrustedProxies
 from service.retrieval import IndexCache
 from service.security import hash_key
 from service.settings import Settings
@@ -66,7 +66,7 @@ class Services:
     providers: Providers = field(default_factory=lambda: Providers({}))
     engines: EngineCache = field(default_factory=EngineCache)
     indexes: IndexCache = field(default_factory=IndexCache)
-    limiter: SharedRateLimiter = field(default_factory=SharedRateLimiter)
+    limiter: RateLimiter = field(default_factory=SharedRateLimiter)
     keys: KeyCache = field(default_factory=lambda: KeyCache(5.0))
     jobs: RefitRunner | None = None
     trusted_proxies: TrustedProxies = field(default_factory=lambda: TrustedProxies(""))

@@ -1,4 +1,9 @@
-"""Structured logs: one JSON object per line on stderr.
+"""Structured logs: one JSON object per line on stderr, from the service and from every library it runs.
+
+:func:`configure_logging` sends the ``memtrial`` loggers and the root logger (warnings and errors of
+every library: the OpenTelemetry exporter, urllib3, Python's own warnings) through one JSON handler, and
+``memtrial serve`` gives uvicorn :data:`UVICORN_LOG_CONFIG`, so nothing writes a plain-text line into the
+stream (left alone, a library's record reaches Python's last-resort handler, which prints bare text).
 
 A record carries its message and the request's fields (request id, method,
 route, status, latency, error type). Tracebacks are logged as their frames and
@@ -12,8 +17,9 @@ import datetime as dt
 import json
 import logging
 import traceback
+from typing import Any
 
-__all__ = ["JsonFormatter", "configure_logging"]
+__all__ = ["UVICORN_LOG_CONFIG", "JsonFormatter", "configure_logging"]
 
 FIELDS = ("request_id", "method", "path", "route", "status", "ms", "error_type", "error")
 
@@ -43,11 +49,28 @@ class _AlreadyLogged(logging.Filter):
         return not (record.exc_info and record.getMessage().startswith("Exception in ASGI application"))
 
 
+#: uvicorn's own logging (``uvicorn.run(log_config=...)``, applied in every worker): its records go to
+#: the root logger's JSON handler instead of its plain-text ones
+UVICORN_LOG_CONFIG: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": JsonFormatter}},
+    "handlers": {"stderr": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}},
+    "root": {"handlers": ["stderr"], "level": "WARNING"},
+    "loggers": {name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
+}
+
+
 def configure_logging(level: str = "INFO") -> None:
+    """JSON lines on stderr: the service's records from ``level``, every library's from WARNING."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     logger = logging.getLogger("memtrial")
     logger.handlers[:] = [handler]
     logger.setLevel(level.upper())
     logger.propagate = False
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # warnings.warn(...) becomes a record of the py.warnings logger
     logging.getLogger("uvicorn.error").addFilter(_AlreadyLogged())

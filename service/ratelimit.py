@@ -15,6 +15,11 @@ lock), so workers and threads count together.
 ``Retry-After`` is the exact time until the sliding estimate lets one more
 request through (rounded up to whole seconds), across minute boundaries, so a
 client that waits it is served.
+
+With ``MEMTRIAL_REDIS_URL`` the counts live in Redis instead, shared by every
+replica on every machine, with the same estimate and ``Retry-After``
+(:mod:`service.ratelimit_redis`); this table then counts only while Redis does
+not answer.
 """
 
 from __future__ import annotations
@@ -29,8 +34,9 @@ import struct
 import threading
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["Decision", "SharedRateLimiter", "TrustedProxies"]
+__all__ = ["Decision", "RateLimiter", "SharedRateLimiter", "TrustedProxies", "sliding_decision"]
 
 _SLOT = struct.Struct("<16sqii")  # digest, minute, count this minute, count last minute
 SLOTS = 8192
@@ -41,6 +47,16 @@ PROBES = 64
 class Decision:
     allowed: bool
     retry_after: int  # seconds until one more request would be allowed (0 when allowed)
+
+
+class RateLimiter(Protocol):
+    """What the service asks of a rate limiter (this machine's table, or Redis: ``service.ratelimit_redis``)."""
+
+    def hit(self, key: str, per_minute: int, now: float | None = None) -> Decision: ...
+
+    def check(self, key: str, per_minute: int, now: float | None = None) -> Decision: ...
+
+    def close(self) -> None: ...
 
 
 class SharedRateLimiter:
@@ -121,14 +137,22 @@ class SharedRateLimiter:
         per_minute: int,
         count_it: bool,
     ) -> Decision:
-        estimate = count + previous * (1.0 - into)
-        if estimate + 1 > per_minute:
-            if count_it:
-                _SLOT.pack_into(self._map, offset, digest, minute, count, previous)
-            return Decision(False, max(1, math.ceil(_wait(count, previous, into, per_minute) - 1e-9)))
+        verdict = sliding_decision(count, previous, into, per_minute)
         if count_it:
-            _SLOT.pack_into(self._map, offset, digest, minute, count + 1, previous)
-        return Decision(True, 0)
+            _SLOT.pack_into(self._map, offset, digest, minute, count + verdict.allowed, previous)
+        return verdict
+
+
+def sliding_decision(count: int, previous: int, into: float, per_minute: int) -> Decision:
+    """Whether one more request fits ``per_minute``, by the sliding estimate of the last 60 seconds.
+
+    count, previous: requests counted in this minute and the last; into: the fraction of this minute
+    gone, in [0, 1). The estimate is ``count + previous * (1 - into)``; a refusal carries the exact
+    seconds until the estimate admits one more request (rounded up, at least 1).
+    """
+    if count + previous * (1.0 - into) + 1 > per_minute:
+        return Decision(False, max(1, math.ceil(_wait(count, previous, into, per_minute) - 1e-9)))
+    return Decision(True, 0)
 
 
 def _estimate(stored_minute: int, count: int, previous: int, minute: int, into: float) -> float:

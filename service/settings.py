@@ -38,12 +38,12 @@ class Settings:
     rate_limit_per_minute: int = _setting(
         0,
         "MEMTRIAL_RATE_LIMIT_PER_MINUTE",
-        "Requests per API key per minute, counted across all workers of a server; 0: unlimited. Over it: 429 with `Retry-After`.",
+        "Requests per API key per minute, counted across all workers and replicas of a machine (of every machine with `MEMTRIAL_REDIS_URL`); 0: unlimited. Over it: 429 with `Retry-After`.",
     )
     auth_failures_per_minute: int = _setting(
         30,
         "MEMTRIAL_AUTH_FAILURES_PER_MINUTE",
-        "Requests with a missing, unknown or revoked key per client address per minute, across workers; 0: unlimited.",
+        "Requests with a missing, unknown or revoked key per client address per minute, counted like `MEMTRIAL_RATE_LIMIT_PER_MINUTE`; 0: unlimited.",
     )
     trusted_proxies: str = _setting(
         "",
@@ -54,6 +54,16 @@ class Settings:
         None,
         "MEMTRIAL_RATE_LIMIT_FILE",
         "File the servers of one machine share their rate-limit counters in: `memtrial serve` sets it to one file per database, so the workers of a server and its replicas on this machine count together (unset: counters in this process only).",
+    )
+    redis_url: str | None = _setting(
+        None,
+        "MEMTRIAL_REDIS_URL",
+        "Redis that rate limits are counted in (`redis://host:6379/0`, `rediss://` for TLS), so the replicas on every machine share them; unset: each machine counts alone. While Redis does not answer, each machine counts alone again and says so (`memtrial_rate_limit_fallbacks_total`, one warning per outage); no request fails for it.",
+    )
+    redis_prefix: str = _setting(
+        "memtrial:ratelimit:",
+        "MEMTRIAL_REDIS_PREFIX",
+        "Prefix of the rate-limit keys in Redis: deployments that share one Redis need one each.",
     )
     auth_cache_seconds: float = _setting(
         5.0,
@@ -143,7 +153,9 @@ class Settings:
         "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422.",
     )
     log_level: str = _setting(
-        "INFO", "MEMTRIAL_LOG_LEVEL", "Level of the JSON logs on stderr (DEBUG, INFO, WARNING, ERROR)."
+        "INFO",
+        "MEMTRIAL_LOG_LEVEL",
+        "Level of the service's logs on stderr (DEBUG, INFO, WARNING, ERROR); other libraries' records are logged from WARNING. Every line is one JSON object.",
     )
 
     def __post_init__(self) -> None:
@@ -156,6 +168,10 @@ class Settings:
         from service.ratelimit import TrustedProxies
 
         TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it
+        if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(
+                f"MEMTRIAL_REDIS_URL must start with redis://, rediss:// or unix://, got {self.redis_url!r}"
+            )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
         if self.refit_engine not in ("dask", "threads"):

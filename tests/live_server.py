@@ -47,11 +47,10 @@ class Server:
         ]
         if not migrate:
             command.append("--no-migrate")
-        # the server's logs go to a file: a pipe nobody drains would block its event loop once full
+        # the server's output (stdout and stderr) goes to a file: a pipe nobody drains would block its event
+        # loop once full
         self.log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(
-            command, stdout=subprocess.DEVNULL, stderr=self.log, env={**os.environ, **(env or {})}
-        )
+        self.process = subprocess.Popen(command, stdout=self.log, stderr=self.log, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -75,8 +74,11 @@ class Server:
         self.log.seek(0)
         return self.log.read().decode(errors="replace")
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Stop the server; its whole output, up to its last line."""
         if self.process.poll() is None:
             self.process.terminate()
             self.process.wait(timeout=30)
+        output = self.output()
         self.log.close()
+        return output

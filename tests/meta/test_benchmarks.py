@@ -102,11 +102,18 @@ def test_bench_start_reports_health_readiness_memory_and_the_busy_port(tmp_path)
     assert 0 < summary["port_open_s_median"] <= summary["healthz_s_median"] <= summary["readyz_s_median"]
     assert summary["idle_rss_mb_before_model_load"] < summary["idle_rss_mb_model_loaded_median"]
     assert summary["busy_port_exit_code"] == 2 and summary["busy_port_banner_printed"] is False
-    assert "| readyz_s_median |" in out.with_suffix(".md").read_text()
+    assert summary["readyz_s_first_start_exporting_onnx"] > summary["healthz_s_median"]
+    conditions = result["conditions"]  # what a reader needs to compare a figure with their own
+    assert conditions["cores"] >= 1 and conditions["load_average_1m_before"] >= 0
+    assert isinstance(conditions["onnx_model_cached"], bool) and conditions["embedder"] in ("auto", "onnx", "torch")
+    table = out.with_suffix(".md").read_text()
+    assert "| readyz_s_median |" in table and "load_average_1m_before" in table
 
 
 def test_bench_install_base_gives_the_pure_core_and_names_the_missing_extra(tmp_path):
-    result, _ = run_bench(tmp_path, "install", "--targets", "base", timeout=900)
+    result, out = run_bench(tmp_path, "install", "--targets", "base", timeout=900)
+    assert list(result["results"]) == ["base"]
+    assert f"--targets base --out {out}" in out.with_suffix(".md").read_text()  # each row names its command
     base = result["results"]["base"]
     assert base["packages"] <= 5 and base["size_mb"] < 200
     assert base["memtrial_command_exit_code"] == 2 and install_hint("service") in base["memtrial_command_says"]

@@ -25,19 +25,26 @@ def live(tmp_path_factory):
         server.stop()
 
 
-def run_example(name, live, tmp_path):
+def run_example(name, live, tmp_path, merged=False):
+    """The example's standard output (``merged``: its standard output and error, as a terminal shows them)."""
     url, key = live
     env = {**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key, "HOME": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, str(ROOT / "examples" / name)],
         cwd=tmp_path,  # not the checkout: the installed package is what an example imports
         env=env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merged else subprocess.PIPE,
         text=True,
         timeout=300,
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.returncode == 0, (result.stderr or result.stdout)[-3000:]
     return result.stdout
+
+
+@pytest.fixture(scope="module")
+def mem0_output(live, tmp_path_factory):
+    return run_example("mem0_credit.py", live, tmp_path_factory.mktemp("mem0"), merged=True)
 
 
 def test_every_example_has_a_test_here():
@@ -46,8 +53,8 @@ def test_every_example_has_a_test_here():
 
 
 @pytest.mark.slow  # a live server and Mem0 with the real embedding model
-def test_mem0_credit_ranks_the_planted_lessons_and_writes_them_back(live, tmp_path):
-    out = run_example("mem0_credit.py", live, tmp_path)
+def test_mem0_credit_ranks_the_planted_lessons_and_writes_them_back(mem0_output):
+    out = mem0_output
     assert "30 months settled; values written back to 6 Mem0 memories" in out
     ranked = [line for line in out.splitlines() if "overweight" in line and "uses" in line]
     assert len(ranked) == 6
@@ -55,6 +62,13 @@ def test_mem0_credit_ranks_the_planted_lessons_and_writes_them_back(live, tmp_pa
     top = ranked[:2]  # the two best-measured lessons are planted good ones
     assert all(any(g in line for g in good) for line in top), out
     assert "prune candidates" in out
+
+
+@pytest.mark.slow  # a live server and Mem0 with the real embedding model
+def test_mem0_credit_output_starts_with_its_own_first_line(mem0_output):
+    assert mem0_output.splitlines()[0] == "30 months settled; values written back to 6 Mem0 memories", mem0_output[
+        :2000
+    ]
 
 
 @pytest.mark.slow  # a live server

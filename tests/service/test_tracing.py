@@ -6,6 +6,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from conftest import UNIVERSE, make_tenant
 
@@ -128,3 +129,30 @@ def test_requests_are_traced_with_their_database_embedding_retrieval_engine_and_
         assert name in below, (name, below)
     assert below.count("llm.completion") == 8  # one per designed subset
     assert {s["name"] for s in spans} >= {"POST /v1/agents", "POST /v1/agents/{agent_id}/experiences"}
+
+
+def test_server_log_with_the_collector_unreachable_is_json_on_every_line(tmp_path):
+    from live_server import Server, free_port
+
+    closed = free_port()  # nothing listens there: every export fails
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed}", "OTEL_BSP_SCHEDULE_DELAY": "100"}
+    server = Server(f"sqlite:///{tmp_path / 'unreachable.db'}", env=env)
+    try:
+        for _ in range(3):
+            assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        deadline = time.monotonic() + 60
+        while '"logger": "opentelemetry' not in server.output():  # the exporter has said it cannot send
+            assert time.monotonic() < deadline, server.output()[-3000:]
+            time.sleep(0.2)
+    finally:
+        output = server.stop()
+    lines = [line for line in output.splitlines() if line.strip()]
+    records = []
+    for line in lines:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise AssertionError(f"a log line that is not JSON: {line[:300]!r}") from None
+    assert all(isinstance(record, dict) and {"time", "level", "logger", "message"} <= set(record) for record in records)
+    assert any(record["logger"].startswith("opentelemetry") for record in records)
+    assert any(record["message"].startswith("memtrial service on http://127.0.0.1:") for record in records)

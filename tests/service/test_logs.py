@@ -1,0 +1,56 @@
+"""The server's log: one JSON object per line, whatever writes it (the service, a library, uvicorn,
+Python's warnings), and no progress bars."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+EMIT = """
+import logging, warnings
+from service.logs import configure_logging
+configure_logging("INFO")
+logging.getLogger("memtrial.service").info("from the service")
+logging.getLogger("opentelemetry.exporter.otlp.proto.http.trace_exporter").warning("Transient error, retrying")
+logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+warnings.warn("a library's warning")
+"""
+
+
+def _records(output: str) -> list[dict[str, object]]:
+    records = []
+    for line in output.splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise AssertionError(f"a log line that is not JSON: {line[:300]!r}") from None
+    return records
+
+
+def test_configure_logging_writes_every_librarys_records_and_warnings_as_json():
+    result = subprocess.run([sys.executable, "-c", EMIT], capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout == ""
+    records = _records(result.stderr)
+    assert [(r["logger"], r["level"]) for r in records] == [
+        ("memtrial.service", "info"),
+        ("opentelemetry.exporter.otlp.proto.http.trace_exporter", "warning"),
+        ("uvicorn.error", "warning"),
+        ("py.warnings", "warning"),
+    ]
+    assert "a library's warning" in str(records[-1]["message"])
+
+
+@pytest.mark.slow  # a live server exporting and loading the embedding model
+def test_server_log_has_no_progress_bar_when_the_model_is_exported_and_loaded(tmp_path):
+    from live_server import Server
+
+    # an empty ONNX cache: the server exports the model from its weights (through transformers), then loads it
+    env = {"MEMTRIAL_EMBEDDER": "auto", "MEMTRIAL_ONNX_CACHE": str(tmp_path / "onnx")}
+    server = Server(f"sqlite:///{tmp_path / 'quiet.db'}", env=env)  # ready: the model has loaded
+    output = server.stop()
+    assert list((tmp_path / "onnx").glob("*.onnx")), "the model was not exported: nothing was tested"
+    assert "Loading weights" not in output and "it/s]" not in output, output[-2000:]
+    assert _records(output)  # and every line is JSON
