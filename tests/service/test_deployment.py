@@ -7,7 +7,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_compose_runs_postgres_two_replicas_and_a_dask_cluster_for_the_refits():
+def test_compose_runs_postgres_redis_two_replicas_and_a_dask_cluster_for_the_refits():
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
     services = compose["services"]
     assert services["postgres"]["image"].startswith("postgres:")
@@ -18,6 +18,9 @@ def test_compose_runs_postgres_two_replicas_and_a_dask_cluster_for_the_refits():
             "postgresql://memtrial:memtrial@postgres:5432/"
         )
         assert replica["environment"]["MEMTRIAL_DASK_SCHEDULER"] == "tcp://dask-scheduler:8786"
+        assert replica["environment"]["MEMTRIAL_REDIS_URL"] == "redis://redis:6379/0"  # limits shared by replicas
+    assert services["redis"]["image"].startswith("redis:")
+    assert services["memtrial"]["depends_on"]["redis"]["condition"] == "service_healthy"
     assert "8000:8000" in services["memtrial"]["ports"] and "8001:8000" in services["memtrial-2"]["ports"]
     assert "--no-migrate" in services["memtrial-2"]["command"]  # the first replica migrates
     assert services["dask-scheduler"]["command"][:2] == ["dask", "scheduler"]
