@@ -119,6 +119,11 @@ class Settings:
     idempotency_hours: float = _setting(
         24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept."
     )
+    idempotency_lease_seconds: float = _setting(
+        30.0,
+        "MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS",
+        "Lease of a server-drafting request on its `Idempotency-Key` and its planned decision, renewed every third of it while the request runs (at most 3600). A request that fails releases both at once; one whose process died holds them until the lease ends: then a retry with the key runs again and the decision is marked `failed`.",
+    )
     shutdown_seconds: float = _setting(
         10.0, "MEMTRIAL_SHUTDOWN_SECONDS", "On SIGTERM, how long open requests may finish before the server stops."
     )
@@ -156,6 +161,10 @@ class Settings:
         from service.ratelimit import TrustedProxies
 
         TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it
+        if not 0.0 < self.idempotency_lease_seconds <= 3600.0:
+            raise ValueError(
+                f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {self.idempotency_lease_seconds!r}"
+            )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
         if self.refit_engine not in ("dask", "threads"):
