@@ -18,8 +18,6 @@ lease of ``MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS``:
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import logging
 import threading
@@ -27,7 +25,6 @@ import time
 from collections.abc import Callable
 from types import TracebackType
 
-from fastapi.concurrency import run_in_threadpool
 from sqlalchemy import select, update
 
 from service.db import transaction
@@ -44,30 +41,28 @@ RETRY_SECONDS = 0.5
 
 
 class Renewal:
-    """``async with Renewal(...)``: the request's key and decision are renewed in the background meanwhile."""
+    """``with Renewal(...)``: the request's key and decision are renewed meanwhile, every third of the lease,
+    by a thread of their own (so a busy event loop, or a slow import, never lets a lease lapse)."""
 
     def __init__(self, services: Services, guard: Idempotency, decision_id: str) -> None:
         self.services, self.guard, self.decision_id = services, guard, decision_id
         self.lease = services.settings.idempotency_lease_seconds
-        self._task: asyncio.Task[None] | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drafting-lease", daemon=True)
 
-    async def __aenter__(self) -> Renewal:
-        self._task = asyncio.create_task(self._run())
+    def __enter__(self) -> Renewal:
+        self._thread.start()
         return self
 
-    async def __aexit__(
+    def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        self._stop.set()  # a renewal in flight ends on its own; the thread is not waited for
 
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.lease / 3)
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease / 3):
             try:
-                await run_in_threadpool(self.renew_once)
+                self.renew_once()
             except Exception as failure:  # a missed renewal only shortens the lease; the next one may succeed
                 logger.warning("drafting lease renewal failed", extra={"error_type": type(failure).__name__})
 

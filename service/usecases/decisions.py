@@ -371,7 +371,7 @@ async def create(
     assert provider is not None
     system, prompts, parse = draft_prompts(settings, body.context_text, [s.texts for s in planned.subsets])
     decision_id = planned.decision_id
-    async with Renewal(services, guard, decision_id):
+    with Renewal(services, guard, decision_id):
         try:
             drafts = await draft_all(
                 provider,
