@@ -227,3 +227,52 @@ def test_a_server_killed_mid_drafting_lets_a_retry_on_another_replica_run_after_
         finally:
             doomed.stop()
             survivor.stop()
+
+
+class LoseWhileRunning(httpx.BaseTransport):
+    """The first POST goes on to the server on a thread of its own, but its client sees the connection lost
+    at once (a proxy dropped it); every answer after it is kept in ``answers``."""
+
+    def __init__(self, inner):
+        self.inner, self.first, self.answers = inner, None, []
+
+    def handle_request(self, request):
+        if request.method == "POST" and self.first is None:
+            request.read()
+            self.first = InThread(lambda: self.inner.handle_request(request).read())
+            raise httpx.ReadError("connection reset before the answer arrived", request=request)
+        answer = self.inner.handle_request(request)
+        response = httpx.Response(answer.status_code, headers=answer.headers, content=answer.read(), request=request)
+        self.answers.append(response)
+        return response
+
+
+def test_the_typed_client_waits_out_its_own_key_in_progress_and_gets_the_first_answer(in_process):
+    gate = threading.Event()
+    with FakeLLM(hold=gate) as llm:
+        http, key = in_process(llm)
+        agent_id = stocked(MemtrialClient(api_key=key, http=http))
+        lossy = LoseWhileRunning(http._transport)
+        with httpx.Client(transport=lossy, base_url=str(http.base_url)) as raw:
+            client = MemtrialClient(api_key=key, http=raw, retries=1, max_wait=0.5)
+            call = InThread(
+                lambda: client.create_decision(agent_id, START, START + dt.timedelta(days=28), "x", drafting="server")
+            )
+            until(lambda: any(in_progress(a) for a in lossy.answers), "the retry finds its key in progress")
+            gate.set()
+            call.join()
+            lossy.first.join()
+            assert [d.status for d in client.list_decisions(agent_id).items] == ["decided"]  # created once
+        assert call.error is None and call.answer.status == "decided"
+        posted = [a for a in lossy.answers if a.request.method == "POST"]
+        assert posted[-1].headers["Idempotent-Replayed"] == "true"  # the first request's answer
+
+
+@pytest.mark.parametrize("raw", ["0", "3601"])
+def test_a_lease_setting_outside_its_range_is_refused_naming_the_variable(monkeypatch, raw):
+    from service.settings import Settings
+
+    monkeypatch.setenv("MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS", raw)
+    with pytest.raises(ValueError) as error:
+        Settings.from_env()
+    assert str(error.value) == f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {float(raw)!r}"
