@@ -155,9 +155,10 @@ class _Attempts:
 
     def wait_after(self, outcome: httpx.Response | httpx.TransportError) -> float | None:
         if self._in_progress(outcome):  # our own key, held by an earlier attempt: wait for it to end
-            wait = min(max(0.25, min(_retry_after(outcome, 1.0), self.max_wait)), self.in_progress_left)
-            self.in_progress_left -= wait
-            return wait
+            assert isinstance(outcome, httpx.Response)
+            pause = min(max(0.25, min(_retry_after(outcome, 1.0), self.max_wait)), self.in_progress_left)
+            self.in_progress_left -= pause
+            return pause
         if self.attempt >= self.retries:
             return None
         if isinstance(outcome, httpx.TransportError):
