@@ -104,10 +104,13 @@ class AgentLock:
             self.connection.execute(text("SELECT id FROM agents WHERE id = :id FOR UPDATE"), {"id": agent_id})
 
     def release(self):
-        self.connection.rollback() if self.engine is not None else self.connection.execute("ROLLBACK")
+        if self.engine is None:
+            self.connection.execute("ROLLBACK")
+            self.connection.close()
+            return
+        self.connection.rollback()
         self.connection.close()
-        if self.engine is not None:
-            self.engine.dispose()
+        self.engine.dispose()
 
 
 def decisions_of(client, agent_id):
