@@ -352,13 +352,16 @@ class SettlementPublic(Public):
 
 class DecisionSummary(Public):
     decision_id: str
-    status: Literal["planned", "decided", "settled", "failed"]
+    status: Literal["planned", "decided", "settled", "failed"] = Field(
+        description="planned: waiting for its drafts; decided; settled; failed: withdrawn before it was decided "
+        "(its drafting failed, or the server drafting it stopped and its lease ended), `failure` says why"
+    )
     decision_time: dt.datetime
     maturity: dt.datetime
     action: str | None
     chosen_utility: float | None = Field(description=f"the utility of what was played, {U} (null: not settled)")
     created_at: dt.datetime
-    failure: str | None = Field(None, description="why a failed decision was withdrawn")
+    failure: str | None = Field(None, description="why a failed decision was withdrawn (None unless failed)")
 
 
 class DecisionList(Public):
@@ -429,8 +432,11 @@ class DecisionRecord(Public):
     """Everything stored about one decision: its plan, its decision (without the plan) and its settlement."""
 
     decision_id: str
-    status: str
-    failure: str | None
+    status: str = Field(
+        description="planned: waiting for its drafts; decided; settled; failed: withdrawn before it was decided "
+        "(its drafting failed, or the server drafting it stopped and its lease ended), `failure` says why"
+    )
+    failure: str | None = Field(description="why a failed decision was withdrawn (None unless failed)")
     context_text: str | None = Field(default=None, description="the context the decision was planned for")
     plan: PlanPublic | None
     decision: dict[str, Any] | None

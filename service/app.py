@@ -26,6 +26,7 @@ from service.deps import KeyCache, Services
 from service.embeddings import Embedder, get_embedder
 from service.errors import install_handlers
 from service.jobs import RefitRunner
+from service.leases import withdraw_expired
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.providers import load_providers
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         trusted_proxies=TrustedProxies(settings.trusted_proxies),
     )
     app.state.services = services
+    runner.chores.append(lambda: withdraw_expired(services))
     install_handlers(app)
     app.include_router(health.router, responses={status: ERROR_RESPONSES[status] for status in (413, 422, 503)})
     for module in (agents, experiences, decisions, trust, refit, llm):

@@ -17,6 +17,11 @@ no ``Retry-After`` or one of at most ``max_wait`` seconds, is sent again, up to
 ``retries`` times with a growing pause. Every creating POST carries an
 ``Idempotency-Key`` generated once per call and reused by its retries, so a
 retry can never create twice: the service answers it with the first answer.
+A retry answered 409 ``idempotency_in_progress`` (the first attempt still runs,
+or its server died and its lease has not yet ended) is sent again after the
+``Retry-After`` it names (at most ``max_wait`` at a time), for up to
+``in_progress_wait`` seconds in all: then it gets the first answer, or, once a
+failed or dead first attempt has let go of the key, runs again.
 """
 
 from __future__ import annotations
@@ -152,12 +157,18 @@ class _Attempts:
     """The retry policy of one call, apart from any I/O: what to send, and after each outcome how long
     to wait before the next attempt (None: the outcome is final)."""
 
-    def __init__(self, call: Call, retries: int, max_wait: float) -> None:
+    def __init__(self, call: Call, retries: int, max_wait: float, in_progress_wait: float = 0.0) -> None:
         self.call, self.retries, self.max_wait, self.attempt = call, retries, max_wait, 0
+        self.in_progress_left = in_progress_wait
         key = str(uuid.uuid4()) if call.creates and retries else None
         self.headers = {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
 
     def wait_after(self, outcome: httpx.Response | httpx.TransportError) -> float | None:
+        if self._in_progress(outcome):  # our own key, held by an earlier attempt: wait for it to end
+            assert isinstance(outcome, httpx.Response)
+            pause = min(max(0.25, min(_retry_after(outcome, 1.0), self.max_wait)), self.in_progress_left)
+            self.in_progress_left -= pause
+            return pause
         if self.attempt >= self.retries:
             return None
         if isinstance(outcome, httpx.TransportError):
@@ -176,10 +187,27 @@ class _Attempts:
         self.attempt += 1
         return wait
 
+    def _in_progress(self, outcome: httpx.Response | httpx.TransportError) -> bool:
+        if "Idempotency-Key" not in self.headers or self.attempt == 0 or self.in_progress_left <= 0:
+            return False  # only a retry of ours can find its own key in progress
+        if isinstance(outcome, httpx.TransportError) or outcome.status_code != 409:
+            return False
+        try:
+            return bool(outcome.json()["error"]["code"] == "idempotency_in_progress")
+        except (ValueError, KeyError, TypeError):
+            return False
+
     def finish(self, outcome: httpx.Response | httpx.TransportError) -> Any:
         if isinstance(outcome, httpx.TransportError):
             raise outcome
         return _decode(self.call, outcome)
+
+
+def _retry_after(response: httpx.Response, default: float) -> float:
+    try:
+        return max(0.0, float(response.headers.get("retry-after", default)))
+    except ValueError:
+        return default
 
 
 class Operations:
@@ -600,10 +628,11 @@ class MemtrialClient(Operations):
         timeout: float = 120.0,
         retries: int = 2,
         max_wait: float = 2.0,
+        in_progress_wait: float = 60.0,
     ) -> None:
         self._http = http if http is not None else httpx.Client(base_url=base_url, timeout=timeout)
         self._headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
-        self.retries, self.max_wait = retries, max_wait
+        self.retries, self.max_wait, self.in_progress_wait = retries, max_wait, in_progress_wait
 
     def close(self) -> None:
         self._http.close()
@@ -621,7 +650,7 @@ class MemtrialClient(Operations):
         )
 
     def _run(self, call: Call) -> Any:
-        attempts = _Attempts(call, self.retries, self.max_wait)
+        attempts = _Attempts(call, self.retries, self.max_wait, self.in_progress_wait)
         while True:
             try:
                 outcome: httpx.Response | httpx.TransportError = self._http.request(
@@ -677,10 +706,11 @@ class AsyncMemtrialClient(Operations):
         timeout: float = 120.0,
         retries: int = 2,
         max_wait: float = 2.0,
+        in_progress_wait: float = 60.0,
     ) -> None:
         self._http = http if http is not None else httpx.AsyncClient(base_url=base_url, timeout=timeout)
         self._headers = {} if api_key is None else {"Authorization": f"Bearer {api_key}"}
-        self.retries, self.max_wait = retries, max_wait
+        self.retries, self.max_wait, self.in_progress_wait = retries, max_wait, in_progress_wait
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -692,7 +722,7 @@ class AsyncMemtrialClient(Operations):
         await self.aclose()
 
     async def _run(self, call: Call) -> Any:
-        attempts = _Attempts(call, self.retries, self.max_wait)
+        attempts = _Attempts(call, self.retries, self.max_wait, self.in_progress_wait)
         while True:
             try:
                 outcome: httpx.Response | httpx.TransportError = await self._http.request(

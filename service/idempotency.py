@@ -8,7 +8,16 @@ transaction* as the write, and the answer is stored with it before commit:
   ``Idempotent-Replayed: true``), whether or not the client saw the first one
   (a connection lost after COMMIT included);
 - the same key with another request is 409 ``idempotency_conflict``;
-- a key whose first request is still running is 409 ``idempotency_in_progress``.
+- a key whose first request is still running is 409 ``idempotency_in_progress``
+  (``Retry-After``: the seconds until its lease ends, at least 1).
+
+A request that holds its key across several transactions (server drafting:
+plan, draft, decide) leases it (:meth:`Idempotency.claim` with ``lease``) and
+renews the lease while it runs (:mod:`service.leases`). If it fails, it
+releases the key at once (:func:`release`), so a retry runs again; if its
+process dies, the lease runs out and a retry with the key, on any replica,
+takes the claim over and runs again. The request's ``holder`` token makes sure
+a request whose claim was taken over never completes or releases it.
 
 Whether or not a key is sent, the answer is serialised before the commit, so a
 request never commits and then fails to answer.
@@ -16,20 +25,25 @@ request never commits and then fails to answer.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
+import math
+import secrets
 from typing import Annotated, Any
 
 from fastapi import Header, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel
+from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
 from memtrial.prereg import canonical_json
 from service.errors import ApiError
-from service.models import IdempotencyRecord
+from service.models import IdempotencyRecord, utcnow
+from service.store import as_utc
 
-__all__ = ["Idempotency", "IdempotencyKey", "serialised", "store_answer"]
+__all__ = ["Idempotency", "IdempotencyKey", "release", "renew", "serialised"]
 
 
 def serialised(answer: BaseModel | dict[str, Any]) -> str:
@@ -60,6 +74,8 @@ class Idempotency:
         content = {} if body is None else body.model_dump(mode="json")
         self.request_hash = hashlib.sha256(f"{self.method} {self.path}\n{canonical_json(content)}".encode()).hexdigest()
         self.record: IdempotencyRecord | None = None
+        self.holder = secrets.token_hex(16)
+        self._expired: IdempotencyRecord | None = None
 
     def replay(self, session: Session) -> JSONResponse | None:
         """The stored answer of an earlier request with this key, or None to go ahead."""
@@ -76,20 +92,33 @@ class Idempotency:
                 "Idempotency-Key",
             )
         if found.status_code is None or found.response is None:
+            if found.holder == self.holder:  # this request's own claim, in a later transaction
+                self.record = found
+                return None
+            now = utcnow()
+            if found.lease_until is None or as_utc(found.lease_until) <= now:
+                self._expired = found  # its request is gone (a claim without a lease predates leases)
+                return None
             raise ApiError(
                 409,
                 "idempotency_in_progress",
                 f"the first request with Idempotency-Key {self.key!r} has not finished; retry later",
                 "Idempotency-Key",
+                retry_after=max(1, math.ceil((as_utc(found.lease_until) - now).total_seconds())),
             )
         return JSONResponse(
             json.loads(found.response), status_code=found.status_code, headers={"Idempotent-Replayed": "true"}
         )
 
-    def claim(self, session: Session, agent_id: str | None) -> None:
-        """Record the key as in progress, in the request's transaction."""
-        if self.key is None:
+    def claim(self, session: Session, agent_id: str | None, lease: float | None = None) -> None:
+        """Record the key as in progress, in the request's transaction; with ``lease`` (seconds) the
+        claim outlives the transaction and ends then unless renewed (an expired claim is taken over)."""
+        if self.key is None or self.record is not None:
             return
+        if self._expired is not None:
+            session.delete(self._expired)
+            session.flush()
+            self._expired = None
         self.record = IdempotencyRecord(
             tenant_id=self.tenant_id,
             key=self.key,
@@ -97,6 +126,9 @@ class Idempotency:
             path=self.path[:300],
             request_hash=self.request_hash,
             agent_id=agent_id,
+            created_at=utcnow(),
+            lease_until=None if lease is None else utcnow() + dt.timedelta(seconds=lease),
+            holder=self.holder,
         )
         session.add(self.record)
 
@@ -107,10 +139,27 @@ class Idempotency:
             self.record.status_code, self.record.response = status_code, text
 
 
-def store_answer(
-    session: Session, tenant_id: str, key: str, status_code: int, answer: BaseModel | dict[str, Any]
-) -> None:
-    """Complete a key claimed in an earlier transaction (a request that spans several, like server drafting)."""
-    record = session.get(IdempotencyRecord, (tenant_id, key))
-    if record is not None and record.status_code is None:
-        record.status_code, record.response = status_code, serialised(answer)
+def renew(session: Session, guard: Idempotency, lease: float) -> bool:
+    """Extend the guard's leased claim by ``lease`` seconds from now; False when it is no longer its own."""
+    if guard.key is None:
+        return True
+    result = session.execute(
+        update(IdempotencyRecord).where(*_held(guard)).values(lease_until=utcnow() + dt.timedelta(seconds=lease))
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def release(session: Session, guard: Idempotency) -> None:
+    """Drop the guard's unfinished claim (its request failed), so a retry with the key runs again."""
+    if guard.key is not None:
+        session.execute(delete(IdempotencyRecord).where(*_held(guard)))
+
+
+def _held(guard: Idempotency) -> tuple[Any, ...]:
+    """The guard's own claim, still unanswered."""
+    return (
+        IdempotencyRecord.tenant_id == guard.tenant_id,
+        IdempotencyRecord.key == guard.key,
+        IdempotencyRecord.holder == guard.holder,
+        IdempotencyRecord.status_code.is_(None),
+    )

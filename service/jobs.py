@@ -18,7 +18,8 @@ shutdown a worker whose jobs run on its own processes (threads, or its local clu
 once (heartbeat cleared) for another worker, or its successor, to take up; jobs on a shared cluster go on.
 
 The same heartbeat thread drops stored idempotent answers older than their retention
-(``MEMTRIAL_IDEMPOTENCY_HOURS``) every few minutes.
+(``MEMTRIAL_IDEMPOTENCY_HOURS``) every few minutes, and runs the service's other upkeep (``chores``,
+such as withdrawing the server-drafted decisions whose request died, :mod:`service.leases`) every beat.
 """
 
 from __future__ import annotations
@@ -159,6 +160,7 @@ class RefitRunner:
         self._stop = threading.Event()
         self._writing = threading.Lock()  # held by the heartbeat's database work; stop() waits on it
         self._threads: list[threading.Thread] = []
+        self.chores: list[Callable[[], object]] = []  # other upkeep, run every beat
 
     # -- capacity ------------------------------------------------------------
     def reserve(self) -> bool:
@@ -231,6 +233,11 @@ class RefitRunner:
         self.reap()
         if beats % PURGE_EVERY == 0:
             self.purge_idempotency()
+        for chore in self.chores:
+            try:
+                chore()
+            except Exception as failure:  # one chore's failure neither stops the others nor the heartbeat
+                logger.warning("upkeep failed", extra={"error_type": type(failure).__name__})
 
     def purge_idempotency(self) -> int:
         """Drop stored idempotent answers past their retention; returns how many."""

@@ -130,10 +130,14 @@ class Decision(Base):
     engine_decision: Mapped[str | None] = mapped_column(Text, nullable=True)
     engine_settlement: Mapped[str | None] = mapped_column(Text, nullable=True)
     failure: Mapped[str | None] = mapped_column(Text, nullable=True)  # why a failed decision was withdrawn
+    # server drafting: past this the request drafting it is gone and the decision is withdrawn
+    # (renewed while that request runs; None once decided or withdrawn, and for client drafting)
+    drafting_until: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
 
     __table_args__ = (
         Index("ix_decisions_agent_seq", "agent_id", "seq"),
         Index("ix_decisions_agent_status_seq", "agent_id", "status", "seq"),
+        Index("ix_decisions_drafting_until", "drafting_until"),
     )
 
 
@@ -202,7 +206,10 @@ class Contribution(Base):
 class IdempotencyRecord(Base):
     """The first answer to a request sent with an ``Idempotency-Key`` (per tenant).
 
-    status_code and response are None while that request is still running.
+    status_code and response are None while that request is still running. A request that holds
+    its key across several transactions (server drafting) leases it: past ``lease_until`` (renewed
+    while it runs) its process is taken as gone and a retry with the key runs again; ``holder``
+    names that request, so it never completes or releases a claim taken over from it.
     """
 
     __tablename__ = "idempotency_keys"
@@ -216,3 +223,5 @@ class IdempotencyRecord(Base):
     response: Mapped[str | None] = mapped_column(Text, nullable=True)
     agent_id: Mapped[str | None] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), nullable=True, index=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow, index=True)
+    lease_until: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    holder: Mapped[str | None] = mapped_column(String(32), nullable=True)

@@ -129,6 +129,11 @@ class Settings:
     idempotency_hours: float = _setting(
         24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept."
     )
+    idempotency_lease_seconds: float = _setting(
+        30.0,
+        "MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS",
+        "Lease of a server-drafting request on its `Idempotency-Key` and its planned decision, renewed every third of it while the request runs (at most 3600). A request that fails releases both at once; one whose process died holds them until the lease ends: then a retry with the key runs again and the decision is marked `failed`.",
+    )
     shutdown_seconds: float = _setting(
         10.0, "MEMTRIAL_SHUTDOWN_SECONDS", "On SIGTERM, how long open requests may finish before the server stops."
     )
@@ -171,6 +176,10 @@ class Settings:
         if self.redis_url is not None and not self.redis_url.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError(
                 f"MEMTRIAL_REDIS_URL must start with redis://, rediss:// or unix://, got {self.redis_url!r}"
+            )
+        if not 0.0 < self.idempotency_lease_seconds <= 3600.0:
+            raise ValueError(
+                f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {self.idempotency_lease_seconds!r}"
             )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")

@@ -5,7 +5,8 @@ the prompt, derived from a hash of the prompt, so drafts differ by subset and
 repeat exactly. ``delay`` makes each answer slow (to observe concurrency and timeouts);
 ``malformed`` makes every answer unusable; ``partial`` cuts every answer's
 JSON short; ``flaky`` answers malformed and valid in turn (first malformed);
-``status`` answers every call with that HTTP status and ``error_body``.
+``status`` answers every call with that HTTP status and ``error_body``;
+``hold`` (an event) keeps every answer until it is set (a request caught mid-drafting).
 A scored prompt (one that asks for a forecast, a number or a choice) is answered
 in the form it asks for.
 Every request body is kept in ``requests`` and its headers in ``headers``.
@@ -30,9 +31,10 @@ class FakeLLM:
         flaky: bool = False,
         status: int = 200,
         error_body: str = "",
+        hold: threading.Event | None = None,
     ) -> None:
         self.delay, self.malformed, self.partial, self.flaky = delay, malformed, partial, flaky
-        self.status, self.error_body = status, error_body
+        self.status, self.error_body, self.hold = status, error_body, hold
         self.requests: list[dict[str, object]] = []
         self.headers: list[dict[str, str]] = []
         self.calls = 0
@@ -104,6 +106,8 @@ class FakeLLM:
                     fake.in_flight += 1
                     fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
                 try:
+                    if fake.hold is not None:
+                        fake.hold.wait(timeout=300)
                     time.sleep(fake.delay)
                     content = fake.answer(body["messages"][-1]["content"], call)
                 finally:

@@ -1,15 +1,21 @@
 """Decision use cases: plan (client or server drafting), decide, settle, correct, read, list.
 
 Server drafting runs in three steps so that no database lock is held while
-the LLM answers: plan and commit, draft concurrently, then decide and commit.
-If the drafts cannot be made, the plan is withdrawn (status ``failed``, a
-``withdrawal`` entry closes its registered prediction) and the error answers.
+the LLM answers: plan and commit, draft concurrently, then decide and commit
+(the decision and the key's answer in one transaction). Between them the
+request leases its ``Idempotency-Key`` and its planned decision
+(:mod:`service.leases`). If any step after planning fails (the drafter, a lock
+wait, a conflicting write), the key is released, so a retry with it runs again,
+and the plan is withdrawn (status ``failed`` with the reason, a ``withdrawal``
+entry closes its registered prediction); then the error answers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
+import threading
 from typing import Annotated, Any
 
 import numpy as np
@@ -18,10 +24,13 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session
 
 from memtrial.display import describe_contributions, name_experiences
 from memtrial.engine import MemTrial
+from memtrial.errors import MemtrialError
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import Plan
@@ -29,10 +38,11 @@ from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services
 from service.drafting import draft_all
-from service.errors import ApiError, error_body
+from service.errors import ApiError
 from service.history import SqlHistory
-from service.idempotency import Idempotency, store_answer
-from service.models import Agent, Decision, Experience, new_id
+from service.idempotency import Idempotency
+from service.leases import Renewal, abandon
+from service.models import Agent, Decision, Experience, new_id, utcnow
 from service.pagination import decode_cursor, encode_cursor
 from service.prompts import draft_prompts
 from service.schemas import (
@@ -94,7 +104,8 @@ def plan(
     chosen = body.retrieved_ids is not None or body.retrieved_external_ids is not None
     with span("embedding.encode", texts=0 if chosen else 1):
         context = None if chosen else services.embedder.encode([body.context_text])[0]
-    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+    lease = services.settings.idempotency_lease_seconds if body.drafting == "server" else None
+    with agent_write(services, tenant_id, agent_id, guard, lease=lease) as (session, agent):
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
             raise ApiError(
@@ -175,8 +186,10 @@ def plan(
         # decisions planned before settle checked the horizon keep being settled as they were
         row.request = {**body.model_dump(mode="json"), "horizon_checked": True}
         row.plan = public.model_dump(mode="json")
-        if body.drafting == "client":
+        if lease is None:
             guard.complete(201, public)
+        else:  # withdrawn unless the request drafting it renews this (service.leases)
+            row.drafting_until = utcnow() + dt.timedelta(seconds=lease)
         save_engine(session, agent, engine, services.engines, head_only=True)
         return public, dict(agent.settings)
 
@@ -249,12 +262,23 @@ def decide(
     drafts: list[Any],
     guard: Idempotency,
     reference: int | None = None,
+    *,
+    server: bool = False,
 ) -> DecisionPublic:
-    """Act on one draft per designed subset."""
-    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+    """Act on one draft per designed subset (``server``: the drafts of the server-drafting request that
+    planned the decision, completing its key with 201 in the same transaction)."""
+    with agent_write(services, tenant_id, agent_id, guard, claim=not server) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
             raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
+        if not server and row.status == "planned" and row.drafting_until is not None:
+            raise ApiError(
+                409,
+                "conflict",
+                f"decision {decision_id!r} is being drafted by the server (it was planned with drafting 'server'); "
+                "its own request posts its drafts",
+                "decision_id",
+            )
         if _kind(agent.settings) == "scored":
             vectors = scored_drafts(agent.settings, drafts)
             engine = services.engines.checkout(session, agent, {row.id: row})
@@ -285,27 +309,10 @@ def decide(
         if row.decision is None:
             row.decision = public.model_dump(mode="json", exclude={"plan"})
             row.status = "decided"
-        guard.complete(200, public)
+            row.drafting_until = None
+        guard.complete(201 if server else 200, public)
         return_engine(session, agent, engine, services.engines)  # deciding changes no running state
         return public
-
-
-def _finish_server_decision(
-    services: Services, tenant_id: str, key: str | None, status: int, answer: DecisionPublic | dict[str, Any]
-) -> None:
-    """Store the final answer of a server-drafted decision with its Idempotency-Key."""
-    if key is not None:
-        with transaction(services.sessions) as session:
-            store_answer(session, tenant_id, key, status, answer)
-
-
-def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str) -> None:
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=True)
-        row = owned_row(session, Decision, agent, decision_id, "decision")
-        engine = services.engines.checkout(session, agent, {row.id: row})
-        engine.withdraw(decision_id, reason)
-        save_engine(session, agent, engine, services.engines, head_only=True)
 
 
 def _decision_public(
@@ -364,31 +371,37 @@ async def create(
         return planned
     assert provider is not None
     system, prompts, parse = draft_prompts(settings, body.context_text, [s.texts for s in planned.subsets])
-    try:
-        drafts = await draft_all(
-            provider,
-            settings["drafter"],  # type: ignore[arg-type]
-            system,
-            prompts,
-            parse,
-            services.settings.llm_timeout_seconds,
-        )
-    except ApiError as failure:
-        await run_in_threadpool(_withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message)
-        await run_in_threadpool(
-            _finish_server_decision,
-            services,
-            tenant_id,
-            key,
-            failure.status,
-            error_body(failure.code, failure.message, failure.field),
-        )
-        raise
-    decision = await run_in_threadpool(
-        decide, services, tenant_id, agent_id, planned.decision_id, drafts, Idempotency(None, tenant_id, request, body)
-    )
-    await run_in_threadpool(_finish_server_decision, services, tenant_id, key, 201, decision)
-    return decision
+    decision_id = planned.decision_id
+    with Renewal(services, guard, decision_id):
+        try:
+            drafts = await draft_all(
+                provider,
+                settings["drafter"],  # type: ignore[arg-type]
+                system,
+                prompts,
+                parse,
+                services.settings.llm_timeout_seconds,
+            )
+            return await run_in_threadpool(
+                decide, services, tenant_id, agent_id, decision_id, drafts, guard, server=True
+            )
+        except asyncio.CancelledError:  # the server is stopping: let go without waiting on it
+            arguments = (services, tenant_id, agent_id, decision_id, guard, "the server stopped before deciding")
+            threading.Thread(target=abandon, args=arguments, name="drafting-abandon", daemon=True).start()
+            raise
+        except Exception as failure:
+            reason = _failure_reason(failure)
+            await run_in_threadpool(abandon, services, tenant_id, agent_id, decision_id, guard, reason)
+            raise
+
+
+def _failure_reason(failure: Exception) -> str:
+    """Why a server-drafted decision failed, in words that reveal no request content."""
+    if isinstance(failure, ApiError | MemtrialError):
+        return failure.message
+    if isinstance(failure, OperationalError | PoolTimeoutError):
+        return "the database did not answer in time while deciding (the agent was locked by another writer too long)"
+    return f"the server failed while deciding ({type(failure).__name__})"
 
 
 def _outcome_arguments(

@@ -39,13 +39,21 @@ def check_replay(session: Session, guard: Idempotency) -> None:
 
 @contextmanager
 def agent_write(
-    services: Services, tenant_id: str, agent_id: str, guard: Idempotency, *, lock: bool = True, claim: bool = True
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    guard: Idempotency,
+    *,
+    lock: bool = True,
+    claim: bool = True,
+    lease: float | None = None,
 ) -> Iterator[tuple[Session, Agent]]:
     """A transaction holding the tenant's agent (locked for the transaction when ``lock``), with the
-    request's key replayed (:class:`Replayed`) or claimed (when ``claim``)."""
+    request's key replayed (:class:`Replayed`) or claimed (when ``claim``; leased for ``lease`` seconds
+    when the request holds it beyond this transaction)."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=lock)
         check_replay(session, guard)
         if claim:
-            guard.claim(session, agent.id)
+            guard.claim(session, agent.id, lease)
         yield session, agent

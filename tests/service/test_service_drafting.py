@@ -102,10 +102,11 @@ def test_an_unreachable_provider_answers_502_without_its_error_text_and_withdraw
         client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "rates fell", drafting="server")
     assert (error.value.status, error.value.code) == (502, "drafter_unavailable")
     assert error.value.message == "the drafter failed: the provider could not be reached (provider 'down')"
+    # the failure released the key: each of the client's retries (2) ran again, and failed the same way
     failed = client.list_decisions(agent["id"])["items"]
-    assert [(d["status"], d["failure"]) for d in failed] == [("failed", error.value.message)]
+    assert [(d["status"], d["failure"]) for d in failed] == [("failed", error.value.message)] * 3
     kinds = [e["kind"] for e in client.iter_log(agent["id"])]
-    assert kinds == ["prediction", "withdrawal"] and client.verify(agent["id"])["ok"]
+    assert kinds == ["prediction", "withdrawal"] * 3 and client.verify(agent["id"])["ok"]
     # the agent goes on: a client-drafted decision at a later time works
     plan = client.create_decision(agent["id"], START + dt.timedelta(days=1), START + dt.timedelta(days=29), "later")
     assert plan["status"] == "planned"
@@ -126,6 +127,7 @@ def test_malformed_answers_are_retried_then_reported_and_the_plan_withdrawn(serv
     with FakeLLM(malformed=True) as llm:
         client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
         agent = stocked(client, "fake", max_retries=1)
+        client.retries = 0  # one request: a retry would run again (the failure released its key)
         with pytest.raises(ServiceError) as error:
             client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "x", drafting="server")
     assert (error.value.status, error.value.code) == (502, "malformed_draft")
@@ -262,6 +264,7 @@ def test_malformed_scored_answers_are_retried_then_reported_never_guessed(serve)
     with FakeLLM(partial=True) as llm:
         client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
         agent = scored_agent(client, "fake", outcomes=SCORED_OUTCOMES)
+        client.retries = 0  # one request: a retry would run again (the failure released its key)
         with pytest.raises(ServiceError) as error:
             client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "q", drafting="server")
     assert (error.value.status, error.value.code) == (502, "malformed_draft") and llm.calls == 16

@@ -1,0 +1,154 @@
+"""Leases of server drafting: a request's key and planned decision, renewed while it runs, freed when it fails or dies.
+
+A server-drafted decision spans three transactions (plan; draft with no lock
+held; decide), so its request holds two things between them: its
+``Idempotency-Key`` (in progress) and its decision (``planned``). Both carry a
+lease of ``MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS``:
+
+- while the request runs, :class:`Renewal` extends both every third of the lease;
+- a request that fails (the drafter, a lock wait, a conflicting write) calls
+  :func:`abandon`: its key is released (a retry with it runs again) and its
+  decision withdrawn with the reason (status ``failed``). Whatever the database
+  refuses at that moment (its lock still held) is tried again in the background
+  until the lease would have ended anyway;
+- a request whose process died renews nothing: its key's lease ends (a retry
+  with the key, on any replica, takes it over) and the heartbeat of every API
+  worker withdraws the decisions whose lease ended (:func:`withdraw_expired`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from types import TracebackType
+
+from sqlalchemy import select, update
+
+from service.db import transaction
+from service.deps import Services
+from service.idempotency import Idempotency, release, renew
+from service.models import Agent, Decision, utcnow
+from service.store import as_utc, load_agent, owned_row, save_engine
+
+__all__ = ["EXPIRED", "Renewal", "abandon", "withdraw", "withdraw_expired"]
+
+logger = logging.getLogger("memtrial.service")
+EXPIRED = "the server drafting it stopped before deciding (its process ended): its lease expired"
+RETRY_SECONDS = 0.5
+
+
+class Renewal:
+    """``with Renewal(...)``: the request's key and decision are renewed meanwhile, every third of the lease,
+    by a thread of their own (so a busy event loop, or a slow import, never lets a lease lapse)."""
+
+    def __init__(self, services: Services, guard: Idempotency, decision_id: str) -> None:
+        self.services, self.guard, self.decision_id = services, guard, decision_id
+        self.lease = services.settings.idempotency_lease_seconds
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="drafting-lease", daemon=True)
+
+    def __enter__(self) -> Renewal:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop.set()  # a renewal in flight ends on its own; the thread is not waited for
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease / 3):
+            try:
+                self.renew_once()
+            except Exception as failure:  # a missed renewal only shortens the lease; the next one may succeed
+                logger.warning("drafting lease renewal failed", extra={"error_type": type(failure).__name__})
+
+    def renew_once(self) -> None:
+        with transaction(self.services.sessions) as session:
+            renew(session, self.guard, self.lease)
+            session.execute(
+                update(Decision)
+                .where(Decision.id == self.decision_id, Decision.status == "planned")
+                .values(drafting_until=utcnow() + dt.timedelta(seconds=self.lease))
+            )
+
+
+def withdraw(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str, *, expired_only: bool = False
+) -> bool:
+    """Withdraw a planned decision (status ``failed``, its reason kept, a ``withdrawal`` entry in the log);
+    False when it was already decided or withdrawn (or, with ``expired_only``, its lease is still running)."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        row = owned_row(session, Decision, agent, decision_id, "decision")
+        if row.status != "planned":
+            return False
+        if expired_only and (row.drafting_until is None or as_utc(row.drafting_until) >= utcnow()):
+            return False
+        engine = services.engines.checkout(session, agent, {row.id: row})
+        engine.withdraw(decision_id, reason)
+        row.drafting_until = None
+        save_engine(session, agent, engine, services.engines, head_only=True)
+        return True
+
+
+def _withdrawn(services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str) -> None:
+    withdraw(services, tenant_id, agent_id, decision_id, reason)
+
+
+def _release(services: Services, guard: Idempotency) -> None:
+    with transaction(services.sessions) as session:
+        release(session, guard)
+
+
+def abandon(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, guard: Idempotency, reason: str
+) -> None:
+    """A failed server-drafting request lets go: its key released, its decision withdrawn with ``reason``.
+
+    Each step the database refuses now is retried in the background until the lease would have ended."""
+    steps: list[Callable[[], None]] = [
+        lambda: _release(services, guard),
+        lambda: _withdrawn(services, tenant_id, agent_id, decision_id, reason),
+    ]
+    left = _attempt(steps)
+    if left:
+        deadline = time.monotonic() + services.settings.idempotency_lease_seconds
+        threading.Thread(target=_keep_trying, args=(left, deadline), name="drafting-abandon", daemon=True).start()
+
+
+def _attempt(steps: list[Callable[[], None]]) -> list[Callable[[], None]]:
+    """Run each step once; the steps that failed."""
+    failed = []
+    for step in steps:
+        try:
+            step()
+        except Exception as failure:  # the database is busy or gone: the step is tried again
+            logger.warning("releasing a failed drafting request failed", extra={"error_type": type(failure).__name__})
+            failed.append(step)
+    return failed
+
+
+def _keep_trying(steps: list[Callable[[], None]], deadline: float) -> None:
+    pause = threading.Event()
+    while steps and time.monotonic() < deadline:
+        pause.wait(RETRY_SECONDS)
+        steps = _attempt(steps)
+
+
+def withdraw_expired(services: Services) -> int:
+    """Withdraw the server-drafted decisions whose request stopped renewing its lease; returns how many."""
+    now = utcnow()
+    with transaction(services.sessions) as session:
+        found = session.execute(
+            select(Decision.id, Agent.id, Agent.tenant_id)
+            .join(Agent, Agent.id == Decision.agent_id)
+            .where(Decision.status == "planned", Decision.drafting_until < now)
+        ).all()
+    return sum(
+        withdraw(services, tenant_id, agent_id, decision_id, EXPIRED, expired_only=True)
+        for decision_id, agent_id, tenant_id in found
+    )
