@@ -52,6 +52,7 @@ from service.api_types import (
     ValuesPublic,
     VerifyPublic,
 )
+from service.settings import MAX_DRAFTS_CEILING
 from service.validation import JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
 __all__ = [
@@ -396,13 +397,13 @@ class DecisionCreate(Strict):
 class DraftsSubmit(Strict):
     drafts: list[JsonValue] = Field(
         min_length=1,
-        max_length=64,
-        description="one draft per designed subset, in the plan's order: for portfolio agents an object of weights naming every asset; for scored agents any JSON",
+        max_length=MAX_DRAFTS_CEILING,
+        description="one draft per designed subset, in the plan's order: for portfolio agents an object of weights naming every asset; for scored agents any JSON (at most the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION, default 64)",
     )
     reference: StrictInt | None = Field(
         None,
         ge=0,
-        le=63,
+        le=MAX_DRAFTS_CEILING - 1,
         description="scored agents: the index of the draft that is the conservative reference (default 0, the memory-free draft)",
     )
 
@@ -424,7 +425,9 @@ class SettleRequest(Strict):
         None, description="portfolio: per asset, one simple return per session"
     )
     utilities: list[Weight] | None = Field(
-        None, max_length=64, description="scored: one utility per draft, in the plan's order (higher is better)"
+        None,
+        max_length=MAX_DRAFTS_CEILING,
+        description="scored: one utility per draft, in the plan's order (higher is better)",
     )
     outcome: JsonValue = Field(None, description="scored: the realised outcome, scored by rule")
     rule: Literal["brier", "log", "exact", "abs_error"] | None = Field(

@@ -14,9 +14,11 @@ from typing import Any
 
 from service.db import DatabaseTimeouts
 
-__all__ = ["DEFAULT_DATABASE_URL", "Settings", "configuration_table"]
+__all__ = ["DEFAULT_DATABASE_URL", "MAX_DRAFTS_CEILING", "Settings", "configuration_table"]
 
 DEFAULT_DATABASE_URL = "sqlite:///./memtrial.db"
+#: the most drafts any design and k can need (the full factorial of eight experiences)
+MAX_DRAFTS_CEILING = 256
 
 
 def _setting(default: Any, env: str, help: str) -> Any:  # noqa: A002 - the word the table uses
@@ -67,6 +69,11 @@ class Settings:
     )
     llm_timeout_seconds: int = _setting(
         120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting."
+    )
+    max_drafts_per_decision: int = _setting(
+        64,
+        "MEMTRIAL_MAX_DRAFTS_PER_DECISION",
+        "Most drafts one decision may need, in [1, 256]: an agent whose design and `k` need more is refused with 422 (when created, when its drafter changes, when it plans); a drafts request holds at most this many; server drafting sends at most this many model calls for one decision, retries of malformed answers included.",
     )
     preload_model: bool = _setting(
         True,
@@ -156,6 +163,10 @@ class Settings:
         from service.ratelimit import TrustedProxies
 
         TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it
+        if not 1 <= self.max_drafts_per_decision <= MAX_DRAFTS_CEILING:
+            raise ValueError(
+                f"MEMTRIAL_MAX_DRAFTS_PER_DECISION must be in [1, {MAX_DRAFTS_CEILING}], got {self.max_drafts_per_decision!r}"
+            )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
         if self.refit_engine not in ("dask", "threads"):

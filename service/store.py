@@ -96,6 +96,8 @@ class EngineCache:
                 head = json.loads(agent.head)
                 state["clock"] = head["clock"]
                 state["gate"]["log_length"], state["gate"]["log_head"] = head["log_length"], head["log_head"]
+                if "budget" in head:  # a plan pays its draft calls from the budget's credit
+                    state["budget"] = head["budget"]
             engine = MemTrial.from_dict(state, embeddings=embeddings)
         engine.history = SqlHistory(session, agent, rows)
         return engine
@@ -116,13 +118,15 @@ def save_engine(
 ) -> None:
     """Write the state and give the engine back to the cache once the transaction commits.
 
-    head_only: the request changed only the engine's clock and the log's head
-    (a plan): write those few bytes, not the whole running state.
+    head_only: the request changed only the engine's clock, the log's head and
+    the draft budget's credit (a plan): write those few bytes, not the whole
+    running state.
     """
     head = {
         "clock": None if engine.clock is None else encode_time(engine.clock),
         "log_length": engine.gate.log.length,
         "log_head": engine.gate.log.head,
+        **({} if engine.config.draft_budget is None else {"budget": engine.credit.to_dict()}),
     }
     if head_only:
         agent.head = json.dumps(head, sort_keys=True, separators=(",", ":"))

@@ -68,6 +68,8 @@ def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         if body.name is not None:
             agent.name = body.name
+        if body.drafter is not None:
+            agents.check_draft_limit(agent.settings, services.settings.max_drafts_per_decision)
         if body.drafter is not None or body.remove_drafter:
             agent.settings = {
                 **agent.settings,

@@ -27,7 +27,7 @@ from memtrial.records import Plan
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services
-from service.drafting import draft_all
+from service.drafting import Retries, draft_all
 from service.errors import ApiError, error_body
 from service.history import SqlHistory
 from service.idempotency import Idempotency, store_answer
@@ -55,6 +55,7 @@ from service.scored import check_utilities, chosen_draft, rule_settlement, score
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.tracing import span
 from service.universe import Universe
+from service.usecases.agents import check_draft_limit
 from service.usecases.unit import agent_write
 from service.views import gate_statistic, trust_public, value_public
 
@@ -79,8 +80,9 @@ def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
 
 def plan(
     services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency
-) -> tuple[PlanPublic, dict[str, object]]:
-    """Plan a decision: retrieve, design, freeze the predictions; the plan and the agent's settings."""
+) -> tuple[PlanPublic, dict[str, object], Retries]:
+    """Plan a decision: retrieve, design, freeze the predictions; the plan, the agent's settings and the
+    retries server drafting may send (reserved now: :func:`_retries`)."""
     latest = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=services.settings.max_clock_skew_seconds)
     if body.decision_time > latest:
         raise ApiError(
@@ -94,6 +96,7 @@ def plan(
     with span("embedding.encode", texts=0 if chosen else 1):
         context = None if chosen else services.embedder.encode([body.context_text])[0]
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
+        check_draft_limit(agent.settings, services.settings.max_drafts_per_decision)
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
             raise ApiError(
@@ -174,10 +177,30 @@ def plan(
         # decisions planned before settle checked the horizon keep being settled as they were
         row.request = {**body.model_dump(mode="json"), "horizon_checked": True}
         row.plan = public.model_dump(mode="json")
+        retries = Retries(0, "client drafting")
         if body.drafting == "client":
             guard.complete(201, public)
+        else:
+            retries = _retries(services, agent, engine, len(plan.masks))
         save_engine(session, agent, engine, services.engines, head_only=True)
-        return public, dict(agent.settings)
+        return public, dict(agent.settings), retries
+
+
+def _retries(services: Services, agent: Agent, engine: MemTrial, runs: int) -> Retries:
+    """The retries of malformed answers a server-drafted decision of ``runs`` drafts may send, reserved
+    from the agent's draft budget now: the drafter's ``max_retries`` per draft, within the server's limit
+    of calls per decision and what the budget's credit can spare."""
+    limit = services.settings.max_drafts_per_decision
+    per_draft = int((agent.settings.get("drafter") or {}).get("max_retries", 2))
+    wanted = max(min(limit - runs, runs * per_draft), 0)
+    reserved = engine.reserve_calls(wanted)
+    if reserved < wanted:
+        bound = "the agent's draft budget pays for every call, retries included, and its credit was spent"
+    elif wanted < runs * per_draft:
+        bound = f"this server sends at most {limit} calls for one decision (MEMTRIAL_MAX_DRAFTS_PER_DECISION)"
+    else:
+        bound = "the drafter's max_retries"
+    return Retries(reserved, bound)
 
 
 def _engine_plan(
@@ -248,8 +271,18 @@ def decide(
     drafts: list[Any],
     guard: Idempotency,
     reference: int | None = None,
+    retries: Retries | None = None,
 ) -> DecisionPublic:
-    """Act on one draft per designed subset."""
+    """Act on one draft per designed subset (server drafting: ``retries`` those drafts' retries,
+    settled with the budget here)."""
+    limit = services.settings.max_drafts_per_decision
+    if len(drafts) > limit:
+        raise ApiError(
+            422,
+            "invalid",
+            f"drafts: a decision takes at most {limit} drafts on this server (MEMTRIAL_MAX_DRAFTS_PER_DECISION), got {len(drafts)}",
+            "drafts",
+        )
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
@@ -285,7 +318,11 @@ def decide(
             row.decision = public.model_dump(mode="json", exclude={"plan"})
             row.status = "decided"
         guard.complete(200, public)
-        return_engine(session, agent, engine, services.engines)  # deciding changes no running state
+        if retries is None:
+            return_engine(session, agent, engine, services.engines)  # deciding changes no running state
+        else:  # the retries not sent go back to the draft budget's credit
+            engine.release_calls(decision_id, retries.used + retries.left, retries.used)
+            save_engine(session, agent, engine, services.engines, head_only=True)
         return public
 
 
@@ -298,11 +335,14 @@ def _finish_server_decision(
             store_answer(session, tenant_id, key, status, answer)
 
 
-def _withdraw(services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str) -> None:
+def _withdraw(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str, retries: Retries
+) -> None:
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Decision, agent, decision_id, "decision")
         engine = services.engines.checkout(session, agent, {row.id: row})
+        engine.release_calls(decision_id, retries.used + retries.left, retries.used)
         engine.withdraw(decision_id, reason)
         save_engine(session, agent, engine, services.engines, head_only=True)
 
@@ -358,7 +398,7 @@ async def create(
                 "drafting",
             )
     guard = Idempotency(key, tenant_id, request, body)
-    planned, settings = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
+    planned, settings, retries = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
     if body.drafting == "client":
         return planned
     assert provider is not None
@@ -371,9 +411,12 @@ async def create(
             prompts,
             parse,
             services.settings.llm_timeout_seconds,
+            retries,
         )
     except ApiError as failure:
-        await run_in_threadpool(_withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message)
+        await run_in_threadpool(
+            _withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message, retries
+        )
         await run_in_threadpool(
             _finish_server_decision,
             services,
@@ -384,7 +427,15 @@ async def create(
         )
         raise
     decision = await run_in_threadpool(
-        decide, services, tenant_id, agent_id, planned.decision_id, drafts, Idempotency(None, tenant_id, request, body)
+        decide,
+        services,
+        tenant_id,
+        agent_id,
+        planned.decision_id,
+        drafts,
+        Idempotency(None, tenant_id, request, body),
+        None,
+        retries,
     )
     await run_in_threadpool(_finish_server_decision, services, tenant_id, key, 201, decision)
     return decision
