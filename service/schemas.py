@@ -53,7 +53,7 @@ from service.api_types import (
     VerifyPublic,
 )
 from service.settings import MAX_DRAFTS_CEILING
-from service.validation import JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
+from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
 __all__ = [
     "ASSET_CLASSES",
@@ -291,9 +291,9 @@ class ExperienceCreate(Strict):
     text: bounded_text(20_000)  # type: ignore[valid-type]
     metadata: JsonDocument = Field(default_factory=dict)
     structured: JsonDocument | None = None
-    external_id: Name | None = Field(
+    external_id: ExternalId | None = Field(
         None,
-        description="the experience's id in your own memory store (unique per agent): adding one that exists updates its text and metadata instead of duplicating it",
+        description="the experience's id in your own memory store (unique per agent, compared in Unicode normal form C, in which it is stored): adding one that exists updates its text and metadata instead of duplicating it",
     )
 
 
@@ -365,11 +365,11 @@ class DecisionCreate(Strict):
         max_length=8,
         description="bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches",
     )
-    retrieved_external_ids: list[Name] | None = Field(
+    retrieved_external_ids: list[ExternalId] | None = Field(
         None,
         min_length=1,
         max_length=8,
-        description="as retrieved_ids, by the external ids the experiences were added with",
+        description="as retrieved_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
     )
 
     @field_validator("retrieved_ids", "retrieved_external_ids")
