@@ -50,6 +50,7 @@ __all__ = [
     "ValuePublic",
     "ValuesPublic",
     "VerifyPublic",
+    "WarningPublic",
 ]
 
 AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks"]
@@ -309,6 +310,13 @@ class CorrectionPublic(Public):
     superseded: dict[str, Any] = Field(description="the replaced settlement as it was answered")
 
 
+class WarningPublic(Public):
+    """Input that was accepted but looks wrong: the field and what to check."""
+
+    field: str
+    message: str
+
+
 class SettlementPublic(Public):
     decision_id: str
     status: str
@@ -328,6 +336,10 @@ class SettlementPublic(Public):
     rule: str | None = None
     corrections: list[CorrectionPublic] = Field(
         default_factory=list, description="outcomes this settlement replaced, oldest first"
+    )
+    warnings: list[WarningPublic] = Field(
+        default_factory=list,
+        description="accepted input that looks wrong, e.g. a session return of 50% or more (percentages given as fractions?); empty when none",
     )
 
 

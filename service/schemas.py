@@ -51,6 +51,7 @@ from service.api_types import (
     ValuePublic,
     ValuesPublic,
     VerifyPublic,
+    WarningPublic,
 )
 from service.settings import MAX_DRAFTS_CEILING
 from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
@@ -111,6 +112,7 @@ __all__ = [
     "ValuePublic",
     "ValuesPublic",
     "VerifyPublic",
+    "WarningPublic",
     "check_portfolio_drafts",
 ]
 

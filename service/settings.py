@@ -142,7 +142,7 @@ class Settings:
     max_session_return: float = _setting(
         10.0,
         "MEMTRIAL_MAX_SESSION_RETURN",
-        "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422.",
+        "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422. Returns are fractions (0.012 for +1.2%): a session return of 50% or more in absolute value is accepted but answered with a `warnings` entry naming the asset (percentages given as fractions?).",
     )
     max_abs_utility: float = _setting(
         1e6,

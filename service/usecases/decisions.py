@@ -49,6 +49,7 @@ from service.schemas import (
     SettlementPublic,
     SettleRequest,
     SubsetPublic,
+    WarningPublic,
     check_portfolio_drafts,
 )
 from service.scored import check_utilities, chosen_draft, rule_settlement, scored_drafts
@@ -479,8 +480,24 @@ def _outcome_arguments(
     return arguments
 
 
+def _warnings(agent: Agent, body: SettleRequest) -> list[WarningPublic]:
+    """What a portfolio settle body (already accepted) holds that looks wrong: returns of 50% a session or
+    more, likely percentages given as fractions."""
+    if _kind(agent.settings) == "scored":
+        return []
+    kind = "prices" if body.prices is not None else "returns"
+    series = body.prices if body.prices is not None else body.returns or {}
+    suspect = Universe(agent.settings["universe"]).suspect_returns(series, kind)
+    return [WarningPublic(field=field, message=message) for field, message in suspect]
+
+
 def _settlement_public(
-    decision_id: str, settlement: Any, engine: Any, body: SettleRequest, corrections: list[Any] | None = None
+    decision_id: str,
+    settlement: Any,
+    engine: Any,
+    body: SettleRequest,
+    corrections: list[Any] | None = None,
+    warnings: list[WarningPublic] | None = None,
 ) -> SettlementPublic:
     return SettlementPublic(
         decision_id=decision_id,
@@ -498,6 +515,7 @@ def _settlement_public(
         outcome=body.outcome,
         rule=body.rule,
         corrections=corrections or [],
+        warnings=warnings or [],
     )
 
 
@@ -595,7 +613,7 @@ def settle(
             row,
             guard,
             payload_hash,
-            _settlement_public(decision_id, settlement, engine, body),
+            _settlement_public(decision_id, settlement, engine, body, warnings=_warnings(agent, body)),
         )
 
 
@@ -622,7 +640,7 @@ def correct(
         previous = dict(row.settlement or {})
         history = list(previous.pop("corrections", []))
         history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))
-        public = _settlement_public(decision_id, settlement, engine, body, history)
+        public = _settlement_public(decision_id, settlement, engine, body, history, _warnings(agent, body))
         return _record(services, session, agent, engine, row, guard, payload_hash, public)
 
 
