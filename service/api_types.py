@@ -27,6 +27,7 @@ __all__ = [
     "DialPublic",
     "ErrorBody",
     "ErrorDetail",
+    "ErrorItem",
     "ExperienceDetail",
     "ExperienceList",
     "ExperiencePublic",
@@ -82,14 +83,22 @@ class Public(BaseModel):
     __hash__ = None  # type: ignore[assignment]
 
 
+class ErrorItem(Public):
+    field: str | None = Field(description="the field that broke a rule (null: the request as a whole)")
+    message: str = Field(description="what was wrong and the rule it broke")
+
+
 class ErrorDetail(Public):
     code: str
-    message: str
-    field: str | None
+    message: str = Field(description="the first error (the first of errors)")
+    field: str | None = Field(description="the first error's field")
+    errors: list[ErrorItem] = Field(
+        default_factory=list, description="every error found, the first first (a validation error lists each field)"
+    )
 
 
 class ErrorBody(Public):
-    """Every error answer: ``{"error": {"code", "message", "field"}}``."""
+    """Every error answer: ``{"error": {"code", "message", "field", "errors": [{"field", "message"}, ...]}}``."""
 
     error: ErrorDetail
 

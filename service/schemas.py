@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import Annotated, Any, Literal
 
@@ -14,6 +15,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -387,13 +389,22 @@ class DecisionCreate(Strict):
     def _check_reference(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
         return None if weights is None else _finite_weights(weights, "reference weight")
 
-    @model_validator(mode="after")
-    def _check_times(self) -> DecisionCreate:
-        if self.maturity < self.decision_time:
-            raise ValueError("maturity must not be before decision_time")
-        if self.retrieved_ids is not None and self.retrieved_external_ids is not None:
+    @field_validator("maturity")
+    @classmethod
+    def _after_decision(cls, maturity: dt.datetime, info: ValidationInfo) -> dt.datetime:
+        decided = info.data.get("decision_time")
+        if decided is not None and maturity < decided:
+            raise ValueError(
+                f"maturity must not be before decision_time ({maturity.isoformat()} is before {decided.isoformat()})"
+            )
+        return maturity
+
+    @field_validator("retrieved_external_ids")
+    @classmethod
+    def _one_retrieval(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if ids is not None and info.data.get("retrieved_ids") is not None:
             raise ValueError("give retrieved_ids or retrieved_external_ids, not both")
-        return self
+        return ids
 
 
 class DraftsSubmit(Strict):

@@ -172,6 +172,7 @@ def test_nan_weights_are_rejected(http, client, stocked):
         "code": "invalid_json",
         "message": "body: not valid JSON (NaN is not a number JSON allows)",
         "field": "body",
+        "errors": [{"field": "body", "message": "body: not valid JSON (NaN is not a number JSON allows)"}],
     }
 
 
@@ -188,11 +189,14 @@ def test_settlement_missing_an_asset_is_422(client, stocked):
     )
 
 
-def test_maturity_before_decision_time_is_422(client, stocked):
+def test_maturity_before_decision_time_is_422_naming_maturity(client, stocked):
     with pytest.raises(ServiceError) as error:
         client.create_decision(stocked["id"], START, START - dt.timedelta(days=1), "x")
-    assert error.value.status == 422
-    assert "maturity must not be before decision_time" in error.value.message
+    assert (error.value.status, error.value.field) == (422, "maturity")
+    assert error.value.message == (
+        "maturity: Value error, maturity must not be before decision_time "
+        "(2021-01-28T21:00:00+00:00 is before 2021-01-29T21:00:00+00:00)"
+    )
 
 
 def test_naive_decision_time_is_422(client, stocked):

@@ -85,7 +85,7 @@ def test_server_retrieval_is_unchanged_and_says_so(client, mirrored):
         ({"retrieved_ids": ["a", "b", "c", "d", "e"]}, "retrieved_ids", "at most k = 4 experiences, got 5"),
         ({"retrieved_ids": list("abcdefghi")}, "retrieved_ids", "at most 8"),
         ({"retrieved_ids": ["a", "a"]}, "retrieved_ids", "repeated: ['a']"),
-        ({"retrieved_ids": ["a"], "retrieved_external_ids": ["b"]}, "body", "not both"),
+        ({"retrieved_ids": ["a"], "retrieved_external_ids": ["b"]}, "retrieved_external_ids", "not both"),
     ],
 )
 def test_bad_retrieved_ids_are_422_naming_the_field(client, mirrored, body, field, words):
