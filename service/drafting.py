@@ -138,7 +138,8 @@ async def draft_all(
         )
     # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
     answers = await asyncio.gather(
-        *(_one(provider, settings, system, prompt, parse, timeout, retries) for prompt in prompts), return_exceptions=True
+        *(_one(provider, settings, system, prompt, parse, timeout, retries) for prompt in prompts),
+        return_exceptions=True,
     )
     for answer in answers:
         if isinstance(answer, ApiError):

@@ -162,9 +162,7 @@ def install_handlers(app: FastAPI) -> None:
             if {"field": field, "message": message} not in listed:
                 listed.append({"field": field, "message": message})
         head = listed[0]
-        return JSONResponse(
-            error_body("invalid", str(head["message"]), head["field"], listed), status_code=422
-        )
+        return JSONResponse(error_body("invalid", str(head["message"]), head["field"], listed), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import unicodedata
-
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response

@@ -415,9 +415,7 @@ async def create(
             retries,
         )
     except ApiError as failure:
-        await run_in_threadpool(
-            _withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message, retries
-        )
+        await run_in_threadpool(_withdraw, services, tenant_id, agent_id, planned.decision_id, failure.message, retries)
         await run_in_threadpool(
             _finish_server_decision,
             services,

@@ -203,7 +203,10 @@ def test_a_budget_plans_alike_whether_its_engine_was_cached_or_reloaded_from_the
     from service.settings import Settings
 
     settings = {"gate": {"test": "anytime"}, "action": "dial", "draft_budget": 3}
-    cached = [(p["trial"], p["draft_calls"]) for p, _ in walk(client, client.create_agent("a", "balanced", UNIVERSE, **settings), 14)]
+    cached = [
+        (p["trial"], p["draft_calls"])
+        for p, _ in walk(client, client.create_agent("a", "balanced", UNIVERSE, **settings), 14)
+    ]
     # a worker that keeps no engine reloads the agent from the database at every request
     with TestClient(create_app(Settings(database_url=database_url, cache_mb=0))) as http:
         uncached = MemtrialClient(api_key=client._headers["Authorization"].split()[1], http=http)

@@ -235,7 +235,11 @@ def test_returns_that_look_like_percentages_are_settled_with_a_warning_naming_th
         )
     ]
     corrected = client.correct(
-        stocked["id"], planned["decision_id"], reason="percentages", returns=RETURNS, settled_at=START + dt.timedelta(days=29)
+        stocked["id"],
+        planned["decision_id"],
+        reason="percentages",
+        returns=RETURNS,
+        settled_at=START + dt.timedelta(days=29),
     )
     assert corrected.warnings == [] and corrected.corrections[0].superseded["warnings"][0]["field"] == "returns.SPY"
     # closes that imply such a move warn too, and ordinary ones do not

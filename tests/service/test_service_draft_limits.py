@@ -12,7 +12,10 @@ from memtrial.design import max_drafts
 from service.client import MemtrialClient, ServiceError
 
 START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
-LESSONS = [f"lesson {i}: {topic}" for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit", "oil", "yen"])]
+LESSONS = [
+    f"lesson {i}: {topic}"
+    for i, topic in enumerate(["bonds", "stocks", "gold", "cash", "rates", "credit", "oil", "yen"])
+]
 DESIGNS = ["half", "fold", "full", "saturated"]
 
 
@@ -66,7 +69,10 @@ def test_every_design_and_k_the_limit_accepts_completes_a_decision_by_client_and
                         assert "limit of 64 (MEMTRIAL_MAX_DRAFTS_PER_DECISION)" in error.message
                         refused.append((design, reference, k))
                         continue
-                    ids = [e["id"] for e in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:k]])["items"]]
+                    ids = [
+                        e["id"]
+                        for e in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:k]])["items"]
+                    ]
                     plan = client.create_decision(
                         agent["id"], START, START + dt.timedelta(days=28), "x", horizon=2, retrieved_ids=ids
                     )
@@ -75,7 +81,13 @@ def test_every_design_and_k_the_limit_accepts_completes_a_decision_by_client_and
                     later = START + dt.timedelta(days=1)
                     before = llm.calls
                     drafted = client.create_decision(
-                        agent["id"], later, later + dt.timedelta(days=28), "x", horizon=2, retrieved_ids=ids, drafting="server"
+                        agent["id"],
+                        later,
+                        later + dt.timedelta(days=28),
+                        "x",
+                        horizon=2,
+                        retrieved_ids=ids,
+                        drafting="server",
                     )
                     assert drafted["status"] == "decided" and llm.calls - before == len(drafted["drafts"]) <= 64
     # exactly the settings that need more than 64 drafts are refused
@@ -186,7 +198,9 @@ def test_every_call_a_provider_receives_is_paid_from_the_draft_budget_retries_in
                     agent["id"], when, when + dt.timedelta(days=28), f"month {n}", drafting="server", horizon=2
                 )
                 outcomes.append("decided")
-                client.settle(agent["id"], decision["decision_id"], returns={a["asset"]: [0.001, 0.0] for a in UNIVERSE})
+                client.settle(
+                    agent["id"], decision["decision_id"], returns={a["asset"]: [0.001, 0.0] for a in UNIVERSE}
+                )
             except ServiceError as error:
                 assert error.code == "malformed_draft"
                 outcomes.append("failed")
