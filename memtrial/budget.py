@@ -18,6 +18,15 @@ call, and after n decisions the calls made are at most
 B * n + (B - 1) * max(H - n, 0): at most B * H over the horizon, B * n
 without one.
 
+**Retries.** Every call sent to a provider is paid from the credit, a retry
+of a malformed answer too: a decision drafted by the server reserves, when it
+is planned, the retries its drafter may make (``max_retries`` per draft) out of
+what the credit can spare then (:meth:`DraftCredit.spare`: without a horizon
+the credit stays >= 0, with one every later decision keeps its one call), and
+gets back those it did not make. A draft still malformed when no retry is left
+fails the decision (it is withdrawn and learns nothing), so the bounds above
+hold for the calls providers receive, retries included.
+
 Which plans are trials is decided at plan time from what is known then, never
 from the outcomes still to come, so the e-process of method 4.8 sees a
 predictably chosen subsequence of the scores it would see without a budget:
@@ -120,9 +129,27 @@ class DraftCredit:
         return self.credit + (budget - 1.0) * later >= calls
 
     def spend(self, calls: int) -> None:
+        """Pay a plan's ``calls`` drafts: the decision is counted."""
         self.credit -= calls
         self.calls += calls
         self.decisions += 1
+
+    def spare(self, budget: float, horizon: int | None) -> int:
+        """Calls the credit affords beyond the plans made so far (retries of malformed answers), still
+        leaving one call to every later decision within the horizon: ``credit + (budget - 1) * later``,
+        rounded down, ``later`` the decisions the horizon has left after those planned."""
+        later = 0 if horizon is None else max(horizon - self.decisions, 0)
+        return max(int(np.floor(self.credit + (budget - 1.0) * later + 1e-9)), 0)
+
+    def pay(self, calls: int) -> None:
+        """Pay ``calls`` extra calls of the decision last planned (no decision is counted)."""
+        self.credit -= calls
+        self.calls += calls
+
+    def refund(self, calls: int) -> None:
+        """Give back ``calls`` paid with :meth:`pay` and never made."""
+        self.credit += calls
+        self.calls -= calls
 
     def on_memory(self, share: float) -> bool:
         """Whether an exploiting decision whose memory share is ``share`` plays memory's draft alone (one

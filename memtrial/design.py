@@ -34,6 +34,7 @@ __all__ = [
     "full_factorial",
     "plan_masks",
     "half_fraction",
+    "max_drafts",
     "odd_half",
     "saturated",
     "subset_of",
@@ -137,6 +138,20 @@ def plan_masks(kind: DesignKind | str, k: int, n_retrieved: int) -> list[int]:
     if n_retrieved == k or (n_retrieved and parse_choice(DesignKind, kind, "design") is DesignKind.SATURATED):
         return build_design(kind, n_retrieved)
     return full_factorial(n_retrieved) if n_retrieved else [0]
+
+
+def max_drafts(kind: DesignKind | str, k: int, *, extra_reference: bool = False) -> int:
+    """The most drafts one decision of this design can ask for, whatever number (0 to ``k``) is retrieved.
+
+    extra_reference: a memory-free draft is added to a plan without one (a portfolio whose reference is
+    its memory-free draft).
+    """
+    _check_k(k)
+    most = 0
+    for n_retrieved in range(k + 1):
+        masks = plan_masks(kind, k, n_retrieved)
+        most = max(most, len(masks) + int(extra_reference and 0 not in masks))
+    return most
 
 
 def validate_masks(masks: Sequence[int], k: int) -> list[int]:

@@ -354,6 +354,32 @@ class MemTrial:
         self.config = config
         return entry
 
+    def reserve_calls(self, wanted: int) -> int:
+        """Calls beyond its plan's drafts (retries of malformed answers) that the decision just planned may
+        make: ``wanted``, or under a draft budget as many of them as the credit can spare now
+        (:meth:`~memtrial.budget.DraftCredit.spare`). They are paid at once; :meth:`release_calls` gives
+        back those not made."""
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 0:
+            raise InputError(f"wanted must be a number of calls (an integer >= 0), got {wanted!r}", field="wanted")
+        budget = self.config.draft_budget
+        if budget is None:
+            return wanted
+        granted = min(wanted, self.credit.spare(budget, self.config.draft_horizon))
+        self.credit.pay(granted)
+        return granted
+
+    def release_calls(self, decision_id: str, reserved: int, made: int) -> None:
+        """Settle the calls :meth:`reserve_calls` reserved for ``decision_id``: ``made`` of the ``reserved``
+        were sent, the rest go back to the credit. Under a draft budget a ``retry`` entry in the log records
+        the calls made, so the log's ``draft_calls`` add up to every call the budget paid for."""
+        if not 0 <= made <= reserved:
+            raise InputError(f"made must be in [0, reserved = {reserved}], got {made!r}", field="made")
+        if self.config.draft_budget is None:
+            return
+        self.credit.refund(reserved - made)
+        if made:
+            self.gate.log.append("retry", {"date": decision_id, "draft_calls": made})
+
     def withdraw(self, decision_id: str, reason: str) -> None:
         """Abandon a planned decision that will never be decided (its drafts could not be made, say).
 

@@ -30,6 +30,7 @@ __all__ = [
     "DialPublic",
     "ErrorBody",
     "ErrorDetail",
+    "ErrorItem",
     "ExperienceDetail",
     "ExperienceList",
     "ExperiencePublic",
@@ -53,6 +54,7 @@ __all__ = [
     "ValuePublic",
     "ValuesPublic",
     "VerifyPublic",
+    "WarningPublic",
 ]
 
 AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks"]
@@ -84,14 +86,22 @@ class Public(BaseModel):
     __hash__ = None  # type: ignore[assignment]
 
 
+class ErrorItem(Public):
+    field: str | None = Field(description="the field that broke a rule (null: the request as a whole)")
+    message: str = Field(description="what was wrong and the rule it broke")
+
+
 class ErrorDetail(Public):
     code: str
-    message: str
-    field: str | None
+    message: str = Field(description="the first error (the first of errors)")
+    field: str | None = Field(description="the first error's field")
+    errors: list[ErrorItem] = Field(
+        default_factory=list, description="every error found, the first first (a validation error lists each field)"
+    )
 
 
 class ErrorBody(Public):
-    """Every error answer: ``{"error": {"code", "message", "field"}}``."""
+    """Every error answer: ``{"error": {"code", "message", "field", "errors": [{"field", "message"}, ...]}}``."""
 
     error: ErrorDetail
 
@@ -320,6 +330,13 @@ class CorrectionPublic(Public):
     superseded: dict[str, Any] = Field(description="the replaced settlement as it was answered")
 
 
+class WarningPublic(Public):
+    """Input that was accepted but looks wrong: the field and what to check."""
+
+    field: str
+    message: str
+
+
 class SettlementPublic(Public):
     decision_id: str
     status: str
@@ -347,6 +364,10 @@ class SettlementPublic(Public):
     rule: str | None = None
     corrections: list[CorrectionPublic] = Field(
         default_factory=list, description="outcomes this settlement replaced, oldest first"
+    )
+    warnings: list[WarningPublic] = Field(
+        default_factory=list,
+        description="accepted input that looks wrong, e.g. a session return of 50% or more (percentages given as fractions?); empty when none",
     )
 
 

@@ -65,11 +65,25 @@ RETRY_STATUSES = frozenset({429, 502, 503, 504})
 
 
 class ServiceError(Exception):
-    """An error answer of the service: ``{"error": {"code", "message", "field"}}``."""
+    """An error answer of the service: ``{"error": {"code", "message", "field", "errors"}}``.
 
-    def __init__(self, status: int, code: str, message: str, field: str | None) -> None:
+    ``message`` and ``field`` are the first error; ``errors`` lists every one the service found, each
+    ``{"field": ..., "message": ...}`` (a request with several invalid fields names them all).
+    """
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        field: str | None,
+        errors: Sequence[Mapping[str, str | None]] | None = None,
+    ) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message, self.field = status, code, message, field
+        self.errors: list[dict[str, str | None]] = (
+            [{"field": field, "message": message}] if errors is None else [dict(e) for e in errors]
+        )
 
 
 def _time(value: dt.datetime | str) -> str:
@@ -144,7 +158,9 @@ def _decode(call: Call, response: httpx.Response) -> Any:
             error = response.json()["error"]
         except (ValueError, KeyError, TypeError):
             raise ServiceError(response.status_code, "http_error", response.text[:500], None) from None
-        raise ServiceError(response.status_code, error["code"], error["message"], error.get("field"))
+        raise ServiceError(
+            response.status_code, error["code"], error["message"], error.get("field"), error.get("errors")
+        )
     if response.status_code == 204 or not response.content:
         return None
     if not response.headers.get("content-type", "").startswith("application/json"):

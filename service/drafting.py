@@ -4,7 +4,9 @@ The endpoint and its key are the operator's (:mod:`service.providers`); the
 agent only names a provider and a model. Prompts and validation are the
 core's: portfolio weights by :mod:`memtrial.drafting`, scored drafts
 (forecasts, numbers, answers) by :mod:`memtrial.answers`. A malformed answer
-is retried, then reported as 502 (never guessed). A failed call is reported
+is retried (at most the drafter's ``max_retries`` times, and only while the
+decision's :class:`Retries` last: the server's limit of calls per decision and
+a draft budget's credit bound them), then reported as 502 (never guessed). A failed call is reported
 by kind (timeout, no connection, the provider's HTTP status); the provider's
 error text is never echoed.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from memtrial.drafting import DraftError, DraftRequest, parse_weights, render_prompt
@@ -22,7 +25,28 @@ from service.errors import ApiError
 from service.providers import Provider
 from service.tracing import span
 
-__all__ = ["DraftRequest", "draft_all", "parse_weights", "render_prompt"]
+__all__ = ["DraftRequest", "Retries", "draft_all", "parse_weights", "render_prompt"]
+
+
+@dataclass(slots=True)
+class Retries:
+    """The retries of malformed answers one decision may still send, shared by all its drafts.
+
+    left: how many remain; bound: what set them, in words for the error a draft fails with when none is
+    left; used: how many were sent.
+    """
+
+    left: int
+    bound: str
+    used: int = 0
+
+    def take(self) -> bool:
+        """Whether one more retry may be sent (and count it)."""
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        self.used += 1
+        return True
 
 
 def _failure_kind(error: BaseException) -> str:
@@ -55,12 +79,21 @@ async def _one(
     prompt: str,
     parse: Callable[[str], Any],
     timeout: float,
+    retries: Retries,
 ) -> Any:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     litellm = import_extra("litellm", "llm", "LLM drafting")
 
     attempts = int(settings.get("max_retries", 2)) + 1
     for attempt in range(attempts):
+        if attempt and not retries.take():
+            raise ApiError(
+                502,
+                "malformed_draft",
+                f"the drafter's answers were malformed {attempt} times in a row (model {settings['model']!r}); "
+                f"no retry was left: {retries.bound}",
+                "drafter",
+            )
         with span("llm.completion", model=str(settings["model"]), provider=provider.name, attempt=attempt):
             response = await litellm.acompletion(
                 model=settings["model"],
@@ -91,8 +124,10 @@ async def draft_all(
     prompts: Sequence[str],
     parse: Callable[[str], Any],
     timeout: float,
+    retries: Retries,
 ) -> list[Any]:
-    """All drafts of one decision, concurrently, in the order of ``prompts``: each reply checked by ``parse``."""
+    """All drafts of one decision, concurrently, in the order of ``prompts``: each reply checked by ``parse``
+    (a malformed one retried while ``retries`` last)."""
     why = provider.refusal(str(settings["model"]))
     if why is not None:  # the operator's file changed since the agent chose its model
         raise ApiError(
@@ -103,7 +138,8 @@ async def draft_all(
         )
     # every draft runs to its end (cancelling litellm mid-call leaves its coroutines dangling)
     answers = await asyncio.gather(
-        *(_one(provider, settings, system, prompt, parse, timeout) for prompt in prompts), return_exceptions=True
+        *(_one(provider, settings, system, prompt, parse, timeout, retries) for prompt in prompts),
+        return_exceptions=True,
     )
     for answer in answers:
         if isinstance(answer, ApiError):

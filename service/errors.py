@@ -1,7 +1,11 @@
-"""One mapping from errors to HTTP: ``{"error": {"code", "message", "field"}}``.
+"""One mapping from errors to HTTP: ``{"error": {"code", "message", "field", "errors"}}``.
 
-Core errors (``MemtrialError``) map by class; request validation gives 422
-with the failing field's path (malformed JSON: ``invalid_json``); a database
+``message`` and ``field`` describe the first thing wrong; ``errors`` lists every
+one found, each ``{"field", "message"}`` (request validation reports all the
+fields that broke a rule at once; other errors list the one). Core errors
+(``MemtrialError``) map by class; request validation gives 422 with the
+failing fields' paths (malformed JSON: ``invalid_json``; a body that is not a
+JSON object, or sent without ``content-type: application/json``, says so); a database
 that is down or too slow gives 503 with ``Retry-After``; a write that lost a
 race gives 409; anything unexpected gives 500, logged once with the request
 id and the route and no request content.
@@ -10,6 +14,8 @@ id and the route and no request content.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -47,8 +53,12 @@ class ApiError(Exception):
         self.retry_after = retry_after
 
 
-def error_body(code: str, message: str, field: str | None) -> dict[str, dict[str, str | None]]:
-    return {"error": {"code": code, "message": message, "field": field}}
+def error_body(
+    code: str, message: str, field: str | None, errors: list[dict[str, str | None]] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The error answer; ``errors`` defaults to the one error (``field``, ``message``)."""
+    listed = [{"field": field, "message": message}] if errors is None else errors
+    return {"error": {"code": code, "message": message, "field": field, "errors": listed}}
 
 
 _CORE_STATUS: list[tuple[type[MemtrialError], int, str]] = [
@@ -70,6 +80,38 @@ _UNION_MEMBERS = frozenset({"ExperienceCreate", "ExperienceBatch", "single", "ba
 def _field_of(location: tuple[int | str, ...]) -> str:
     parts = [str(p) for p in location if p not in ("body", "query", "path", "header") and p not in _UNION_MEMBERS]
     return ".".join(parts) or "body"
+
+
+#: pydantic's error types for a body that is not a JSON object
+_NOT_AN_OBJECT = frozenset({"model_attributes_type", "dict_type", "model_type"})
+
+
+def _sent(request: Request, value: Any) -> str:
+    """What a body that is not a JSON object was, in words."""
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        return "no content-type"
+    if "json" not in content_type.lower():
+        return f"content-type {content_type!r}"
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "JSON null" if value is None else f"a JSON {kinds.get(type(value), 'value')}"
+
+
+def _described(request: Request, item: Mapping[str, Any]) -> tuple[str, str]:
+    """(field, message) of one validation error."""
+    location = tuple(item.get("loc", ()))
+    field = _field_of(location)
+    if location and location[0] == "header":
+        field = str(location[-1]).replace("_", "-").title() if isinstance(location[-1], str) else field
+    if field == "body" and item.get("type") in _NOT_AN_OBJECT:
+        got = _sent(request, item.get("input"))
+        return field, f"body: send a JSON object with content-type: application/json (got {got})"
+    if item.get("type") == "extra_forbidden" and _is_agent_patch(request) and field in FIXED_AGENT_SETTINGS:
+        return (
+            field,
+            f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget and draft_horizon",
+        )
+    return field, f"{field}: {item.get('msg', 'invalid value')}"
 
 
 def _request_id(request: Request) -> str:
@@ -119,18 +161,18 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, error: RequestValidationError) -> JSONResponse:
-        first = error.errors()[0]
+        found = error.errors()
+        first = found[0]
         if first.get("type") == "json_invalid":
             detail = first.get("ctx", {}).get("error", "malformed")
             return JSONResponse(error_body("invalid_json", f"body: not valid JSON ({detail})", "body"), status_code=422)
-        location = tuple(first.get("loc", ()))
-        field = _field_of(location)
-        if location and location[0] == "header":
-            field = str(location[-1]).replace("_", "-").title() if isinstance(location[-1], str) else field
-        message = f"{field}: {first.get('msg', 'invalid value')}"
-        if first.get("type") == "extra_forbidden" and _is_agent_patch(request) and field in FIXED_AGENT_SETTINGS:
-            message = f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget and draft_horizon"
-        return JSONResponse(error_body("invalid", message, field), status_code=422)
+        listed: list[dict[str, str | None]] = []
+        for item in found:
+            field, message = _described(request, item)
+            if {"field": field, "message": message} not in listed:
+                listed.append({"field": field, "message": message})
+        head = listed[0]
+        return JSONResponse(error_body("invalid", str(head["message"]), head["field"], listed), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:

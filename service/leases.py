@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
 
@@ -32,6 +33,9 @@ from service.deps import Services
 from service.idempotency import Idempotency, release, renew
 from service.models import Agent, Decision, utcnow
 from service.store import as_utc, load_agent, owned_row, save_engine
+
+if TYPE_CHECKING:
+    from service.drafting import Retries
 
 __all__ = ["EXPIRED", "Renewal", "abandon", "withdraw", "withdraw_expired"]
 
@@ -77,10 +81,20 @@ class Renewal:
 
 
 def withdraw(
-    services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str, *, expired_only: bool = False
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    decision_id: str,
+    reason: str,
+    *,
+    expired_only: bool = False,
+    retries: Retries | None = None,
 ) -> bool:
     """Withdraw a planned decision (status ``failed``, its reason kept, a ``withdrawal`` entry in the log);
-    False when it was already decided or withdrawn (or, with ``expired_only``, its lease is still running)."""
+    False when it was already decided or withdrawn (or, with ``expired_only``, its lease is still running).
+
+    retries: the retries of malformed answers reserved for it from a draft budget; those not sent go back
+    to the credit. A decision whose process died keeps its reservation spent (its calls may have been sent)."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Decision, agent, decision_id, "decision")
@@ -89,14 +103,18 @@ def withdraw(
         if expired_only and (row.drafting_until is None or as_utc(row.drafting_until) >= utcnow()):
             return False
         engine = services.engines.checkout(session, agent, {row.id: row})
+        if retries is not None:
+            engine.release_calls(decision_id, retries.used + retries.left, retries.used)
         engine.withdraw(decision_id, reason)
         row.drafting_until = None
         save_engine(session, agent, engine, services.engines, head_only=True)
         return True
 
 
-def _withdrawn(services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str) -> None:
-    withdraw(services, tenant_id, agent_id, decision_id, reason)
+def _withdrawn(
+    services: Services, tenant_id: str, agent_id: str, decision_id: str, reason: str, retries: Retries | None
+) -> None:
+    withdraw(services, tenant_id, agent_id, decision_id, reason, retries=retries)
 
 
 def _release(services: Services, guard: Idempotency) -> None:
@@ -105,14 +123,21 @@ def _release(services: Services, guard: Idempotency) -> None:
 
 
 def abandon(
-    services: Services, tenant_id: str, agent_id: str, decision_id: str, guard: Idempotency, reason: str
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    decision_id: str,
+    guard: Idempotency,
+    reason: str,
+    retries: Retries | None = None,
 ) -> None:
-    """A failed server-drafting request lets go: its key released, its decision withdrawn with ``reason``.
+    """A failed server-drafting request lets go: its key released, its decision withdrawn with ``reason``
+    (and the retries it reserved but did not send given back to its draft budget).
 
     Each step the database refuses now is retried in the background until the lease would have ended."""
     steps: list[Callable[[], None]] = [
         lambda: _release(services, guard),
-        lambda: _withdrawn(services, tenant_id, agent_id, decision_id, reason),
+        lambda: _withdrawn(services, tenant_id, agent_id, decision_id, reason, retries),
     ]
     left = _attempt(steps)
     if left:

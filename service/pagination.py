@@ -22,6 +22,8 @@ from service.errors import ApiError
 __all__ = ["CursorQuery", "LimitQuery", "decode_cursor", "encode_cursor"]
 
 MAX_LIMIT = 200
+#: positions are 32-bit integer columns (sequence numbers, log indexes): a cursor past them names no row
+MAX_POSITION = 2**31
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"rows per page (1..{MAX_LIMIT})")]
 CursorQuery = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
 
@@ -49,7 +51,7 @@ def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str]) -> 
     value: int | str = decoded[1]
     if (
         isinstance(value, int)
-        and not 0 <= value < 2**63
+        and not 0 <= value < MAX_POSITION
         or isinstance(value, str)
         and not re.fullmatch(r"[0-9a-f]{32}", value)
     ):

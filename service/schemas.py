@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from typing import Annotated, Any, Literal
 
@@ -14,6 +15,7 @@ from pydantic import (
     StrictBool,
     StrictInt,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -51,8 +53,10 @@ from service.api_types import (
     ValuePublic,
     ValuesPublic,
     VerifyPublic,
+    WarningPublic,
 )
-from service.validation import JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
+from service.settings import MAX_DRAFTS_CEILING
+from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
 __all__ = [
     "ASSET_CLASSES",
@@ -110,6 +114,7 @@ __all__ = [
     "ValuePublic",
     "ValuesPublic",
     "VerifyPublic",
+    "WarningPublic",
     "check_portfolio_drafts",
 ]
 
@@ -209,7 +214,7 @@ class AgentCreate(Strict):
         4,
         ge=1,
         le=8,
-        description="experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7",
+        description="experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7; a setting that needs more drafts than the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION (default 64) is refused",
     )
     gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
     learner: Literal["auto", "identity", "content"] = "auto"
@@ -323,9 +328,9 @@ class ExperienceCreate(Strict):
     text: bounded_text(20_000)  # type: ignore[valid-type]
     metadata: JsonDocument = Field(default_factory=dict)
     structured: JsonDocument | None = None
-    external_id: Name | None = Field(
+    external_id: ExternalId | None = Field(
         None,
-        description="the experience's id in your own memory store (unique per agent): adding one that exists updates its text and metadata instead of duplicating it",
+        description="the experience's id in your own memory store (unique per agent, compared in Unicode normal form C, in which it is stored): adding one that exists updates its text and metadata instead of duplicating it",
     )
 
 
@@ -397,11 +402,11 @@ class DecisionCreate(Strict):
         max_length=8,
         description="bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches",
     )
-    retrieved_external_ids: list[Name] | None = Field(
+    retrieved_external_ids: list[ExternalId] | None = Field(
         None,
         min_length=1,
         max_length=8,
-        description="as retrieved_ids, by the external ids the experiences were added with",
+        description="as retrieved_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
     )
 
     @field_validator("retrieved_ids", "retrieved_external_ids")
@@ -417,25 +422,34 @@ class DecisionCreate(Strict):
     def _check_reference(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
         return None if weights is None else _finite_weights(weights, "reference weight")
 
-    @model_validator(mode="after")
-    def _check_times(self) -> DecisionCreate:
-        if self.maturity < self.decision_time:
-            raise ValueError("maturity must not be before decision_time")
-        if self.retrieved_ids is not None and self.retrieved_external_ids is not None:
+    @field_validator("maturity")
+    @classmethod
+    def _after_decision(cls, maturity: dt.datetime, info: ValidationInfo) -> dt.datetime:
+        decided = info.data.get("decision_time")
+        if decided is not None and maturity < decided:
+            raise ValueError(
+                f"maturity must not be before decision_time ({maturity.isoformat()} is before {decided.isoformat()})"
+            )
+        return maturity
+
+    @field_validator("retrieved_external_ids")
+    @classmethod
+    def _one_retrieval(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if ids is not None and info.data.get("retrieved_ids") is not None:
             raise ValueError("give retrieved_ids or retrieved_external_ids, not both")
-        return self
+        return ids
 
 
 class DraftsSubmit(Strict):
     drafts: list[JsonValue] = Field(
         min_length=1,
-        max_length=64,
-        description="one draft per designed subset, in the plan's order: for portfolio agents an object of weights naming every asset; for scored agents any JSON",
+        max_length=MAX_DRAFTS_CEILING,
+        description="one draft per designed subset, in the plan's order: for portfolio agents an object of weights naming every asset; for scored agents any JSON (at most the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION, default 64)",
     )
     reference: StrictInt | None = Field(
         None,
         ge=0,
-        le=63,
+        le=MAX_DRAFTS_CEILING - 1,
         description="scored agents: the index of the draft that is the conservative reference (default 0, the memory-free draft)",
     )
 
@@ -457,7 +471,9 @@ class SettleRequest(Strict):
         None, description="portfolio: per asset, one simple return per session"
     )
     utilities: list[Weight] | None = Field(
-        None, max_length=64, description="scored: one utility per draft, in the plan's order (higher is better)"
+        None,
+        max_length=MAX_DRAFTS_CEILING,
+        description="scored: one utility per draft, in the plan's order (higher is better)",
     )
     outcome: JsonValue = Field(None, description="scored: the realised outcome, scored by rule")
     rule: Literal["brier", "log", "exact", "abs_error"] | None = Field(

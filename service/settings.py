@@ -14,9 +14,11 @@ from typing import Any
 
 from service.db import DatabaseTimeouts
 
-__all__ = ["DEFAULT_DATABASE_URL", "Settings", "configuration_table"]
+__all__ = ["DEFAULT_DATABASE_URL", "MAX_DRAFTS_CEILING", "Settings", "configuration_table"]
 
 DEFAULT_DATABASE_URL = "sqlite:///./memtrial.db"
+#: the most drafts any design and k can need (the full factorial of eight experiences)
+MAX_DRAFTS_CEILING = 256
 
 
 def _setting(default: Any, env: str, help: str) -> Any:  # noqa: A002 - the word the table uses
@@ -77,6 +79,11 @@ class Settings:
     )
     llm_timeout_seconds: int = _setting(
         120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting."
+    )
+    max_drafts_per_decision: int = _setting(
+        64,
+        "MEMTRIAL_MAX_DRAFTS_PER_DECISION",
+        "Most drafts one decision may need, in [1, 256]: an agent whose design and `k` need more is refused with 422 (when created, when its drafter changes, when it plans); a drafts request holds at most this many; server drafting sends at most this many model calls for one decision, retries of malformed answers included.",
     )
     preload_model: bool = _setting(
         True,
@@ -150,7 +157,7 @@ class Settings:
     max_session_return: float = _setting(
         10.0,
         "MEMTRIAL_MAX_SESSION_RETURN",
-        "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422.",
+        "Largest plausible simple return of one session in a portfolio settlement (10: +1000%); returns (or closes implying them) above it are refused with 422. Returns are fractions (0.012 for +1.2%): a session return of 50% or more in absolute value is accepted but answered with a `warnings` entry naming the asset (percentages given as fractions?).",
     )
     max_abs_utility: float = _setting(
         1e6,
@@ -180,6 +187,10 @@ class Settings:
         if not 0.0 < self.idempotency_lease_seconds <= 3600.0:
             raise ValueError(
                 f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {self.idempotency_lease_seconds!r}"
+            )
+        if not 1 <= self.max_drafts_per_decision <= MAX_DRAFTS_CEILING:
+            raise ValueError(
+                f"MEMTRIAL_MAX_DRAFTS_PER_DECISION must be in [1, {MAX_DRAFTS_CEILING}], got {self.max_drafts_per_decision!r}"
             )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")

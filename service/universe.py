@@ -13,9 +13,12 @@ from memtrial.settle import Investor, mandate_violation
 from service.errors import ApiError
 from service.schemas import DEFENSIVE_CLASSES, RISKY_CLASSES
 
-__all__ = ["Universe"]
+__all__ = ["SUSPECT_SESSION_RETURN", "Universe"]
 
 SUM_TOLERANCE = 1e-6
+#: a session return this large (in absolute value) is accepted but answered with a warning: it is more
+#: often a percentage given as a fraction (1.2 meant as 1.2%) than a market move
+SUSPECT_SESSION_RETURN = 0.5
 
 
 class Universe:
@@ -56,6 +59,28 @@ class Universe:
 
     def mapping(self, vector: Sequence[float] | NDArray[np.float64]) -> dict[str, float]:
         return {asset: float(w) for asset, w in zip(self.assets, vector, strict=True)}
+
+    def suspect_returns(self, series: Mapping[str, Sequence[float]], kind: str) -> list[tuple[str, str]]:
+        """(field, message) for each asset with a session return (given, or implied by closes) of at least
+        :data:`SUSPECT_SESSION_RETURN` in absolute value: allowed, but likely percentages. ``series`` has
+        passed :meth:`relative_prices`."""
+        warnings = []
+        for asset in self.assets:
+            values = np.asarray(series[asset], dtype=np.float64)
+            returns = values[1:] / values[:-1] - 1.0 if kind == "prices" else values
+            large = np.flatnonzero(np.abs(returns) >= SUSPECT_SESSION_RETURN)
+            if large.size:
+                session = int(large[0])
+                value = float(returns[session])
+                shown = "a close-to-close return" if kind == "prices" else "a return"
+                warnings.append(
+                    (
+                        f"{kind}.{asset}",
+                        f"{kind}.{asset}: session {session + 1} has {shown} of {value:.6g} ({value:+.4%}): "
+                        "returns are fractions (0.012 for +1.2%); if these were percentages, post a correction",
+                    )
+                )
+        return warnings
 
     def relative_prices(
         self, series: Mapping[str, Sequence[float]], kind: str, horizon: int | None = None, max_return: float = math.inf

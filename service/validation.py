@@ -1,6 +1,8 @@
 """Field types that hold only what can be stored and served back: checked before anything is written.
 
 - :data:`Text` / :func:`text_field`: strings without NUL or lone surrogates;
+- :data:`ExternalId`: a name in Unicode normal form C (:func:`external_id`), so the composed and the
+  decomposed spellings of ``café`` are one id;
 - :data:`JsonDocument`: client metadata, at most ``MAX_DEPTH`` levels deep and
   ``MAX_DOCUMENT_BYTES`` bytes, finite numbers, 64-bit integers;
 - :data:`Weight`: a real number (not a string, not a boolean), finite;
@@ -20,6 +22,7 @@ from pydantic import AfterValidator, AwareDatetime, StrictFloat, StringConstrain
 __all__ = [
     "AssetName",
     "EARLIEST",
+    "ExternalId",
     "LATEST",
     "MAX_DEPTH",
     "MAX_DOCUMENT_BYTES",
@@ -34,6 +37,7 @@ __all__ = [
     "check_name",
     "check_text",
     "check_value",
+    "external_id",
 ]
 
 MAX_DEPTH = 16
@@ -78,6 +82,11 @@ def check_name(value: str, field: str = "the name") -> str:
     if not _visible(value):
         raise ValueError(f"{field} must hold a visible character")
     return value
+
+
+def external_id(value: str) -> str:
+    """An external id as it is stored and looked up: Unicode normal form C (NFC), then checked as a name."""
+    return check_name(unicodedata.normalize("NFC", value), "an external id")
 
 
 def _text(value: str) -> str:
@@ -156,6 +165,7 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_name)]
+ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(external_id)]
 AssetName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_name)]
 JsonDocument = Annotated[dict[str, Any], AfterValidator(check_document)]
 JsonValue = Annotated[Any, AfterValidator(check_value)]

@@ -18,6 +18,7 @@ Mem0 users can then rank and prune by measured usefulness (:meth:`Mem0Credit.ran
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +90,8 @@ class Mem0Credit:
         self.memory, self.client, self.agent_id, self.k = memory, client, agent_id, k
         self.filters = dict(filters)
         self.search_options = dict(search_options or {})
-        self._mirrored: dict[str, str] = {}  # Mem0 id -> the text last mirrored
+        self._mirrored: dict[str, str] = {}  # Mem0 id (NFC) -> the text last mirrored
+        self._mem0_ids: dict[str, str] = {}  # Mem0 id (NFC, as memtrial stores it) -> Mem0's own spelling
 
     def search(self, query: str) -> list[dict[str, Any]]:
         """Mem0's hits for ``query`` in this scope, best first (at most k)."""
@@ -98,16 +100,22 @@ class Mem0Credit:
         return list(hits)[: self.k]
 
     def mirror(self, hits: Sequence[Mapping[str, Any]]) -> list[str]:
-        """Copy hits into the agent by external id (only those new or rewritten since); their ids, in order."""
-        changed = [h for h in hits if self._mirrored.get(str(h["id"])) != h["memory"]]
+        """Copy hits into the agent by external id (only those new or rewritten since); their ids, in order.
+
+        External ids are in Unicode normal form C, as the service stores them; write-back reaches each
+        memory by Mem0's own spelling of its id."""
+        ids = [unicodedata.normalize("NFC", str(h["id"])) for h in hits]
+        for original, normal in zip(hits, ids, strict=True):
+            self._mem0_ids[normal] = str(original["id"])
+        changed = [(i, h) for i, h in zip(ids, hits, strict=True) if self._mirrored.get(i) != h["memory"]]
         if changed:
             self.client.add_experiences(
                 self.agent_id,
-                [{"text": h["memory"], "external_id": str(h["id"]), "metadata": {"source": "mem0"}} for h in changed],
+                [{"text": h["memory"], "external_id": i, "metadata": {"source": "mem0"}} for i, h in changed],
             )
-            for h in changed:
-                self._mirrored[str(h["id"])] = h["memory"]
-        return [str(h["id"]) for h in hits]
+            for i, h in changed:
+                self._mirrored[i] = h["memory"]
+        return ids
 
     def plan(
         self,
@@ -137,12 +145,13 @@ class Mem0Credit:
         for value in values.values():
             if value.external_id is None or (value.text is None and value.active is None):
                 continue
-            current = self.memory.get(value.external_id)
+            memory_id = self._mem0_ids.get(value.external_id, value.external_id)
+            current = self.memory.get(memory_id)
             if current is None:
-                result.missing.append(value.external_id)
+                result.missing.append(memory_id)
                 continue
             self.memory.update(
-                value.external_id,
+                memory_id,
                 text=current["memory"],
                 metadata={
                     "memtrial_value": value.mean,
@@ -155,7 +164,7 @@ class Mem0Credit:
                     "memtrial_unit": UTILITY_UNIT,
                 },
             )
-            result.updated.append(value.external_id)
+            result.updated.append(memory_id)
         return result
 
     def ranked(self) -> list[dict[str, Any]]:

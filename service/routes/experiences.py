@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
@@ -52,10 +53,15 @@ def list_experiences(
     active: bool | None = None,
     external_id: Annotated[
         str | None,
-        Query(min_length=1, max_length=200, description="only the experience with this external id"),
+        Query(
+            min_length=1,
+            max_length=200,
+            description="only the experience with this external id (compared in Unicode normal form C)",
+        ),
     ] = None,
 ) -> ExperienceList:
-    return experiences.list_page(services, tenant_id, agent_id, limit, offset, cursor, active, external_id)
+    wanted = None if external_id is None else unicodedata.normalize("NFC", external_id)
+    return experiences.list_page(services, tenant_id, agent_id, limit, offset, cursor, active, wanted)
 
 
 @router.get("/{experience_id}")

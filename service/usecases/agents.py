@@ -3,6 +3,7 @@ settings that may change after (name, drafter, draft budget and horizon)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from memtrial.answers import AnswerSpec
 from memtrial.budget import budget_gate
 from memtrial.config import EngineConfig, ReferenceSource
+from memtrial.design import max_drafts
 from memtrial.engine import MemTrial
 from memtrial.errors import ConfigError
 from memtrial.reconfigure import MUTABLE_SETTINGS
@@ -27,7 +29,7 @@ from service.universe import Universe
 from service.usecases.unit import check_replay
 from service.views import agent_public
 
-__all__ = ["check_drafter", "create", "engine_config", "update"]
+__all__ = ["check_draft_limit", "check_drafter", "create", "engine_config", "update"]
 
 
 def check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
@@ -47,6 +49,24 @@ def check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
     if why is not None:
         raise ApiError(
             422, "invalid", f"drafter.model: {drafter.model!r} {why} (provider {provider.name!r})", "drafter.model"
+        )
+
+
+def check_draft_limit(settings: Mapping[str, Any], limit: int) -> None:
+    """An agent's design and k must need at most ``limit`` drafts per decision (the server's
+    ``MEMTRIAL_MAX_DRAFTS_PER_DECISION``), or its decisions could never be drafted: 422 naming k."""
+    design, k = str(settings.get("design", "half")), int(settings.get("k", 4))
+    pairs = settings.get("kind", "portfolio") == "portfolio" and settings.get("reference") == "memory_free"
+    needed = max_drafts(design, k, extra_reference=pairs)
+    if settings.get("draft_budget") is not None:  # an exploiting plan drafts one subset, or two to blend
+        needed = max(needed, 2 if pairs else 1)
+    if needed > limit:
+        raise ApiError(
+            422,
+            "invalid",
+            f"k: design {design!r} with k = {k} needs up to {needed} drafts per decision, more than this server's "
+            f"limit of {limit} (MEMTRIAL_MAX_DRAFTS_PER_DECISION); choose a smaller k or another design",
+            "k",
         )
 
 
@@ -132,6 +152,7 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
 def create(services: Services, tenant_id: str, body: AgentCreate, guard: Idempotency) -> AgentPublic:
     """A new agent with its frozen gate configuration and an empty engine."""
     config, gate = engine_config(body)
+    check_draft_limit(body.model_dump(), services.settings.max_drafts_per_decision)
     check_drafter(services, body.drafter)
     engine = MemTrial(config)
     settings = body.model_dump(mode="json")
@@ -170,6 +191,8 @@ def update(services: Services, tenant_id: str, agent_id: str, body: AgentPatch) 
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         if body.name is not None:
             agent.name = body.name
+        if body.drafter is not None:  # an agent made under a larger limit cannot take a drafter
+            check_draft_limit(agent.settings, services.settings.max_drafts_per_decision)
         settings = dict(agent.settings)
         recorded: dict[str, tuple[Any, Any]] = {}
         if body.drafter is not None or body.remove_drafter:

@@ -37,7 +37,7 @@ from memtrial.records import Plan
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services
-from service.drafting import draft_all
+from service.drafting import Retries, draft_all
 from service.errors import ApiError
 from service.history import SqlHistory
 from service.idempotency import Idempotency
@@ -60,12 +60,14 @@ from service.schemas import (
     SettlementPublic,
     SettleRequest,
     SubsetPublic,
+    WarningPublic,
     check_portfolio_drafts,
 )
 from service.scored import check_utilities, chosen_draft, rule_settlement, scored_drafts
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.tracing import span
 from service.universe import Universe
+from service.usecases.agents import check_draft_limit
 from service.usecases.unit import agent_write
 from service.views import gate_statistic, plan_labels, trust_public, value_public
 
@@ -90,8 +92,9 @@ def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
 
 def plan(
     services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency
-) -> tuple[PlanPublic, dict[str, object]]:
-    """Plan a decision: retrieve, design, freeze the predictions; the plan and the agent's settings."""
+) -> tuple[PlanPublic, dict[str, object], Retries]:
+    """Plan a decision: retrieve, design, freeze the predictions; the plan, the agent's settings and the
+    retries server drafting may send (reserved now: :func:`_retries`)."""
     latest = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=services.settings.max_clock_skew_seconds)
     if body.decision_time > latest:
         raise ApiError(
@@ -106,6 +109,7 @@ def plan(
         context = None if chosen else services.embedder.encode([body.context_text])[0]
     lease = services.settings.idempotency_lease_seconds if body.drafting == "server" else None
     with agent_write(services, tenant_id, agent_id, guard, lease=lease) as (session, agent):
+        check_draft_limit(agent.settings, services.settings.max_drafts_per_decision)
         scored = _kind(agent.settings) == "scored"
         if scored and body.reference_weights is not None:
             raise ApiError(
@@ -186,12 +190,31 @@ def plan(
         # decisions planned before settle checked the horizon keep being settled as they were
         row.request = {**body.model_dump(mode="json"), "horizon_checked": True}
         row.plan = public.model_dump(mode="json")
+        retries = Retries(0, "client drafting")
         if lease is None:
             guard.complete(201, public)
         else:  # withdrawn unless the request drafting it renews this (service.leases)
             row.drafting_until = utcnow() + dt.timedelta(seconds=lease)
+            retries = _retries(services, agent, engine, len(plan.masks))
         save_engine(session, agent, engine, services.engines, head_only=True)
-        return public, dict(agent.settings)
+        return public, dict(agent.settings), retries
+
+
+def _retries(services: Services, agent: Agent, engine: MemTrial, runs: int) -> Retries:
+    """The retries of malformed answers a server-drafted decision of ``runs`` drafts may send, reserved
+    from the agent's draft budget now: the drafter's ``max_retries`` per draft, within the server's limit
+    of calls per decision and what the budget's credit can spare."""
+    limit = services.settings.max_drafts_per_decision
+    per_draft = int((agent.settings.get("drafter") or {}).get("max_retries", 2))
+    wanted = max(min(limit - runs, runs * per_draft), 0)
+    reserved = engine.reserve_calls(wanted)
+    if reserved < wanted:
+        bound = "the agent's draft budget pays for every call, retries included, and its credit was spent"
+    elif wanted < runs * per_draft:
+        bound = f"this server sends at most {limit} calls for one decision (MEMTRIAL_MAX_DRAFTS_PER_DECISION)"
+    else:
+        bound = "the drafter's max_retries"
+    return Retries(reserved, bound)
 
 
 def _engine_plan(
@@ -262,11 +285,21 @@ def decide(
     drafts: list[Any],
     guard: Idempotency,
     reference: int | None = None,
+    retries: Retries | None = None,
     *,
     server: bool = False,
 ) -> DecisionPublic:
     """Act on one draft per designed subset (``server``: the drafts of the server-drafting request that
-    planned the decision, completing its key with 201 in the same transaction)."""
+    planned the decision, completing its key with 201 in the same transaction; ``retries`` those drafts'
+    retries, settled with the draft budget here)."""
+    limit = services.settings.max_drafts_per_decision
+    if len(drafts) > limit:
+        raise ApiError(
+            422,
+            "invalid",
+            f"drafts: a decision takes at most {limit} drafts on this server (MEMTRIAL_MAX_DRAFTS_PER_DECISION), got {len(drafts)}",
+            "drafts",
+        )
     with agent_write(services, tenant_id, agent_id, guard, claim=not server) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status == "settled":
@@ -311,7 +344,11 @@ def decide(
             row.status = "decided"
             row.drafting_until = None
         guard.complete(201 if server else 200, public)
-        return_engine(session, agent, engine, services.engines)  # deciding changes no running state
+        if retries is None:
+            return_engine(session, agent, engine, services.engines)  # deciding changes no running state
+        else:  # the retries not sent go back to the draft budget's credit
+            engine.release_calls(decision_id, retries.used + retries.left, retries.used)
+            save_engine(session, agent, engine, services.engines, head_only=True)
         return public
 
 
@@ -366,7 +403,7 @@ async def create(
                 "drafting",
             )
     guard = Idempotency(key, tenant_id, request, body)
-    planned, settings = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
+    planned, settings, retries = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
     if body.drafting == "client":
         return planned
     assert provider is not None
@@ -381,17 +418,26 @@ async def create(
                 prompts,
                 parse,
                 services.settings.llm_timeout_seconds,
+                retries,
             )
             return await run_in_threadpool(
-                decide, services, tenant_id, agent_id, decision_id, drafts, guard, server=True
+                decide, services, tenant_id, agent_id, decision_id, drafts, guard, None, retries, server=True
             )
         except asyncio.CancelledError:  # the server is stopping: let go without waiting on it
-            arguments = (services, tenant_id, agent_id, decision_id, guard, "the server stopped before deciding")
+            arguments = (
+                services,
+                tenant_id,
+                agent_id,
+                decision_id,
+                guard,
+                "the server stopped before deciding",
+                retries,
+            )
             threading.Thread(target=abandon, args=arguments, name="drafting-abandon", daemon=True).start()
             raise
         except Exception as failure:
             reason = _failure_reason(failure)
-            await run_in_threadpool(abandon, services, tenant_id, agent_id, decision_id, guard, reason)
+            await run_in_threadpool(abandon, services, tenant_id, agent_id, decision_id, guard, reason, retries)
             raise
 
 
@@ -442,6 +488,17 @@ def _outcome_arguments(
     return arguments
 
 
+def _warnings(agent: Agent, body: SettleRequest) -> list[WarningPublic]:
+    """What a portfolio settle body (already accepted) holds that looks wrong: returns of 50% a session or
+    more, likely percentages given as fractions."""
+    if _kind(agent.settings) == "scored":
+        return []
+    kind = "prices" if body.prices is not None else "returns"
+    series = body.prices if body.prices is not None else body.returns or {}
+    suspect = Universe(agent.settings["universe"]).suspect_returns(series, kind)
+    return [WarningPublic(field=field, message=message) for field, message in suspect]
+
+
 def _settlement_public(
     decision_id: str,
     settlement: Any,
@@ -449,6 +506,7 @@ def _settlement_public(
     body: SettleRequest,
     labels: dict[str, str],
     corrections: list[Any] | None = None,
+    warnings: list[WarningPublic] | None = None,
 ) -> SettlementPublic:
     contributions = {str(e): c for e, c in settlement.contributions.items()}
     return SettlementPublic(
@@ -469,6 +527,7 @@ def _settlement_public(
         outcome=body.outcome,
         rule=body.rule,
         corrections=corrections or [],
+        warnings=warnings or [],
     )
 
 
@@ -566,7 +625,9 @@ def settle(
             row,
             guard,
             payload_hash,
-            _settlement_public(decision_id, settlement, engine, body, plan_labels(row.plan)),
+            _settlement_public(
+                decision_id, settlement, engine, body, plan_labels(row.plan), warnings=_warnings(agent, body)
+            ),
         )
 
 
@@ -593,7 +654,9 @@ def correct(
         previous = dict(row.settlement or {})
         history = list(previous.pop("corrections", []))
         history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))
-        public = _settlement_public(decision_id, settlement, engine, body, plan_labels(row.plan), history)
+        public = _settlement_public(
+            decision_id, settlement, engine, body, plan_labels(row.plan), history, _warnings(agent, body)
+        )
         return _record(services, session, agent, engine, row, guard, payload_hash, public)
 
 

@@ -340,3 +340,43 @@ def test_a_saturated_trial_screens_seven_experiences_in_nine_calls_and_credits_e
     assert max(values, key=values.get) == "a"  # the useful lesson is found among the seven
     exploits = [p for p, _, _ in steps if not p.trial]
     assert all(m < 1 << 7 for p in exploits for m in p.masks)  # any subset of the seven, not only a designed one
+
+
+@pytest.mark.parametrize(("budget", "horizon"), [(1.0, None), (1.5, None), (3.0, None), (2.0, 40), (4.0, 30)])
+def test_reserved_retries_keep_every_call_within_the_budget_and_later_decisions_their_call(budget, horizon):
+    """Each plan asks for up to 40 retries and makes a random share of those granted: the calls made,
+    retries included, stay within B * n (with a horizon H, B * n + (B - 1) * (H - n)), and every decision's
+    plan keeps at least one call."""
+    rng = np.random.default_rng(7)
+    engine = engine_of(budget, draft_horizon=horizon)
+    made_total = 0
+    for t, (ids, drafts, rel) in enumerate(world(3, 50)):
+        plan = engine.plan(f"d{t}", time=20 * t, maturity=20 * t + 20, retrieved=ids, n_assets=3)
+        granted = engine.reserve_calls(40)
+        made = int(rng.integers(0, granted + 1))
+        engine.release_calls(f"d{t}", granted, made)
+        made_total += plan.draft_calls + made
+        n = t + 1
+        lent = 0.0 if horizon is None else (budget - 1.0) * max(horizon - n, 0)
+        assert plan.draft_calls >= 1 and made_total <= budget * n + lent + 1e-9
+        assert engine.credit.calls == made_total
+        engine.decide(f"d{t}", drafts[list(plan.masks)])
+        engine.settle(f"d{t}", rel)
+    log = list(engine.history.log_entries())  # the log accounts for every call: plans' and retries'
+    assert any(e.kind == "retry" for e in log) == (budget > 1.0)  # a budget of one call spares none
+    assert made_total == sum(
+        e.payload["details"]["draft_calls"] if e.kind == "prediction" else e.payload["draft_calls"]
+        for e in log
+        if e.kind in ("exploit", "prediction", "retry")
+    )
+
+
+def test_without_a_budget_every_wanted_retry_is_granted_and_bad_counts_are_refused():
+    engine = engine_of()
+    engine.plan("d0", time=0, maturity=20, retrieved=list("abcd"), n_assets=3)
+    assert engine.reserve_calls(12) == 12
+    engine.release_calls("d0", 12, 3)
+    with pytest.raises(InputError, match=r"wanted must be a number of calls \(an integer >= 0\), got -1"):
+        engine.reserve_calls(-1)
+    with pytest.raises(InputError, match=r"made must be in \[0, reserved = 2\], got 3"):
+        engine.release_calls("d0", 2, 3)

@@ -9,6 +9,7 @@ from memtrial.design import (
     fold_over,
     full_factorial,
     half_fraction,
+    max_drafts,
     subset_of,
 )
 from memtrial.errors import ConfigError, InputError
@@ -127,3 +128,21 @@ def test_plan_masks_of_a_saturated_design_screens_however_many_were_retrieved():
     assert plan_masks("saturated", 7, 7) == saturated(7)
     assert plan_masks("saturated", 7, 5) == saturated(5) and len(saturated(5)) == 8
     assert plan_masks("saturated", 7, 0) == [0]
+
+
+@pytest.mark.parametrize(
+    ("kind", "k", "extra_reference", "expected"),
+    [
+        ("half", 4, False, 8),
+        ("half", 8, False, 128),
+        ("fold", 7, False, 64),
+        ("fold", 7, True, 65),  # the odd half has no memory-free run: the reference is drafted besides
+        ("full", 6, False, 64),
+        ("full", 8, False, 256),
+        ("saturated", 7, True, 9),
+        ("saturated", 8, False, 16),
+        ("half", 1, False, 1),
+    ],
+)
+def test_max_drafts_is_the_largest_plan_over_every_number_retrieved(kind, k, extra_reference, expected):
+    assert max_drafts(kind, k, extra_reference=extra_reference) == expected

@@ -117,7 +117,9 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("gate prequential: insufficient evidence")
     assert printed[1].startswith("contributions in utility per decision, largest first: "), printed
-    contributions = re.findall(r"\" ([+-]?[0-9.]+)(?:;|$)", printed[1])  # drafts that differ by subset: every lesson learns
+    contributions = re.findall(
+        r"\" ([+-]?[0-9.]+)(?:;|$)", printed[1]
+    )  # drafts that differ by subset: every lesson learns
     assert len(contributions) == 4 and all(float(c) != 0 for c in contributions), printed
     assert printed[2] == "['settled', 'settled', 'settled']"
     values = [

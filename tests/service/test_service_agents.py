@@ -58,6 +58,7 @@ def test_missing_api_key_is_401(http, agent):
             "code": "unauthorized",
             "message": "missing API key: send 'Authorization: Bearer <key>'",
             "field": "authorization",
+            "errors": [{"field": "authorization", "message": "missing API key: send 'Authorization: Bearer <key>'"}],
         }
     }
 

@@ -193,3 +193,25 @@ def test_more_retrieved_ids_than_the_agents_k_are_refused_naming_the_field(clien
     with pytest.raises(ServiceError) as error:
         client.create_agent("forecaster", kind="scored", outcomes=["yes", "no"], design="saturated", k=7)
     assert error.value.status == 422 and error.value.field == "design"
+
+
+def test_a_budget_plans_alike_whether_its_engine_was_cached_or_reloaded_from_the_database(client, database_url):
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.client import MemtrialClient
+    from service.settings import Settings
+
+    settings = {"gate": {"test": "anytime"}, "action": "dial", "draft_budget": 3}
+    cached = [
+        (p["trial"], p["draft_calls"])
+        for p, _ in walk(client, client.create_agent("a", "balanced", UNIVERSE, **settings), 14)
+    ]
+    # a worker that keeps no engine reloads the agent from the database at every request
+    with TestClient(create_app(Settings(database_url=database_url, cache_mb=0))) as http:
+        uncached = MemtrialClient(api_key=client._headers["Authorization"].split()[1], http=http)
+        agent = uncached.create_agent("b", "balanced", UNIVERSE, **settings)
+        reloaded = [(p["trial"], p["draft_calls"]) for p, _ in walk(uncached, agent, 14)]
+    assert reloaded == cached
+    calls = [c for _, c in reloaded]
+    assert all(sum(calls[: n + 1]) <= 3 * (n + 1) for n in range(len(calls)))

@@ -172,6 +172,7 @@ def test_nan_weights_are_rejected(http, client, stocked):
         "code": "invalid_json",
         "message": "body: not valid JSON (NaN is not a number JSON allows)",
         "field": "body",
+        "errors": [{"field": "body", "message": "body: not valid JSON (NaN is not a number JSON allows)"}],
     }
 
 
@@ -188,11 +189,14 @@ def test_settlement_missing_an_asset_is_422(client, stocked):
     )
 
 
-def test_maturity_before_decision_time_is_422(client, stocked):
+def test_maturity_before_decision_time_is_422_naming_maturity(client, stocked):
     with pytest.raises(ServiceError) as error:
         client.create_decision(stocked["id"], START, START - dt.timedelta(days=1), "x")
-    assert error.value.status == 422
-    assert "maturity must not be before decision_time" in error.value.message
+    assert (error.value.status, error.value.field) == (422, "maturity")
+    assert error.value.message == (
+        "maturity: Value error, maturity must not be before decision_time "
+        "(2021-01-28T21:00:00+00:00 is before 2021-01-29T21:00:00+00:00)"
+    )
 
 
 def test_naive_decision_time_is_422(client, stocked):
@@ -214,3 +218,38 @@ def test_an_agent_without_experiences_plans_one_memory_free_draft(client, agent)
     assert decision["action"] == "mixture"
     settled = client.settle(agent["id"], body["decision_id"], returns=RETURNS)
     assert settled["contributions"] == {} and settled["score"] is None
+
+
+def test_returns_that_look_like_percentages_are_settled_with_a_warning_naming_the_asset(client, stocked):
+    planned = plan(client, stocked)
+    client.submit_drafts(stocked["id"], planned["decision_id"], [DRAFT] * len(planned["subsets"]))
+    percent = {**RETURNS, "SPY": [1.2, -0.4, 0.6]}  # +1.2%, -0.4%, +0.6% given as percentages
+    settled = client.settle(
+        stocked["id"], planned["decision_id"], returns=percent, settled_at=START + dt.timedelta(days=29)
+    )
+    assert [(w.field, w.message) for w in settled.warnings] == [
+        (
+            "returns.SPY",
+            "returns.SPY: session 1 has a return of 1.2 (+120.0000%): returns are fractions (0.012 for +1.2%); "
+            "if these were percentages, post a correction",
+        )
+    ]
+    corrected = client.correct(
+        stocked["id"],
+        planned["decision_id"],
+        reason="percentages",
+        returns=RETURNS,
+        settled_at=START + dt.timedelta(days=29),
+    )
+    assert corrected.warnings == [] and corrected.corrections[0].superseded["warnings"][0]["field"] == "returns.SPY"
+    # closes that imply such a move warn too, and ordinary ones do not
+    later = plan(client, stocked, t=1)
+    client.submit_drafts(stocked["id"], later["decision_id"], [DRAFT] * len(later["subsets"]))
+    closes = {a: [100.0, 100.5, 101.0, 100.8] for a in ASSETS}
+    settled = client.settle(
+        stocked["id"],
+        later["decision_id"],
+        prices={**closes, "GLD": [100.0, 100.2, 45.0, 45.1]},
+        settled_at=START + dt.timedelta(days=59),
+    )
+    assert [w.field for w in settled.warnings] == ["prices.GLD"] and "session 2" in settled.warnings[0].message

@@ -210,6 +210,48 @@ def test_malformed_json_is_a_documented_422_naming_the_body(http, client, agent)
     )
 
 
+@pytest.mark.parametrize(
+    ("content_type", "got"),
+    [
+        (None, "no content-type"),
+        ("text/plain", "content-type 'text/plain'"),
+        ("application/x-www-form-urlencoded", "content-type 'application/x-www-form-urlencoded'"),
+    ],
+)
+def test_a_body_sent_without_a_json_content_type_is_told_to_send_one(http, client, content_type, got):
+    headers = {"Authorization": client._headers["Authorization"]}
+    if content_type is not None:
+        headers["content-type"] = content_type
+    body = json.dumps({"name": "fund", "investor": "balanced", "universe": UNIVERSE})
+    response = http.post("/v1/agents", content=body, headers=headers)
+    assert response.status_code == 422
+    message = f"body: send a JSON object with content-type: application/json (got {got})"
+    assert response.json()["error"] == {
+        "code": "invalid",
+        "message": message,
+        "field": "body",
+        "errors": [{"field": "body", "message": message}],
+    }
+    array = raw(http, client, "POST", "/v1/agents", "[1, 2]").json()["error"]
+    assert array["message"] == "body: send a JSON object with content-type: application/json (got a JSON array)"
+    assert client.list_agents()["items"] == []
+
+
+def test_every_invalid_field_is_reported_and_the_first_is_the_field(client):
+    with pytest.raises(ServiceError) as error:
+        client._request("POST", "/v1/agents", {"name": "", "kind": "bad", "k": 99, "investor": "balanced"})
+    assert (error.value.status, error.value.field) == (422, "name")
+    assert error.value.message == "name: String should have at least 1 character"
+    assert error.value.errors == [
+        {"field": "name", "message": "name: String should have at least 1 character"},
+        {"field": "kind", "message": "kind: Input should be 'portfolio' or 'scored'"},
+        {"field": "k", "message": "k: Input should be less than or equal to 8"},
+    ]
+    with pytest.raises(ServiceError) as error:  # an error of the service's own lists itself
+        client.get_agent("ag_0000000000000000000000000000000")
+    assert error.value.errors == [{"field": error.value.field, "message": error.value.message}]
+
+
 def test_method_not_allowed_names_the_allowed_methods(http):
     response = http.put("/healthz")
     assert response.status_code == 405 and response.headers["allow"] == "GET"
@@ -315,6 +357,7 @@ def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, clie
         "code": "internal",
         "message": "internal error (request probe-500)",
         "field": None,
+        "errors": [{"field": None, "message": "internal error (request probe-500)"}],
     }
     assert response.headers.get("x-request-id") in (None, "probe-500")
     records = [r for r in caplog.records if getattr(r, "request_id", None) == "probe-500"]

@@ -248,3 +248,22 @@ def test_tenants_list_revoke_and_rotate_from_the_command_line(tmp_path):
     missing = runner.invoke(cli, ["tenants", "revoke", "nobody", "--database-url", url])
     assert missing.exit_code == 2 and "no tenant is named 'nobody'" in missing.output
     engine.dispose()
+
+
+@pytest.mark.parametrize("position", [2**31, 2**40, 2**63 - 1])
+@pytest.mark.parametrize("kind", ["experiences", "decisions", "log"])
+def test_a_forged_cursor_past_any_row_is_422_naming_the_cursor(client, agent, kind, position):
+    from service.pagination import encode_cursor
+
+    def listing(cursor):
+        if kind == "experiences":
+            return client.list_experiences(agent["id"], cursor=cursor)
+        if kind == "decisions":
+            return client.list_decisions(agent["id"], cursor=cursor)
+        return client.trust_log(agent["id"], cursor=cursor)
+
+    with pytest.raises(ServiceError) as error:
+        listing(encode_cursor(kind, position))
+    assert (error.value.status, error.value.field) == (422, "cursor")
+    assert error.value.message == f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page"
+    assert listing(encode_cursor(kind, 2**31 - 1))["items"] == []  # the last position a row can hold pages to nothing

@@ -85,7 +85,7 @@ def test_server_retrieval_is_unchanged_and_says_so(client, mirrored):
         ({"retrieved_ids": ["a", "b", "c", "d", "e"]}, "retrieved_ids", "at most k = 4 experiences, got 5"),
         ({"retrieved_ids": list("abcdefghi")}, "retrieved_ids", "at most 8"),
         ({"retrieved_ids": ["a", "a"]}, "retrieved_ids", "repeated: ['a']"),
-        ({"retrieved_ids": ["a"], "retrieved_external_ids": ["b"]}, "body", "not both"),
+        ({"retrieved_ids": ["a"], "retrieved_external_ids": ["b"]}, "retrieved_external_ids", "not both"),
     ],
 )
 def test_bad_retrieved_ids_are_422_naming_the_field(client, mirrored, body, field, words):
@@ -154,3 +154,25 @@ def test_a_batch_naming_one_external_id_twice_is_422_and_adds_nothing(client, ag
     assert error.value.status == 422 and "'x' is given twice" in error.value.message
     assert error.value.field.startswith("experiences")
     assert client.list_experiences(agent["id"]).total == 0
+
+
+COMPOSED, DECOMPOSED = "caf\u00e9", "cafe\u0301"  # one id, two spellings of its é
+
+
+def test_an_external_id_is_one_id_in_either_unicode_spelling(client, agent):
+    first = client.add_experience(agent["id"], LESSONS[0], external_id=COMPOSED)
+    again = client.add_experience(agent["id"], LESSONS[1], external_id=DECOMPOSED)
+    assert (again.id, again.write, again.external_id) == (first.id, "updated", COMPOSED)
+    assert client.list_experiences(agent["id"]).total == 1
+    for spelling in (COMPOSED, DECOMPOSED):
+        assert [i.id for i in client.list_experiences(agent["id"], external_id=spelling).items] == [first.id]
+        planned = plan(client, agent, t=len(spelling), retrieved_external_ids=[spelling])
+        assert [r.id for r in planned.retrieved] == [first.id] and planned.retrieved[0].external_id == COMPOSED
+    with pytest.raises(ServiceError) as error:
+        client.add_experiences(
+            agent["id"], [{"text": "a", "external_id": COMPOSED}, {"text": "b", "external_id": DECOMPOSED}]
+        )
+    assert error.value.status == 422 and f"{COMPOSED!r} is given twice" in error.value.message
+    with pytest.raises(ServiceError) as error:
+        plan(client, agent, t=9, retrieved_external_ids=[COMPOSED, DECOMPOSED])
+    assert (error.value.status, error.value.field) == (422, "retrieved_external_ids")

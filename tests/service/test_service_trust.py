@@ -135,6 +135,7 @@ def test_oversized_body_is_413(http, client, agent):
         "code": "payload_too_large",
         "message": "request body exceeds 2000000 bytes",
         "field": "body",
+        "errors": [{"field": "body", "message": "request body exceeds 2000000 bytes"}],
     }
 
 
