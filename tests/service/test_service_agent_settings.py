@@ -90,10 +90,12 @@ def test_a_patch_of_a_setting_fixed_at_creation_is_422_naming_it_and_writes_noth
     agent = client.create_agent("fund", "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial")
     response = raw(http, client, "PATCH", f"/v1/agents/{agent['id']}", json.dumps({"draft_budget": 3, **body}))
     assert response.status_code == 422
+    message = f"{field}: fixed when the agent was created ({why}); PATCH changes name, drafter, draft_budget and draft_horizon"
     assert response.json()["error"] == {
         "code": "invalid",
-        "message": f"{field}: fixed when the agent was created ({why}); PATCH changes name, drafter, draft_budget and draft_horizon",
+        "message": message,
         "field": field,
+        "errors": [{"field": field, "message": message}],
     }
     assert client.get_agent(agent["id"]) == agent and client.trust_log(agent["id"])["items"] == []
 
