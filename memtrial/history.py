@@ -8,7 +8,9 @@ each written once:
 - the decision entries (plan, then decision, then settlement; read back by id
   when a decision is decided or settled),
 - the hash-chained log entries (predictions and scores),
-- the contribution records.
+- the contribution records,
+- the state checkpoints a correction replays from (:mod:`memtrial.checkpoints`;
+  the newest few, rewritten by corrections).
 
 :class:`InMemoryHistory` keeps them in Python lists (the default for a
 library user, and what :meth:`~memtrial.engine.MemTrial.to_json` writes out
@@ -18,10 +20,11 @@ request costs the same after ten decisions or ten thousand.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memtrial.checkpoints import Checkpoint
 from memtrial.errors import StateError
 from memtrial.prereg import LogEntry
 from memtrial.records import Decision, ExperienceId, Plan, Settlement
@@ -95,6 +98,24 @@ class History(Protocol):
     ) -> None:
         """Store an entry whose settlement a correction replaced, and replace its contribution records."""
 
+    def log_events(self, start: int = 0) -> Iterable[tuple[int, str, str]]:
+        """(index, kind, decision id) of every log entry from index ``start``, in order (what a replay reads)."""
+
+    def score_index(self, decision_id: str) -> int | None:
+        """The index of the decision's score entry, or None when the log holds none."""
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        """The entries of these decisions, by id (ids without a plan are left out)."""
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        """The newest checkpoint whose position is at most ``position``."""
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        """Forget the checkpoints past ``position`` (a correction there made them stale)."""
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
+        """Store checkpoints (positions past every stored one) and keep only the newest ``kept``."""
+
 
 class InMemoryHistory:
     """The history in Python containers (entries by id, the log, the records)."""
@@ -103,6 +124,7 @@ class InMemoryHistory:
         self.entries: dict[str, DecisionEntry] = {}
         self.log: list[LogEntry] = []
         self.records: list[tuple[str, ExperienceId, float]] = []
+        self.checkpoints: list[Checkpoint] = []
 
     def get(self, decision_id: str) -> DecisionEntry | None:
         return self.entries.get(decision_id)
@@ -133,6 +155,26 @@ class InMemoryHistory:
         self.records = [record for record in self.records if record[0] != entry.decision_id]
         self.records.extend((entry.decision_id, e, float(c)) for e, c in contributions.items())
 
+    def log_events(self, start: int = 0) -> Iterator[tuple[int, str, str]]:
+        return ((entry.index, entry.kind, str(entry.payload.get("date"))) for entry in self.log[start:])
+
+    def score_index(self, decision_id: str) -> int | None:
+        return next(
+            (e.index for e in self.log if e.kind == "score" and str(e.payload.get("date")) == decision_id), None
+        )
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        return {d: self.entries[d] for d in decision_ids if d in self.entries}
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        return next((c for c in reversed(self.checkpoints) if c.position <= position), None)
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        self.checkpoints = [c for c in self.checkpoints if c.position <= position]
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
+        self.checkpoints = [*self.checkpoints, *checkpoints][-kept:]
+
     def prune_settled(self) -> int:
         """Drop settled entries (their learning stays in the engine); returns how many."""
         settled = [decision_id for decision_id, entry in self.entries.items() if entry.settlement is not None]
@@ -145,6 +187,7 @@ class InMemoryHistory:
             "entries": [entry.to_dict() for entry in self.entries.values()],
             "log": [entry.to_dict() for entry in self.log],
             "records": [list(record) for record in self.records],
+            "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
         }
 
     @classmethod
@@ -154,6 +197,7 @@ class InMemoryHistory:
             history.put(DecisionEntry.from_dict(item))
         history.log = [LogEntry.from_dict(item) for item in data["log"]]
         history.records = [(str(d), e, float(c)) for d, e, c in data["records"]]
+        history.checkpoints = [Checkpoint.from_dict(item) for item in data.get("checkpoints", [])]
         return history
 
 
@@ -192,4 +236,22 @@ class DetachedHistory:
     def correct(
         self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
     ) -> None:
+        raise self._fail()
+
+    def log_events(self, start: int = 0) -> Iterable[tuple[int, str, str]]:
+        raise self._fail()
+
+    def score_index(self, decision_id: str) -> int | None:
+        raise self._fail()
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        raise self._fail()
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        raise self._fail()
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        raise self._fail()
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
         raise self._fail()

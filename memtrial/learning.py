@@ -43,7 +43,9 @@ __all__ = [
     "learn",
     "outcome_of",
     "portfolio_outcome",
+    "relearn",
     "scored_outcome",
+    "unlearn_sums",
 ]
 
 
@@ -60,6 +62,12 @@ class NoiseCost:
         if gain is not None:
             self.count += 1
             self.total += gain
+
+    def remove(self, gain: float | None) -> None:
+        """Take back a gain :meth:`add` counted (a corrected outcome replaces it)."""
+        if gain is not None:
+            self.count -= 1
+            self.total -= gain
 
     @property
     def cost(self) -> float | None:
@@ -205,6 +213,35 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
         rule=realised.rule,
         scored=realised.scored,
     )
+
+
+def relearn(config: EngineConfig, plan: Plan, settlement: Settlement, running: Running) -> None:
+    """What :func:`learn` does to the learner and the gate's statistics, for a settlement already made
+    (a replay after a correction): its stored contributions are learnt again and scored against the
+    plan's predictions (as derived again), without recomputing utilities or values and without a log entry.
+
+    The fallback and the noise cost depend on the outcome alone, not on any prediction: a replay
+    leaves them as they are (:func:`unlearn_sums` takes out a corrected outcome).
+    """
+    if not (plan.experience_ids and plan.trial):
+        return
+    keys = list(plan.predictions)
+    value = pearson_score([plan.predictions[k] for k in keys], [float(settlement.centred[k]) for k in keys])
+    if value is not None:
+        running.gate.statistics.add(value)
+    if config.learner is LearnerMode.AUTO:
+        _score_modes(running.learner, plan, settlement.centred)
+    running.learner.update(plan.decision_id, settlement.contributions)
+
+
+def unlearn_sums(plan: Plan, realised: Outcome, running: Running) -> None:
+    """Take a settled outcome out of the fallback's sums and the noise cost (what :func:`learn` added)."""
+    if not plan.trial:
+        return
+    if realised.mixture_u.size and realised.mean_u is not None:
+        running.fallback.remove(realised.mixture_u, realised.reference_u, realised.mean_u)
+    if realised.mean_u is not None:
+        running.noise.remove(noise_gain(realised.draft_utilities[: plan.design_rows], realised.mean_u))
 
 
 def _score_modes(learner: EmpiricalBayesLearner, plan: Plan, centred: Mapping[ExperienceId, float]) -> None:
