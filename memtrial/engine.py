@@ -542,7 +542,7 @@ class MemTrial:
             self.config,
             self.history,
             self._running(),
-            self._new_learner(),
+            self._new_learner,
             embeddings,
             entry,
             realised,

@@ -42,8 +42,9 @@ __all__ = [
     "frozen_predictions",
     "learn",
     "outcome_of",
+    "credit",
     "portfolio_outcome",
-    "relearn",
+    "rescore",
     "scored_outcome",
     "unlearn_sums",
 ]
@@ -180,9 +181,7 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
     score = None
     learns = plan.trial  # an exploiting budget decision (method 4.11) learns nothing
     if ids and learns:
-        contrast = banzhaf_contrasts(draft_utilities, masks, len(ids))
-        contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
-        centred = dict(zip(ids, (float(c) for c in centre_contrasts(contrast)), strict=True))
+        contributions, centred = credit(plan, realised)
         if len(ids) >= 2 and config.diagnostics:
             interactions = interaction_contrasts(draft_utilities, masks, len(ids))
         score = running.gate.score_predictions(plan.decision_id, plan.predictions, centred).score
@@ -215,23 +214,32 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
     )
 
 
-def relearn(config: EngineConfig, plan: Plan, settlement: Settlement, running: Running) -> None:
-    """What :func:`learn` does to the learner and the gate's statistics, for a settlement already made
-    (a replay after a correction): its stored contributions are learnt again and scored against the
-    plan's predictions (as derived again), without recomputing utilities or values and without a log entry.
+def credit(plan: Plan, realised: Outcome) -> tuple[dict[ExperienceId, float], dict[ExperienceId, float]]:
+    """Each experience's Banzhaf contribution to a learning decision's designed drafts, raw and date-centred
+    (what :func:`learn` records; empty for a decision without experiences or one that does not learn)."""
+    ids = plan.experience_ids
+    if not (ids and plan.trial):
+        return {}, {}
+    contrast = banzhaf_contrasts(
+        realised.draft_utilities[: plan.design_rows], list(plan.masks[: plan.design_rows]), len(ids)
+    )
+    contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
+    centred = dict(zip(ids, (float(c) for c in centre_contrasts(contrast)), strict=True))
+    return contributions, centred
 
-    The fallback and the noise cost depend on the outcome alone, not on any prediction: a replay
-    leaves them as they are (:func:`unlearn_sums` takes out a corrected outcome).
-    """
+
+def rescore(config: EngineConfig, plan: Plan, centred: Mapping[ExperienceId, float], running: Running) -> None:
+    """What :func:`learn` adds to the gate's statistics and the learner's mode scores for a settled
+    decision, without a log entry (a replay after a correction; the learner's statistics are learnt
+    apart, :mod:`memtrial.corrections`)."""
     if not (plan.experience_ids and plan.trial):
         return
     keys = list(plan.predictions)
-    value = pearson_score([plan.predictions[k] for k in keys], [float(settlement.centred[k]) for k in keys])
+    value = pearson_score([plan.predictions[k] for k in keys], [float(centred[k]) for k in keys])
     if value is not None:
         running.gate.statistics.add(value)
     if config.learner is LearnerMode.AUTO:
-        _score_modes(running.learner, plan, settlement.centred)
-    running.learner.update(plan.decision_id, settlement.contributions)
+        _score_modes(running.learner, plan, centred)
 
 
 def unlearn_sums(plan: Plan, realised: Outcome, running: Running) -> None:
