@@ -93,8 +93,8 @@ def recompute(
     assert previous is not None and entry.decision is not None
     unlearn_sums(entry.plan, outcome_of(config, entry.plan, entry.decision, previous), running)
     if not (entry.plan.experience_ids and entry.plan.trial):  # no score entry: only the sums change
-        corrected = learn(config, entry.plan, realised, settled_at, running)
-        return Recomputed(running, corrected, None, {d: dict(v) for d, v in rederived.items()}, None, 0)
+        alone = learn(config, entry.plan, realised, settled_at, running)
+        return Recomputed(running, alone, None, {d: dict(v) for d, v in rederived.items()}, None, 0)
     supersedes = history.score_index(entry.decision_id)
     if supersedes is None:
         raise StateError(
@@ -212,8 +212,8 @@ def _mode_scores_of(
             rows.setdefault(len(values), []).append((decision_id, mode, values, realised))
     result: dict[str, dict[LearnerMode, float | None]] = {}
     for members in rows.values():
-        values = pearson_scores([m[2] for m in members], [m[3] for m in members])
-        for (decision_id, mode, _, _), value in zip(members, values.tolist(), strict=True):
+        computed = pearson_scores([m[2] for m in members], [m[3] for m in members])
+        for (decision_id, mode, _, _), value in zip(members, computed.tolist(), strict=True):
             result.setdefault(decision_id, {})[mode] = None if np.isnan(value) else float(value)
     return result
 

@@ -30,10 +30,10 @@ from numpy.typing import ArrayLike, NDArray
 from memtrial import design as design_module
 from memtrial.action import ActionRule
 from memtrial.budget import DraftCredit, exploit_plan, memory_row
+from memtrial.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.checks import check_scored, later_or_equal, same_scored, settled_at_or_after, shown, universe_arrays
 from memtrial.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.config import EngineConfig, ReferenceSource
-from memtrial.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.corrections import corrected_outcome, correction_entry, recompute
 from memtrial.errors import (
     ConfigError,

@@ -212,8 +212,7 @@ class SqlHistory:
                 .order_by(LogRow.index)
                 .limit(LOG_PAGE)
             ).all()
-            for index, kind, decision_id in rows:
-                yield index, kind, decision_id
+            yield from ((index, kind, decision_id) for index, kind, decision_id in rows)
             if len(rows) < LOG_PAGE:
                 return
             position = rows[-1][0] + 1
@@ -239,9 +238,9 @@ class SqlHistory:
                 self.rows.setdefault(row.id, row)
         found = {}
         for decision_id in wanted:
-            row = self.rows.get(decision_id)
-            if row is not None and row.engine_plan is not None:
-                found[decision_id] = self._entry(row)
+            loaded = self.rows.get(decision_id)
+            if loaded is not None and loaded.engine_plan is not None:
+                found[decision_id] = self._entry(loaded)
         return found
 
     def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:

@@ -23,4 +23,4 @@ def test_predictions_at_every_moment_equal_the_learners_own_bit_for_bit(mode, ro
         online.update(date, {e: float(rng.normal(0.1 * (e == "e3"))) for e in chosen})
     batched = EmpiricalBayesLearner(mode, features=embeddings, robust=robust)
     assert predictions_at(batched, moments) == expected
-    assert moments[0][0] is None and expected[0] == {m: (0.0,) * 4 for m in expected[0]}  # before any record
+    assert moments[0][0] is None and expected[0] == dict.fromkeys(expected[0], (0.0,) * 4)  # before any record
