@@ -181,6 +181,9 @@ def test_a_write_waiting_on_a_locked_agent_answers_agent_busy_with_retry_after_a
         assert "held this agent's write lock" in answer.json()["error"]["message"]
         assert client.list_experiences(agent["id"])["items"] == []  # nothing was written
         assert http.post(f"/v1/agents/{agent['id']}/experiences", json=body, headers=headers).status_code == 201
+        paths = http.get("/openapi.json").json()["paths"]
+        declared = paths["/v1/agents/{agent_id}/decisions/{decision_id}/corrections"]["post"]["responses"]["503"]
+        assert "agent_busy" in declared["description"] and "database_unavailable" in declared["description"]
 
 
 def test_workers_die_with_a_killed_supervisor_and_the_port_can_be_served_again(tmp_path):
@@ -350,3 +353,14 @@ def test_stopping_the_refit_runner_waits_for_its_database_work_in_flight(databas
     assert engine.pool.checkedout() == 0
     assert not any(t.is_alive() for t in runner._threads)
     engine.dispose()
+
+
+@pytest.mark.parametrize(("lock", "statement"), [(10.0, 10.0), (0.0, 10.0), (12.0, 5.0)])
+def test_a_lock_timeout_not_shorter_than_the_statement_timeout_is_refused_naming_both(lock, statement):
+    from service.settings import Settings
+
+    with pytest.raises(ValueError) as error:
+        Settings(db_lock_timeout=lock, db_statement_timeout=statement)
+    assert str(error.value) == (
+        f"MEMTRIAL_DB_LOCK_TIMEOUT must be > 0 and shorter than MEMTRIAL_DB_STATEMENT_TIMEOUT ({statement!r}), got {lock!r}"
+    )
