@@ -105,7 +105,8 @@ class History(Protocol):
         """The index of the decision's score entry, or None when the log holds none."""
 
     def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
-        """The entries of these decisions, by id (ids without a plan are left out)."""
+        """The entries of these decisions, by id, with their plans and settlements (what a correction's
+        replay reads; a store may leave their decisions out). Ids without a plan are left out."""
 
     def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
         """The newest checkpoint whose position is at most ``position``."""
@@ -125,6 +126,11 @@ class InMemoryHistory:
         self.log: list[LogEntry] = []
         self.records: list[tuple[str, ExperienceId, float]] = []
         self.checkpoints: list[Checkpoint] = []
+        # where each decision's score entry and contribution records are, indexed as far as read
+        self._scores: dict[str, int] = {}
+        self._scores_read = 0
+        self._records_of: dict[str, tuple[int, int]] = {}
+        self._records_read = 0
 
     def get(self, decision_id: str) -> DecisionEntry | None:
         return self.entries.get(decision_id)
@@ -152,16 +158,33 @@ class InMemoryHistory:
         self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
     ) -> None:
         self.entries[entry.decision_id] = entry
+        replacing = [(entry.decision_id, e, float(c)) for e, c in contributions.items()]
+        self._index_records()
+        start, count = self._records_of.get(entry.decision_id, (len(self.records), 0))
+        if count == len(replacing) and all(r[0] == entry.decision_id for r in self.records[start : start + count]):
+            self.records[start : start + count] = replacing  # in place: the same experiences, new contributions
+            return
         self.records = [record for record in self.records if record[0] != entry.decision_id]
-        self.records.extend((entry.decision_id, e, float(c)) for e, c in contributions.items())
+        self.records.extend(replacing)
+        self._records_of, self._records_read = {}, 0
+
+    def _index_records(self) -> None:
+        """Index the records appended since the last call (one decision's records are contiguous)."""
+        for position in range(self._records_read, len(self.records)):
+            decision_id = self.records[position][0]
+            start, count = self._records_of.get(decision_id, (position, 0))
+            self._records_of[decision_id] = (start, count + 1)
+        self._records_read = len(self.records)
 
     def log_events(self, start: int = 0) -> Iterator[tuple[int, str, str]]:
         return ((entry.index, entry.kind, str(entry.payload.get("date"))) for entry in self.log[start:])
 
     def score_index(self, decision_id: str) -> int | None:
-        return next(
-            (e.index for e in self.log if e.kind == "score" and str(e.payload.get("date")) == decision_id), None
-        )
+        for entry in self.log[self._scores_read :]:
+            if entry.kind == "score":
+                self._scores.setdefault(str(entry.payload.get("date")), entry.index)
+        self._scores_read = len(self.log)
+        return self._scores.get(decision_id)
 
     def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
         return {d: self.entries[d] for d in decision_ids if d in self.entries}

@@ -226,21 +226,31 @@ class SqlHistory:
         ).first()
 
     def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
-        """The entries of these decisions, read in pages of ids (rows already loaded are reused)."""
+        """The entries of these decisions with their plans and settlements (what a replay reads: their
+        decisions are left out), read in pages of ids without loading whole rows."""
         self.session.flush()
-        wanted = list(dict.fromkeys(decision_ids))
-        missing = [d for d in wanted if d not in self.rows]
-        for first in range(0, len(missing), LOG_PAGE):
-            page = missing[first : first + LOG_PAGE]
-            for row in self.session.scalars(
-                select(Decision).where(Decision.agent_id == self.agent.id, Decision.id.in_(page))
-            ):
-                self.rows.setdefault(row.id, row)
-        found = {}
-        for decision_id in wanted:
+        found: dict[str, DecisionEntry] = {}
+        missing = []
+        for decision_id in dict.fromkeys(decision_ids):
             loaded = self.rows.get(decision_id)
-            if loaded is not None and loaded.engine_plan is not None:
+            if loaded is None:
+                missing.append(decision_id)
+            elif loaded.engine_plan is not None:
                 found[decision_id] = self._entry(loaded)
+        for first in range(0, len(missing), LOG_PAGE):
+            rows = self.session.execute(
+                select(Decision.id, Decision.engine_plan, Decision.engine_settlement, Decision.failure).where(
+                    Decision.agent_id == self.agent.id, Decision.id.in_(missing[first : first + LOG_PAGE])
+                )
+            ).all()
+            for decision_id, plan, settlement, failure in rows:
+                if plan is not None:
+                    found[decision_id] = DecisionEntry(
+                        Plan.from_dict(json.loads(plan)),
+                        None,
+                        None if settlement is None else Settlement.from_dict(json.loads(settlement)),
+                        failure,
+                    )
         return found
 
     def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
