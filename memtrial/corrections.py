@@ -12,11 +12,10 @@ plans in one :func:`~memtrial.batchfit.predictions_at` batch, and every
 mode's Pearson score of every plan in one vectorised call; then, in log
 order, the mode choice, the mode scores and the gate's scores. Each number is
 the one a plan-by-plan replay gives (the batch fits each problem as the
-learner fits it alone). The replay
-starts at the last checkpoint before the corrected score
-(:mod:`memtrial.checkpoints`), or at the first entry when there is none, and
-writes fresh checkpoints as it passes (the ones after the corrected score are
-stale). The fallback's sums and the noise cost depend on outcomes alone: the
+learner fits it alone). The replay starts at the last checkpoint before the
+corrected score (:mod:`memtrial.checkpoints`), or at the first entry when
+there is none, and writes the newest of the checkpoints that fall due as it
+passes (the ones after the corrected score are stale). The fallback's sums and the noise cost depend on outcomes alone: the
 old outcome is taken out of them and the new one put in. A decision without
 a score entry (no experiences, or a budget decision that exploits) changes
 nothing else. The result equals the running state of an engine settled with

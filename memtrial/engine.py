@@ -522,6 +522,9 @@ class MemTrial:
         it supersedes, the new score); the plans and decisions as they were
         served stay as they were. A correction equal to the current outcome is
         a no-op. Content features are those of the experiences held now.
+        The replay starts at the last state checkpoint before the corrected
+        score (``checkpoint_policy``) and runs in batch; predictions it derives
+        again for plans still awaiting their score are learnt when they settle.
         """
         entry = self._live_entry(decision_id)
         previous = entry.settlement
