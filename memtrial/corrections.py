@@ -2,113 +2,312 @@
 
 Plans and scores are taken in the order the log recorded them (a plan's
 predictions depend on the scores before it): each plan's predictions are
-derived again from what the learner would then have known, each settlement is
-learnt again through :func:`memtrial.learning.learn`, the corrected one with its
-new outcome. Settlements of decisions without experiences touch only the
-fallback and the noise cost, whose sums do not depend on order, and are
-applied after. The result equals the running state of an engine settled with
+derived again from what the learner would then have known, and each score
+is learnt again, the corrected one with its new outcome through
+:func:`memtrial.learning.learn`, the others from their stored contributions
+(no utilities, values or log entries are computed for them). The replay runs
+in batch, in three passes: the learner's statistics along the log (no
+prediction changes them), taken at every plan; the value model at all those
+plans in one :func:`~memtrial.batchfit.predictions_at` batch, and every
+mode's Pearson score of every plan in one vectorised call; then, in log
+order, the mode choice, the mode scores and the gate's scores. Each number is
+the one a plan-by-plan replay gives (the batch fits each problem as the
+learner fits it alone). The replay starts at the last checkpoint before the
+corrected score (:mod:`memtrial.checkpoints`), or at the first entry when
+there is none, and writes the newest of the checkpoints that fall due as it
+passes (the ones after the corrected score are stale). The fallback's sums and the noise cost depend on outcomes alone: the
+old outcome is taken out of them and the new one put in. A decision without
+a score entry (no experiences, or a budget decision that exploits) changes
+nothing else. The result equals the running state of an engine settled with
 the corrected outcome from the start.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.batchfit import Moment, predictions_at
+from memtrial.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen, encode_frozen, same_frozen
 from memtrial.checks import check_scored, same_scored
 from memtrial.config import EngineConfig
 from memtrial.errors import InputError, StateError
-from memtrial.fallback import AnchoredMixture
 from memtrial.history import DecisionEntry, History
 from memtrial.learning import (
-    NoiseCost,
     Outcome,
     Running,
-    frozen_predictions,
+    credit,
     learn,
     outcome_of,
     portfolio_outcome,
+    rescore,
     scored_outcome,
+    unlearn_sums,
 )
 from memtrial.records import Decision, DecisionKind, ExperienceId, Plan, Settlement, Time
-from memtrial.trust import make_gate
-from memtrial.values import EmpiricalBayesLearner
+from memtrial.trust import make_gate, pearson_scores
+from memtrial.values import EmpiricalBayesLearner, LearnerMode
 
 __all__ = ["Recomputed", "corrected_outcome", "correction_entry", "recompute"]
 
-Recomputed = tuple[Running, Settlement, int | None]
+
+@dataclass(slots=True)
+class Recomputed:
+    """What a correction's replay gives back: the running state, the corrected settlement, the index of the
+    score entry it supersedes (None for a decision without one), the re-derived predictions of plans still
+    awaiting their score, the last checkpoint's position (None: unchanged), and how many log entries were replayed."""
+
+    running: Running
+    corrected: Settlement
+    supersedes: int | None
+    rederived: dict[str, dict[str, Any]]
+    checkpointed_at: int | None
+    n_replayed: int
 
 
 def recompute(
     config: EngineConfig,
     history: History,
-    learner: EmpiricalBayesLearner,
+    running: Running,
+    new_learner: Callable[[], EmpiricalBayesLearner],
     embeddings: Mapping[ExperienceId, NDArray[np.float64] | None],
-    corrected_id: str,
+    entry: DecisionEntry,
     realised: Outcome,
     settled_at: Time,
+    rederived: Mapping[str, Mapping[str, Any]],
+    policy: CheckpointPolicy,
 ) -> Recomputed:
-    """(the running state, the corrected settlement, the index of the score entry it supersedes).
+    """The running state after correcting ``entry`` with ``realised`` (see the module docstring).
 
-    learner: a fresh learner of the engine's settings; embeddings: the
-    experiences' embeddings as the engine holds them now (content features
-    are those of the experiences held now).
+    running: the engine's running state now (its fallback and noise cost are updated in place; its
+    learner and gate are left alone); new_learner: makes a learner of the engine's settings;
+    embeddings: the experiences' embeddings as the engine holds them now (content features are those
+    of the experiences held now); rederived: the engine's re-derived predictions of plans awaiting a score.
     """
-    entries = {entry.decision_id: entry for entry in history.entries_in_order()}
-    for experience_id, embedding in embeddings.items():
-        if embedding is not None:
-            learner.add_features(experience_id, embedding)
-    running = Running(learner, make_gate(config.gate), AnchoredMixture(config.fallback), NoiseCost())
-    pending: dict[str, Plan] = {}
-    scored: set[str] = set()
-    corrected: Settlement | None = None
-    supersedes: int | None = None
+    previous = entry.settlement
+    assert previous is not None and entry.decision is not None
+    unlearn_sums(entry.plan, outcome_of(config, entry.plan, entry.decision, previous), running)
+    if not (entry.plan.experience_ids and entry.plan.trial):  # no score entry: only the sums change
+        alone = learn(config, entry.plan, realised, settled_at, running)
+        return Recomputed(running, alone, None, {d: dict(v) for d, v in rederived.items()}, None, 0)
+    supersedes = history.score_index(entry.decision_id)
+    if supersedes is None:
+        raise StateError(
+            f"decision {entry.decision_id!r} is settled but the log holds no score for it", field="history"
+        )
+    checkpoint = history.checkpoint_at_or_before(supersedes)
+    history.drop_checkpoints_after(supersedes)
+    learner = _with_features(new_learner(), embeddings)
+    gate = make_gate(config.gate)
+    awaiting: dict[str, dict[str, Any]] = {}
+    start = 0
+    if checkpoint is not None:
+        learner.load_state_dict(checkpoint.learner)
+        gate.statistics.load_dict(checkpoint.gate)
+        awaiting = {d: dict(v) for d, v in checkpoint.rederived.items()}
+        start = checkpoint.position
+    events = list(history.log_events(start))
+    entries = history.entries_of({d for _, kind, d in events if kind in ("prediction", "score")} | {entry.decision_id})
 
     def stored(decision_id: str) -> DecisionEntry:
-        entry = entries.get(decision_id)
-        if entry is None:
+        found = entries.get(decision_id)
+        if found is None:
             raise StateError(
                 f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed",
                 field="history",
             )
-        return entry
+        return found
 
-    def settle(entry: DecisionEntry, plan: Plan) -> Settlement:
-        if entry.decision_id == corrected_id:
-            return learn(config, plan, realised, settled_at, running)
-        assert entry.settlement is not None and entry.decision is not None
-        return learn(
-            config,
-            plan,
-            outcome_of(config, entry.plan, entry.decision, entry.settlement),
-            entry.settlement.settled_at,
-            running,
+    kept = _checkpoint_positions(events, start, policy)
+    # 1. the learner's statistics along the log (no prediction changes them), taken at every plan
+    contributions, centred = credit(entry.plan, realised)
+    moments: list[Moment] = []
+    statistics_at: dict[int, dict[str, Any]] = {}
+    before_corrected: dict[str, Any] | None = None
+    for index, kind, decision_id in events:
+        if kind == "prediction":
+            moments.append((learner.statistics.snapshot(), stored(decision_id).plan.experience_ids))
+        elif kind == "score":
+            if decision_id == entry.decision_id:
+                before_corrected = learner.statistics.to_dict()
+                learner.update(decision_id, contributions)
+            else:
+                settlement = stored(decision_id).settlement
+                assert settlement is not None, "a scored decision is settled"
+                learner.update(decision_id, settlement.contributions)
+            if index + 1 in kept:
+                statistics_at[index + 1] = learner.statistics.to_dict()
+    if before_corrected is None:
+        raise StateError(
+            f"decision {entry.decision_id!r} is settled but the log holds no score for it", field="history"
         )
-
-    for item in history.log_entries():
-        decision_id = str(item.payload.get("date"))
-        if item.kind == "prediction":
+    # 2. the value model at every plan, in one batch, and every mode's Pearson score of every plan the replay
+    # derives and learns again, vectorised (a gate scores the selected mode's predictions: one of them)
+    predicted = predictions_at(learner, moments)
+    scores = _mode_scores_of(events, predicted, entries, entry.decision_id)
+    # 3. predictions, mode scores and gate scores in log order
+    scoring = Running(learner, gate, running.fallback, running.noise)
+    pending: dict[str, Plan] = {}
+    written: list[Checkpoint] = []
+    corrected: Settlement | None = None
+    plans = iter(predicted)
+    for index, kind, decision_id in events:
+        if kind == "prediction":
             plan = stored(decision_id).plan
-            pending[decision_id] = replace(plan, **frozen_predictions(running.learner, plan.experience_ids))
-        elif item.kind == "withdrawal":
+            pending[decision_id] = replace(plan, **_frozen(learner, next(plans), plan.experience_ids))
+        elif kind == "withdrawal":
             pending.pop(decision_id, None)
-        elif item.kind == "score" and decision_id not in scored:
-            scored.add(decision_id)
-            result = settle(stored(decision_id), pending.pop(decision_id))
-            if decision_id == corrected_id:
-                corrected, supersedes = result, item.index
-    for decision_id, entry in entries.items():
-        if entry.settlement is not None and (not entry.plan.experience_ids or not entry.plan.trial):
-            result = settle(entry, entry.plan)
-            if decision_id == corrected_id:
-                corrected = result
-    if corrected is None:
-        raise StateError(f"decision {corrected_id!r} is settled but the log holds no score for it", field="history")
-    return running, corrected, supersedes
+            awaiting.pop(decision_id, None)
+        elif kind == "score":
+            found = stored(decision_id)
+            derived = pending.pop(decision_id, None)
+            plan = derived or _served(found.plan, awaiting.pop(decision_id, None))
+            if decision_id == entry.decision_id:
+                corrected = _learn_corrected(
+                    config, plan, realised, settled_at, scoring, new_learner, embeddings, before_corrected
+                )
+            elif derived is not None:
+                _add_scores(config, scoring, scores[decision_id], LearnerMode(derived.learner_mode))
+            else:
+                assert found.settlement is not None
+                rescore(config, plan, found.settlement.centred, scoring)
+            if index + 1 in kept:
+                state = {"statistics": statistics_at[index + 1], "mode_scores": _mode_scores(learner)}
+                written.append(
+                    Checkpoint(index + 1, state, gate.statistics.to_dict(), _awaiting(awaiting, pending, entries))
+                )
+    assert corrected is not None
+    if written:
+        history.add_checkpoints(written, policy.kept)
+    last = written[-1].position if written else start
+    return Recomputed(scoring, corrected, supersedes, _awaiting(awaiting, pending, entries), last, len(events))
+
+
+def _mode_scores_of(
+    events: list[tuple[int, str, str]],
+    predicted: list[dict[LearnerMode, tuple[float, ...]]],
+    entries: Mapping[str, DecisionEntry],
+    corrected_id: str,
+) -> dict[str, dict[LearnerMode, float | None]]:
+    """Each mode's Pearson score (None where undefined) of every plan the replay derives again and learns
+    again from its stored settlement, by decision id: rows of one length in one :func:`pearson_scores` call."""
+    scored = {d for _, kind, d in events if kind == "score"} - {corrected_id}
+    rows: dict[int, list[tuple[str, LearnerMode, tuple[float, ...], list[float]]]] = {}
+    plans = iter(predicted)
+    for _, kind, decision_id in events:
+        if kind != "prediction":
+            continue
+        modes = next(plans)
+        if decision_id not in scored:
+            continue
+        found = entries[decision_id]
+        assert found.settlement is not None, "a scored decision is settled"
+        realised = [float(found.settlement.centred[e]) for e in found.plan.experience_ids]
+        for mode, values in modes.items():
+            rows.setdefault(len(values), []).append((decision_id, mode, values, realised))
+    result: dict[str, dict[LearnerMode, float | None]] = {}
+    for members in rows.values():
+        computed = pearson_scores([m[2] for m in members], [m[3] for m in members])
+        for (decision_id, mode, _, _), value in zip(members, computed.tolist(), strict=True):
+            result.setdefault(decision_id, {})[mode] = None if np.isnan(value) else float(value)
+    return result
+
+
+def _add_scores(
+    config: EngineConfig, running: Running, scores: Mapping[LearnerMode, float | None], selected: LearnerMode
+) -> None:
+    """What :func:`memtrial.learning.rescore` adds, from scores computed beforehand: the selected mode's
+    predictions score the gate, every mode's score its own mode."""
+    value = scores[selected]
+    if value is not None:
+        running.gate.statistics.add(value)
+    if config.learner is LearnerMode.AUTO:
+        for mode, score in scores.items():
+            if score is not None:
+                running.learner.record_score(mode, score)
+
+
+def _with_features(
+    learner: EmpiricalBayesLearner, embeddings: Mapping[ExperienceId, NDArray[np.float64] | None]
+) -> EmpiricalBayesLearner:
+    for experience_id, embedding in embeddings.items():
+        if embedding is not None:
+            learner.add_features(experience_id, embedding)
+    return learner
+
+
+def _checkpoint_positions(events: list[tuple[int, str, str]], start: int, policy: CheckpointPolicy) -> set[int]:
+    """The positions of the checkpoints a replay writes: the newest ``policy.kept`` of those that fall due."""
+    positions: list[int] = []
+    last = start
+    for index, kind, _ in events:
+        if kind == "score" and policy.due(index + 1, last):
+            last = index + 1
+            positions.append(last)
+    return set(positions[-policy.kept :])
+
+
+def _mode_scores(learner: EmpiricalBayesLearner) -> dict[str, list[float]]:
+    return {mode.value: [scores.count, scores.total] for mode, scores in learner.mode_scores.items()}
+
+
+def _frozen(
+    learner: EmpiricalBayesLearner, modes: Mapping[LearnerMode, tuple[float, ...]], ids: tuple[ExperienceId, ...]
+) -> dict[str, Any]:
+    """A plan's frozen prediction fields (as :func:`memtrial.learning.frozen_predictions` makes them) from
+    every mode's predictions, the mode being selected by the learner's mode scores now."""
+    selected = learner.selected_mode
+    return {
+        "predictions": dict(zip(ids, modes[selected], strict=True)),
+        "mode_predictions": {m.value: v for m, v in modes.items()},
+        "learner_mode": selected.value,
+    }
+
+
+def _learn_corrected(
+    config: EngineConfig,
+    plan: Plan,
+    realised: Outcome,
+    settled_at: Time,
+    scoring: Running,
+    new_learner: Callable[[], EmpiricalBayesLearner],
+    embeddings: Mapping[ExperienceId, NDArray[np.float64] | None],
+    statistics: Mapping[str, Any],
+) -> Settlement:
+    """The corrected settlement through :func:`learn` itself, on a learner holding the statistics before
+    it and the replay's mode scores; the gate's statistics, the mode scores and the sums move on."""
+    learner = _with_features(new_learner(), embeddings)
+    learner.load_state_dict({"statistics": statistics, "mode_scores": _mode_scores(scoring.learner)})
+    settlement = learn(
+        config, plan, realised, settled_at, Running(learner, scoring.gate, scoring.fallback, scoring.noise)
+    )
+    scoring.learner.mode_scores = learner.mode_scores
+    return settlement
+
+
+def _served(plan: Plan, rederived: Mapping[str, Any] | None) -> Plan:
+    """A plan registered before the replay's start, with the predictions a correction derived again for it."""
+    return plan if rederived is None else replace(plan, **decode_frozen(rederived))
+
+
+def _awaiting(
+    earlier: Mapping[str, Mapping[str, Any]], pending: Mapping[str, Plan], entries: Mapping[str, DecisionEntry]
+) -> dict[str, dict[str, Any]]:
+    """The re-derived predictions of plans still awaiting their score that differ from those they were served with."""
+    result = {d: dict(v) for d, v in earlier.items()}
+    for decision_id, plan in pending.items():
+        frozen = {
+            "predictions": plan.predictions,
+            "mode_predictions": plan.mode_predictions,
+            "learner_mode": plan.learner_mode,
+        }
+        if not same_frozen(entries[decision_id].plan, frozen):
+            result[decision_id] = encode_frozen(frozen)
+    return result
 
 
 def corrected_outcome(

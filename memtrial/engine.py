@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,6 +30,7 @@ from numpy.typing import ArrayLike, NDArray
 from memtrial import design as design_module
 from memtrial.action import ActionRule
 from memtrial.budget import DraftCredit, exploit_plan, memory_row
+from memtrial.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.checks import check_scored, later_or_equal, same_scored, settled_at_or_after, shown, universe_arrays
 from memtrial.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.config import EngineConfig, ReferenceSource
@@ -96,6 +97,8 @@ class MemTrial:
     history: where decision entries, log entries and contribution records go
     (default: an :class:`~memtrial.history.InMemoryHistory`). The engine's own
     state stays O(experiences) whatever the number of decisions.
+    ``checkpoint_policy`` (:class:`~memtrial.checkpoints.CheckpointPolicy`) says how
+    often it writes a state checkpoint to the history for corrections to replay from.
     """
 
     def __init__(self, config: EngineConfig | None = None, *, history: History | None = None, **settings: Any) -> None:
@@ -110,6 +113,10 @@ class MemTrial:
         self.credit = DraftCredit()
         self.experiences: dict[ExperienceId, _Experience] = {}
         self.clock: Time | None = None
+        self.checkpoint_policy = CheckpointPolicy()
+        self.checkpointed_at = 0  # the log position of the last checkpoint written
+        # predictions a correction derived again for plans awaiting their score (memtrial.checkpoints)
+        self.rederived: dict[str, dict[str, Any]] = {}
 
     def _new_learner(self) -> EmpiricalBayesLearner:
         config = self.config
@@ -399,6 +406,7 @@ class MemTrial:
         if entry.plan.experience_ids:
             self.gate.log.append("withdrawal", {"date": decision_id, "reason": reason})
         entry.withdrawn = reason
+        self.rederived.pop(decision_id, None)
         self.history.put(entry)
 
     # -- decide ------------------------------------------------------------
@@ -497,7 +505,9 @@ class MemTrial:
         decision = self._decided(entry, "call decide before settle")
         settled_at = settled_at_or_after(decision_id, plan, at)
         realised = portfolio_outcome(self.config, plan, decision, prices)
-        return self._record(entry, learn(self.config, plan, realised, settled_at, self._running()), settled_at)
+        return self._record(
+            entry, learn(self.config, self._learnt(plan), realised, settled_at, self._running()), settled_at
+        )
 
     def settle_scored(
         self,
@@ -533,7 +543,9 @@ class MemTrial:
         decision = self._decided(entry, "decide before settling")
         settled_at = settled_at_or_after(decision_id, plan, at)
         realised = scored_outcome(decision, given_utilities, outcome, rule)
-        return self._record(entry, learn(self.config, plan, realised, settled_at, self._running()), settled_at)
+        return self._record(
+            entry, learn(self.config, self._learnt(plan), realised, settled_at, self._running()), settled_at
+        )
 
     def correct(
         self,
@@ -560,6 +572,9 @@ class MemTrial:
         it supersedes, the new score); the plans and decisions as they were
         served stay as they were. A correction equal to the current outcome is
         a no-op. Content features are those of the experiences held now.
+        The replay starts at the last state checkpoint before the corrected
+        score (``checkpoint_policy``) and runs in batch; predictions it derives
+        again for plans still awaiting their score are learnt when they settle.
         """
         entry = self._live_entry(decision_id)
         previous = entry.settlement
@@ -576,11 +591,24 @@ class MemTrial:
         if realised is None:  # the outcome it already has
             return previous
         embeddings = {e: x.embedding for e, x in self.experiences.items()}
-        running, corrected, supersedes = recompute(
-            self.config, self.history, self._new_learner(), embeddings, decision_id, realised, settled_at
+        result = recompute(
+            self.config,
+            self.history,
+            self._running(),
+            self._new_learner,
+            embeddings,
+            entry,
+            realised,
+            settled_at,
+            self.rederived,
+            self.checkpoint_policy,
         )
+        running, corrected, supersedes = result.running, result.corrected, result.supersedes
         self.learner, self.fallback, self.noise = running.learner, running.fallback, running.noise
         self.gate.statistics = running.gate.statistics
+        self.rederived = result.rederived
+        if result.checkpointed_at is not None:
+            self.checkpointed_at = result.checkpointed_at
         self.gate.log.append("correction", correction_entry(decision_id, reason, supersedes, corrected))
         entry.settlement = corrected
         entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
@@ -594,11 +622,25 @@ class MemTrial:
             raise LifecycleError(f"decision {entry.decision_id!r} has no drafts yet: {advice}", field="decision_id")
         return entry.decision
 
+    def _learnt(self, plan: Plan) -> Plan:
+        """The plan a settlement learns from: with the predictions a correction derived again for it, if any."""
+        rederived = self.rederived.get(plan.decision_id)
+        return plan if rederived is None else replace(plan, **decode_frozen(rederived))
+
     def _record(self, entry: DecisionEntry, settlement: Settlement, settled_at: Time) -> Settlement:
         entry.settlement = settlement
+        self.rederived.pop(entry.decision_id, None)
         self.history.put(entry)
         if settlement.contributions:
             self.history.append_contributions(entry.decision_id, settlement.contributions, settlement.centred)
+        plan = entry.plan
+        position = self.gate.log.length
+        if plan.experience_ids and plan.trial and self.checkpoint_policy.due(position, self.checkpointed_at):
+            checkpoint = Checkpoint(
+                position, self.learner.state_dict(), self.gate.statistics.to_dict(), dict(self.rederived)
+            )
+            self.history.add_checkpoints([checkpoint], self.checkpoint_policy.kept)
+            self.checkpointed_at = position
         if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return settlement

@@ -153,6 +153,15 @@ class AnchoredMixture:
         self.spread_sum += abs(reference_utility - mean_utility) / 2.0
         self._choice = None
 
+    def remove(self, mixture_utilities: ArrayLike, reference_utility: float, mean_utility: float) -> None:
+        """Take back one date :meth:`update` added (a corrected outcome replaces it)."""
+        if self.n_updates < 1:
+            raise StateError("the fallback has no update to take back", field="fallback")
+        self.gains = self.gains - np.asarray(mixture_utilities, dtype=np.float64)
+        self.n_updates -= 1
+        self.spread_sum -= abs(reference_utility - mean_utility) / 2.0
+        self._choice = None
+
     @property
     def penalty(self) -> float:
         """lambda of the current state (0 before any update)."""

@@ -8,7 +8,9 @@ each written once:
 - the decision entries (plan, then decision, then settlement; read back by id
   when a decision is decided or settled),
 - the hash-chained log entries (predictions and scores),
-- the contribution records.
+- the contribution records,
+- the state checkpoints a correction replays from (:mod:`memtrial.checkpoints`;
+  the newest few, rewritten by corrections).
 
 :class:`InMemoryHistory` keeps them in Python lists (the default for a
 library user, and what :meth:`~memtrial.engine.MemTrial.to_json` writes out
@@ -18,10 +20,11 @@ request costs the same after ten decisions or ten thousand.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from memtrial.checkpoints import Checkpoint
 from memtrial.errors import StateError
 from memtrial.prereg import LogEntry
 from memtrial.records import Decision, ExperienceId, Plan, Settlement
@@ -95,6 +98,25 @@ class History(Protocol):
     ) -> None:
         """Store an entry whose settlement a correction replaced, and replace its contribution records."""
 
+    def log_events(self, start: int = 0) -> Iterable[tuple[int, str, str]]:
+        """(index, kind, decision id) of every log entry from index ``start``, in order (what a replay reads)."""
+
+    def score_index(self, decision_id: str) -> int | None:
+        """The index of the decision's score entry, or None when the log holds none."""
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        """The entries of these decisions, by id, with their plans and settlements (what a correction's
+        replay reads; a store may leave their decisions out). Ids without a plan are left out."""
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        """The newest checkpoint whose position is at most ``position``."""
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        """Forget the checkpoints past ``position`` (a correction there made them stale)."""
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
+        """Store checkpoints (positions past every stored one) and keep only the newest ``kept``."""
+
 
 class InMemoryHistory:
     """The history in Python containers (entries by id, the log, the records)."""
@@ -103,6 +125,12 @@ class InMemoryHistory:
         self.entries: dict[str, DecisionEntry] = {}
         self.log: list[LogEntry] = []
         self.records: list[tuple[str, ExperienceId, float]] = []
+        self.checkpoints: list[Checkpoint] = []
+        # where each decision's score entry and contribution records are, indexed as far as read
+        self._scores: dict[str, int] = {}
+        self._scores_read = 0
+        self._records_of: dict[str, tuple[int, int]] = {}
+        self._records_read = 0
 
     def get(self, decision_id: str) -> DecisionEntry | None:
         return self.entries.get(decision_id)
@@ -130,8 +158,45 @@ class InMemoryHistory:
         self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
     ) -> None:
         self.entries[entry.decision_id] = entry
+        replacing = [(entry.decision_id, e, float(c)) for e, c in contributions.items()]
+        self._index_records()
+        start, count = self._records_of.get(entry.decision_id, (len(self.records), 0))
+        if count == len(replacing) and all(r[0] == entry.decision_id for r in self.records[start : start + count]):
+            self.records[start : start + count] = replacing  # in place: the same experiences, new contributions
+            return
         self.records = [record for record in self.records if record[0] != entry.decision_id]
-        self.records.extend((entry.decision_id, e, float(c)) for e, c in contributions.items())
+        self.records.extend(replacing)
+        self._records_of, self._records_read = {}, 0
+
+    def _index_records(self) -> None:
+        """Index the records appended since the last call (one decision's records are contiguous)."""
+        for position in range(self._records_read, len(self.records)):
+            decision_id = self.records[position][0]
+            start, count = self._records_of.get(decision_id, (position, 0))
+            self._records_of[decision_id] = (start, count + 1)
+        self._records_read = len(self.records)
+
+    def log_events(self, start: int = 0) -> Iterator[tuple[int, str, str]]:
+        return ((entry.index, entry.kind, str(entry.payload.get("date"))) for entry in self.log[start:])
+
+    def score_index(self, decision_id: str) -> int | None:
+        for entry in self.log[self._scores_read :]:
+            if entry.kind == "score":
+                self._scores.setdefault(str(entry.payload.get("date")), entry.index)
+        self._scores_read = len(self.log)
+        return self._scores.get(decision_id)
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        return {d: self.entries[d] for d in decision_ids if d in self.entries}
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        return next((c for c in reversed(self.checkpoints) if c.position <= position), None)
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        self.checkpoints = [c for c in self.checkpoints if c.position <= position]
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
+        self.checkpoints = [*self.checkpoints, *checkpoints][-kept:]
 
     def prune_settled(self) -> int:
         """Drop settled entries (their learning stays in the engine); returns how many."""
@@ -145,6 +210,7 @@ class InMemoryHistory:
             "entries": [entry.to_dict() for entry in self.entries.values()],
             "log": [entry.to_dict() for entry in self.log],
             "records": [list(record) for record in self.records],
+            "checkpoints": [checkpoint.to_dict() for checkpoint in self.checkpoints],
         }
 
     @classmethod
@@ -154,6 +220,7 @@ class InMemoryHistory:
             history.put(DecisionEntry.from_dict(item))
         history.log = [LogEntry.from_dict(item) for item in data["log"]]
         history.records = [(str(d), e, float(c)) for d, e, c in data["records"]]
+        history.checkpoints = [Checkpoint.from_dict(item) for item in data.get("checkpoints", [])]
         return history
 
 
@@ -192,4 +259,22 @@ class DetachedHistory:
     def correct(
         self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
     ) -> None:
+        raise self._fail()
+
+    def log_events(self, start: int = 0) -> Iterable[tuple[int, str, str]]:
+        raise self._fail()
+
+    def score_index(self, decision_id: str) -> int | None:
+        raise self._fail()
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        raise self._fail()
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        raise self._fail()
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        raise self._fail()
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
         raise self._fail()

@@ -42,8 +42,11 @@ __all__ = [
     "frozen_predictions",
     "learn",
     "outcome_of",
+    "credit",
     "portfolio_outcome",
+    "rescore",
     "scored_outcome",
+    "unlearn_sums",
 ]
 
 
@@ -60,6 +63,12 @@ class NoiseCost:
         if gain is not None:
             self.count += 1
             self.total += gain
+
+    def remove(self, gain: float | None) -> None:
+        """Take back a gain :meth:`add` counted (a corrected outcome replaces it)."""
+        if gain is not None:
+            self.count -= 1
+            self.total -= gain
 
     @property
     def cost(self) -> float | None:
@@ -172,9 +181,7 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
     score = None
     learns = plan.trial  # an exploiting budget decision (method 4.11) learns nothing
     if ids and learns:
-        contrast = banzhaf_contrasts(draft_utilities, masks, len(ids))
-        contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
-        centred = dict(zip(ids, (float(c) for c in centre_contrasts(contrast)), strict=True))
+        contributions, centred = credit(plan, realised)
         if len(ids) >= 2 and config.diagnostics:
             interactions = interaction_contrasts(draft_utilities, masks, len(ids))
         score = running.gate.score_predictions(plan.decision_id, plan.predictions, centred).score
@@ -205,6 +212,44 @@ def learn(config: EngineConfig, plan: Plan, realised: Outcome, settled_at: Time,
         rule=realised.rule,
         scored=realised.scored,
     )
+
+
+def credit(plan: Plan, realised: Outcome) -> tuple[dict[ExperienceId, float], dict[ExperienceId, float]]:
+    """Each experience's Banzhaf contribution to a learning decision's designed drafts, raw and date-centred
+    (what :func:`learn` records; empty for a decision without experiences or one that does not learn)."""
+    ids = plan.experience_ids
+    if not (ids and plan.trial):
+        return {}, {}
+    contrast = banzhaf_contrasts(
+        realised.draft_utilities[: plan.design_rows], list(plan.masks[: plan.design_rows]), len(ids)
+    )
+    contributions = dict(zip(ids, (float(c) for c in contrast), strict=True))
+    centred = dict(zip(ids, (float(c) for c in centre_contrasts(contrast)), strict=True))
+    return contributions, centred
+
+
+def rescore(config: EngineConfig, plan: Plan, centred: Mapping[ExperienceId, float], running: Running) -> None:
+    """What :func:`learn` adds to the gate's statistics and the learner's mode scores for a settled
+    decision, without a log entry (a replay after a correction; the learner's statistics are learnt
+    apart, :mod:`memtrial.corrections`)."""
+    if not (plan.experience_ids and plan.trial):
+        return
+    keys = list(plan.predictions)
+    value = pearson_score([plan.predictions[k] for k in keys], [float(centred[k]) for k in keys])
+    if value is not None:
+        running.gate.statistics.add(value)
+    if config.learner is LearnerMode.AUTO:
+        _score_modes(running.learner, plan, centred)
+
+
+def unlearn_sums(plan: Plan, realised: Outcome, running: Running) -> None:
+    """Take a settled outcome out of the fallback's sums and the noise cost (what :func:`learn` added)."""
+    if not plan.trial:
+        return
+    if realised.mixture_u.size and realised.mean_u is not None:
+        running.fallback.remove(realised.mixture_u, realised.reference_u, realised.mean_u)
+    if realised.mean_u is not None:
+        running.noise.remove(noise_gain(realised.draft_utilities[: plan.design_rows], realised.mean_u))
 
 
 def _score_modes(learner: EmpiricalBayesLearner, plan: Plan, centred: Mapping[ExperienceId, float]) -> None:

@@ -3,7 +3,8 @@
 The state is the running state alone (O(experiences)): the configuration,
 the gate's hash, the clock, the experiences, the learner's statistics, the
 gate's statistics and the log's head, the fallback's sums, the noise cost,
-and, for an in-memory history, the history itself. A store that keeps the
+the position of the last state checkpoint and the predictions a correction
+derived again for plans awaiting their score, and, for an in-memory history, the history itself. A store that keeps the
 history elsewhere (the service) writes it with ``history=False`` and attaches
 its own store when it restores.
 """
@@ -56,6 +57,8 @@ def state_of(engine: MemTrial, *, embeddings: bool = True, history: bool = True)
             if engine.config.draft_budget is None and engine.credit == DraftCredit()
             else {"budget": engine.credit.to_dict()}
         ),
+        "checkpointed_at": engine.checkpointed_at,
+        "rederived": {d: dict(v) for d, v in engine.rederived.items()},
         "history": engine.memory_history().to_dict() if history else None,
     }
 
@@ -95,6 +98,8 @@ def restore(
         engine.fallback = AnchoredMixture.from_dict(data["fallback"])
         engine.noise = NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0})
         engine.credit = DraftCredit.from_dict(data.get("budget"))
+        engine.checkpointed_at = int(data.get("checkpointed_at", 0))
+        engine.rederived = {str(d): dict(v) for d, v in (data.get("rederived") or {}).items()}
     except (KeyError, TypeError, ValueError) as error:
         raise StateError(f"state is malformed: {error!r}") from None
     return engine

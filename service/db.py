@@ -5,9 +5,11 @@ on PostgreSQL by ``SELECT ... FOR UPDATE`` of the agent row, on SQLite by
 starting every transaction with ``BEGIN IMMEDIATE`` (one writer at a time).
 
 Nothing waits for the database without a bound (:class:`DatabaseTimeouts`):
-PostgreSQL gets a connect timeout and statement and lock timeouts, SQLite a
-busy timeout, and the pool a checkout timeout; each ends in a 503 with
-``Retry-After``. Statement parameters are kept out of error messages, so no
+PostgreSQL gets a connect timeout and statement and lock timeouts (the lock
+timeout shorter, so a lock wait ends as a lock wait), SQLite a busy timeout,
+and the pool a checkout timeout; each ends in a 503 with ``Retry-After``: a
+lock wait (another writer holds the agent) with code ``agent_busy``, the rest
+with ``database_unavailable``. Statement parameters are kept out of error messages, so no
 experience text or name reaches a log.
 """
 
@@ -28,13 +30,21 @@ __all__ = ["DatabaseTimeouts", "is_sqlite", "make_engine", "make_session_factory
 
 @dataclass(frozen=True, slots=True)
 class DatabaseTimeouts:
-    """Seconds: connect (PostgreSQL), statement (PostgreSQL; a lock wait counts too),
-    busy (SQLite: waiting for another writer), pool (waiting for a free connection)."""
+    """Seconds: connect (PostgreSQL), statement (PostgreSQL), busy (SQLite: waiting for another writer),
+    pool (waiting for a free connection), lock (PostgreSQL: waiting for a row lock, such as an agent's;
+    shorter than ``statement``, or a lock wait would end as a statement timeout)."""
 
     connect: float = 5.0
     statement: float = 10.0
     busy: float = 10.0
     pool: float = 5.0
+    lock: float = 5.0
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.lock < self.statement:
+            raise ValueError(
+                f"the lock timeout must be > 0 and shorter than the statement timeout ({self.statement:g} s), got {self.lock:g} s"
+            )
 
 
 def normalise_url(url: str) -> str:
@@ -54,6 +64,7 @@ def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:
     limits = timeouts or DatabaseTimeouts()
     if not is_sqlite(url):
         milliseconds = int(1000 * limits.statement)
+        lock_milliseconds = int(1000 * limits.lock)
         return create_engine(
             url,
             pool_pre_ping=True,
@@ -63,7 +74,7 @@ def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:
             hide_parameters=True,
             connect_args={
                 "connect_timeout": max(1, round(limits.connect)),
-                "options": f"-c statement_timeout={milliseconds} -c lock_timeout={milliseconds} -c idle_in_transaction_session_timeout={4 * milliseconds}",
+                "options": f"-c statement_timeout={milliseconds} -c lock_timeout={lock_milliseconds} -c idle_in_transaction_session_timeout={4 * milliseconds}",
             },
         )
     engine = create_engine(

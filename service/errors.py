@@ -6,14 +6,17 @@ fields that broke a rule at once; other errors list the one). Core errors
 (``MemtrialError``) map by class; request validation gives 422 with the
 failing fields' paths (malformed JSON: ``invalid_json``; a body that is not a
 JSON object, or sent without ``content-type: application/json``, says so); a database
-that is down or too slow gives 503 with ``Retry-After``; a write that lost a
-race gives 409; anything unexpected gives 500, logged once with the request
+that is down or too slow gives 503 ``database_unavailable`` with ``Retry-After``;
+a lock wait that timed out (another request holds the agent: PostgreSQL's lock
+timeout, SQLite's busy timeout) gives 503 ``agent_busy`` with ``Retry-After``; a
+write that lost a race gives 409; anything unexpected gives 500, logged once with the request
 id and the route and no request content.
 """
 
 from __future__ import annotations
 
 import logging
+import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,10 +39,12 @@ from memtrial.errors import (
 )
 from service.schemas import FIXED_AGENT_SETTINGS
 
-__all__ = ["ApiError", "error_body", "install_handlers"]
+__all__ = ["ApiError", "error_body", "install_handlers", "is_lock_wait"]
 
 logger = logging.getLogger("memtrial.service")
 DATABASE_RETRY_SECONDS = 5
+AGENT_BUSY_RETRY_SECONDS = 1
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for a lock wait ended by lock_timeout
 
 
 class ApiError(Exception):
@@ -75,6 +80,13 @@ _CORE_STATUS: list[tuple[type[MemtrialError], int, str]] = [
 
 #: Names of union members that pydantic puts into error locations; they are not fields.
 _UNION_MEMBERS = frozenset({"ExperienceCreate", "ExperienceBatch", "single", "batch"})
+
+
+def is_lock_wait(error: BaseException) -> bool:
+    """Whether a database error is a lock wait that timed out (PostgreSQL lock_timeout, SQLite busy)."""
+    if getattr(error, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+        return True
+    return isinstance(error, sqlite3.OperationalError) and "locked" in str(error)
 
 
 def _field_of(location: tuple[int | str, ...]) -> str:
@@ -187,6 +199,21 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(PoolTimeoutError)
     async def _database_down(request: Request, error: Exception) -> JSONResponse:
         cause = getattr(error, "orig", None) or error
+        if is_lock_wait(cause):
+            logger.warning(
+                "agent busy",
+                extra={
+                    "request_id": _request_id(request),
+                    "route": _route(request),
+                    "error_type": type(cause).__name__,
+                },
+            )
+            busy = "another request held this agent's write lock past the lock timeout (on SQLite: the database's one writer lock); nothing was written: retry after Retry-After (a retry with the same Idempotency-Key is safe)"
+            return JSONResponse(
+                error_body("agent_busy", busy, None),
+                status_code=503,
+                headers={"Retry-After": str(AGENT_BUSY_RETRY_SECONDS)},
+            )
         logger.error(
             "database unavailable",
             extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},

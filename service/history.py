@@ -4,24 +4,26 @@ Each decision is one ``decisions`` row whose engine columns are written once
 per stage (plan, decision, settlement); each log entry is one
 ``log_entries`` row; each contribution one ``contributions`` row. Nothing is
 rewritten, so a request writes the same number of bytes after ten decisions
-or ten thousand.
+or ten thousand. State checkpoints (:mod:`memtrial.checkpoints`) are
+``checkpoints`` rows, the newest few per agent.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from memtrial.checkpoints import Checkpoint
 from memtrial.history import DecisionEntry
 from memtrial.prereg import LogEntry, canonical_json
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import ExperienceId, Plan, Settlement
-from service.models import Agent, Contribution, Decision, LogRow
+from service.models import Agent, CheckpointRow, Contribution, Decision, LogRow
 
 __all__ = ["LOG_PAGE", "SqlHistory", "log_entry_of", "read_log"]
 
@@ -198,3 +200,91 @@ class SqlHistory:
             )
         )
         self.append_contributions(entry.decision_id, contributions, centred)
+
+    def log_events(self, start: int = 0) -> Iterator[tuple[int, str, str]]:
+        """(index, kind, decision id) of the log from ``start``, read page by page without the payloads."""
+        self.session.flush()
+        position = start
+        while True:
+            rows = self.session.execute(
+                select(LogRow.index, LogRow.kind, LogRow.decision_id)
+                .where(LogRow.agent_id == self.agent.id, LogRow.index >= position)
+                .order_by(LogRow.index)
+                .limit(LOG_PAGE)
+            ).all()
+            yield from ((index, kind, decision_id) for index, kind, decision_id in rows)
+            if len(rows) < LOG_PAGE:
+                return
+            position = rows[-1][0] + 1
+
+    def score_index(self, decision_id: str) -> int | None:
+        self.session.flush()
+        return self.session.scalars(
+            select(LogRow.index).where(
+                LogRow.agent_id == self.agent.id, LogRow.decision_id == decision_id, LogRow.kind == "score"
+            )
+        ).first()
+
+    def entries_of(self, decision_ids: Iterable[str]) -> dict[str, DecisionEntry]:
+        """The entries of these decisions with their plans and settlements (what a replay reads: their
+        decisions are left out), read in pages of ids without loading whole rows."""
+        self.session.flush()
+        found: dict[str, DecisionEntry] = {}
+        missing = []
+        for decision_id in dict.fromkeys(decision_ids):
+            loaded = self.rows.get(decision_id)
+            if loaded is None:
+                missing.append(decision_id)
+            elif loaded.engine_plan is not None:
+                found[decision_id] = self._entry(loaded)
+        for first in range(0, len(missing), LOG_PAGE):
+            rows = self.session.execute(
+                select(Decision.id, Decision.engine_plan, Decision.engine_settlement, Decision.failure).where(
+                    Decision.agent_id == self.agent.id, Decision.id.in_(missing[first : first + LOG_PAGE])
+                )
+            ).all()
+            for decision_id, plan, settlement, failure in rows:
+                if plan is not None:
+                    found[decision_id] = DecisionEntry(
+                        Plan.from_dict(json.loads(plan)),
+                        None,
+                        None if settlement is None else Settlement.from_dict(json.loads(settlement)),
+                        failure,
+                    )
+        return found
+
+    def checkpoint_at_or_before(self, position: int) -> Checkpoint | None:
+        self.session.flush()
+        row = self.session.scalars(
+            select(CheckpointRow)
+            .where(CheckpointRow.agent_id == self.agent.id, CheckpointRow.position <= position)
+            .order_by(CheckpointRow.position.desc())
+            .limit(1)
+        ).first()
+        return None if row is None else Checkpoint.from_dict(json.loads(row.state))
+
+    def drop_checkpoints_after(self, position: int) -> None:
+        self.session.execute(
+            delete(CheckpointRow).where(CheckpointRow.agent_id == self.agent.id, CheckpointRow.position > position)
+        )
+
+    def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
+        """Store the checkpoints and delete all but the agent's newest ``kept``."""
+        self.session.add_all(
+            CheckpointRow(agent_id=self.agent.id, position=c.position, state=canonical_json(c.to_dict()))
+            for c in checkpoints
+        )
+        self.session.flush()
+        positions = self.session.scalars(
+            select(CheckpointRow.position)
+            .where(CheckpointRow.agent_id == self.agent.id)
+            .order_by(CheckpointRow.position.desc())
+            .offset(kept)
+            .limit(1)
+        ).first()
+        if positions is not None:
+            self.session.execute(
+                delete(CheckpointRow).where(
+                    CheckpointRow.agent_id == self.agent.id, CheckpointRow.position <= positions
+                )
+            )

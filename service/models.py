@@ -26,6 +26,7 @@ __all__ = [
     "Agent",
     "ApiKey",
     "Base",
+    "CheckpointRow",
     "Contribution",
     "Decision",
     "Experience",
@@ -160,6 +161,23 @@ class LogRow(Base):
     hash: Mapped[str] = mapped_column(String(64))
     score: Mapped[float | None] = mapped_column(Float, nullable=True)
     statistic: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    __table_args__ = (Index("ix_log_entries_agent_decision", "agent_id", "decision_id"),)
+
+
+class CheckpointRow(Base):
+    """An agent's engine state at a log position, where a correction's replay starts (:mod:`memtrial.checkpoints`).
+
+    state is the checkpoint's JSON; an agent keeps the newest few (a correction replaces those past
+    the score it corrects).
+    """
+
+    __tablename__ = "checkpoints"
+
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
+    position: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    state: Mapped[str] = mapped_column(Text)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 

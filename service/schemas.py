@@ -132,7 +132,7 @@ _ERROR_MEANINGS = {
     422: "invalid input; the message names the field and the rule",
     429: "rate limit for this key reached",
     502: "the drafter failed or answered malformed drafts",
-    503: "the database is unavailable",
+    503: "the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written",
 }
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()

@@ -102,7 +102,12 @@ class Settings:
     )
     db_connect_timeout: float = _setting(5.0, "MEMTRIAL_DB_CONNECT_TIMEOUT", "Seconds to open a PostgreSQL connection.")
     db_statement_timeout: float = _setting(
-        10.0, "MEMTRIAL_DB_STATEMENT_TIMEOUT", "Seconds one PostgreSQL statement (or lock wait) may take."
+        10.0, "MEMTRIAL_DB_STATEMENT_TIMEOUT", "Seconds one PostgreSQL statement may take."
+    )
+    db_lock_timeout: float = _setting(
+        5.0,
+        "MEMTRIAL_DB_LOCK_TIMEOUT",
+        "Seconds a PostgreSQL request waits for an agent's write lock (then 503 agent_busy); shorter than the statement timeout.",
     )
     db_busy_timeout: float = _setting(
         10.0, "MEMTRIAL_DB_BUSY_TIMEOUT", "Seconds a SQLite transaction waits for another writer."
@@ -192,6 +197,10 @@ class Settings:
             raise ValueError(
                 f"MEMTRIAL_MAX_DRAFTS_PER_DECISION must be in [1, {MAX_DRAFTS_CEILING}], got {self.max_drafts_per_decision!r}"
             )
+        if not 0.0 < self.db_lock_timeout < self.db_statement_timeout:
+            raise ValueError(
+                f"MEMTRIAL_DB_LOCK_TIMEOUT must be > 0 and shorter than MEMTRIAL_DB_STATEMENT_TIMEOUT ({self.db_statement_timeout!r}), got {self.db_lock_timeout!r}"
+            )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
         if self.refit_engine not in ("dask", "threads"):
@@ -202,7 +211,11 @@ class Settings:
     @property
     def database_timeouts(self) -> DatabaseTimeouts:
         return DatabaseTimeouts(
-            self.db_connect_timeout, self.db_statement_timeout, self.db_busy_timeout, self.db_pool_timeout
+            self.db_connect_timeout,
+            self.db_statement_timeout,
+            self.db_busy_timeout,
+            self.db_pool_timeout,
+            self.db_lock_timeout,
         )
 
     @classmethod

@@ -149,3 +149,22 @@ def test_bench_embedding_compares_the_torch_and_onnx_paths_on_one_thread(tmp_pat
     assert result["runs"]["onnx"]["single_query"]["n"] == 20 and result["onnx_model_mb"] > 10
     assert result["installed_mb"]["onnxruntime"] > 0
     assert "| onnx |" in out.with_suffix(".md").read_text()
+
+
+def test_bench_corrections_reports_each_age_and_target_and_the_concurrent_answers(tmp_path):
+    result, out = run_bench(
+        tmp_path, "corrections", "--ages", "101,140", "--service-ages", "101", "--repeats", "1", "--concurrent", "3"
+    )
+    engine = result["engine"]
+    assert [(row["age"], row["corrected"]) for row in engine] == [
+        (age, name) for age in (101, 140) for name in ("newest", "50th newest", "100th newest", "oldest")
+    ]
+    assert all(row["median_ms"] > 0 and 0 < row["replayed_entries"] < row["log_entries"] for row in engine)
+    newest, oldest = engine[4], engine[7]
+    assert newest["replayed_entries"] < oldest["replayed_entries"] == oldest["log_entries"] - 1  # a checkpoint vs none
+    assert all(row["checkpoints"] <= 8 for row in engine)
+    service = result["service"]["sqlite"]
+    assert len(service["rows"]) == 4 and all(row["median_ms"] > 0 for row in service["rows"])
+    assert service["concurrent"]["sent"] == 3 and sum(service["concurrent"]["answers"].values()) == 3
+    assert "database_unavailable" not in " ".join(service["concurrent"]["answers"])
+    assert out.with_suffix(".md").read_text().startswith("Engine (in-memory history)")

@@ -116,7 +116,7 @@ def test_a_server_on_a_silent_database_shuts_down_within_its_grace_period(black_
         server.stop()
 
 
-def test_a_sqlite_database_locked_by_another_writer_gives_503_after_the_busy_timeout(tmp_path):
+def test_a_sqlite_database_locked_by_another_writer_answers_agent_busy_after_the_busy_timeout(tmp_path):
     import sqlite3
 
     from fastapi.testclient import TestClient
@@ -129,7 +129,7 @@ def test_a_sqlite_database_locked_by_another_writer_gives_503_after_the_busy_tim
     upgrade(url)
     key = make_tenant(url, "busy")
     with TestClient(create_app(Settings(database_url=url, db_busy_timeout=0.5, auth_cache_seconds=5))) as http:
-        client = MemtrialClient(api_key=key, http=http)
+        client = MemtrialClient(api_key=key, http=http, retries=0)
         client.list_agents()  # the key is cached: the lock below only blocks the write
         holder = sqlite3.connect(path, isolation_level=None)
         holder.execute("BEGIN IMMEDIATE")
@@ -142,8 +142,48 @@ def test_a_sqlite_database_locked_by_another_writer_gives_503_after_the_busy_tim
             holder.execute("ROLLBACK")
             holder.close()
         assert client.create_agent("free again", "balanced", UNIVERSE)["name"] == "free again"
-    assert (error.value.status, error.value.code) == (503, "database_unavailable")
+    assert (error.value.status, error.value.code) == (503, "agent_busy")
     assert waited < 0.5 + 5
+
+
+def test_a_write_waiting_on_a_locked_agent_answers_agent_busy_with_retry_after_and_writes_nothing(database_url):
+    import sqlite3
+
+    from fastapi.testclient import TestClient
+    from sqlalchemy import create_engine, text
+
+    from service.app import create_app
+    from service.db import normalise_url
+    from service.settings import Settings
+
+    key = make_tenant(database_url, "locked")
+    settings = Settings(database_url=database_url, db_busy_timeout=0.5, db_lock_timeout=0.5, auth_cache_seconds=5)
+    with TestClient(create_app(settings)) as http:
+        client = MemtrialClient(api_key=key, http=http, retries=0)
+        agent = client.create_agent("held", "balanced", UNIVERSE)
+        headers = {"Authorization": client._headers["Authorization"]}
+        body = {"text": "Bonds rallied on a rate cut."}
+        if database_url.startswith("sqlite"):  # one writer at a time: another writer holds the database
+            holder = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+            release = lambda: (holder.execute("ROLLBACK"), holder.close())  # noqa: E731
+        else:  # another transaction holds the agent's row, as a long correction does
+            database = create_engine(normalise_url(database_url))
+            connection = database.connect()
+            connection.execute(text("SELECT id FROM agents WHERE id = :id FOR UPDATE"), {"id": agent["id"]})
+            release = lambda: (connection.rollback(), connection.close(), database.dispose())  # noqa: E731
+        try:
+            answer = http.post(f"/v1/agents/{agent['id']}/experiences", json=body, headers=headers)
+        finally:
+            release()
+        assert answer.status_code == 503 and answer.headers["Retry-After"] == "1"
+        assert answer.json()["error"]["code"] == "agent_busy"
+        assert "held this agent's write lock" in answer.json()["error"]["message"]
+        assert client.list_experiences(agent["id"])["items"] == []  # nothing was written
+        assert http.post(f"/v1/agents/{agent['id']}/experiences", json=body, headers=headers).status_code == 201
+        paths = http.get("/openapi.json").json()["paths"]
+        declared = paths["/v1/agents/{agent_id}/decisions/{decision_id}/corrections"]["post"]["responses"]["503"]
+        assert "agent_busy" in declared["description"] and "database_unavailable" in declared["description"]
 
 
 def test_workers_die_with_a_killed_supervisor_and_the_port_can_be_served_again(tmp_path):
@@ -313,3 +353,14 @@ def test_stopping_the_refit_runner_waits_for_its_database_work_in_flight(databas
     assert engine.pool.checkedout() == 0
     assert not any(t.is_alive() for t in runner._threads)
     engine.dispose()
+
+
+@pytest.mark.parametrize(("lock", "statement"), [(10.0, 10.0), (0.0, 10.0), (12.0, 5.0)])
+def test_a_lock_timeout_not_shorter_than_the_statement_timeout_is_refused_naming_both(lock, statement):
+    from service.settings import Settings
+
+    with pytest.raises(ValueError) as error:
+        Settings(db_lock_timeout=lock, db_statement_timeout=statement)
+    assert str(error.value) == (
+        f"MEMTRIAL_DB_LOCK_TIMEOUT must be > 0 and shorter than MEMTRIAL_DB_STATEMENT_TIMEOUT ({statement!r}), got {lock!r}"
+    )

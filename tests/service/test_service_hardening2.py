@@ -295,6 +295,48 @@ def test_correcting_the_second_of_ten_portfolio_decisions_equals_a_right_settlem
     assert client.verify(corrected["id"])["n_entries"] == check["n_entries"]
 
 
+def test_correcting_a_recent_decision_of_a_long_lived_agent_replays_from_a_checkpoint_and_equals_a_right_settlement(
+    client, database_url
+):
+    from sqlalchemy import create_engine, text
+
+    from service.db import normalise_url
+
+    gate = {"test": "prequential", "alpha": 0.05, "min_scores": 3}
+    corrected = client.create_agent("corrected-long", "balanced", UNIVERSE, gate=gate)
+    truthful = client.create_agent("truthful-long", "balanced", UNIVERSE, gate=gate)
+    for agent in (corrected, truthful):
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    n, wrong_at = 40, 37
+    outcomes = _world_portfolio(client, corrected["id"], wrong_at=wrong_at, n=n)
+    _world_portfolio(client, truthful["id"], n=n)
+    database = create_engine(normalise_url(database_url))
+
+    def checkpoints():
+        with database.connect() as connection:
+            return (
+                connection.execute(
+                    text("SELECT position FROM checkpoints WHERE agent_id = :agent ORDER BY position"),
+                    {"agent": corrected["id"]},
+                )
+                .scalars()
+                .all()
+            )
+
+    before = checkpoints()
+    assert 1 <= len(before) <= 8 and before[-1] <= 2 * n  # written as the agent settled, bounded
+    decision_id, right = outcomes[wrong_at]
+    client.correct(corrected["id"], decision_id, returns=right, reason="the feed multiplied every return by five")
+    _assert_same(_comparable(client, corrected["id"], n), _comparable(client, truthful["id"], n))
+    page = client.trust_log(corrected["id"], limit=1000)
+    correction = next(e for e in page["items"] if e["kind"] == "correction")
+    supersedes = correction["payload"]["supersedes"]
+    # the checkpoints before the corrected score stay (the replay started at the last of them); none is stale
+    assert [p for p in checkpoints() if p <= supersedes] == [p for p in before if p <= supersedes] != []
+    assert client.verify(corrected["id"])["ok"]
+    database.dispose()
+
+
 @pytest.mark.parametrize("action", ["gate", "dial"])
 def test_correcting_a_scored_decision_equals_a_right_settlement_from_the_start(client, action):
     gate = {"test": "anytime", "alpha": 0.05}
