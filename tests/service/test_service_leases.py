@@ -143,7 +143,9 @@ def test_a_lock_timeout_while_deciding_releases_the_key_at_once_and_fails_the_de
     gate = threading.Event()
     with FakeLLM(hold=gate) as llm:
         # a lease far longer than the test: the retry can only run because the failure released the key
-        http, key = in_process(llm, db_busy_timeout=0.5, db_statement_timeout=0.5, idempotency_lease_seconds=600)
+        http, key = in_process(
+            llm, db_busy_timeout=0.5, db_statement_timeout=0.5, db_lock_timeout=0.25, idempotency_lease_seconds=600
+        )
         client = MemtrialClient(api_key=key, http=http)
         agent_id = stocked(client)
         first = InThread(lambda: post(http, key, agent_id, "lock-1"))
@@ -154,7 +156,7 @@ def test_a_lock_timeout_while_deciding_releases_the_key_at_once_and_fails_the_de
             first.join()
         finally:
             lock.release()
-        assert first.answer.status_code == 503 and first.answer.json()["error"]["code"] == "database_unavailable"
+        assert first.answer.status_code == 503 and first.answer.json()["error"]["code"] == "agent_busy"
         reason = "the database did not answer in time while deciding (the agent was locked by another writer too long)"
         until(lambda: decisions_of(client, agent_id) == [("failed", reason)], "the decision is failed")
         retry = once_free(http, key, agent_id, "lock-1", "the key is released")
