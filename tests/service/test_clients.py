@@ -5,7 +5,7 @@ import datetime as dt
 
 import httpx
 import pytest
-from conftest import UNIVERSE, make_tenant
+from support import UNIVERSE, make_tenant
 
 from service.api_types import AgentPublic, DecisionPublic, PlanPublic, SettlementPublic, VerifyPublic
 from service.client import AsyncMemtrialClient, MemtrialClient, ServiceError

@@ -7,7 +7,7 @@ import threading
 import time
 
 import pytest
-from conftest import UNIVERSE
+from support import UNIVERSE
 
 START = dt.datetime(2022, 1, 31, 21, tzinfo=dt.UTC)
 MEMORIES = [

@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from conftest import make_tenant
+from support import make_tenant
 
 from memtrial.errors import install_hint
 

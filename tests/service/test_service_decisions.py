@@ -4,7 +4,7 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import UNIVERSE
+from support import UNIVERSE
 
 from service.client import ServiceError
 

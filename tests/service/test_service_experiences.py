@@ -1,7 +1,7 @@
 """Service: experiences (add, list, get, search, update, retire, delete)."""
 
 import pytest
-from conftest import make_tenant
+from support import make_tenant
 
 from service.client import MemtrialClient, ServiceError
 

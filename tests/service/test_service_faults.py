@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from conftest import UNIVERSE, make_tenant
 from live_server import Server, free_port
+from support import UNIVERSE, make_tenant
 
 from service.client import MemtrialClient, ServiceError
 from service.migrations import upgrade

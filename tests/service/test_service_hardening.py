@@ -6,8 +6,8 @@ import logging
 import time
 
 import pytest
-from conftest import UNIVERSE, raw
 from sqlalchemy.exc import OperationalError
+from support import UNIVERSE, raw
 
 from service.client import ServiceError
 

@@ -5,9 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import UNIVERSE, raw
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import UNIVERSE, raw
 
 from memtrial.settle import INVESTORS, mandate_violation
 from service.client import ServiceError
@@ -487,7 +487,7 @@ def strict_http(database_url):
 def test_rotating_forwarded_for_does_not_dodge_the_wrong_key_limit_and_a_right_key_from_a_blocked_source_is_refused(
     strict_http, database_url
 ):
-    from conftest import make_tenant
+    from support import make_tenant
 
     key = make_tenant(database_url, "victim")
     codes = [

@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-from conftest import UNIVERSE, make_tenant
 from sqlalchemy import MetaData, func, select
+from support import UNIVERSE, make_tenant
 from typer.testing import CliRunner
 
 from memtrial.cli import app as cli
