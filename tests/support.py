@@ -61,3 +61,14 @@ def make_tenant(database_url, name):
         _, key = create_tenant_with_key(session, name)
     engine.dispose()
     return key
+
+
+def wait_until(condition, timeout, what):
+    """Poll ``condition()`` every 50 ms until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout} s")
+        time.sleep(0.05)

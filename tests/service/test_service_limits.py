@@ -1,6 +1,7 @@
 """Service: the server's guards against slow clients. A stalled head or body is dropped; a slow, steady upload is served."""
 
 import pytest
+from support import wait_until
 
 
 @pytest.fixture
@@ -8,7 +9,6 @@ def live_guarded(tmp_path, monkeypatch):
     """A real uvicorn server with the service's protocol and a 1 s head deadline and body pause."""
     import socket
     import threading
-    import time as clock
 
     import uvicorn
     from starlette.applications import Starlette
@@ -35,10 +35,7 @@ def live_guarded(tmp_path, monkeypatch):
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    for _ in range(100):
-        if server.started:
-            break
-        clock.sleep(0.05)
+    wait_until(lambda: server.started, 10, "the guarded server's start")
     yield port
     server.should_exit = True
     thread.join(5)
@@ -60,6 +57,8 @@ def _read_until_closed(sock, limit):
     return data, False
 
 
+# slow tier: real-time deadlines of 1 s against a client paced in wall time, and a wall-time assertion
+@pytest.mark.slow
 def test_a_head_sent_a_byte_a_second_is_dropped(live_guarded):
     import socket
     import time as clock
@@ -67,7 +66,7 @@ def test_a_head_sent_a_byte_a_second_is_dropped(live_guarded):
     sock = socket.create_connection(("127.0.0.1", live_guarded))
     start = clock.monotonic()
     closed = False
-    for byte in b"POST /echo HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaa":
+    for byte in b"POST /echo HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaa":  # paced by the reads below: a stalling client
         try:
             sock.send(bytes([byte]))
         except OSError:
@@ -80,6 +79,8 @@ def test_a_head_sent_a_byte_a_second_is_dropped(live_guarded):
     assert closed and clock.monotonic() - start < 5
 
 
+# slow tier: real-time deadlines of 1 s against a client paced in wall time
+@pytest.mark.slow
 def test_a_body_that_stalls_answers_408_and_a_slow_steady_one_is_served(live_guarded):
     import socket
     import time as clock
@@ -92,7 +93,7 @@ def test_a_body_that_stalls_answers_408_and_a_slow_steady_one_is_served(live_gua
     steady = socket.create_connection(("127.0.0.1", live_guarded))
     steady.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
     for _ in range(5):  # 2.5 s in all, longer than the pause allowed, never silent for long
-        clock.sleep(0.5)
+        clock.sleep(0.5)  # the pacing is the thing under test: a slow, steady client
         steady.sendall(b"x" * 8)
     data, _ = _read_until_closed(steady, 3)
     steady.close()
