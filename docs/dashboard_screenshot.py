@@ -11,8 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from support import make_tenant  # noqa: E402
 from live_server import Server  # noqa: E402
+from support import make_tenant  # noqa: E402
 from test_dashboard import populate, render  # noqa: E402
 
 from service.client import MemtrialClient  # noqa: E402
