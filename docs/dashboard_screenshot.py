@@ -11,8 +11,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "service")]
 
-from conftest import make_tenant  # noqa: E402
 from live_server import Server  # noqa: E402
+from support import make_tenant  # noqa: E402
 from test_dashboard import populate, render  # noqa: E402
 
 from service.client import MemtrialClient  # noqa: E402

@@ -108,6 +108,7 @@ class FakeLLM:
                 try:
                     if fake.hold is not None:
                         fake.hold.wait(timeout=300)
+                    # a slow model on purpose: the latency is what the tests that set `delay` exercise
                     time.sleep(fake.delay)
                     content = fake.answer(body["messages"][-1]["content"], call)
                 finally:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_llm import FakeLLM
 
 from backtest.llm import LiteLLMDrafter, cache_key
 from memtrial.drafting import DraftError, DraftRequest, Lesson, parse_weights, render_prompt
-from tests.fake_llm import FakeLLM
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
@@ -48,6 +48,8 @@ def test_drafts_come_over_http_validated_and_accounted(tmp_path: Path) -> None:
         assert drafter.usage.cache_hits == 0 and drafter.usage.retries == 0
 
 
+# slow tier: each answer takes 2.5 s of wall time, and the test compares measured durations
+@pytest.mark.slow
 def test_the_eight_calls_of_a_date_overlap_in_time() -> None:
     # each answer takes 2.5 s, far longer than litellm needs to send the others, even on a loaded machine
     with FakeLLM(delay=2.5) as fake, LiteLLMDrafter(MODEL, api_base=fake.api_base) as drafter:
@@ -92,6 +94,8 @@ def test_a_malformed_answer_then_a_valid_one_succeeds_with_one_retry() -> None:
         assert drafter.usage.retries == 1 and drafter.usage.malformed == 1
 
 
+# slow tier: a wall-time assertion (the timeouts end the calls well before the 3 s answers would)
+@pytest.mark.slow
 def test_timeouts_are_retried_then_reported() -> None:
     with (
         FakeLLM(delay=3.0) as fake,

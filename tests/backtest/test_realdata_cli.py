@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from fake_llm import FakeLLM
 from typer.testing import CliRunner
 
 from memtrial.cli import app
-from tests.fake_llm import FakeLLM
 
 SHORT = ["--investor", "balanced", "--seeds", "0", "--warmup-dates", "8", "--test-dates", "3"]
 

@@ -14,8 +14,8 @@ EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    from conftest import make_tenant
     from live_server import Server
+    from support import make_tenant
 
     url = f"sqlite:///{tmp_path_factory.mktemp('examples') / 'examples.db'}"
     server = Server(url)

@@ -99,8 +99,8 @@ def test_readme_walkthrough_shows_the_error_when_the_key_is_from_another_databas
 def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsys):
     import os
 
-    from conftest import make_tenant
     from live_server import Server
+    from support import make_tenant
 
     block = next(
         b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "MemtrialClient(" in b and "Async" not in b
@@ -135,8 +135,8 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
 def test_readme_async_client_example_runs_against_a_live_server(tmp_path, capsys):
     import os
 
-    from conftest import make_tenant
     from live_server import Server
+    from support import make_tenant
 
     block = next(b for b in re.findall(r"```python\n(.*?)```", README, re.DOTALL) if "AsyncMemtrialClient" in b)
     url = f"sqlite:///{tmp_path / 'async.db'}"

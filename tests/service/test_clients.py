@@ -5,7 +5,7 @@ import datetime as dt
 
 import httpx
 import pytest
-from conftest import UNIVERSE, make_tenant
+from support import UNIVERSE, make_tenant
 
 from service.api_types import AgentPublic, DecisionPublic, PlanPublic, SettlementPublic, VerifyPublic
 from service.client import AsyncMemtrialClient, MemtrialClient, ServiceError
@@ -127,3 +127,13 @@ def test_the_async_client_against_a_live_server(tmp_path):
         assert len(settlements) == 4 and all(s.values for s in settlements)
     finally:
         server.stop()
+
+
+def test_client_ids_holding_a_slash_raise_and_others_are_encoded(client, agent):
+    experience = client.add_experience(agent["id"], "keep me")
+    with pytest.raises(ValueError, match="agent_id"):
+        client.delete_agent(f"{agent['id']}/experiences/{experience['id']}")
+    assert client.get_experience(agent["id"], experience["id"])["text"] == "keep me"
+    with pytest.raises(ServiceError) as error:
+        client.get_agent("no such?agent#x")
+    assert error.value.status == 404

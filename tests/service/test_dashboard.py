@@ -6,7 +6,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import make_tenant
+from support import make_tenant
 
 from service.client import MemtrialClient
 

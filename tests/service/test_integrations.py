@@ -4,10 +4,9 @@ embedder and a FAISS store; a compiled LangGraph graph) and the service over its
 import datetime as dt
 import os
 import threading
-import time
 
 import pytest
-from conftest import UNIVERSE
+from support import UNIVERSE
 
 START = dt.datetime(2022, 1, 31, 21, tzinfo=dt.UTC)
 MEMORIES = [
@@ -102,13 +101,16 @@ def test_langgraph_drafts_once_per_subset_in_parallel_each_on_exactly_its_lesson
 
     client.add_experiences(agent["id"], MEMORIES[:4])
     calls, lock, running = [], threading.Lock(), {"now": 0, "most": 0}
+    overlapping = threading.Event()
 
     def draft(task):
         with lock:
             running["now"] += 1
             running["most"] = max(running["most"], running["now"])
             calls.append(task)
-        time.sleep(0.3)
+            if running["now"] > 1:
+                overlapping.set()
+        overlapping.wait(10)  # a draft runs until another runs beside it (never, if the graph drafted one at a time)
         with lock:
             running["now"] -= 1
         return {**EVEN, "TLT": 0.25 + 0.05 * len(task.lessons), "BIL": 0.25 - 0.05 * len(task.lessons)}

@@ -6,7 +6,7 @@ import os
 import sys
 
 import pytest
-from conftest import make_tenant
+from support import make_tenant
 
 from memtrial.errors import install_hint
 
@@ -288,3 +288,40 @@ def test_the_mcp_tools_are_served_over_streamable_http(service):
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def test_the_mcp_http_endpoint_refuses_requests_without_its_token():
+    pytest.importorskip("mcp", reason="the MCP SDK ([mcp] extra) is not installed")
+    from starlette.testclient import TestClient
+
+    from service.mcp import http_app
+
+    token = "t" * 32
+    with TestClient(http_app("http://127.0.0.1:9", "mt_key", token), base_url="http://127.0.0.1:8765") as http:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        headers = {"Accept": "application/json, text/event-stream"}
+        for given in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": f"Basic {token}"}):
+            refused = http.post("/mcp", json=body, headers={**headers, **given})
+            assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
+        served = http.post("/mcp", json=body, headers={**headers, "Authorization": f"Bearer {token}"})
+        assert served.status_code == 200
+
+
+def test_mcp_over_http_will_not_start_without_a_token(monkeypatch):
+    pytest.importorskip("mcp", reason="the MCP SDK ([mcp] extra) is not installed")
+    from typer.testing import CliRunner
+
+    from memtrial.commands import app
+
+    monkeypatch.delenv("MEMTRIAL_MCP_TOKEN", raising=False)
+    result = CliRunner().invoke(app, ["mcp", "--transport", "http", "--api-key", "mt_x"])
+    assert result.exit_code == 2 and "bearer token" in result.output

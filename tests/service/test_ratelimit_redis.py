@@ -8,9 +8,9 @@ import uuid
 
 import numpy as np
 import pytest
-from conftest import make_tenant
 from fastapi.testclient import TestClient
 from live_server import free_port
+from support import make_tenant
 from tcp_proxy import TcpProxy
 
 from service.app import create_app

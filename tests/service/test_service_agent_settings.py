@@ -5,7 +5,7 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import UNIVERSE, raw
+from support import UNIVERSE, raw
 
 from service.client import ServiceError
 

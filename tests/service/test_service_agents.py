@@ -1,7 +1,7 @@
 """Service: agents, tenancy and authentication."""
 
 import pytest
-from conftest import UNIVERSE, make_tenant
+from support import UNIVERSE, make_tenant
 
 from memtrial.trust import GateConfig
 from service.client import MemtrialClient, ServiceError

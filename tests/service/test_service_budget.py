@@ -4,7 +4,7 @@ prediction log record the calls, and the memory-free reference refuses reference
 import datetime as dt
 
 import pytest
-from conftest import UNIVERSE
+from support import UNIVERSE
 
 from service.client import ServiceError
 

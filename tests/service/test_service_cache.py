@@ -4,7 +4,7 @@ evicted first, and an evicted agent is reloaded from the database as it was."""
 import datetime as dt
 
 import pytest
-from conftest import UNIVERSE, make_tenant
+from support import UNIVERSE, make_tenant
 
 from service.cache import ByteBudget, engine_bytes, index_bytes
 from service.client import MemtrialClient

@@ -4,7 +4,7 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import UNIVERSE
+from support import UNIVERSE
 
 from service.client import ServiceError
 
@@ -253,3 +253,20 @@ def test_returns_that_look_like_percentages_are_settled_with_a_warning_naming_th
         settled_at=START + dt.timedelta(days=59),
     )
     assert [w.field for w in settled.warnings] == ["prices.GLD"] and "session 2" in settled.warnings[0].message
+
+
+def test_a_decision_in_the_future_is_refused_and_does_not_lock_the_agent(client, agent):
+    ahead = dt.datetime.now(dt.UTC) + dt.timedelta(days=400)
+    with pytest.raises(ServiceError) as error:
+        client.create_decision(agent["id"], ahead, ahead + dt.timedelta(days=1), "far ahead")
+    assert (error.value.status, error.value.field) == (422, "decision_time")
+    assert "later than now plus the allowed clock skew (300 s)" in error.value.message
+    assert client.create_decision(agent["id"], START, START + dt.timedelta(days=1), "today")["status"] == "planned"
+
+
+def test_a_draft_missing_an_asset_is_refused(client, agent):
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(days=1), "x")
+    with pytest.raises(ServiceError) as error:
+        client.submit_drafts(agent["id"], plan["decision_id"], [{"SPY": 0.5, "TLT": 0.5}])
+    assert (error.value.status, error.value.field) == (422, "drafts[0]")
+    assert "missing assets ['GLD', 'BIL']" in error.value.message

@@ -5,8 +5,8 @@ import datetime as dt
 import json
 
 import pytest
-from conftest import UNIVERSE, make_tenant
 from fake_llm import FakeLLM
+from support import UNIVERSE, make_tenant
 
 from memtrial.design import max_drafts
 from service.client import MemtrialClient, ServiceError

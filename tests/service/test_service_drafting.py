@@ -5,8 +5,8 @@ import json
 import socket
 
 import pytest
-from conftest import UNIVERSE, make_tenant
 from fake_llm import FakeLLM
+from support import UNIVERSE, make_tenant
 
 from service.client import MemtrialClient, ServiceError
 

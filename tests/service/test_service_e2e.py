@@ -8,8 +8,8 @@ import datetime as dt
 
 import numpy as np
 import pytest
-from conftest import UNIVERSE, make_tenant
 from live_server import Server
+from support import UNIVERSE, make_tenant
 from world import TYPES, World
 
 from memtrial.display import name_experiences

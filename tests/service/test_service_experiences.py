@@ -1,7 +1,7 @@
 """Service: experiences (add, list, get, search, update, retire, delete)."""
 
 import pytest
-from conftest import make_tenant
+from support import make_tenant
 
 from service.client import MemtrialClient, ServiceError
 
@@ -76,3 +76,20 @@ def test_empty_text_is_422_naming_the_field(client, agent):
         client.add_experience(agent["id"], "")
     assert error.value.status == 422
     assert error.value.field == "text"
+
+
+@pytest.mark.parametrize(("text", "rule"), [("", "at least 1 character"), ("x" * 20_001, "at most 20000 characters")])
+def test_a_bad_text_in_a_batch_is_named_by_its_position(client, agent, text, rule):
+    with pytest.raises(ServiceError) as error:
+        client.add_experiences(agent["id"], [{"text": "fine"}, {"text": text}])
+    assert (error.value.status, error.value.field) == (422, "experiences.1.text")
+    assert rule in error.value.message
+
+
+def test_batches_are_bounded_in_count_and_in_text(client, agent):
+    with pytest.raises(ServiceError) as error:
+        client.add_experiences(agent["id"], [{"text": "x"}] * 257)
+    assert (error.value.status, error.value.field) == (422, "experiences")
+    with pytest.raises(ServiceError) as error:
+        client.add_experiences(agent["id"], [{"text": "y" * 20_000}] * 51)
+    assert "at most 1000000 characters of text" in error.value.message

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from conftest import UNIVERSE, make_tenant
 from live_server import Server, free_port
+from support import UNIVERSE, make_tenant, wait_until
 
 from service.client import MemtrialClient, ServiceError
 from service.migrations import upgrade
@@ -32,6 +32,15 @@ class BlackHole:
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/test"
+
+    def holds(self) -> int:
+        """How many connections it holds (each one a database call stuck waiting for an answer)."""
+        with self.lock:
+            return len(self.held)
 
     def _accept(self) -> None:
         while True:
@@ -57,7 +66,7 @@ class BlackHole:
 @pytest.fixture
 def black_hole():
     hole = BlackHole()
-    yield f"postgresql://postgres@127.0.0.1:{hole.port}/test"
+    yield hole
     hole.close()
 
 
@@ -67,7 +76,7 @@ def test_a_database_that_never_answers_gives_503_in_bounded_time_and_healthz_sti
     from service.app import create_app
     from service.settings import Settings
 
-    settings = Settings(database_url=black_hole, db_connect_timeout=2, db_pool_timeout=1, preload_model=False)
+    settings = Settings(database_url=black_hole.url, db_connect_timeout=2, db_pool_timeout=1, preload_model=False)
     with TestClient(create_app(settings)) as http:
         headers = {"Authorization": "Bearer mt_anything"}
 
@@ -78,7 +87,7 @@ def test_a_database_that_never_answers_gives_503_in_bounded_time_and_healthz_sti
 
         with ThreadPoolExecutor(max_workers=40) as pool:
             pending = [pool.submit(call, i) for i in range(40)]
-            time.sleep(0.3)
+            wait_until(black_hole.holds, 10, "a request reaching the silent database")
             health_start = time.monotonic()
             health = http.get("/healthz")
             health_seconds = time.monotonic() - health_start
@@ -93,8 +102,9 @@ def test_a_database_that_never_answers_gives_503_in_bounded_time_and_healthz_sti
 
 def test_a_server_on_a_silent_database_shuts_down_within_its_grace_period(black_hole):
     env = {"MEMTRIAL_DB_CONNECT_TIMEOUT": "2", "MEMTRIAL_SHUTDOWN_SECONDS": "3", "MEMTRIAL_PRELOAD_MODEL": "0"}
-    server = Server(black_hole, env=env, ready_path="/healthz", migrate=False)
+    server = Server(black_hole.url, env=env, ready_path="/healthz", migrate=False)
     try:
+        before = black_hole.holds()
         threads = [
             threading.Thread(
                 target=lambda: httpx.get(
@@ -105,7 +115,7 @@ def test_a_server_on_a_silent_database_shuts_down_within_its_grace_period(black_
         ]
         for thread in threads:
             thread.start()
-        time.sleep(0.5)
+        wait_until(lambda: black_hole.holds() > before, 10, "a request reaching the silent database")
         start = time.monotonic()
         server.process.send_signal(signal.SIGTERM)
         server.process.wait(timeout=30)

@@ -17,9 +17,9 @@ import os
 
 import pytest
 import schemathesis
-from conftest import make_tenant
 from hypothesis import HealthCheck, given, settings
 from schemathesis import checks
+from support import make_tenant
 
 pytestmark = pytest.mark.slow  # schema fuzzing belongs to the slow tier
 

@@ -11,10 +11,10 @@ import time
 
 import httpx
 import pytest
-from conftest import UNIVERSE, make_tenant
 from fake_llm import FakeLLM
 from live_server import Server
 from sqlalchemy import text
+from support import UNIVERSE, make_tenant
 
 from service.client import MemtrialClient, ServiceError
 from service.db import is_sqlite, make_engine

@@ -7,8 +7,8 @@ import threading
 import time
 
 import pytest
-from conftest import UNIVERSE, make_tenant
 from sqlalchemy import MetaData, func, select
+from support import UNIVERSE, make_tenant
 from typer.testing import CliRunner
 
 from memtrial.cli import app as cli
@@ -82,13 +82,14 @@ def test_listing_agents_with_a_forged_cursor_is_422(client):
 def test_pagination_returns_every_row_exactly_once_while_inserts_run(client, agent):
     client.add_experiences(agent["id"], [{"text": f"before {i}"} for i in range(40)])
     before = {e["id"] for e in client.iter_experiences(agent["id"], page_size=500)}
-    stop = threading.Event()
+    stop, wrote = threading.Event(), threading.Event()
     added: list[str] = []
 
     def insert() -> None:
         i = 0
         while not stop.is_set():
             added.append(client.add_experience(agent["id"], f"during {i}")["id"])
+            wrote.set()
             i += 1
 
     writer = threading.Thread(target=insert)
@@ -102,7 +103,8 @@ def test_pagination_returns_every_row_exactly_once_while_inserts_run(client, age
             cursor = page["next_cursor"]
             if cursor is None:
                 break
-            time.sleep(0.01)
+            wrote.clear()
+            assert wrote.wait(10), "the writer added nothing between two pages"
     finally:
         stop.set()
         writer.join()
@@ -218,7 +220,7 @@ def test_a_revoked_key_is_refused_once_the_cache_expires(database_url):
         with transaction(make_session_factory(engine)) as session:
             assert revoke_keys(session, "leaving") == 1
         engine.dispose()
-        time.sleep(1.1)
+        time.sleep(1.1)  # the key cache's lifetime (1 s) passing is the thing under test
         with pytest.raises(ServiceError) as error:
             client.get_agent(agent["id"])
     assert (error.value.status, error.value.message) == (401, "unknown or revoked API key")

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import POSTGRES_URL, _reset_postgres
 from sqlalchemy import JSON, Boolean, DateTime, LargeBinary, MetaData, select
+from support import POSTGRES_URL, reset_postgres
 
 from service.db import make_engine
 from service.migrations import downgrade, upgrade
@@ -51,7 +51,7 @@ def legacy_url(request, tmp_path, fixture):
     """A database at revision 0002 holding the fixture's rows."""
     url = f"sqlite:///{tmp_path / 'legacy.db'}" if request.param == "sqlite" else POSTGRES_URL
     if request.param == "postgresql":
-        _reset_postgres(url)
+        reset_postgres(url)
     upgrade(url, fixture["revision"])
     engine = make_engine(url)
     metadata = MetaData()

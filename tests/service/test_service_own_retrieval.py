@@ -4,7 +4,7 @@ memory store's experiences without duplicates)."""
 import datetime as dt
 
 import pytest
-from conftest import UNIVERSE, make_tenant
+from support import UNIVERSE, make_tenant
 
 from service.client import MemtrialClient, ServiceError
 

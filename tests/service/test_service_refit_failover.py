@@ -8,8 +8,8 @@ import time
 import numpy as np
 import psutil
 import pytest
-from conftest import POSTGRES_URL, UNIVERSE, _reset_postgres, make_tenant
 from live_server import Server
+from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres
 
 from service.client import MemtrialClient
 from service.db import make_engine, make_session_factory, transaction
@@ -41,7 +41,7 @@ def kill_tree(pid):
 
 
 def test_a_refit_whose_api_worker_is_killed_finishes_through_the_other_replica():
-    _reset_postgres(POSTGRES_URL)
+    reset_postgres(POSTGRES_URL)
     upgrade(POSTGRES_URL)
     key = make_tenant(POSTGRES_URL, "failover")
     env = {"MEMTRIAL_REFIT_STALE_SECONDS": "6", "MEMTRIAL_REFIT_ENGINE": "dask"}

@@ -7,10 +7,10 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import POSTGRES_URL, UNIVERSE, _reset_postgres, make_tenant
 from live_server import Server
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
+from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres
 
 from service.client import MemtrialClient, ServiceError
 from service.db import make_engine
@@ -155,7 +155,7 @@ def test_a_lost_database_answers_503_and_the_service_recovers(tmp_path):
     from service.app import create_app
     from service.settings import Settings
 
-    _reset_postgres(POSTGRES_URL)
+    reset_postgres(POSTGRES_URL)
     upgrade(POSTGRES_URL)
     key = make_tenant(POSTGRES_URL, "outage")
     target = make_url(POSTGRES_URL)  # the test database MEMTRIAL_TEST_POSTGRES_URL names, reached through a proxy

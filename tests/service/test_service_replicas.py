@@ -6,9 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from conftest import POSTGRES_URL, UNIVERSE, _reset_postgres, make_tenant
 from live_server import Server
 from sqlalchemy import func, select
+from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres
 
 from service.client import MemtrialClient
 from service.db import make_engine, make_session_factory, transaction
@@ -35,7 +35,7 @@ def draft(subset):
 
 @pytest.fixture(scope="module")
 def replicas():
-    _reset_postgres(POSTGRES_URL)
+    reset_postgres(POSTGRES_URL)
     upgrade(POSTGRES_URL)
     key = make_tenant(POSTGRES_URL, "replicas")
     first = Server(POSTGRES_URL)

@@ -5,7 +5,7 @@ import datetime as dt
 
 import numpy as np
 import pytest
-from conftest import UNIVERSE
+from support import UNIVERSE
 
 from memtrial.display import name_experiences
 from memtrial.engine import EngineConfig, MemTrial

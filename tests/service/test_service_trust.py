@@ -3,8 +3,8 @@
 import datetime as dt
 
 import pytest
-from conftest import UNIVERSE
 from sqlalchemy import inspect
+from support import UNIVERSE
 
 from service.client import ServiceError
 from service.db import make_engine
@@ -140,8 +140,8 @@ def test_oversized_body_is_413(http, client, agent):
 
 
 def test_rate_limit_answers_429(database_url):
-    from conftest import make_tenant
     from fastapi.testclient import TestClient
+    from support import make_tenant
 
     from service.app import create_app
     from service.client import MemtrialClient

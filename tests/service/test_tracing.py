@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
-from conftest import UNIVERSE, make_tenant
+from support import UNIVERSE, make_tenant
 
 pytest.importorskip("opentelemetry.sdk", reason="TRACES NOT TESTED: the otel extra is not installed")
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest  # noqa: E402

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import make_tenant
+from support import make_tenant
 
 from memtrial.display import UTILITY_UNIT, experience_label, format_utility
 from service.client import AsyncMemtrialClient, MemtrialClient

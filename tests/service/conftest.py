@@ -1,0 +1,44 @@
+"""The service fixtures: a migrated database of each kind (SQLite and PostgreSQL), the app, a client, an agent."""
+
+import pytest
+from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def database_url(request, tmp_path):
+    """A migrated, empty database of each kind."""
+    from service.migrations import upgrade
+
+    url = f"sqlite:///{tmp_path / 'memtrial.db'}" if request.param == "sqlite" else POSTGRES_URL
+    if request.param == "postgresql":
+        reset_postgres(url)
+    upgrade(url)
+    return url
+
+
+@pytest.fixture
+def app(database_url):
+    from service.app import create_app
+    from service.settings import Settings
+
+    return create_app(Settings(database_url=database_url))
+
+
+@pytest.fixture
+def http(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as client:
+        yield client
+
+
+@pytest.fixture
+def client(http, database_url):
+    from service.client import MemtrialClient
+
+    return MemtrialClient(api_key=make_tenant(database_url, "acme"), http=http)
+
+
+@pytest.fixture
+def agent(client):
+    return client.create_agent("fund", "balanced", UNIVERSE)

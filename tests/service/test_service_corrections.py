@@ -1,0 +1,238 @@
+"""Service: corrections. A corrected agent equals one settled right from the start."""
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+from support import UNIVERSE, raw
+
+from service.client import ServiceError
+
+START = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)
+
+
+ASSETS = [a["asset"] for a in UNIVERSE]
+
+
+LESSONS = [
+    "Bonds rallied on a rate cut.",
+    "Equities fell on inflation.",
+    "Gold held in a banking scare.",
+    "Cash protected the book.",
+    "Momentum paid in a calm year.",
+]
+
+
+def _plan(client, agent_id, t, **kwargs):
+    when = START + dt.timedelta(days=30 * t)
+    return client.create_decision(
+        agent_id,
+        when,
+        when + dt.timedelta(days=28),
+        f"month {t}: rates and equities",
+        horizon=kwargs.pop("horizon", 2),
+        **kwargs,
+    )
+
+
+def _decided(client, agent_id, t=0, horizon=2):
+    plan = _plan(client, agent_id, t, horizon=horizon)
+    draft = {"SPY": 0.35, "TLT": 0.35, "GLD": 0.1, "BIL": 0.2}
+    client.submit_drafts(agent_id, plan["decision_id"], [draft] * len(plan["subsets"]))
+    return plan
+
+
+def _world_portfolio(client, agent_id, wrong_at=None, n=10):
+    rng = np.random.default_rng(4)
+    outcomes = []
+    for t in range(n):
+        plan = _plan(client, agent_id, t)
+        drafts = []
+        for subset in plan["subsets"]:
+            lean = 0.3 * sum("Bonds" in x for x in subset["texts"])
+            drafts.append({"SPY": 0.3, "TLT": 0.2 + lean, "GLD": 0.2, "BIL": 0.3 - lean})
+        client.submit_drafts(agent_id, plan["decision_id"], drafts)
+        returns = {a: rng.normal([0.004, 0.01, 0.0, 0.0001][i], 0.01, 2).tolist() for i, a in enumerate(ASSETS)}
+        given = {a: [v * 5 for v in r] for a, r in returns.items()} if t == wrong_at else returns
+        client.settle(agent_id, plan["decision_id"], returns=given)
+        outcomes.append((plan["decision_id"], returns))
+    return outcomes
+
+
+def _comparable(client, agent_id, t):
+    values = client.values(agent_id)["values"]
+    texts = {e["id"]: e["text"] for e in client.list_experiences(agent_id, limit=100)["items"]}
+    trust = client.trust(agent_id)
+    nxt = _plan(
+        client, agent_id, t
+    )  # a plan freezes q, the gate state and the dial: the fallback's and the gate's state
+    return (
+        {texts[e]: (v["mean"], v["sd"], v["n"]) for e, v in values.items()},
+        (trust["n_scores"], trust["state"]["statistic"], trust["state"]["status"]),
+        nxt["q"],
+        None
+        if nxt["dial"] is None
+        else (nxt["dial"]["trust_weight"], nxt["dial"]["log_evidence"], nxt["dial"]["noise_cost"]),
+        sorted(nxt["predictions"].values()),
+    )
+
+
+def _assert_same(first, second):
+    flat = lambda x: np.array([v for v in json.loads(json.dumps(x, default=list)) if v is not None], dtype=object)  # noqa: E731
+    assert first[0].keys() == second[0].keys()
+    for text in first[0]:
+        np.testing.assert_allclose(
+            np.array(first[0][text], dtype=float), np.array(second[0][text], dtype=float), atol=1e-12, rtol=0
+        )
+    assert first[1][0] == second[1][0] and first[1][2] == second[1][2]
+    np.testing.assert_allclose(float(first[1][1] or 0.0), float(second[1][1] or 0.0), atol=1e-12, rtol=1e-12)
+    np.testing.assert_allclose(first[2], second[2], atol=1e-12, rtol=0)
+    if first[3] is not None:
+        np.testing.assert_allclose(
+            np.array(first[3], dtype=float), np.array(second[3], dtype=float), atol=1e-12, rtol=0
+        )
+    np.testing.assert_allclose(first[4], second[4], atol=1e-12, rtol=0)
+    del flat
+
+
+@pytest.mark.parametrize("action", ["gate", "dial"])
+def test_correcting_the_second_of_ten_portfolio_decisions_equals_a_right_settlement_from_the_start(client, action):
+    gate = (
+        {"test": "anytime", "alpha": 0.05}
+        if action == "dial"
+        else {"test": "prequential", "alpha": 0.05, "min_scores": 3}
+    )
+    corrected = client.create_agent(f"corrected-{action}", "balanced", UNIVERSE, gate=gate, action=action)
+    truthful = client.create_agent(f"truthful-{action}", "balanced", UNIVERSE, gate=gate, action=action)
+    for agent in (corrected, truthful):
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    outcomes = _world_portfolio(client, corrected["id"], wrong_at=1)
+    _world_portfolio(client, truthful["id"])
+    decision_id, right = outcomes[1]
+    before = client.values(corrected["id"])
+    answer = client.correct(
+        corrected["id"], decision_id, returns=right, reason="the feed multiplied every return by five"
+    )
+    assert answer["corrections"][0]["reason"] == "the feed multiplied every return by five"
+    assert answer["corrections"][0]["superseded"]["draft_utilities"] != answer["draft_utilities"]
+    assert client.values(corrected["id"]) != before
+    _assert_same(_comparable(client, corrected["id"], 10), _comparable(client, truthful["id"], 10))
+    check = client.verify(corrected["id"])
+    assert check["ok"]
+    page = client.trust_log(corrected["id"], limit=1000)
+    log = page["items"]
+    correction = next(e for e in log if e["kind"] == "correction")
+    superseded = log[correction["payload"]["supersedes"]]
+    assert superseded["kind"] == "score" and superseded["payload"]["date"] == decision_id
+    assert page["superseded"] == {str(superseded["index"]): correction["index"]}  # marked, outside the hashed entries
+    # the same correction again is a no-op; the old outcome is now a conflict; the corrected one a no-op settle
+    assert (
+        client.correct(corrected["id"], decision_id, returns=right, reason="again")["corrections"]
+        == answer["corrections"]
+    )
+    assert client.settle(corrected["id"], decision_id, returns=right)["draft_utilities"] == answer["draft_utilities"]
+    assert client.verify(corrected["id"])["n_entries"] == check["n_entries"]
+
+
+def test_correcting_a_recent_decision_of_a_long_lived_agent_replays_from_a_checkpoint_and_equals_a_right_settlement(
+    client, database_url
+):
+    from sqlalchemy import create_engine, text
+
+    from service.db import normalise_url
+
+    gate = {"test": "prequential", "alpha": 0.05, "min_scores": 3}
+    corrected = client.create_agent("corrected-long", "balanced", UNIVERSE, gate=gate)
+    truthful = client.create_agent("truthful-long", "balanced", UNIVERSE, gate=gate)
+    for agent in (corrected, truthful):
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    n, wrong_at = 40, 37
+    outcomes = _world_portfolio(client, corrected["id"], wrong_at=wrong_at, n=n)
+    _world_portfolio(client, truthful["id"], n=n)
+    database = create_engine(normalise_url(database_url))
+
+    def checkpoints():
+        with database.connect() as connection:
+            return (
+                connection.execute(
+                    text("SELECT position FROM checkpoints WHERE agent_id = :agent ORDER BY position"),
+                    {"agent": corrected["id"]},
+                )
+                .scalars()
+                .all()
+            )
+
+    before = checkpoints()
+    assert 1 <= len(before) <= 8 and before[-1] <= 2 * n  # written as the agent settled, bounded
+    decision_id, right = outcomes[wrong_at]
+    client.correct(corrected["id"], decision_id, returns=right, reason="the feed multiplied every return by five")
+    _assert_same(_comparable(client, corrected["id"], n), _comparable(client, truthful["id"], n))
+    page = client.trust_log(corrected["id"], limit=1000)
+    correction = next(e for e in page["items"] if e["kind"] == "correction")
+    supersedes = correction["payload"]["supersedes"]
+    # the checkpoints before the corrected score stay (the replay started at the last of them); none is stale
+    assert [p for p in checkpoints() if p <= supersedes] == [p for p in before if p <= supersedes] != []
+    assert client.verify(corrected["id"])["ok"]
+    database.dispose()
+
+
+@pytest.mark.parametrize("action", ["gate", "dial"])
+def test_correcting_a_scored_decision_equals_a_right_settlement_from_the_start(client, action):
+    gate = {"test": "anytime", "alpha": 0.05}
+    agents = [
+        client.create_agent(f"{name}-{action}", kind="scored", outcomes=["yes", "no"], gate=gate, action=action)
+        for name in ("corrected", "truthful")
+    ]
+    for agent in agents:
+        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+    ids = {}
+    for index, agent in enumerate(agents):
+        for t in range(10):
+            when = START + dt.timedelta(days=t)
+            plan = client.create_decision(agent["id"], when, when + dt.timedelta(hours=1), f"question {t}")
+            drafts = [
+                {
+                    "yes": 0.3 + 0.1 * sum("Bonds" in x for x in s["texts"]),
+                    "no": 0.7 - 0.1 * sum("Bonds" in x for x in s["texts"]),
+                }
+                for s in plan["subsets"]
+            ]
+            client.submit_drafts(agent["id"], plan["decision_id"], drafts)
+            truth = "yes" if t % 3 else "no"
+            client.settle(
+                agent["id"],
+                plan["decision_id"],
+                outcome=("no" if truth == "yes" else "yes") if (index == 0 and t == 1) else truth,
+                rule="brier",
+            )
+            ids.setdefault(index, []).append(plan["decision_id"])
+    client.correct(agents[0]["id"], ids[0][1], outcome="yes", rule="brier", reason="mis-graded")
+    values = [client.values(a["id"])["values"] for a in agents]
+    texts = [{e["id"]: e["text"] for e in client.list_experiences(a["id"])["items"]} for a in agents]
+    for (e0, v0), (e1, v1) in zip(
+        sorted(values[0].items(), key=lambda i: texts[0][i[0]]),
+        sorted(values[1].items(), key=lambda i: texts[1][i[0]]),
+        strict=True,
+    ):
+        assert texts[0][e0] == texts[1][e1]
+        np.testing.assert_allclose([v0["mean"], v0["sd"] or 0.0], [v1["mean"], v1["sd"] or 0.0], atol=1e-12, rtol=0)
+    trust = [client.trust(a["id"]) for a in agents]
+    assert trust[0]["n_scores"] == trust[1]["n_scores"]
+    np.testing.assert_allclose(trust[0]["state"]["statistic"] or 0.0, trust[1]["state"]["statistic"] or 0.0, atol=1e-12)
+    assert client.verify(agents[0]["id"])["ok"]
+
+
+def test_a_correction_needs_a_settled_decision_and_a_reason(client, agent, http):
+    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
+    plan = _decided(client, agent["id"])
+    returns = {a: [0.001, 0.002] for a in ASSETS}
+    with pytest.raises(ServiceError) as error:
+        client.correct(agent["id"], plan["decision_id"], returns=returns, reason="too early")
+    assert (error.value.status, error.value.field) == (409, "decision_id")
+    client.settle(agent["id"], plan["decision_id"], returns=returns)
+    path = f"/v1/agents/{agent['id']}/decisions/{plan['decision_id']}/corrections"
+    response = raw(http, client, "POST", path, json.dumps({"returns": returns}))
+    assert response.status_code == 422 and response.json()["error"]["field"] == "reason"
+    response = raw(http, client, "POST", path, json.dumps({"returns": returns, "reason": " \u200b "}))
+    assert response.status_code == 422 and response.json()["error"]["field"] == "reason"

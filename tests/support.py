@@ -1,0 +1,74 @@
+"""Shared test data and helpers: the universe, the PostgreSQL test database, tenants, raw requests.
+
+Test modules import it as ``from support import ...``: ``tests/`` is on ``sys.path`` because pytest
+inserts the root ``tests/conftest.py``'s folder (rootdir-relative imports, no ``__init__.py``), as it
+does for ``live_server``, ``fake_llm``, ``world``, ``oracles`` and ``tcp_proxy``.
+"""
+
+import os
+
+import pytest
+
+POSTGRES_URL = os.environ.get("MEMTRIAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+UNIVERSE = [
+    {"asset": "SPY", "asset_class": "equities"},
+    {"asset": "TLT", "asset_class": "bonds"},
+    {"asset": "GLD", "asset_class": "commodities"},
+    {"asset": "BIL", "asset_class": "cash"},
+]
+
+
+def reset_postgres(url: str) -> None:
+    """Drop and recreate the ``public`` schema of the database at ``url``; fail (never skip) if it is unreachable."""
+    from sqlalchemy import text
+
+    from service.db import make_engine
+
+    engine = make_engine(url)
+    try:
+        with engine.begin() as connection:
+            connection.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
+            connection.execute(text("CREATE SCHEMA public"))
+    except Exception as error:  # the service suite must run on PostgreSQL: fail loudly, never skip
+        pytest.fail(
+            f"PostgreSQL at {url} is not reachable ({type(error).__name__}: {error}); start it or set MEMTRIAL_TEST_POSTGRES_URL"
+        )
+    finally:
+        engine.dispose()
+
+
+def raw(http, client, method, path, content, headers=None):
+    """A request with the client's key and a body sent exactly as given (malformed JSON included)."""
+    return http.request(
+        method,
+        path,
+        content=content,
+        headers={
+            "Authorization": client._headers["Authorization"],
+            "content-type": "application/json",
+            **(headers or {}),
+        },
+    )
+
+
+def make_tenant(database_url, name):
+    """A tenant named ``name`` in the database at ``database_url``; returns its API key."""
+    from service.db import make_engine, make_session_factory, transaction
+    from service.tenancy import create_tenant_with_key
+
+    engine = make_engine(database_url)
+    with transaction(make_session_factory(engine)) as session:
+        _, key = create_tenant_with_key(session, name)
+    engine.dispose()
+    return key
+
+
+def wait_until(condition, timeout, what):
+    """Poll ``condition()`` every 50 ms until it is true; fail naming ``what`` after ``timeout`` seconds."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen within {timeout} s")
+        time.sleep(0.05)
