@@ -15,6 +15,7 @@ from typing import Any
 
 from memtrial.answers import ANSWER_SYSTEM_PROMPT, AnswerSpec, parse_answer, render_answer_prompt
 from memtrial.drafting import SYSTEM_PROMPT, DraftRequest, Lesson, mandate_text, parse_weights, render_prompt
+from memtrial.records import DecisionKind
 from memtrial.settle import INVESTORS
 
 __all__ = ["DraftPrompts", "draft_prompts"]
@@ -27,7 +28,7 @@ def draft_prompts(settings: Mapping[str, Any], context: str, subsets: Sequence[S
 
     settings: the agent's (``kind``, ``outcomes``, ``answer``; ``universe`` and ``investor`` for portfolios).
     """
-    if settings.get("kind", "portfolio") == "scored":
+    if settings.get("kind", DecisionKind.PORTFOLIO) == DecisionKind.SCORED:
         spec = AnswerSpec.of_agent(settings.get("outcomes"), settings.get("answer"))
         prompts = [render_answer_prompt(context, tuple(Lesson(t) for t in texts), spec) for texts in subsets]
         return ANSWER_SYSTEM_PROMPT, prompts, functools.partial(parse_answer, spec=spec)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from service.deps import ServicesDep, TenantDep
 from service.idempotency import Idempotency, IdempotencyKey
+from service.modes import DecisionStatus, Listed
 from service.pagination import CursorQuery, LimitQuery
 from service.requests import StrictJSONRoute
 from service.schemas import (
@@ -26,7 +27,7 @@ from service.schemas import (
 from service.usecases import decisions
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"], route_class=StrictJSONRoute)
-Status = Literal["planned", "decided", "settled", "failed"]
+Status = Listed[DecisionStatus]
 
 
 @router.post("", status_code=201)

@@ -28,12 +28,13 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session
 
+from memtrial.config import ReferenceSource
 from memtrial.display import describe_contributions, name_experiences
 from memtrial.engine import MemTrial
 from memtrial.errors import MemtrialError
 from memtrial.prereg import canonical_json
 from memtrial.records import Decision as CoreDecision
-from memtrial.records import Plan
+from memtrial.records import DecisionKind, Plan
 from memtrial.settle import INVESTORS
 from service.db import transaction
 from service.deps import Services
@@ -43,6 +44,7 @@ from service.history import SqlHistory
 from service.idempotency import Idempotency
 from service.leases import Renewal, abandon
 from service.models import Agent, Decision, Experience, new_id, utcnow
+from service.modes import DecisionStatus
 from service.pagination import decode_cursor, encode_cursor
 from service.prompts import draft_prompts
 from service.schemas import (
@@ -76,8 +78,8 @@ _PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(
 )
 
 
-def _kind(settings: dict[str, object]) -> str:
-    return str(settings.get("kind", "portfolio"))
+def _kind(settings: dict[str, object]) -> DecisionKind:
+    return DecisionKind(str(settings.get("kind", DecisionKind.PORTFOLIO)))
 
 
 def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
@@ -110,7 +112,7 @@ def plan(
     lease = services.settings.idempotency_lease_seconds if body.drafting == "server" else None
     with agent_write(services, tenant_id, agent_id, guard, lease=lease) as (session, agent):
         check_draft_limit(agent.settings, services.settings.max_drafts_per_decision)
-        scored = _kind(agent.settings) == "scored"
+        scored = _kind(agent.settings) is DecisionKind.SCORED
         if scored and body.reference_weights is not None:
             raise ApiError(
                 422,
@@ -132,7 +134,7 @@ def plan(
             else universe.vector(body.reference_weights, "reference_weights")
         )
         if reference is not None and universe is not None:
-            if agent.settings.get("reference", "given") == "memory_free":
+            if agent.settings.get("reference", ReferenceSource.GIVEN) == ReferenceSource.MEMORY_FREE:
                 raise ApiError(
                     422,
                     "invalid",
@@ -163,7 +165,7 @@ def plan(
         external = {row.id: row.external_id for row in rows}
         public = PlanPublic(
             decision_id=decision_id,
-            status="planned",
+            status=DecisionStatus.PLANNED,
             decision_time=plan.time,  # type: ignore[arg-type]
             maturity=plan.maturity,  # type: ignore[arg-type]
             retrieved=[RetrievedPublic(id=h, text=texts[h], score=s, external_id=external[h]) for h, s in hits],
@@ -228,7 +230,9 @@ def _engine_plan(
     """The engine's plan over the retrieved experiences: a scored one, or a portfolio over the universe."""
     retrieved = [h for h, _ in hits]
     if universe is None:
-        return engine.plan(decision_id, body.decision_time, body.maturity, retrieved=retrieved, kind="scored")
+        return engine.plan(
+            decision_id, body.decision_time, body.maturity, retrieved=retrieved, kind=DecisionKind.SCORED
+        )
     return engine.plan(
         decision_id,
         body.decision_time,
@@ -302,9 +306,9 @@ def decide(
         )
     with agent_write(services, tenant_id, agent_id, guard, claim=not server) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
-        if row.status == "settled":
+        if row.status == DecisionStatus.SETTLED:
             raise ApiError(409, "conflict", f"decision {decision_id!r} is already settled", "decision_id")
-        if not server and row.status == "planned" and row.drafting_until is not None:
+        if not server and row.status == DecisionStatus.PLANNED and row.drafting_until is not None:
             raise ApiError(
                 409,
                 "conflict",
@@ -312,7 +316,7 @@ def decide(
                 "its own request posts its drafts",
                 "decision_id",
             )
-        if _kind(agent.settings) == "scored":
+        if _kind(agent.settings) is DecisionKind.SCORED:
             vectors = scored_drafts(agent.settings, drafts)
             engine = services.engines.checkout(session, agent, {row.id: row})
             with span("engine.decide", drafts=len(drafts)):
@@ -341,7 +345,7 @@ def decide(
             public = _decision_public(row, decision, universe)
         if row.decision is None:
             row.decision = public.model_dump(mode="json", exclude={"plan"})
-            row.status = "decided"
+            row.status = DecisionStatus.DECIDED
             row.drafting_until = None
         guard.complete(201 if server else 200, public)
         if retries is None:
@@ -361,7 +365,7 @@ def _decision_public(
 ) -> DecisionPublic:
     return DecisionPublic(
         decision_id=row.id,
-        status="decided",
+        status=DecisionStatus.DECIDED,
         weights=None if universe is None else universe.mapping(decision.weights),
         action=decision.action.value,
         subset=None if decision.subset is None else [str(e) for e in decision.subset],
@@ -454,7 +458,7 @@ def _outcome_arguments(
     services: Services, agent: Agent, row: Decision, engine: Any, body: SettleRequest
 ) -> dict[str, Any]:
     """The engine's settle (or correct) arguments for a settle body, checked against the decision and the bounds."""
-    scored = _kind(agent.settings) == "scored"
+    scored = _kind(agent.settings) is DecisionKind.SCORED
     if scored and (body.prices is not None or body.returns is not None):
         field = "prices" if body.prices is not None else "returns"
         raise ApiError(
@@ -491,7 +495,7 @@ def _outcome_arguments(
 def _warnings(agent: Agent, body: SettleRequest) -> list[WarningPublic]:
     """What a portfolio settle body (already accepted) holds that looks wrong: returns of 50% a session or
     more, likely percentages given as fractions."""
-    if _kind(agent.settings) == "scored":
+    if _kind(agent.settings) is DecisionKind.SCORED:
         return []
     kind = "prices" if body.prices is not None else "returns"
     series = body.prices if body.prices is not None else body.returns or {}
@@ -511,7 +515,7 @@ def _settlement_public(
     contributions = {str(e): c for e, c in settlement.contributions.items()}
     return SettlementPublic(
         decision_id=decision_id,
-        status="settled",
+        status=DecisionStatus.SETTLED,
         settled_at=settlement.settled_at,
         draft_utilities=[float(u) for u in settlement.draft_utilities],
         reference_utility=settlement.reference_utility,
@@ -576,7 +580,7 @@ def settle(
     now = _check_settled_at(body)
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
-        if row.status == "settled":
+        if row.status == DecisionStatus.SETTLED:
             if row.settle_hash == payload_hash:
                 return _answered(row, guard)
             raise ApiError(
@@ -585,11 +589,11 @@ def settle(
                 f"decision {decision_id!r} was already settled with a different payload (to replace a wrong outcome, post a correction)",
                 "body",
             )
-        if row.status == "failed":
+        if row.status == DecisionStatus.FAILED:
             raise ApiError(
                 409, "conflict", f"decision {decision_id!r} failed ({row.failure}) and cannot be settled", "decision_id"
             )
-        if row.status != "decided":
+        if row.status != DecisionStatus.DECIDED:
             raise ApiError(
                 409,
                 "conflict",
@@ -616,7 +620,7 @@ def settle(
                 settlement = engine.settle_scored(decision_id, at=settled_at, **arguments)
         if history.last_score_row is not None:
             history.last_score_row.statistic = gate_statistic(engine.gate)
-        row.status = "settled"
+        row.status = DecisionStatus.SETTLED
         return _record(
             services,
             session,
@@ -639,7 +643,7 @@ def correct(
     _check_settled_at(body)
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
-        if row.status != "settled":
+        if row.status != DecisionStatus.SETTLED:
             raise ApiError(
                 409,
                 "conflict",
