@@ -1,6 +1,6 @@
 """The prompts of one decision's drafts, one per designed subset, and the check of a model's reply.
 
-Shared by server drafting (:mod:`service.usecases.decisions`) and the MCP server's drafting tools
+Shared by server drafting (:mod:`service.usecases.deciding`) and the MCP server's drafting tools
 (:mod:`service.mcp`), so a draft asked of the operator's model and one asked of an MCP host's model
 read the same. Each prompt holds the decision's context and exactly one subset's lessons: portfolio
 agents get :func:`memtrial.drafting.render_prompt` (weights over the universe under the mandate),

@@ -1,4 +1,5 @@
-"""Decisions: plan (client or server drafting), drafts, settle, correct, read, list (:mod:`service.usecases.decisions`)."""
+"""Decisions: plan (client or server drafting), drafts, settle, correct, read, list (:mod:`service.usecases.planning`, :mod:`~service.usecases.deciding`,
+:mod:`~service.usecases.settling`, :mod:`~service.usecases.decision_queries`)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from service.schemas import (
     SettlementPublic,
     SettleRequest,
 )
-from service.usecases import decisions
+from service.usecases import deciding, decision_queries, settling
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"], route_class=StrictJSONRoute)
 Status = Listed[DecisionStatus]
@@ -41,7 +42,7 @@ async def create_decision(
 ) -> PlanPublic | DecisionPublic:
     """Plan a decision. Client drafting answers the plan (post one draft per subset next);
     server drafting drafts through the agent's provider and answers the decision."""
-    return await decisions.create(services, tenant_id, agent_id, body, request, key)
+    return await deciding.create(services, tenant_id, agent_id, body, request, key)
 
 
 @router.post("/{decision_id}/drafts")
@@ -59,7 +60,7 @@ async def submit_drafts(
     ``reference`` the index of the conservative draft."""
     guard = Idempotency(key, tenant_id, request, body)
     return await run_in_threadpool(
-        decisions.decide, services, tenant_id, agent_id, decision_id, body.drafts, guard, body.reference
+        deciding.decide, services, tenant_id, agent_id, decision_id, body.drafts, guard, body.reference
     )
 
 
@@ -75,7 +76,7 @@ async def settle_decision(
 ) -> SettlementPublic:
     """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
     guard = Idempotency(key, tenant_id, request, body)
-    return await run_in_threadpool(decisions.settle, services, tenant_id, agent_id, decision_id, body, guard)
+    return await run_in_threadpool(settling.settle, services, tenant_id, agent_id, decision_id, body, guard)
 
 
 @router.post("/{decision_id}/corrections")
@@ -95,7 +96,7 @@ async def correct_decision(
     settled with the corrected outcome from the start. Correcting with the current outcome is a no-op.
     """
     guard = Idempotency(key, tenant_id, request, body)
-    return await run_in_threadpool(decisions.correct, services, tenant_id, agent_id, decision_id, body, guard)
+    return await run_in_threadpool(settling.correct, services, tenant_id, agent_id, decision_id, body, guard)
 
 
 @router.get("")
@@ -112,10 +113,10 @@ async def list_decisions(
 ) -> DecisionList:
     """The agent's decisions, oldest first, a page at a time."""
     return await run_in_threadpool(
-        decisions.list_page, services, tenant_id, agent_id, limit, cursor, status, maturity_before
+        decision_queries.list_page, services, tenant_id, agent_id, limit, cursor, status, maturity_before
     )
 
 
 @router.get("/{decision_id}")
 async def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services: ServicesDep) -> DecisionRecord:
-    return await run_in_threadpool(decisions.record, services, tenant_id, agent_id, decision_id)
+    return await run_in_threadpool(decision_queries.record, services, tenant_id, agent_id, decision_id)
