@@ -54,7 +54,7 @@ def list_page(
         items = [
             DecisionSummary(
                 decision_id=row.id,
-                status=row.status,  # type: ignore[arg-type]
+                status=row.status,
                 decision_time=as_utc(row.decision_time),
                 maturity=as_utc(row.maturity),
                 action=None if row.decision is None else row.decision.get("action"),
