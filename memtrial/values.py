@@ -49,6 +49,7 @@ __all__ = [
     "auto_prefers_content",
     "degenerate_fit",
     "LearnerMode",
+    "refit_mode",
     "MIN_AUTO_SCORES",
     "CreditBasis",
     "RunningStatistics",
@@ -84,6 +85,13 @@ class LearnerMode(StrEnum):
     IDENTITY = "identity"
     CONTENT = "content"
     AUTO = "auto"
+
+
+def refit_mode(mode: LearnerMode | str) -> LearnerMode:
+    """The mode a full-Bayes refit of a learner in ``mode`` fits: ``auto`` refits ``content`` (whose prior
+    on the content weight lets the data switch content off); ``identity`` and ``content`` refit themselves."""
+    learner_mode = parse_choice(LearnerMode, mode, "mode")
+    return LearnerMode.CONTENT if learner_mode is LearnerMode.AUTO else learner_mode
 
 
 class ValuePosterior(NamedTuple):

@@ -7,11 +7,12 @@ against the dict answers of earlier clients keeps working.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from memtrial.display import UTILITY_UNIT
+from service.modes import DecisionStatus, values_of
 from service.validation import AssetName
 
 U = f"in {UTILITY_UNIT}"  # the unit every value, contribution and utility below is in
@@ -373,7 +374,7 @@ class SettlementPublic(Public):
 
 class DecisionSummary(Public):
     decision_id: str
-    status: Literal["planned", "decided", "settled", "failed"] = Field(
+    status: Annotated[str, values_of(DecisionStatus)] = Field(
         description="planned: waiting for its drafts; decided; settled; failed: withdrawn before it was decided "
         "(its drafting failed, or the server drafting it stopped and its lease ended), `failure` says why"
     )

@@ -24,7 +24,7 @@ from service.cache import ByteBudget
 from service.db import make_engine, make_session_factory
 from service.deps import KeyCache, Services
 from service.embeddings import Embedder, get_embedder
-from service.errors import install_handlers
+from service.handlers import install_handlers
 from service.jobs import RefitRunner
 from service.leases import withdraw_expired
 from service.limits import BodyLimitMiddleware

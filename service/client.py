@@ -7,7 +7,8 @@
     async with AsyncMemtrialClient("http://127.0.0.1:8000", api_key) as client:
         agent = await client.create_agent("fund", "balanced", universe)
 
-Both clients share every operation (defined once, in :class:`Operations`) and
+Both clients share every operation (declared once, in the table of
+:class:`~service.operations.Operations`: the HTTP method, the path and what each sends and answers) and
 answer with the service's own models (:mod:`service.api_types`; each also
 reads like a dict, ``agent["id"]``). An error answer raises
 :class:`ServiceError` with its status, code, message and field.
@@ -27,41 +28,22 @@ failed or dead first attempt has let go of the key, runs again.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any
-from urllib.parse import quote
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from pydantic import TypeAdapter
 
-from service.api_types import (
-    AgentList,
-    AgentPublic,
-    DecisionList,
-    DecisionPublic,
-    DecisionRecord,
-    ExperienceDetail,
-    ExperienceList,
-    ExperiencePublic,
-    LogPage,
-    PlanPublic,
-    ProvidersPublic,
-    RefitPublic,
-    SearchResult,
-    SettlementPublic,
-    TrustPublic,
-    ValuesPublic,
-    VerifyPublic,
-)
+from service.api_types import AgentPublic, DecisionSummary, ExperiencePublic, LogEntryPublic
+from service.operations import Awaiting, Blocking, Call, Operation, Operations, Sent
 
-__all__ = ["AsyncMemtrialClient", "MemtrialClient", "Operations", "ServiceError"]
+__all__ = ["AsyncMemtrialClient", "MemtrialClient", "Operation", "Operations", "Sent", "ServiceError"]
 
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
 class ServiceError(Exception):
@@ -84,72 +66,6 @@ class ServiceError(Exception):
         self.errors: list[dict[str, str | None]] = (
             [{"field": field, "message": message}] if errors is None else [dict(e) for e in errors]
         )
-
-
-def _time(value: dt.datetime | str) -> str:
-    return value.isoformat() if isinstance(value, dt.datetime) else value
-
-
-def _segment(value: str, name: str) -> str:
-    """An id as one path segment: a non-empty string without '/' (ValueError naming the parameter otherwise),
-    percent-encoded, so no id can reach another resource."""
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
-    if "/" in value or "\\" in value:
-        raise ValueError(f"{name} must be a single id, not a path: got {value!r}")
-    if value in (".", ".."):
-        raise ValueError(f"{name} must be an id, got {value!r}")
-    return quote(value, safe="")
-
-
-def _outcome_body(
-    prices: Mapping[str, Sequence[float]] | None,
-    returns: Mapping[str, Sequence[float]] | None,
-    utilities: Sequence[float] | None,
-    outcome: Any,
-    rule: str | None,
-    settled_at: dt.datetime | str | None,
-) -> dict[str, Any]:
-    """The body of a settle or a correction."""
-    body: dict[str, Any] = {}
-    if prices is not None:
-        body["prices"] = {asset: list(values) for asset, values in prices.items()}
-    if returns is not None:
-        body["returns"] = {asset: list(values) for asset, values in returns.items()}
-    if utilities is not None:
-        body["utilities"] = [float(u) for u in utilities]
-    if rule is not None:
-        body["rule"], body["outcome"] = rule, outcome
-    if settled_at is not None:
-        body["settled_at"] = _time(settled_at)
-    return body
-
-
-class _Keep(Enum):
-    """A setting left as it is (``None`` is a value: it sets the setting aside)."""
-
-    KEEP = "keep"
-
-
-_KEEP = _Keep.KEEP
-
-
-def _params(**values: Any) -> dict[str, Any]:
-    """Query parameters without the unset ones."""
-    return {name: value for name, value in values.items() if value is not None}
-
-
-@dataclass(frozen=True, slots=True)
-class Call:
-    """One request: what to send, what model the answer is, whether it creates (and so carries a key)."""
-
-    method: str
-    path: str
-    body: Any = None
-    params: Mapping[str, Any] | None = None
-    model: Any = None  # a Pydantic model, or None for the decoded body as it is
-    creates: bool = False
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:
@@ -226,413 +142,17 @@ def _retry_after(response: httpx.Response, default: float) -> float:
         return default
 
 
-class Operations:
-    """Every operation of the API, once. A client supplies :meth:`_run` (and the paging iterators)."""
+class _Page(Protocol[T_co]):
+    """A page of a listing: its items and the cursor of the next (None: the last page)."""
 
-    def _run(self, call: Call) -> Any:
-        raise NotImplementedError
+    @property
+    def items(self) -> Sequence[T_co]: ...
 
-    # -- service ----------------------------------------------------------------
-    def health(self) -> Any:
-        return self._run(Call("GET", "/healthz"))
-
-    def ready(self) -> Any:
-        return self._run(Call("GET", "/readyz"))
-
-    def metrics(self) -> Any:
-        return self._run(Call("GET", "/metrics"))
-
-    def providers(self) -> Any:
-        """The LLM providers and models this server allows for server drafting."""
-        return self._run(Call("GET", "/v1/llm/providers", model=ProvidersPublic))
-
-    # -- agents -----------------------------------------------------------------
-    def create_agent(
-        self,
-        name: str,
-        investor: str | None = None,
-        universe: Sequence[Mapping[str, str]] | None = None,
-        *,
-        kind: str = "portfolio",
-        outcomes: Sequence[str] | None = None,
-        design: str = "half",
-        k: int = 4,
-        gate: Mapping[str, Any] | None = None,
-        learner: str = "auto",
-        fallback: str = "ftrl",
-        fee_bp: float = 15.0,
-        drafter: Mapping[str, Any] | None = None,
-        action: str = "gate",
-        credit: str = "centred",
-        robust: bool = True,
-        draft_budget: float | None = None,
-        reference: str = "given",
-        answer: Mapping[str, Any] | None = None,
-        draft_horizon: int | None = None,
-    ) -> Any:
-        """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
-        names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
-        ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make);
-        ``draft_horizon``: the number of decisions it covers (trials then come first).
-        ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...)."""
-        body: dict[str, Any] = {
-            "name": name,
-            "kind": kind,
-            "design": design,
-            "learner": learner,
-            "fallback": fallback,
-            "fee_bp": fee_bp,
-            "action": action,
-            "credit": credit,
-        }
-        if not robust:
-            body["robust"] = False
-        if k != 4:
-            body["k"] = k
-        if reference != "given":
-            body["reference"] = reference
-        optional = {
-            "draft_budget": draft_budget,
-            "draft_horizon": draft_horizon,
-            "investor": investor,
-            "universe": None if universe is None else list(universe),
-            "outcomes": None if outcomes is None else list(outcomes),
-        }
-        body.update({key: value for key, value in optional.items() if value is not None})
-        if gate is not None:
-            body["gate"] = dict(gate)
-        if drafter is not None:
-            body["drafter"] = dict(drafter)
-        if answer is not None:
-            body["answer"] = dict(answer)
-        return self._run(Call("POST", "/v1/agents", body, model=AgentPublic, creates=True))
-
-    def get_agent(self, agent_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}", model=AgentPublic))
-
-    def update_agent(
-        self,
-        agent_id: str,
-        *,
-        name: str | None = None,
-        drafter: Mapping[str, Any] | None = None,
-        remove_drafter: bool = False,
-        draft_budget: float | None | _Keep = _KEEP,
-        draft_horizon: int | None | _Keep = _KEEP,
-    ) -> Any:
-        """Rename the agent, change its drafter or its draft budget and horizon (from the next plan on;
-        ``None`` sets the budget or horizon aside; left out, each stays as it is)."""
-        body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
-        if remove_drafter:
-            body["remove_drafter"] = True
-        if not isinstance(draft_budget, _Keep):
-            body["draft_budget"] = draft_budget
-        if not isinstance(draft_horizon, _Keep):
-            body["draft_horizon"] = draft_horizon
-        return self._run(Call("PATCH", f"/v1/agents/{_segment(agent_id, 'agent_id')}", body, model=AgentPublic))
-
-    def list_agents(self, *, limit: int = 50, cursor: str | None = None, name: str | None = None) -> Any:
-        """One page of the tenant's agents (:class:`~service.api_types.AgentList`)."""
-        return self._run(
-            Call("GET", "/v1/agents", params=_params(limit=limit, cursor=cursor, name=name), model=AgentList)
-        )
-
-    def delete_agent(self, agent_id: str) -> Any:
-        """Delete the agent and everything it owns (irreversible)."""
-        return self._run(Call("DELETE", f"/v1/agents/{_segment(agent_id, 'agent_id')}"))
-
-    # -- experiences ------------------------------------------------------------
-    def add_experience(
-        self,
-        agent_id: str,
-        text: str,
-        metadata: Mapping[str, Any] | None = None,
-        structured: Mapping[str, Any] | None = None,
-        external_id: str | None = None,
-    ) -> Any:
-        """Add one experience; with an ``external_id`` the agent already holds, update that one instead
-        (the answer's ``write`` says created, updated or unchanged)."""
-        body = {
-            "text": text,
-            "metadata": dict(metadata or {}),
-            "structured": None if structured is None else dict(structured),
-        }
-        if external_id is not None:
-            body["external_id"] = external_id
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences",
-                body,
-                model=ExperiencePublic,
-                creates=True,
-            )
-        )
-
-    def add_experiences(self, agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Any:
-        """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``/``external_id``)."""
-        items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences",
-                {"experiences": items},
-                model=ExperienceList,
-                creates=True,
-            )
-        )
-
-    def list_experiences(
-        self,
-        agent_id: str,
-        *,
-        limit: int = 50,
-        offset: int = 0,
-        active: bool | None = None,
-        cursor: str | None = None,
-        external_id: str | None = None,
-    ) -> Any:
-        params = _params(
-            limit=limit,
-            offset=offset or None,
-            cursor=cursor,
-            active=None if active is None else str(active).lower(),
-            external_id=external_id,
-        )
-        return self._run(
-            Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences", params=params, model=ExperienceList)
-        )
-
-    def get_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(
-            Call(
-                "GET",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}",
-                model=ExperienceDetail,
-            )
-        )
-
-    def update_experience(self, agent_id: str, experience_id: str, metadata: Mapping[str, Any]) -> Any:
-        return self._run(
-            Call(
-                "PATCH",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}",
-                {"metadata": dict(metadata)},
-                model=ExperiencePublic,
-            )
-        )
-
-    def retire_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}/retire",
-                model=ExperiencePublic,
-            )
-        )
-
-    def delete_experience(self, agent_id: str, experience_id: str) -> Any:
-        return self._run(
-            Call(
-                "DELETE",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/{_segment(experience_id, 'experience_id')}",
-            )
-        )
-
-    def search_experiences(self, agent_id: str, query: str, k: int = 4) -> Any:
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/experiences/search",
-                {"query": query, "k": k},
-                model=SearchResult,
-            )
-        )
-
-    # -- decisions --------------------------------------------------------------
-    def create_decision(
-        self,
-        agent_id: str,
-        decision_time: dt.datetime | str,
-        maturity: dt.datetime | str,
-        context_text: str,
-        *,
-        context_features: Mapping[str, float] | None = None,
-        reference_weights: Mapping[str, float] | None = None,
-        horizon: int = 20,
-        drafting: str = "client",
-        retrieved_ids: Sequence[str] | None = None,
-        retrieved_external_ids: Sequence[str] | None = None,
-    ) -> Any:
-        """Plan a decision: the plan (:class:`~service.api_types.PlanPublic`) with client drafting, the
-        decision (:class:`~service.api_types.DecisionPublic`) with server drafting.
-
-        ``retrieved_ids`` (or ``retrieved_external_ids``) brings your own retrieval: the plan uses exactly
-        those experiences, in that order, and the server does not search."""
-        body: dict[str, Any] = {
-            "decision_time": _time(decision_time),
-            "maturity": _time(maturity),
-            "context_text": context_text,
-            "context_features": dict(context_features or {}),
-            "horizon": horizon,
-            "drafting": drafting,
-        }
-        if reference_weights is not None:
-            body["reference_weights"] = dict(reference_weights)
-        if retrieved_ids is not None:
-            body["retrieved_ids"] = list(retrieved_ids)
-        if retrieved_external_ids is not None:
-            body["retrieved_external_ids"] = list(retrieved_external_ids)
-        model = PlanPublic if drafting == "client" else DecisionPublic
-        return self._run(
-            Call("POST", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", body, model=model, creates=True)
-        )
-
-    def submit_drafts(
-        self, agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None
-    ) -> Any:
-        """One draft per designed subset, in the plan's order (``reference``: scored decisions' reference draft)."""
-        body: dict[str, Any] = {"drafts": [dict(d) if isinstance(d, Mapping) else d for d in drafts]}
-        if reference is not None:
-            body["reference"] = reference
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/drafts",
-                body,
-                model=DecisionPublic,
-                creates=True,
-            )
-        )
-
-    def settle(
-        self,
-        agent_id: str,
-        decision_id: str,
-        *,
-        prices: Mapping[str, Sequence[float]] | None = None,
-        returns: Mapping[str, Sequence[float]] | None = None,
-        utilities: Sequence[float] | None = None,
-        outcome: Any = None,
-        rule: str | None = None,
-        settled_at: dt.datetime | str | None = None,
-    ) -> Any:
-        """Settle with prices or returns (portfolio), or utilities, or an outcome and its rule (scored)."""
-        body = _outcome_body(prices, returns, utilities, outcome, rule, settled_at)
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/settle",
-                body,
-                model=SettlementPublic,
-                creates=True,
-            )
-        )
-
-    def correct(
-        self,
-        agent_id: str,
-        decision_id: str,
-        *,
-        reason: str,
-        prices: Mapping[str, Sequence[float]] | None = None,
-        returns: Mapping[str, Sequence[float]] | None = None,
-        utilities: Sequence[float] | None = None,
-        outcome: Any = None,
-        rule: str | None = None,
-        settled_at: dt.datetime | str | None = None,
-    ) -> Any:
-        """Replace a settled decision's wrong outcome (what :meth:`settle` takes, and the reason): the agent
-        relearns as if settled right from the start; the log keeps the superseded score."""
-        body = {**_outcome_body(prices, returns, utilities, outcome, rule, settled_at), "reason": reason}
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}/corrections",
-                body,
-                model=SettlementPublic,
-                creates=True,
-            )
-        )
-
-    def get_decision(self, agent_id: str, decision_id: str) -> Any:
-        return self._run(
-            Call(
-                "GET",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions/{_segment(decision_id, 'decision_id')}",
-                model=DecisionRecord,
-            )
-        )
-
-    def list_decisions(
-        self,
-        agent_id: str,
-        *,
-        limit: int = 50,
-        cursor: str | None = None,
-        status: str | None = None,
-        maturity_before: dt.datetime | str | None = None,
-    ) -> Any:
-        """One page of the agent's decisions, oldest first (:class:`~service.api_types.DecisionList`)."""
-        params = _params(
-            limit=limit,
-            cursor=cursor,
-            status=status,
-            maturity_before=None if maturity_before is None else _time(maturity_before),
-        )
-        return self._run(
-            Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/decisions", params=params, model=DecisionList)
-        )
-
-    # -- trust and values -------------------------------------------------------
-    def trust(self, agent_id: str, *, limit: int = 200) -> Any:
-        """Gate, state and the ``limit`` most recent scores with the statistic after each."""
-        return self._run(
-            Call(
-                "GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust", params={"limit": limit}, model=TrustPublic
-            )
-        )
-
-    def trust_log(self, agent_id: str, *, limit: int = 200, cursor: str | None = None) -> Any:
-        """One page of the raw hash-chained log (:class:`~service.api_types.LogPage`)."""
-        return self._run(
-            Call(
-                "GET",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/log",
-                params=_params(limit=limit, cursor=cursor),
-                model=LogPage,
-            )
-        )
-
-    def verify(self, agent_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/trust/verify", model=VerifyPublic))
-
-    def values(self, agent_id: str) -> Any:
-        return self._run(Call("GET", f"/v1/agents/{_segment(agent_id, 'agent_id')}/values", model=ValuesPublic))
-
-    # -- full-Bayes refit -------------------------------------------------------
-    def start_refit(self, agent_id: str, method: str = "nuts") -> Any:
-        return self._run(
-            Call(
-                "POST",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit",
-                {"method": method},
-                model=RefitPublic,
-                creates=True,
-            )
-        )
-
-    def get_refit(self, agent_id: str, job_id: str) -> Any:
-        return self._run(
-            Call(
-                "GET",
-                f"/v1/agents/{_segment(agent_id, 'agent_id')}/refit/{_segment(job_id, 'job_id')}",
-                model=RefitPublic,
-            )
-        )
+    @property
+    def next_cursor(self) -> str | None: ...
 
 
-class MemtrialClient(Operations):
+class MemtrialClient(Blocking):
     """Synchronous client; pass ``http`` to reuse an ``httpx.Client`` (or a test client)."""
 
     def __init__(
@@ -682,7 +202,7 @@ class MemtrialClient(Operations):
                 return attempts.finish(outcome)
             time.sleep(wait)
 
-    def _pages(self, fetch: Callable[[str | None], Any]) -> Iterator[Any]:
+    def _pages(self, fetch: Callable[[str | None], _Page[T]]) -> Iterator[T]:
         cursor: str | None = None
         while True:
             page = fetch(cursor)
@@ -702,15 +222,17 @@ class MemtrialClient(Operations):
             lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor)
         )
 
-    def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> Iterator[Any]:
+    def iter_decisions(
+        self, agent_id: str, *, status: str | None = None, page_size: int = 200
+    ) -> Iterator[DecisionSummary]:
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
 
-    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> Iterator[Any]:
+    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> Iterator[LogEntryPublic]:
         """Every log entry in index order (to re-verify the chain outside the service)."""
         return self._pages(lambda cursor: self.trust_log(agent_id, limit=page_size, cursor=cursor))
 
 
-class AsyncMemtrialClient(Operations):
+class AsyncMemtrialClient(Awaiting):
     """The same operations, awaited: ``await client.create_agent(...)``; ``async for d in client.iter_decisions(...)``."""
 
     def __init__(
@@ -754,7 +276,7 @@ class AsyncMemtrialClient(Operations):
                 return attempts.finish(outcome)
             await asyncio.sleep(wait)
 
-    async def _pages(self, fetch: Callable[[str | None], Any]) -> AsyncIterator[Any]:
+    async def _pages(self, fetch: Callable[[str | None], Awaitable[_Page[T]]]) -> AsyncIterator[T]:
         cursor: str | None = None
         while True:
             page = await fetch(cursor)
@@ -774,8 +296,10 @@ class AsyncMemtrialClient(Operations):
             lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor)
         )
 
-    def iter_decisions(self, agent_id: str, *, status: str | None = None, page_size: int = 200) -> AsyncIterator[Any]:
+    def iter_decisions(
+        self, agent_id: str, *, status: str | None = None, page_size: int = 200
+    ) -> AsyncIterator[DecisionSummary]:
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
 
-    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> AsyncIterator[Any]:
+    def iter_log(self, agent_id: str, *, page_size: int = 1000) -> AsyncIterator[LogEntryPublic]:
         return self._pages(lambda cursor: self.trust_log(agent_id, limit=page_size, cursor=cursor))

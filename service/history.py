@@ -24,6 +24,7 @@ from memtrial.prereg import LogEntry, canonical_json
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import ExperienceId, Plan, Settlement
 from service.models import Agent, CheckpointRow, Contribution, Decision, LogRow
+from service.modes import DecisionStatus
 
 __all__ = ["LOG_PAGE", "SqlHistory", "log_entry_of", "read_log"]
 
@@ -112,7 +113,7 @@ class SqlHistory:
             row = Decision(
                 id=entry.decision_id,
                 agent_id=self.agent.id,
-                status="planned",
+                status=DecisionStatus.PLANNED,
                 decision_time=_as_utc(plan.time),
                 maturity=_as_utc(plan.maturity),
                 request={},
@@ -128,7 +129,7 @@ class SqlHistory:
             row.engine_settlement = canonical_json(entry.settlement.to_dict(mixtures=False))
         if entry.withdrawn is not None and row.failure is None:
             row.failure = entry.withdrawn
-            row.status = "failed"
+            row.status = DecisionStatus.FAILED
 
     def append_log(self, entry: LogEntry) -> None:
         payload = entry.payload

@@ -32,6 +32,7 @@ from service.db import transaction
 from service.deps import Services
 from service.idempotency import Idempotency, release, renew
 from service.models import Agent, Decision, utcnow
+from service.modes import DecisionStatus
 from service.store import as_utc, load_agent, owned_row, save_engine
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class Renewal:
             renew(session, self.guard, self.lease)
             session.execute(
                 update(Decision)
-                .where(Decision.id == self.decision_id, Decision.status == "planned")
+                .where(Decision.id == self.decision_id, Decision.status == DecisionStatus.PLANNED)
                 .values(drafting_until=utcnow() + dt.timedelta(seconds=self.lease))
             )
 
@@ -98,7 +99,7 @@ def withdraw(
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Decision, agent, decision_id, "decision")
-        if row.status != "planned":
+        if row.status != DecisionStatus.PLANNED:
             return False
         if expired_only and (row.drafting_until is None or as_utc(row.drafting_until) >= utcnow()):
             return False
@@ -171,7 +172,7 @@ def withdraw_expired(services: Services) -> int:
         found = session.execute(
             select(Decision.id, Agent.id, Agent.tenant_id)
             .join(Agent, Agent.id == Decision.agent_id)
-            .where(Decision.status == "planned", Decision.drafting_until < now)
+            .where(Decision.status == DecisionStatus.PLANNED, Decision.drafting_until < now)
         ).all()
     return sum(
         withdraw(services, tenant_id, agent_id, decision_id, EXPIRED, expired_only=True)

@@ -25,21 +25,31 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import functools
 import hmac
+import inspect
 import json
 import logging
 import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
+from memtrial.action import ActionRule
 from memtrial.display import UTILITY_UNIT
 from memtrial.drafting import DraftError
 from memtrial.errors import MissingExtraError, import_extra
+from memtrial.trust import GateTest
+from memtrial.values import CreditBasis
 from service.client import AsyncMemtrialClient, ServiceError
 from service.prompts import draft_prompts
 
-__all__ = ["build_server", "mcp"]
+__all__ = ["TOOLS", "Service", "build_server", "mcp"]
+
+#: a tool: an async function of the service and the tool's own arguments
+ToolFunction = Callable[..., Awaitable[Any]]
 
 #: what settle and correct_outcome answer: utilities and contributions in UTILITY_UNIT, labels for readers
 SETTLED_KEYS = ("decision_id", "chosen_utility", "contributions", "contribution_labels", "explanation", "score")
@@ -59,6 +69,293 @@ def _interval(value: Any) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Service:
+    """The memtrial service the tools call, and the API key they call it with."""
+
+    url: str
+    api_key: str
+
+    def client(self) -> AsyncMemtrialClient:
+        return AsyncMemtrialClient(self.url, self.api_key)
+
+
+async def _call(service: Service, operation: str, *args: Any, **kwargs: Any) -> Any:
+    """One client operation, its answer as JSON; a refusal of the service as a tool error."""
+    async with service.client() as memtrial:
+        try:
+            answer = await getattr(memtrial, operation)(*args, **kwargs)
+        except ServiceError as error:
+            raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+    return answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
+
+
+async def list_agents(service: Service, name: str | None = None) -> dict[str, Any]:
+    """The agents of this API key's tenant (first page of up to 200)."""
+    return await _call(service, "list_agents", limit=200, name=name)  # type: ignore[no-any-return]
+
+
+async def create_agent(
+    service: Service,
+    name: str,
+    kind: str = "scored",
+    outcomes: list[str] | None = None,
+    investor: str | None = None,
+    universe: list[dict[str, str]] | None = None,
+    action: str = "dial",
+) -> dict[str, Any]:
+    """Create an agent. kind 'scored' (drafts are any JSON; give outcomes for probability forecasts) or
+    'portfolio' (give investor and universe: [{asset, asset_class}]). action 'dial' weighs memory by the
+    evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes.
+    These defaults (scored, dial with the anytime test and raw credit) differ from the REST API's
+    (portfolio, gate with the prequential test and centred credit), which suit an agent loop."""
+    dial = action == ActionRule.DIAL
+    gate = {"test": GateTest.ANYTIME.value} if dial else None
+    credit = CreditBasis.RAW.value if dial else CreditBasis.CENTRED.value
+    created: dict[str, Any] = await _call(
+        service,
+        "create_agent",
+        name,
+        investor,
+        universe,
+        kind=kind,
+        outcomes=outcomes,
+        gate=gate,
+        action=action,
+        credit=credit,
+    )
+    return created
+
+
+async def add_experiences(service: Service, agent_id: str, texts: list[str]) -> dict[str, Any]:
+    """Add lessons (experiences) to an agent's memory; answers their ids."""
+    added = await _call(service, "add_experiences", agent_id, texts)
+    return {"ids": [item["id"] for item in added["items"]]}
+
+
+async def search_experiences(service: Service, agent_id: str, query: str, k: int = 4) -> dict[str, Any]:
+    """The k experiences closest in meaning to the query, with their similarity."""
+    return await _call(service, "search_experiences", agent_id, query, k)  # type: ignore[no-any-return]
+
+
+async def plan_decision(
+    service: Service, agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None
+) -> dict[str, Any]:
+    """Plan a decision for the context: retrieves experiences and answers the designed subsets with their
+    texts. Draft once per subset, each in a SEPARATE model call conditioned on exactly that subset's texts
+    (draft_with_host_model does this through the host's model; draft_prompt gives each call's prompt), then
+    submit_drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
+    now = dt.datetime.now(dt.UTC)
+    when = decision_time or now.isoformat()
+    matures = maturity or (dt.datetime.fromisoformat(when) + dt.timedelta(days=1)).isoformat()
+    plan = await _call(service, "create_decision", agent_id, when, matures, context)
+    return {
+        "decision_id": plan["decision_id"],
+        "subsets": [{"index": s["index"], "texts": s["texts"]} for s in plan["subsets"]],
+        "trust": plan["trust"],
+        "dial": plan["dial"],
+        "maturity": plan["maturity"],
+    }
+
+
+async def submit_drafts(
+    service: Service, agent_id: str, decision_id: str, drafts: list[Any], reference: int | None = None
+) -> dict[str, Any]:
+    """Submit one draft per designed subset (in plan order). Answers what to act on ('chosen' for scored
+    agents, 'weights' for portfolios) and why ('explanation')."""
+    decision = await _call(service, "submit_drafts", agent_id, decision_id, drafts, reference)
+    keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial")
+    return {key: decision.get(key) for key in keys}
+
+
+async def settle(
+    service: Service,
+    agent_id: str,
+    decision_id: str,
+    outcome: Any = None,
+    rule: str | None = None,
+    utilities: list[float] | None = None,
+    returns: dict[str, list[float]] | None = None,
+    settled_at: str | None = None,
+) -> dict[str, Any]:
+    """Settle a matured decision: scored agents give an outcome and a rule (brier, log, exact, abs_error) or
+    one utility per draft; portfolio agents give returns per asset. Answers each experience's contribution
+    (in utility per decision, by id, with each experience's label and a readable explanation)."""
+    answer = await _call(
+        service,
+        "settle",
+        agent_id,
+        decision_id,
+        outcome=outcome,
+        rule=rule,
+        utilities=utilities,
+        returns=returns,
+        settled_at=settled_at,
+    )
+    return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
+
+
+async def correct_outcome(
+    service: Service,
+    agent_id: str,
+    decision_id: str,
+    reason: str,
+    outcome: Any = None,
+    rule: str | None = None,
+    utilities: list[float] | None = None,
+    returns: dict[str, list[float]] | None = None,
+    settled_at: str | None = None,
+) -> dict[str, Any]:
+    """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer), with the reason.
+    The agent relearns as if it had been settled right; the wrong outcome stays in the log, superseded."""
+    answer = await _call(
+        service,
+        "correct",
+        agent_id,
+        decision_id,
+        reason=reason,
+        outcome=outcome,
+        rule=rule,
+        utilities=utilities,
+        returns=returns,
+        settled_at=settled_at,
+    )
+    return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
+
+
+async def get_values(service: Service, agent_id: str) -> dict[str, Any]:
+    """What each experience is worth, in utility per decision: posterior mean, sd, number of scored uses and a
+    90% interval."""
+    async with service.client() as memtrial:
+        values = await memtrial.values(agent_id)
+    return {
+        "learner_mode": values.learner_mode,
+        "unit": UTILITY_UNIT,
+        "experiences": [
+            {"id": e, "label": v.label, "text": v.text, "external_id": v.external_id, **_interval(v)}
+            for e, v in values.values.items()
+        ],
+    }
+
+
+async def _subset_prompts(service: Service, agent_id: str, decision_id: str) -> tuple[str, list[str], Any, list[Any]]:
+    """The decision's system prompt, one prompt per subset of its plan, the reply check, the subsets."""
+    async with service.client() as memtrial:
+        try:
+            agent = await memtrial.get_agent(agent_id)
+            record = await memtrial.get_decision(agent_id, decision_id)
+        except ServiceError as error:
+            raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+    if record.plan is None or record.context_text is None:
+        raise ValueError(f"decision {decision_id!r} has no plan with its context to draft from")
+    settings = agent.model_dump(mode="json")
+    subsets = record.plan.subsets
+    system, prompts, parse = draft_prompts(settings, record.context_text, [s.texts for s in subsets])
+    return system, prompts, parse, subsets
+
+
+async def draft_prompt(service: Service, agent_id: str, decision_id: str, index: int) -> dict[str, Any]:
+    """The exact prompt for ONE designed subset's draft (system and user message). Send it to a fresh model
+    call of its own (a sub-agent, a separate completion) for each subset, never several subsets in one
+    turn: each draft must see exactly its subset's lessons. Then submit_drafts with all of them in order."""
+    system, prompts, _, subsets = await _subset_prompts(service, agent_id, decision_id)
+    if not 0 <= index < len(prompts):
+        raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
+    return {"index": index, "system": system, "prompt": prompts[index], "lessons": subsets[index].texts}
+
+
+async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_retries: int) -> Any:
+    """One subset's draft by the host's model (MCP sampling), retried while its answer is malformed."""
+    types = import_extra("mcp.types", "mcp", "the MCP server")
+    for _ in range(max(0, max_retries) + 1):
+        reply = await ctx.session.create_message(
+            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+            system_prompt=system,
+            max_tokens=800,
+        )
+        text = getattr(reply.content, "text", "")
+        try:
+            return parse(text)
+        except DraftError:
+            continue
+    raise ValueError(f"the host model's answers were malformed {max(0, max_retries) + 1} times in a row")
+
+
+async def draft_with_host_model(
+    service: Service, agent_id: str, decision_id: str, ctx: Any, max_retries: int = 2
+) -> dict[str, Any]:
+    """Draft every designed subset through the host's own model (MCP sampling), one separate model call per
+    subset conditioned on exactly its lessons, check each answer (retried when malformed, never guessed),
+    and submit the drafts. Needs a host that supports sampling; otherwise use draft_prompt per subset."""
+    capabilities = ctx.session.client_params.capabilities if ctx.session.client_params else None
+    if capabilities is None or capabilities.sampling is None:
+        raise ValueError(
+            "this MCP host does not offer sampling: call draft_prompt for each subset and send each prompt "
+            "to a separate model call, then submit_drafts"
+        )
+    system, prompts, parse, _ = await _subset_prompts(service, agent_id, decision_id)
+    drafts = await asyncio.gather(*(_sampled_draft(ctx, system, prompt, parse, max_retries) for prompt in prompts))
+    decision = await _call(service, "submit_drafts", agent_id, decision_id, list(drafts))
+    keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial", "draft_calls")
+    return {key: decision.get(key) for key in keys}
+
+
+async def draft_subset(service: Service, agent_id: str, decision_id: str, index: str) -> list[Any]:
+    """One designed subset's draft as a prompt: run it in its own conversation, once per subset."""
+    system, prompts, _, _ = await _subset_prompts(service, agent_id, decision_id)
+    position = int(index)
+    if not 0 <= position < len(prompts):
+        raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
+    base = import_extra("mcp.server.fastmcp.prompts.base", "mcp", "the MCP server")
+    return [base.UserMessage(f"{system}\n\n{prompts[position]}")]
+
+
+async def get_trust(service: Service, agent_id: str) -> dict[str, Any]:
+    """Whether memory is trusted yet: the gate's state, its statistic and the most recent scores."""
+    return await _call(service, "trust", agent_id, limit=20)  # type: ignore[no-any-return]
+
+
+async def verify_chain(service: Service, agent_id: str) -> dict[str, Any]:
+    """Re-check the hash chain of the agent's pre-registered predictions and scores."""
+    return await _call(service, "verify", agent_id)  # type: ignore[no-any-return]
+
+
+#: the tools, in the order the server lists them
+TOOLS: tuple[ToolFunction, ...] = (
+    list_agents,
+    create_agent,
+    add_experiences,
+    search_experiences,
+    plan_decision,
+    submit_drafts,
+    settle,
+    correct_outcome,
+    get_values,
+    draft_prompt,
+    draft_with_host_model,
+    get_trust,
+    verify_chain,
+)
+
+
+def _bind(tool: ToolFunction, service: Service, context: Any = None) -> ToolFunction:
+    """``tool`` with its first parameter (the service) given: the signature, name and docstring FastMCP
+    reads are the tool's own, less that parameter (``context``: the type FastMCP passes as ``ctx``)."""
+
+    @functools.wraps(tool)
+    async def bound(*args: Any, **kwargs: Any) -> Any:
+        return await tool(service, *args, **kwargs)
+
+    signature = inspect.signature(tool, eval_str=True)
+    parameters = list(signature.parameters.values())[1:]
+    if context is not None:
+        parameters = [p.replace(annotation=context) if p.name == "ctx" else p for p in parameters]
+    bound.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    bound.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": signature.return_annotation}
+    del bound.__wrapped__  # FastMCP reads the signature above, not the tool's
+    return bound
+
+
 def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 8765) -> Any:
     """The MCP server for one service and key (tools answer JSON objects)."""
     fastmcp = import_extra("mcp.server.fastmcp", "mcp", "the MCP server")
@@ -74,239 +371,10 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         port=port,
         log_level="WARNING",
     )
-
-    def client() -> AsyncMemtrialClient:
-        return AsyncMemtrialClient(url, api_key)
-
-    async def call(operation: str, *args: Any, **kwargs: Any) -> Any:
-        async with client() as memtrial:
-            try:
-                answer = await getattr(memtrial, operation)(*args, **kwargs)
-            except ServiceError as error:
-                raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
-        return answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
-
-    @server.tool()
-    async def list_agents(name: str | None = None) -> dict[str, Any]:
-        """The agents of this API key's tenant (first page of up to 200)."""
-        return await call("list_agents", limit=200, name=name)  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def create_agent(
-        name: str,
-        kind: str = "scored",
-        outcomes: list[str] | None = None,
-        investor: str | None = None,
-        universe: list[dict[str, str]] | None = None,
-        action: str = "dial",
-    ) -> dict[str, Any]:
-        """Create an agent. kind 'scored' (drafts are any JSON; give outcomes for probability forecasts) or
-        'portfolio' (give investor and universe: [{asset, asset_class}]). action 'dial' weighs memory by the
-        evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes.
-        These defaults (scored, dial with the anytime test and raw credit) differ from the REST API's
-        (portfolio, gate with the prequential test and centred credit), which suit an agent loop."""
-        gate = {"test": "anytime"} if action == "dial" else None
-        credit = "raw" if action == "dial" else "centred"
-        created: dict[str, Any] = await call(
-            "create_agent",
-            name,
-            investor,
-            universe,
-            kind=kind,
-            outcomes=outcomes,
-            gate=gate,
-            action=action,
-            credit=credit,
-        )
-        return created
-
-    @server.tool()
-    async def add_experiences(agent_id: str, texts: list[str]) -> dict[str, Any]:
-        """Add lessons (experiences) to an agent's memory; answers their ids."""
-        added = await call("add_experiences", agent_id, texts)
-        return {"ids": [item["id"] for item in added["items"]]}
-
-    @server.tool()
-    async def search_experiences(agent_id: str, query: str, k: int = 4) -> dict[str, Any]:
-        """The k experiences closest in meaning to the query, with their similarity."""
-        return await call("search_experiences", agent_id, query, k)  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def plan_decision(
-        agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None
-    ) -> dict[str, Any]:
-        """Plan a decision for the context: retrieves experiences and answers the designed subsets with their
-        texts. Draft once per subset, each in a SEPARATE model call conditioned on exactly that subset's texts
-        (draft_with_host_model does this through the host's model; draft_prompt gives each call's prompt), then
-        submit_drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
-        now = dt.datetime.now(dt.UTC)
-        when = decision_time or now.isoformat()
-        matures = maturity or (dt.datetime.fromisoformat(when) + dt.timedelta(days=1)).isoformat()
-        plan = await call("create_decision", agent_id, when, matures, context)
-        return {
-            "decision_id": plan["decision_id"],
-            "subsets": [{"index": s["index"], "texts": s["texts"]} for s in plan["subsets"]],
-            "trust": plan["trust"],
-            "dial": plan["dial"],
-            "maturity": plan["maturity"],
-        }
-
-    @server.tool()
-    async def submit_drafts(
-        agent_id: str, decision_id: str, drafts: list[Any], reference: int | None = None
-    ) -> dict[str, Any]:
-        """Submit one draft per designed subset (in plan order). Answers what to act on ('chosen' for scored
-        agents, 'weights' for portfolios) and why ('explanation')."""
-        decision = await call("submit_drafts", agent_id, decision_id, drafts, reference)
-        keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial")
-        return {key: decision.get(key) for key in keys}
-
-    @server.tool()
-    async def settle(
-        agent_id: str,
-        decision_id: str,
-        outcome: Any = None,
-        rule: str | None = None,
-        utilities: list[float] | None = None,
-        returns: dict[str, list[float]] | None = None,
-        settled_at: str | None = None,
-    ) -> dict[str, Any]:
-        """Settle a matured decision: scored agents give an outcome and a rule (brier, log, exact, abs_error) or
-        one utility per draft; portfolio agents give returns per asset. Answers each experience's contribution
-        (in utility per decision, by id, with each experience's label and a readable explanation)."""
-        answer = await call(
-            "settle",
-            agent_id,
-            decision_id,
-            outcome=outcome,
-            rule=rule,
-            utilities=utilities,
-            returns=returns,
-            settled_at=settled_at,
-        )
-        return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
-
-    @server.tool()
-    async def correct_outcome(
-        agent_id: str,
-        decision_id: str,
-        reason: str,
-        outcome: Any = None,
-        rule: str | None = None,
-        utilities: list[float] | None = None,
-        returns: dict[str, list[float]] | None = None,
-        settled_at: str | None = None,
-    ) -> dict[str, Any]:
-        """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer), with the reason.
-        The agent relearns as if it had been settled right; the wrong outcome stays in the log, superseded."""
-        answer = await call(
-            "correct",
-            agent_id,
-            decision_id,
-            reason=reason,
-            outcome=outcome,
-            rule=rule,
-            utilities=utilities,
-            returns=returns,
-            settled_at=settled_at,
-        )
-        return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
-
-    @server.tool()
-    async def get_values(agent_id: str) -> dict[str, Any]:
-        """What each experience is worth, in utility per decision: posterior mean, sd, number of scored uses and a
-        90% interval."""
-        async with client() as memtrial:
-            values = await memtrial.values(agent_id)
-        return {
-            "learner_mode": values.learner_mode,
-            "unit": UTILITY_UNIT,
-            "experiences": [
-                {"id": e, "label": v.label, "text": v.text, "external_id": v.external_id, **_interval(v)}
-                for e, v in values.values.items()
-            ],
-        }
-
-    async def subset_prompts(agent_id: str, decision_id: str) -> tuple[str, list[str], Any, list[Any]]:
-        """The decision's system prompt, one prompt per subset of its plan, the reply check, the subsets."""
-        async with client() as memtrial:
-            try:
-                agent = await memtrial.get_agent(agent_id)
-                record = await memtrial.get_decision(agent_id, decision_id)
-            except ServiceError as error:
-                raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
-        if record.plan is None or record.context_text is None:
-            raise ValueError(f"decision {decision_id!r} has no plan with its context to draft from")
-        settings = agent.model_dump(mode="json")
-        subsets = record.plan.subsets
-        system, prompts, parse = draft_prompts(settings, record.context_text, [s.texts for s in subsets])
-        return system, prompts, parse, subsets
-
-    @server.tool()
-    async def draft_prompt(agent_id: str, decision_id: str, index: int) -> dict[str, Any]:
-        """The exact prompt for ONE designed subset's draft (system and user message). Send it to a fresh model
-        call of its own (a sub-agent, a separate completion) for each subset, never several subsets in one
-        turn: each draft must see exactly its subset's lessons. Then submit_drafts with all of them in order."""
-        system, prompts, _, subsets = await subset_prompts(agent_id, decision_id)
-        if not 0 <= index < len(prompts):
-            raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
-        return {"index": index, "system": system, "prompt": prompts[index], "lessons": subsets[index].texts}
-
-    async def draft_with_host_model(agent_id: str, decision_id: str, ctx: Any, max_retries: int = 2) -> dict[str, Any]:
-        """Draft every designed subset through the host's own model (MCP sampling), one separate model call per
-        subset conditioned on exactly its lessons, check each answer (retried when malformed, never guessed),
-        and submit the drafts. Needs a host that supports sampling; otherwise use draft_prompt per subset."""
-        capabilities = ctx.session.client_params.capabilities if ctx.session.client_params else None
-        if capabilities is None or capabilities.sampling is None:
-            raise ValueError(
-                "this MCP host does not offer sampling: call draft_prompt for each subset and send each prompt "
-                "to a separate model call, then submit_drafts"
-            )
-        system, prompts, parse, _ = await subset_prompts(agent_id, decision_id)
-        types = import_extra("mcp.types", "mcp", "the MCP server")
-
-        async def one(prompt: str) -> Any:
-            for _ in range(max(0, max_retries) + 1):
-                reply = await ctx.session.create_message(
-                    messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-                    system_prompt=system,
-                    max_tokens=800,
-                )
-                text = getattr(reply.content, "text", "")
-                try:
-                    return parse(text)
-                except DraftError:
-                    continue
-            raise ValueError(f"the host model's answers were malformed {max(0, max_retries) + 1} times in a row")
-
-        drafts = await asyncio.gather(*(one(prompt) for prompt in prompts))
-        decision = await call("submit_drafts", agent_id, decision_id, list(drafts))
-        keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial", "draft_calls")
-        return {key: decision.get(key) for key in keys}
-
-    draft_with_host_model.__annotations__["ctx"] = fastmcp.Context  # how FastMCP knows to pass its context
-    server.tool()(draft_with_host_model)
-
-    @server.prompt()
-    async def draft_subset(agent_id: str, decision_id: str, index: str) -> list[Any]:
-        """One designed subset's draft as a prompt: run it in its own conversation, once per subset."""
-        system, prompts, _, _ = await subset_prompts(agent_id, decision_id)
-        position = int(index)
-        if not 0 <= position < len(prompts):
-            raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
-        base = import_extra("mcp.server.fastmcp.prompts.base", "mcp", "the MCP server")
-        return [base.UserMessage(f"{system}\n\n{prompts[position]}")]
-
-    @server.tool()
-    async def get_trust(agent_id: str) -> dict[str, Any]:
-        """Whether memory is trusted yet: the gate's state, its statistic and the most recent scores."""
-        return await call("trust", agent_id, limit=20)  # type: ignore[no-any-return]
-
-    @server.tool()
-    async def verify_chain(agent_id: str) -> dict[str, Any]:
-        """Re-check the hash chain of the agent's pre-registered predictions and scores."""
-        return await call("verify", agent_id)  # type: ignore[no-any-return]
-
+    service = Service(url, api_key)
+    for tool in TOOLS:
+        server.tool()(_bind(tool, service, fastmcp.Context))
+    server.prompt()(_bind(draft_subset, service))
     return server
 
 

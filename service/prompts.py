@@ -1,6 +1,6 @@
 """The prompts of one decision's drafts, one per designed subset, and the check of a model's reply.
 
-Shared by server drafting (:mod:`service.usecases.decisions`) and the MCP server's drafting tools
+Shared by server drafting (:mod:`service.usecases.deciding`) and the MCP server's drafting tools
 (:mod:`service.mcp`), so a draft asked of the operator's model and one asked of an MCP host's model
 read the same. Each prompt holds the decision's context and exactly one subset's lessons: portfolio
 agents get :func:`memtrial.drafting.render_prompt` (weights over the universe under the mandate),
@@ -15,6 +15,7 @@ from typing import Any
 
 from memtrial.answers import ANSWER_SYSTEM_PROMPT, AnswerSpec, parse_answer, render_answer_prompt
 from memtrial.drafting import SYSTEM_PROMPT, DraftRequest, Lesson, mandate_text, parse_weights, render_prompt
+from memtrial.records import DecisionKind
 from memtrial.settle import INVESTORS
 
 __all__ = ["DraftPrompts", "draft_prompts"]
@@ -27,7 +28,7 @@ def draft_prompts(settings: Mapping[str, Any], context: str, subsets: Sequence[S
 
     settings: the agent's (``kind``, ``outcomes``, ``answer``; ``universe`` and ``investor`` for portfolios).
     """
-    if settings.get("kind", "portfolio") == "scored":
+    if settings.get("kind", DecisionKind.PORTFOLIO) == DecisionKind.SCORED:
         spec = AnswerSpec.of_agent(settings.get("outcomes"), settings.get("answer"))
         prompts = [render_answer_prompt(context, tuple(Lesson(t) for t in texts), spec) for texts in subsets]
         return ANSWER_SYSTEM_PROMPT, prompts, functools.partial(parse_answer, spec=spec)

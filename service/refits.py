@@ -35,10 +35,11 @@ def fit_records(
 ) -> tuple[str, dict[str, Any] | None, str | None]:
     """(status, posterior by experience, error) of a fit of ``records`` (decision, experience, contribution)."""
     from memtrial.bayes import BayesLearner
+    from memtrial.values import refit_mode
 
     embeddings: dict[Any, Any] = dict(features)
     with _FIT_LOCK:
-        learner = BayesLearner(mode if mode != "auto" else "content", features=embeddings, method=method).fit(records)
+        learner = BayesLearner(refit_mode(mode), features=embeddings, method=method).fit(records)
     if learner.stats_ is None or learner.samples_ is None:
         return "done", {}, None
     return "done", {str(e): learner.posterior(e)._asdict() for e in learner.stats_.experience_ids}, None

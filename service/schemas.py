@@ -20,6 +20,15 @@ from pydantic import (
     model_validator,
 )
 
+from memtrial.action import ActionRule
+from memtrial.answers import AnswerKind
+from memtrial.config import ReferenceSource
+from memtrial.design import DesignKind
+from memtrial.fallback import FallbackVariant
+from memtrial.records import DecisionKind
+from memtrial.scoring import Rule
+from memtrial.trust import GateTest
+from memtrial.values import CreditBasis, LearnerMode
 from service.api_types import (
     AgentList,
     AgentPublic,
@@ -55,6 +64,7 @@ from service.api_types import (
     VerifyPublic,
     WarningPublic,
 )
+from service.modes import Listed
 from service.settings import MAX_DRAFTS_CEILING
 from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
@@ -145,7 +155,7 @@ class Strict(BaseModel):
 
 # -- agents ---------------------------------------------------------------
 class GateSettings(Strict):
-    test: Literal["prequential", "anytime", "none"] = "prequential"
+    test: Listed[GateTest] = GateTest.PREQUENTIAL
     alpha: Weight = Field(0.05, gt=0, lt=1)
     min_scores: StrictInt | None = Field(None, ge=1, le=10_000)
 
@@ -179,7 +189,7 @@ class DrafterSettings(Strict):
 class AnswerSettings(Strict):
     """What a scored agent's drafts are, for server drafting (the model is asked for exactly this form)."""
 
-    type: Literal["probabilities", "number", "choice", "text"] = Field(
+    type: Listed[AnswerKind] = Field(
         description="probabilities: one per named outcome (agents with outcomes); number: a finite number; choice: one of choices; text: free text"
     )
     choices: list[Name] | None = Field(None, min_length=2, max_length=64, description="choice: the allowed answers")
@@ -192,8 +202,8 @@ class AnswerSettings(Strict):
 
 class AgentCreate(Strict):
     name: Name
-    kind: Literal["portfolio", "scored"] = Field(
-        "portfolio",
+    kind: Listed[DecisionKind] = Field(
+        DecisionKind.PORTFOLIO,
         description="portfolio: drafts are weights over the universe, settled by prices; scored: drafts are any JSON, settled by utilities or an outcome and a rule",
     )
     investor: Literal["conservative", "balanced", "aggressive"] | None = Field(
@@ -206,8 +216,8 @@ class AgentCreate(Strict):
         max_length=64,
         description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for",
     )
-    design: Literal["half", "fold", "full", "saturated"] = Field(
-        "half",
+    design: Listed[DesignKind] = Field(
+        DesignKind.HALF,
         description="half: the eight even-size subsets of the four retrieved (the memory-free draft first); fold: the eight odd-size ones (every experience alone, no memory-free run); full: all sixteen; saturated: up to seven retrieved (k) screened in eight runs (no memory-free run)",
     )
     k: StrictInt = Field(
@@ -217,20 +227,21 @@ class AgentCreate(Strict):
         description="experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7; a setting that needs more drafts than the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION (default 64) is refused",
     )
     gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
-    learner: Literal["auto", "identity", "content"] = "auto"
-    fallback: Literal["ftrl", "ens", "ref", "uniform"] = "ftrl"
+    learner: Listed[LearnerMode] = LearnerMode.AUTO
+    fallback: Listed[FallbackVariant] = FallbackVariant.FTRL
     fee_bp: Weight = Field(15.0, ge=0, le=1000)
     drafter: DrafterSettings | None = None
     answer: AnswerSettings | None = Field(
         None,
         description="scored agents drafting on the server: what each draft is (default: probabilities over outcomes, else free text)",
     )
-    action: Literal["gate", "dial"] = Field(
-        "gate",
+    action: Listed[ActionRule] = Field(
+        ActionRule.GATE,
         description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')",
     )
-    credit: Literal["centred", "raw"] = Field(
-        "centred", description="what values are learned from: date-centred contributions or the raw same-day contrasts"
+    credit: Listed[CreditBasis] = Field(
+        CreditBasis.CENTRED,
+        description="what values are learned from: date-centred contributions or the raw same-day contrasts",
     )
     robust: StrictBool = Field(
         True,
@@ -248,8 +259,8 @@ class AgentCreate(Strict):
         le=10_000_000,
         description="the number of decisions the draft budget covers (null: open-ended): trials then come first, on credit the later decisions lend, each keeping one call",
     )
-    reference: Literal["given", "memory_free"] = Field(
-        "given",
+    reference: Listed[ReferenceSource] = Field(
+        ReferenceSource.GIVEN,
         description="portfolio agents: the conservative reference is the decision's reference_weights (equal weight when none) or its own memory-free draft",
     )
 
@@ -476,7 +487,7 @@ class SettleRequest(Strict):
         description="scored: one utility per draft, in the plan's order (higher is better)",
     )
     outcome: JsonValue = Field(None, description="scored: the realised outcome, scored by rule")
-    rule: Literal["brier", "log", "exact", "abs_error"] | None = Field(
+    rule: Listed[Rule] | None = Field(
         None,
         description="scored: brier or log (probability forecasts; the outcome names an outcome), exact (answer equals outcome), abs_error (numbers)",
     )

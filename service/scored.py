@@ -22,7 +22,7 @@ from numpy.typing import NDArray
 
 from memtrial.errors import MemtrialError
 from memtrial.records import Decision as CoreDecision
-from memtrial.scoring import probability_vectors
+from memtrial.scoring import Rule, probability_vectors
 from memtrial.scoring import score as score_drafts
 from service.errors import ApiError
 
@@ -90,7 +90,7 @@ def rule_settlement(
     settings: Mapping[str, Any],
     drafts: Sequence[Any],
     vectors: bool,
-    rule: str,
+    rule: Rule | str,
     outcome: Any,
     bound: float = float("inf"),
 ) -> dict[str, Any]:
@@ -101,12 +101,13 @@ def rule_settlement(
     over numbers lets the engine score the blend; over anything else, and for
     exact, the service scores the drafts and hands the engine their utilities.
     """
-    if rule in ("brier", "log"):
+    rule = Rule(rule)
+    if rule in (Rule.BRIER, Rule.LOG):
         if not vectors:
             raise ApiError(
                 422,
                 "invalid",
-                f"rule: {rule!r} scores probability forecasts; this decision's drafts are not probability vectors",
+                f"rule: {rule.value!r} scores probability forecasts; this decision's drafts are not probability vectors",
                 "rule",
             )
         outcomes = settings.get("outcomes")
@@ -118,7 +119,7 @@ def rule_settlement(
                     f"outcome: must be one of the agent's outcomes {list(outcomes)}, got {outcome!r}",
                     "outcome",
                 )
-            return {"outcome": list(outcomes).index(outcome), "rule": rule}
+            return {"outcome": list(outcomes).index(outcome), "rule": rule.value}
         size = len(drafts[0])
         if isinstance(outcome, bool) or not isinstance(outcome, int) or not 0 <= outcome < size:
             raise ApiError(
@@ -127,24 +128,24 @@ def rule_settlement(
                 f"outcome: must be the index of the realised outcome, 0 to {size - 1}, got {outcome!r}",
                 "outcome",
             )
-        return {"outcome": outcome, "rule": rule}
-    if rule == "exact" and settings.get("outcomes"):
+        return {"outcome": outcome, "rule": rule.value}
+    if rule is Rule.EXACT and settings.get("outcomes"):
         raise ApiError(
             422,
             "invalid",
             "rule: 'exact' compares answers; this agent's drafts are probability forecasts over its outcomes: settle them with 'brier' or 'log'",
             "rule",
         )
-    if rule == "abs_error" and not _number(outcome):
+    if rule is Rule.ABS_ERROR and not _number(outcome):
         raise ApiError(422, "invalid", f"outcome: rule 'abs_error' needs a number, got {outcome!r}", "outcome")
-    if rule == "abs_error" and not abs(float(outcome)) <= bound:
+    if rule is Rule.ABS_ERROR and not abs(float(outcome)) <= bound:
         raise ApiError(
             422,
             "invalid",
             f"outcome: {float(outcome):.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
             "outcome",
         )
-    if rule == "abs_error" and vectors and all(_number(d) for d in drafts):
+    if rule is Rule.ABS_ERROR and vectors and all(_number(d) for d in drafts):
         worst = max(abs(float(d) - float(outcome)) for d in drafts)
         if not worst <= bound:
             raise ApiError(
@@ -153,7 +154,7 @@ def rule_settlement(
                 f"outcome: a draft misses it by {worst:.6g}, beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
                 "outcome",
             )
-        return {"outcome": float(outcome), "rule": rule}
+        return {"outcome": float(outcome), "rule": rule.value}
     try:
         utilities = score_drafts(rule, outcome, answers=list(drafts))
     except MemtrialError as error:  # an answer the rule cannot score (the message names it)

@@ -134,10 +134,10 @@ def _memtrial(method_id: str) -> Factory:
 def use_bayes_learner(method: MemTrialMethod, features: object) -> None:
     """Swap the engine's empirical-Bayes learner for the NumPyro model (SVI, so a refit per date stays cheap)."""
     from memtrial.bayes import BayesLearner
+    from memtrial.values import refit_mode
 
-    mode = method.engine.config.learner.value
     learner = BayesLearner(
-        "content" if mode == "auto" else mode,
+        refit_mode(method.engine.config.learner),
         features=dict(enumerate(features)),  # type: ignore[arg-type]
         n_components=None,
         method="svi",

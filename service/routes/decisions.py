@@ -1,15 +1,17 @@
-"""Decisions: plan (client or server drafting), drafts, settle, correct, read, list (:mod:`service.usecases.decisions`)."""
+"""Decisions: plan (client or server drafting), drafts, settle, correct, read, list (:mod:`service.usecases.planning`, :mod:`~service.usecases.deciding`,
+:mod:`~service.usecases.settling`, :mod:`~service.usecases.decision_queries`)."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.concurrency import run_in_threadpool
 
 from service.deps import ServicesDep, TenantDep
 from service.idempotency import Idempotency, IdempotencyKey
+from service.modes import DecisionStatus, Listed
 from service.pagination import CursorQuery, LimitQuery
 from service.requests import StrictJSONRoute
 from service.schemas import (
@@ -23,10 +25,10 @@ from service.schemas import (
     SettlementPublic,
     SettleRequest,
 )
-from service.usecases import decisions
+from service.usecases import deciding, decision_queries, settling
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/decisions", tags=["decisions"], route_class=StrictJSONRoute)
-Status = Literal["planned", "decided", "settled", "failed"]
+Status = Listed[DecisionStatus]
 
 
 @router.post("", status_code=201)
@@ -40,7 +42,7 @@ async def create_decision(
 ) -> PlanPublic | DecisionPublic:
     """Plan a decision. Client drafting answers the plan (post one draft per subset next);
     server drafting drafts through the agent's provider and answers the decision."""
-    return await decisions.create(services, tenant_id, agent_id, body, request, key)
+    return await deciding.create(services, tenant_id, agent_id, body, request, key)
 
 
 @router.post("/{decision_id}/drafts")
@@ -58,7 +60,7 @@ async def submit_drafts(
     ``reference`` the index of the conservative draft."""
     guard = Idempotency(key, tenant_id, request, body)
     return await run_in_threadpool(
-        decisions.decide, services, tenant_id, agent_id, decision_id, body.drafts, guard, body.reference
+        deciding.decide, services, tenant_id, agent_id, decision_id, body.drafts, guard, body.reference
     )
 
 
@@ -74,7 +76,7 @@ async def settle_decision(
 ) -> SettlementPublic:
     """Score a matured decision and learn from it (settling again with the same payload is a no-op)."""
     guard = Idempotency(key, tenant_id, request, body)
-    return await run_in_threadpool(decisions.settle, services, tenant_id, agent_id, decision_id, body, guard)
+    return await run_in_threadpool(settling.settle, services, tenant_id, agent_id, decision_id, body, guard)
 
 
 @router.post("/{decision_id}/corrections")
@@ -94,7 +96,7 @@ async def correct_decision(
     settled with the corrected outcome from the start. Correcting with the current outcome is a no-op.
     """
     guard = Idempotency(key, tenant_id, request, body)
-    return await run_in_threadpool(decisions.correct, services, tenant_id, agent_id, decision_id, body, guard)
+    return await run_in_threadpool(settling.correct, services, tenant_id, agent_id, decision_id, body, guard)
 
 
 @router.get("")
@@ -111,10 +113,10 @@ async def list_decisions(
 ) -> DecisionList:
     """The agent's decisions, oldest first, a page at a time."""
     return await run_in_threadpool(
-        decisions.list_page, services, tenant_id, agent_id, limit, cursor, status, maturity_before
+        decision_queries.list_page, services, tenant_id, agent_id, limit, cursor, status, maturity_before
     )
 
 
 @router.get("/{decision_id}")
 async def get_decision(agent_id: str, decision_id: str, tenant_id: TenantDep, services: ServicesDep) -> DecisionRecord:
-    return await run_in_threadpool(decisions.record, services, tenant_id, agent_id, decision_id)
+    return await run_in_threadpool(decision_queries.record, services, tenant_id, agent_id, decision_id)

@@ -11,7 +11,7 @@ import numpy as np
 from memtrial.answers import AnswerSpec
 from memtrial.budget import budget_gate
 from memtrial.config import EngineConfig, ReferenceSource
-from memtrial.design import max_drafts
+from memtrial.design import DesignKind, max_drafts
 from memtrial.engine import MemTrial
 from memtrial.errors import ConfigError
 from memtrial.reconfigure import MUTABLE_SETTINGS
@@ -56,7 +56,10 @@ def check_draft_limit(settings: Mapping[str, Any], limit: int) -> None:
     """An agent's design and k must need at most ``limit`` drafts per decision (the server's
     ``MEMTRIAL_MAX_DRAFTS_PER_DECISION``), or its decisions could never be drafted: 422 naming k."""
     design, k = str(settings.get("design", "half")), int(settings.get("k", 4))
-    pairs = settings.get("kind", "portfolio") == "portfolio" and settings.get("reference") == "memory_free"
+    pairs = (
+        settings.get("kind", DecisionKind.PORTFOLIO) == DecisionKind.PORTFOLIO
+        and settings.get("reference") == ReferenceSource.MEMORY_FREE
+    )
     needed = max_drafts(design, k, extra_reference=pairs)
     if settings.get("draft_budget") is not None:  # an exploiting plan drafts one subset, or two to blend
         needed = max(needed, 2 if pairs else 1)
@@ -72,7 +75,7 @@ def check_draft_limit(settings: Mapping[str, Any], limit: int) -> None:
 
 def _check_kind(body: AgentCreate) -> None:
     """What each kind of agent needs: a portfolio agent an investor and a universe; a scored agent neither."""
-    if body.kind == DecisionKind.PORTFOLIO.value:
+    if body.kind is DecisionKind.PORTFOLIO:
         for name in ("investor", "universe"):
             if getattr(body, name) is None:
                 raise ApiError(
@@ -89,7 +92,7 @@ def _check_kind(body: AgentCreate) -> None:
     for name in ("investor", "universe"):
         if getattr(body, name) is not None:
             raise ApiError(422, "invalid", f"{name}: a scored agent has no mandate or universe", name)
-    answer = None if body.answer is None else body.answer.model_dump(exclude_none=True)
+    answer = None if body.answer is None else body.answer.model_dump(mode="json", exclude_none=True)
     if body.outcomes is not None and answer is not None and answer["type"] != "probabilities":
         raise ApiError(
             422,
@@ -108,7 +111,7 @@ def _check_kind(body: AgentCreate) -> None:
 def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
     """The engine configuration (and its frozen gate) an agent's settings give; 422 for settings that do not fit together."""
     gate = budget_gate(
-        GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores),  # type: ignore[arg-type]
+        GateConfig(test=body.gate.test, alpha=body.gate.alpha, min_scores=body.gate.min_scores),
         body.draft_budget,
     )
     _check_kind(body)
@@ -124,16 +127,16 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
         "draft_budget": body.draft_budget,
         "draft_horizon": body.draft_horizon,
     }
-    if body.kind != DecisionKind.PORTFOLIO.value:
-        if body.reference != "given":
+    if body.kind is not DecisionKind.PORTFOLIO:
+        if body.reference is not ReferenceSource.GIVEN:
             raise ApiError(
                 422, "invalid", "reference: a scored agent designates its reference draft when it decides", "reference"
             )
-        if body.design in ("fold", "saturated"):
+        if body.design in (DesignKind.FOLD, DesignKind.SATURATED):
             raise ApiError(
                 422,
                 "invalid",
-                f"design: {'the odd half' if body.design == 'fold' else 'the saturated design'} has no memory-free run to serve as a scored agent's reference draft; use half or full",
+                f"design: {'the odd half' if body.design is DesignKind.FOLD else 'the saturated design'} has no memory-free run to serve as a scored agent's reference draft; use half or full",
                 "design",
             )
         return EngineConfig(

@@ -10,24 +10,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from service.db import transaction
 from service.deps import Services
+from service.errors import Replayed
 from service.idempotency import Idempotency
 from service.models import Agent
 from service.store import load_agent
 
 __all__ = ["Replayed", "agent_write", "check_replay"]
-
-
-class Replayed(Exception):
-    """The stored first answer of a request retried with the same ``Idempotency-Key``."""
-
-    def __init__(self, response: JSONResponse) -> None:
-        super().__init__("replayed")
-        self.response = response
 
 
 def check_replay(session: Session, guard: Idempotency) -> None:

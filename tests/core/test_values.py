@@ -6,7 +6,7 @@ from oracles import dense_oracle, simulate
 
 from memtrial.errors import ConfigError, InputError, LifecycleError
 from memtrial.fayherriot import VARIANCE_GRID, fit_fay_herriot, log_likelihood_table
-from memtrial.values import EmpiricalBayesLearner, LearnerMode, ValuePosterior, content_features
+from memtrial.values import EmpiricalBayesLearner, LearnerMode, ValuePosterior, content_features, refit_mode
 
 
 def random_problem(rng, n_experiences, n_features):
@@ -144,6 +144,20 @@ def test_auto_keeps_identity_when_content_scores_worse():
         learner.record_score("identity", 0.3)
         learner.record_score("content", -0.2)
     assert learner.selected_mode is LearnerMode.IDENTITY
+
+
+@pytest.mark.parametrize(
+    ("mode", "refitted"),
+    [("auto", LearnerMode.CONTENT), ("content", LearnerMode.CONTENT), (LearnerMode.IDENTITY, LearnerMode.IDENTITY)],
+)
+def test_refit_mode_of_auto_is_content_and_of_any_other_mode_itself(mode, refitted):
+    assert refit_mode(mode) is refitted
+
+
+def test_refit_mode_rejects_an_unknown_mode_naming_the_field():
+    with pytest.raises(ConfigError, match="mode") as raised:
+        refit_mode("bayes")
+    assert raised.value.field == "mode"
 
 
 def test_learner_rejects_an_unknown_mode():

@@ -2,13 +2,15 @@
 
 import asyncio
 import datetime as dt
+import inspect
+import typing
 
 import httpx
 import pytest
 from support import UNIVERSE, make_tenant
 
 from service.api_types import AgentPublic, DecisionPublic, PlanPublic, SettlementPublic, VerifyPublic
-from service.client import AsyncMemtrialClient, MemtrialClient, ServiceError
+from service.client import AsyncMemtrialClient, MemtrialClient, Operation, Operations, ServiceError
 
 START = dt.datetime(2024, 1, 31, 21, 0, tzinfo=dt.UTC)
 DRAFT = {"SPY": 0.4, "TLT": 0.3, "GLD": 0.2, "BIL": 0.1}
@@ -137,3 +139,52 @@ def test_client_ids_holding_a_slash_raise_and_others_are_encoded(client, agent):
     with pytest.raises(ServiceError) as error:
         client.get_agent("no such?agent#x")
     assert error.value.status == 404
+
+
+OPERATIONS = sorted(name for name, row in vars(Operations).items() if isinstance(row, Operation))
+
+
+def _public(client_class):
+    """The public methods of a client class (its operations read on the class are their table rows)."""
+    return sorted(
+        name
+        for name in dir(client_class)
+        if not name.startswith("_")
+        and (callable(getattr(client_class, name)) or isinstance(getattr(client_class, name), Operation))
+    )
+
+
+def _answer_of(client_class, name):
+    """The type a public method answers (for an operation: what its row says it answers)."""
+    member = getattr(client_class, name)
+    if isinstance(member, Operation):
+        sent = typing.get_type_hints(member.send)["return"]
+        return typing.get_args(sent)[0]
+    return typing.get_type_hints(member)["return"]
+
+
+@pytest.mark.parametrize("client_class", [MemtrialClient, AsyncMemtrialClient])
+def test_every_public_client_method_answers_a_type_other_than_any(client_class):
+    untyped = []
+    for name in _public(client_class):
+        answer = _answer_of(client_class, name)
+        if answer is typing.Any or typing.Any in typing.get_args(answer):
+            untyped.append(name)
+    assert untyped == []
+
+
+def test_both_clients_bind_one_table_of_operations_with_the_same_signatures():
+    sync, asynchronous = MemtrialClient("http://memtrial.invalid"), AsyncMemtrialClient("http://memtrial.invalid")
+    paging = {"iter_agents", "iter_experiences", "iter_decisions", "iter_log"}
+    assert set(_public(MemtrialClient)) - paging - {"close"} == set(OPERATIONS)
+    assert set(_public(AsyncMemtrialClient)) - paging - {"aclose"} == set(OPERATIONS)
+    for name in OPERATIONS:
+        assert getattr(MemtrialClient, name) is getattr(AsyncMemtrialClient, name)
+        assert inspect.signature(getattr(sync, name)) == inspect.signature(getattr(asynchronous, name))
+        assert getattr(sync, name).__name__ == name
+
+
+def test_an_operation_refuses_an_id_that_is_a_path_before_sending_anything():
+    client = AsyncMemtrialClient("http://memtrial.invalid")
+    with pytest.raises(ValueError, match="decision_id must be a single id, not a path: got 'a/b'"):
+        client.get_decision("agent", "a/b")  # raised at the call, before anything is awaited

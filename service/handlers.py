@@ -1,0 +1,231 @@
+"""The service's exception handlers: each error class to its HTTP answer (see :mod:`service.errors`).
+
+:func:`install_handlers` registers them on the app, most specific first; the
+error bodies and the service's own exceptions live in :mod:`service.errors`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memtrial.errors import (
+    DuplicateError,
+    LifecycleError,
+    MemtrialError,
+    PrematureSettlementError,
+    SettlementConflictError,
+    StateError,
+    TimeOrderError,
+    UnknownDecisionError,
+)
+from service.errors import (
+    AGENT_BUSY_RETRY_SECONDS,
+    DATABASE_RETRY_SECONDS,
+    ApiError,
+    Replayed,
+    error_body,
+    is_lock_wait,
+)
+from service.schemas import FIXED_AGENT_SETTINGS
+
+__all__ = ["install_handlers"]
+
+logger = logging.getLogger("memtrial.service")
+
+_CORE_STATUS: list[tuple[type[MemtrialError], int, str]] = [
+    (UnknownDecisionError, 404, "not_found"),
+    (PrematureSettlementError, 409, "premature_settlement"),
+    (SettlementConflictError, 409, "settlement_conflict"),
+    (TimeOrderError, 409, "time_order"),
+    (DuplicateError, 409, "conflict"),
+    (LifecycleError, 409, "conflict"),
+    (StateError, 500, "corrupt_state"),
+    (MemtrialError, 422, "invalid"),
+]
+
+
+#: Names of union members that pydantic puts into error locations; they are not fields.
+_UNION_MEMBERS = frozenset({"ExperienceCreate", "ExperienceBatch", "single", "batch"})
+
+
+def _field_of(location: tuple[int | str, ...]) -> str:
+    parts = [str(p) for p in location if p not in ("body", "query", "path", "header") and p not in _UNION_MEMBERS]
+    return ".".join(parts) or "body"
+
+
+#: pydantic's error types for a body that is not a JSON object
+_NOT_AN_OBJECT = frozenset({"model_attributes_type", "dict_type", "model_type"})
+
+
+def _sent(request: Request, value: Any) -> str:
+    """What a body that is not a JSON object was, in words."""
+    content_type = request.headers.get("content-type")
+    if content_type is None:
+        return "no content-type"
+    if "json" not in content_type.lower():
+        return f"content-type {content_type!r}"
+    kinds = {list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "JSON null" if value is None else f"a JSON {kinds.get(type(value), 'value')}"
+
+
+def _described(request: Request, item: Mapping[str, Any]) -> tuple[str, str]:
+    """(field, message) of one validation error."""
+    location = tuple(item.get("loc", ()))
+    field = _field_of(location)
+    if location and location[0] == "header":
+        field = str(location[-1]).replace("_", "-").title() if isinstance(location[-1], str) else field
+    if field == "body" and item.get("type") in _NOT_AN_OBJECT:
+        got = _sent(request, item.get("input"))
+        return field, f"body: send a JSON object with content-type: application/json (got {got})"
+    if item.get("type") == "extra_forbidden" and _is_agent_patch(request) and field in FIXED_AGENT_SETTINGS:
+        return (
+            field,
+            f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget and draft_horizon",
+        )
+    return field, f"{field}: {item.get('msg', 'invalid value')}"
+
+
+def _request_id(request: Request) -> str:
+    return str(getattr(request.state, "request_id", "-"))
+
+
+def _route(request: Request) -> str:
+    return str(getattr(request.scope.get("route"), "path", "unmatched"))
+
+
+def _is_agent_patch(request: Request) -> bool:
+    return request.method == "PATCH" and _route(request) == "/v1/agents/{agent_id}"
+
+
+async def _replayed(_: Request, replayed: Replayed) -> JSONResponse:
+    return replayed.response
+
+
+async def _api(_: Request, error: ApiError) -> JSONResponse:
+    headers = {} if error.retry_after is None else {"Retry-After": str(error.retry_after)}
+    if error.status == 401:
+        headers["WWW-Authenticate"] = 'Bearer realm="memtrial"'
+    return JSONResponse(
+        error_body(error.code, error.message, error.field), status_code=error.status, headers=headers or None
+    )
+
+
+async def _core(request: Request, error: MemtrialError) -> JSONResponse:
+    for kind, status, code in _CORE_STATUS:
+        if isinstance(error, kind):
+            if status >= 500:
+                logger.error(
+                    "core state error",
+                    extra={
+                        "request_id": _request_id(request),
+                        "route": _route(request),
+                        "error_type": type(error).__name__,
+                    },
+                )
+            return JSONResponse(error_body(code, error.message, error.field), status_code=status)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _validation(request: Request, error: RequestValidationError) -> JSONResponse:
+    found = error.errors()
+    first = found[0]
+    if first.get("type") == "json_invalid":
+        detail = first.get("ctx", {}).get("error", "malformed")
+        return JSONResponse(error_body("invalid_json", f"body: not valid JSON ({detail})", "body"), status_code=422)
+    listed: list[dict[str, str | None]] = []
+    for item in found:
+        field, message = _described(request, item)
+        if {"field": field, "message": message} not in listed:
+            listed.append({"field": field, "message": message})
+    head = listed[0]
+    return JSONResponse(error_body("invalid", str(head["message"]), head["field"], listed), status_code=422)
+
+
+async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
+    code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(error.status_code, "http_error")
+    return JSONResponse(
+        error_body(code, str(error.detail), None),
+        status_code=error.status_code,
+        headers=getattr(error, "headers", None),
+    )
+
+
+async def _database_down(request: Request, error: Exception) -> JSONResponse:
+    cause = getattr(error, "orig", None) or error
+    if is_lock_wait(cause):
+        logger.warning(
+            "agent busy",
+            extra={
+                "request_id": _request_id(request),
+                "route": _route(request),
+                "error_type": type(cause).__name__,
+            },
+        )
+        busy = "another request held this agent's write lock past the lock timeout (on SQLite: the database's one writer lock); nothing was written: retry after Retry-After (a retry with the same Idempotency-Key is safe)"
+        return JSONResponse(
+            error_body("agent_busy", busy, None),
+            status_code=503,
+            headers={"Retry-After": str(AGENT_BUSY_RETRY_SECONDS)},
+        )
+    logger.error(
+        "database unavailable",
+        extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},
+    )
+    message = "the database is unavailable or did not answer in time; retry later (a retry with the same Idempotency-Key is safe)"
+    return JSONResponse(
+        error_body("database_unavailable", message, None),
+        status_code=503,
+        headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
+    )
+
+
+async def _race(request: Request, error: IntegrityError) -> JSONResponse:
+    logger.warning(
+        "write conflict",
+        extra={
+            "request_id": _request_id(request),
+            "route": _route(request),
+            "error_type": type(error.orig).__name__,
+        },
+    )
+    message = "a concurrent request wrote the same record first; nothing was changed by this one: retry"
+    return JSONResponse(error_body("conflict", message, None), status_code=409, headers={"Retry-After": "1"})
+
+
+async def _unexpected(request: Request, error: Exception) -> JSONResponse:
+    request_id = _request_id(request)
+    logger.error(
+        "unhandled error",
+        exc_info=error,
+        extra={"request_id": request_id, "route": _route(request), "error_type": type(error).__name__},
+    )
+    return JSONResponse(error_body("internal", f"internal error (request {request_id})", None), status_code=500)
+
+
+#: Each error class and its handler, in the order they were registered.
+_HANDLERS: list[tuple[type[Exception], Any]] = [
+    (Replayed, _replayed),
+    (ApiError, _api),
+    (MemtrialError, _core),
+    (RequestValidationError, _validation),
+    (StarletteHTTPException, _http),
+    (PoolTimeoutError, _database_down),
+    (OperationalError, _database_down),
+    (IntegrityError, _race),
+    (Exception, _unexpected),
+]
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Register every handler on ``app``."""
+    for error_class, handler in _HANDLERS:
+        app.add_exception_handler(error_class, handler)

@@ -1,0 +1,60 @@
+"""The service's modes: a decision's life cycle, and the core's enums as request and answer fields.
+
+Every mode is one ``StrEnum``, defined once: the core's (``GateTest``, ``DecisionKind``, ...) or,
+for what only the service knows, here. A request field typed ``Listed[GateTest]`` accepts the enum's
+values and holds its members; an answer field ``Annotated[str, values_of(DecisionStatus)]`` holds the
+value as a plain string. Either way the OpenAPI document lists the values in place
+(``{"enum": [...], "type": "string"}``, no shared component) and a wrong value is reported as for
+any closed set of strings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+from pydantic import GetCoreSchemaHandler
+from pydantic_core import CoreSchema, core_schema
+
+__all__ = ["DecisionStatus", "Listed", "values_of"]
+
+
+class DecisionStatus(StrEnum):
+    """Where a decision is in its life: waiting for its drafts, decided, settled, or withdrawn."""
+
+    PLANNED = "planned"
+    DECIDED = "decided"
+    SETTLED = "settled"
+    FAILED = "failed"  # withdrawn before it was decided (its drafting failed or its lease ended)
+
+
+@dataclass(frozen=True, slots=True)
+class _Values:
+    """The validation of a field of an enum's values: one of them, converted to its member when ``members``."""
+
+    enum: type[StrEnum]
+    members: bool = True
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        values = core_schema.literal_schema([member.value for member in self.enum])
+        return core_schema.no_info_after_validator_function(self.enum, values) if self.members else values
+
+
+def values_of(enum: type[StrEnum]) -> Any:
+    """The metadata of a ``str`` field that holds one of ``enum``'s values as a plain string (an answer
+    clients read as they always have): ``Annotated[str, values_of(DecisionStatus)]``."""
+    return _Values(enum, members=False)
+
+
+if TYPE_CHECKING:
+    _Enum = TypeVar("_Enum", bound=StrEnum)
+    Listed = Annotated[_Enum, "listed"]  # to a type checker, Listed[GateTest] is GateTest
+else:
+
+    class Listed:
+        """``Listed[GateTest]``: a field holding a ``GateTest``, its values listed in the schema."""
+
+        def __class_getitem__(cls, enum: type[StrEnum]) -> Any:
+            # str, not the enum, to pydantic's and FastAPI's eyes: no shared schema component
+            return Annotated[str, _Values(enum)]

@@ -1,0 +1,533 @@
+"""The service's operations, declared once: a table of rows (HTTP method, path template, and what each
+operation sends and answers) that both clients of :mod:`service.client` bind.
+
+A row's ``send`` function has the operation's public signature and returns a :class:`Sent`: the JSON
+body, the query parameters and the type of the answer. Read on a :class:`Blocking` client (the sync
+one) the row is a method answering that type; on an :class:`Awaiting` client (the async one), a method
+answering an awaitable of it. Path ids are checked to be single ids before anything is sent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import inspect
+import string
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+from urllib.parse import quote
+
+from service.api_types import (
+    AgentList,
+    AgentPublic,
+    DecisionList,
+    DecisionPublic,
+    DecisionRecord,
+    ExperienceDetail,
+    ExperienceList,
+    ExperiencePublic,
+    LogPage,
+    PlanPublic,
+    ProvidersPublic,
+    RefitPublic,
+    SearchResult,
+    SettlementPublic,
+    TrustPublic,
+    ValuesPublic,
+    VerifyPublic,
+)
+
+__all__ = ["Awaiting", "Blocking", "Call", "Operation", "Operations", "Sent"]
+
+P = ParamSpec("P")
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+def _time(value: dt.datetime | str) -> str:
+    return value.isoformat() if isinstance(value, dt.datetime) else value
+
+
+def _segment(value: str, name: str) -> str:
+    """An id as one path segment: a non-empty string without '/' (ValueError naming the parameter otherwise),
+    percent-encoded, so no id can reach another resource."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    if "/" in value or "\\" in value:
+        raise ValueError(f"{name} must be a single id, not a path: got {value!r}")
+    if value in (".", ".."):
+        raise ValueError(f"{name} must be an id, got {value!r}")
+    return quote(value, safe="")
+
+
+def _outcome_body(
+    prices: Mapping[str, Sequence[float]] | None,
+    returns: Mapping[str, Sequence[float]] | None,
+    utilities: Sequence[float] | None,
+    outcome: Any,
+    rule: str | None,
+    settled_at: dt.datetime | str | None,
+) -> dict[str, Any]:
+    """The body of a settle or a correction."""
+    body: dict[str, Any] = {}
+    if prices is not None:
+        body["prices"] = {asset: list(values) for asset, values in prices.items()}
+    if returns is not None:
+        body["returns"] = {asset: list(values) for asset, values in returns.items()}
+    if utilities is not None:
+        body["utilities"] = [float(u) for u in utilities]
+    if rule is not None:
+        body["rule"], body["outcome"] = rule, outcome
+    if settled_at is not None:
+        body["settled_at"] = _time(settled_at)
+    return body
+
+
+class _Keep(Enum):
+    """A setting left as it is (``None`` is a value: it sets the setting aside)."""
+
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def _params(**values: Any) -> dict[str, Any]:
+    """Query parameters without the unset ones."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One request: what to send, what model the answer is, whether it creates (and so carries a key)."""
+
+    method: str
+    path: str
+    body: Any = None
+    params: Mapping[str, Any] | None = None
+    model: Any = None  # a Pydantic model, or None for the decoded body as it is
+    creates: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Sent(Generic[T_co]):
+    """What an operation sends besides its path (a JSON body, query parameters) and the type of its answer."""
+
+    answer: type[T_co]
+    body: Any = None
+    params: Mapping[str, Any] | None = None
+
+
+class Operation(Generic[P, T]):
+    """One row of the table of operations: the HTTP method, the path template, and ``send``, which takes the
+    operation's arguments (its public signature) and says what to send and what answers.
+
+    On a :class:`Blocking` client it reads as a method answering ``T``; on an :class:`Awaiting` one, as
+    one answering an awaitable of ``T``. The path's ``{fields}`` are the arguments of the same name, each
+    checked to be one id (:func:`_segment`) before anything is sent.
+    """
+
+    def __init__(self, method: str, path: str, send: Callable[P, Sent[T]], *, creates: bool = False) -> None:
+        self.method, self.path, self.send, self.creates = method, path, send, creates
+        self.fields = tuple(name for _, name, _, _ in string.Formatter().parse(path) if name)
+        self.signature = inspect.signature(send)
+        self.name = send.__name__
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    def call(self, *args: P.args, **kwargs: P.kwargs) -> Call:
+        """The request for these arguments."""
+        arguments = self.signature.bind(*args, **kwargs)
+        arguments.apply_defaults()
+        path = self.path.format(**{name: _segment(arguments.arguments[name], name) for name in self.fields})
+        sent = self.send(*args, **kwargs)
+        model = None if sent.answer in _RAW else sent.answer
+        return Call(self.method, path, sent.body, sent.params, model=model, creates=self.creates)
+
+    @overload
+    def __get__(self, client: None, owner: type[Any]) -> Operation[P, T]: ...
+    @overload
+    def __get__(self, client: Awaiting, owner: type[Any]) -> Callable[P, Coroutine[Any, Any, T]]: ...
+    @overload
+    def __get__(self, client: Blocking, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, client: Any, owner: type[Any]) -> Any:
+        if client is None:
+            return self
+
+        @functools.wraps(self.send)
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            return client._run(self.call(*args, **kwargs))
+
+        bound.__name__ = bound.__qualname__ = self.name
+        return bound
+
+
+#: answers decoded as they come (no model): a JSON body as it is, text, or nothing
+_RAW: tuple[type[Any], ...] = (type(None), str)
+
+
+# -- what each operation sends ---------------------------------------------------
+def _health() -> Sent[dict[str, str]]:
+    return Sent(dict[str, str])
+
+
+def _ready() -> Sent[dict[str, str]]:
+    return Sent(dict[str, str])
+
+
+def _metrics() -> Sent[str]:
+    return Sent(str)
+
+
+def _providers() -> Sent[ProvidersPublic]:
+    """The LLM providers and models this server allows for server drafting."""
+    return Sent(ProvidersPublic)
+
+
+def _create_agent(
+    name: str,
+    investor: str | None = None,
+    universe: Sequence[Mapping[str, str]] | None = None,
+    *,
+    kind: str = "portfolio",
+    outcomes: Sequence[str] | None = None,
+    design: str = "half",
+    k: int = 4,
+    gate: Mapping[str, Any] | None = None,
+    learner: str = "auto",
+    fallback: str = "ftrl",
+    fee_bp: float = 15.0,
+    drafter: Mapping[str, Any] | None = None,
+    action: str = "gate",
+    credit: str = "centred",
+    robust: bool = True,
+    draft_budget: float | None = None,
+    reference: str = "given",
+    answer: Mapping[str, Any] | None = None,
+    draft_horizon: int | None = None,
+) -> Sent[AgentPublic]:
+    """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
+    names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
+    ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make);
+    ``draft_horizon``: the number of decisions it covers (trials then come first).
+    ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...)."""
+    body: dict[str, Any] = {
+        "name": name,
+        "kind": kind,
+        "design": design,
+        "learner": learner,
+        "fallback": fallback,
+        "fee_bp": fee_bp,
+        "action": action,
+        "credit": credit,
+    }
+    if not robust:
+        body["robust"] = False
+    if k != 4:
+        body["k"] = k
+    if reference != "given":
+        body["reference"] = reference
+    optional = {
+        "draft_budget": draft_budget,
+        "draft_horizon": draft_horizon,
+        "investor": investor,
+        "universe": None if universe is None else list(universe),
+        "outcomes": None if outcomes is None else list(outcomes),
+    }
+    body.update({key: value for key, value in optional.items() if value is not None})
+    if gate is not None:
+        body["gate"] = dict(gate)
+    if drafter is not None:
+        body["drafter"] = dict(drafter)
+    if answer is not None:
+        body["answer"] = dict(answer)
+    return Sent(AgentPublic, body)
+
+
+def _get_agent(agent_id: str) -> Sent[AgentPublic]:
+    return Sent(AgentPublic)
+
+
+def _update_agent(
+    agent_id: str,
+    *,
+    name: str | None = None,
+    drafter: Mapping[str, Any] | None = None,
+    remove_drafter: bool = False,
+    draft_budget: float | None | _Keep = _KEEP,
+    draft_horizon: int | None | _Keep = _KEEP,
+) -> Sent[AgentPublic]:
+    """Rename the agent, change its drafter or its draft budget and horizon (from the next plan on;
+    ``None`` sets the budget or horizon aside; left out, each stays as it is)."""
+    body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
+    if remove_drafter:
+        body["remove_drafter"] = True
+    if not isinstance(draft_budget, _Keep):
+        body["draft_budget"] = draft_budget
+    if not isinstance(draft_horizon, _Keep):
+        body["draft_horizon"] = draft_horizon
+    return Sent(AgentPublic, body)
+
+
+def _list_agents(*, limit: int = 50, cursor: str | None = None, name: str | None = None) -> Sent[AgentList]:
+    """One page of the tenant's agents (:class:`~service.api_types.AgentList`)."""
+    return Sent(AgentList, params=_params(limit=limit, cursor=cursor, name=name))
+
+
+def _delete_agent(agent_id: str) -> Sent[None]:
+    """Delete the agent and everything it owns (irreversible)."""
+    return Sent(type(None))
+
+
+def _add_experience(
+    agent_id: str,
+    text: str,
+    metadata: Mapping[str, Any] | None = None,
+    structured: Mapping[str, Any] | None = None,
+    external_id: str | None = None,
+) -> Sent[ExperiencePublic]:
+    """Add one experience; with an ``external_id`` the agent already holds, update that one instead
+    (the answer's ``write`` says created, updated or unchanged)."""
+    body = {
+        "text": text,
+        "metadata": dict(metadata or {}),
+        "structured": None if structured is None else dict(structured),
+    }
+    if external_id is not None:
+        body["external_id"] = external_id
+    return Sent(ExperiencePublic, body)
+
+
+def _add_experiences(agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Sent[ExperienceList]:
+    """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``/``external_id``)."""
+    items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
+    return Sent(ExperienceList, {"experiences": items})
+
+
+def _list_experiences(
+    agent_id: str,
+    *,
+    limit: int = 50,
+    offset: int = 0,
+    active: bool | None = None,
+    cursor: str | None = None,
+    external_id: str | None = None,
+) -> Sent[ExperienceList]:
+    params = _params(
+        limit=limit,
+        offset=offset or None,
+        cursor=cursor,
+        active=None if active is None else str(active).lower(),
+        external_id=external_id,
+    )
+    return Sent(ExperienceList, params=params)
+
+
+def _get_experience(agent_id: str, experience_id: str) -> Sent[ExperienceDetail]:
+    return Sent(ExperienceDetail)
+
+
+def _update_experience(agent_id: str, experience_id: str, metadata: Mapping[str, Any]) -> Sent[ExperiencePublic]:
+    return Sent(ExperiencePublic, {"metadata": dict(metadata)})
+
+
+def _retire_experience(agent_id: str, experience_id: str) -> Sent[ExperiencePublic]:
+    return Sent(ExperiencePublic)
+
+
+def _delete_experience(agent_id: str, experience_id: str) -> Sent[None]:
+    return Sent(type(None))
+
+
+def _search_experiences(agent_id: str, query: str, k: int = 4) -> Sent[SearchResult]:
+    return Sent(SearchResult, {"query": query, "k": k})
+
+
+def _create_decision(
+    agent_id: str,
+    decision_time: dt.datetime | str,
+    maturity: dt.datetime | str,
+    context_text: str,
+    *,
+    context_features: Mapping[str, float] | None = None,
+    reference_weights: Mapping[str, float] | None = None,
+    horizon: int = 20,
+    drafting: str = "client",
+    retrieved_ids: Sequence[str] | None = None,
+    retrieved_external_ids: Sequence[str] | None = None,
+) -> Sent[PlanPublic | DecisionPublic]:
+    """Plan a decision: the plan (:class:`~service.api_types.PlanPublic`) with client drafting, the
+    decision (:class:`~service.api_types.DecisionPublic`) with server drafting.
+
+    ``retrieved_ids`` (or ``retrieved_external_ids``) brings your own retrieval: the plan uses exactly
+    those experiences, in that order, and the server does not search."""
+    body: dict[str, Any] = {
+        "decision_time": _time(decision_time),
+        "maturity": _time(maturity),
+        "context_text": context_text,
+        "context_features": dict(context_features or {}),
+        "horizon": horizon,
+        "drafting": drafting,
+    }
+    if reference_weights is not None:
+        body["reference_weights"] = dict(reference_weights)
+    if retrieved_ids is not None:
+        body["retrieved_ids"] = list(retrieved_ids)
+    if retrieved_external_ids is not None:
+        body["retrieved_external_ids"] = list(retrieved_external_ids)
+    answer: type[PlanPublic | DecisionPublic] = PlanPublic if drafting == "client" else DecisionPublic
+    return Sent(answer, body)
+
+
+def _submit_drafts(
+    agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None
+) -> Sent[DecisionPublic]:
+    """One draft per designed subset, in the plan's order (``reference``: scored decisions' reference draft)."""
+    body: dict[str, Any] = {"drafts": [dict(d) if isinstance(d, Mapping) else d for d in drafts]}
+    if reference is not None:
+        body["reference"] = reference
+    return Sent(DecisionPublic, body)
+
+
+def _settle(
+    agent_id: str,
+    decision_id: str,
+    *,
+    prices: Mapping[str, Sequence[float]] | None = None,
+    returns: Mapping[str, Sequence[float]] | None = None,
+    utilities: Sequence[float] | None = None,
+    outcome: Any = None,
+    rule: str | None = None,
+    settled_at: dt.datetime | str | None = None,
+) -> Sent[SettlementPublic]:
+    """Settle with prices or returns (portfolio), or utilities, or an outcome and its rule (scored)."""
+    return Sent(SettlementPublic, _outcome_body(prices, returns, utilities, outcome, rule, settled_at))
+
+
+def _correct(
+    agent_id: str,
+    decision_id: str,
+    *,
+    reason: str,
+    prices: Mapping[str, Sequence[float]] | None = None,
+    returns: Mapping[str, Sequence[float]] | None = None,
+    utilities: Sequence[float] | None = None,
+    outcome: Any = None,
+    rule: str | None = None,
+    settled_at: dt.datetime | str | None = None,
+) -> Sent[SettlementPublic]:
+    """Replace a settled decision's wrong outcome (what :meth:`settle` takes, and the reason): the agent
+    relearns as if settled right from the start; the log keeps the superseded score."""
+    body = {**_outcome_body(prices, returns, utilities, outcome, rule, settled_at), "reason": reason}
+    return Sent(SettlementPublic, body)
+
+
+def _get_decision(agent_id: str, decision_id: str) -> Sent[DecisionRecord]:
+    return Sent(DecisionRecord)
+
+
+def _list_decisions(
+    agent_id: str,
+    *,
+    limit: int = 50,
+    cursor: str | None = None,
+    status: str | None = None,
+    maturity_before: dt.datetime | str | None = None,
+) -> Sent[DecisionList]:
+    """One page of the agent's decisions, oldest first (:class:`~service.api_types.DecisionList`)."""
+    params = _params(
+        limit=limit,
+        cursor=cursor,
+        status=status,
+        maturity_before=None if maturity_before is None else _time(maturity_before),
+    )
+    return Sent(DecisionList, params=params)
+
+
+def _trust(agent_id: str, *, limit: int = 200) -> Sent[TrustPublic]:
+    """Gate, state and the ``limit`` most recent scores with the statistic after each."""
+    return Sent(TrustPublic, params={"limit": limit})
+
+
+def _trust_log(agent_id: str, *, limit: int = 200, cursor: str | None = None) -> Sent[LogPage]:
+    """One page of the raw hash-chained log (:class:`~service.api_types.LogPage`)."""
+    return Sent(LogPage, params=_params(limit=limit, cursor=cursor))
+
+
+def _verify(agent_id: str) -> Sent[VerifyPublic]:
+    return Sent(VerifyPublic)
+
+
+def _values(agent_id: str) -> Sent[ValuesPublic]:
+    return Sent(ValuesPublic)
+
+
+def _start_refit(agent_id: str, method: str = "nuts") -> Sent[RefitPublic]:
+    return Sent(RefitPublic, {"method": method})
+
+
+def _get_refit(agent_id: str, job_id: str) -> Sent[RefitPublic]:
+    return Sent(RefitPublic)
+
+
+_AGENT = "/v1/agents/{agent_id}"
+_EXPERIENCE = _AGENT + "/experiences/{experience_id}"
+_DECISION = _AGENT + "/decisions/{decision_id}"
+
+
+class Operations:
+    """Every operation of the API, once: the table both clients bind (a client supplies ``_run``)."""
+
+    # -- service --------------------------------------------------------------------------------------
+    health = Operation("GET", "/healthz", _health)
+    ready = Operation("GET", "/readyz", _ready)
+    metrics = Operation("GET", "/metrics", _metrics)
+    providers = Operation("GET", "/v1/llm/providers", _providers)
+    # -- agents ---------------------------------------------------------------------------------------
+    create_agent = Operation("POST", "/v1/agents", _create_agent, creates=True)
+    get_agent = Operation("GET", _AGENT, _get_agent)
+    update_agent = Operation("PATCH", _AGENT, _update_agent)
+    list_agents = Operation("GET", "/v1/agents", _list_agents)
+    delete_agent = Operation("DELETE", _AGENT, _delete_agent)
+    # -- experiences ----------------------------------------------------------------------------------
+    add_experience = Operation("POST", _AGENT + "/experiences", _add_experience, creates=True)
+    add_experiences = Operation("POST", _AGENT + "/experiences", _add_experiences, creates=True)
+    list_experiences = Operation("GET", _AGENT + "/experiences", _list_experiences)
+    get_experience = Operation("GET", _EXPERIENCE, _get_experience)
+    update_experience = Operation("PATCH", _EXPERIENCE, _update_experience)
+    retire_experience = Operation("POST", _EXPERIENCE + "/retire", _retire_experience)
+    delete_experience = Operation("DELETE", _EXPERIENCE, _delete_experience)
+    search_experiences = Operation("POST", _AGENT + "/experiences/search", _search_experiences)
+    # -- decisions ------------------------------------------------------------------------------------
+    create_decision = Operation("POST", _AGENT + "/decisions", _create_decision, creates=True)
+    submit_drafts = Operation("POST", _DECISION + "/drafts", _submit_drafts, creates=True)
+    settle = Operation("POST", _DECISION + "/settle", _settle, creates=True)
+    correct = Operation("POST", _DECISION + "/corrections", _correct, creates=True)
+    get_decision = Operation("GET", _DECISION, _get_decision)
+    list_decisions = Operation("GET", _AGENT + "/decisions", _list_decisions)
+    # -- trust and values -----------------------------------------------------------------------------
+    trust = Operation("GET", _AGENT + "/trust", _trust)
+    trust_log = Operation("GET", _AGENT + "/trust/log", _trust_log)
+    verify = Operation("GET", _AGENT + "/trust/verify", _verify)
+    values = Operation("GET", _AGENT + "/values", _values)
+    # -- full-Bayes refit -----------------------------------------------------------------------------
+    start_refit = Operation("POST", _AGENT + "/refit", _start_refit, creates=True)
+    get_refit = Operation("GET", _AGENT + "/refit/{job_id}", _get_refit)
+
+
+class Blocking(Operations):
+    """The operations of a client whose ``_run`` sends a call and returns its answer."""
+
+    def _run(self, call: Call) -> Any:
+        raise NotImplementedError
+
+
+class Awaiting(Operations):
+    """The operations of a client whose ``_run`` is a coroutine function: each answers an awaitable."""
+
+    async def _run(self, call: Call) -> Any:
+        raise NotImplementedError

@@ -1,0 +1,113 @@
+"""The trust use cases: the gate's state with its recent scores, the raw log a page at a time, the chain
+re-checked.
+
+A correction's score replaces the score it supersedes: the recent scores leave the superseded ones
+out, and a log page names them (index -> the correction's index).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from service.db import transaction
+from service.deps import Services
+from service.history import read_log
+from service.models import LogRow
+from service.pagination import decode_cursor, encode_cursor
+from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, VerifyPublic
+from service.store import load_agent, return_engine
+from service.views import trust_public
+
+__all__ = ["log_page", "recent_scores", "state", "superseded_scores", "verify"]
+
+
+def state(services: Services, tenant_id: str, agent_id: str, limit: int) -> TrustPublic:
+    """The gate's configuration and state, and its ``limit`` most recent scores in force, oldest first."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        engine = services.engines.checkout(session, agent)
+        gate = engine.gate
+        recent = recent_scores(session, agent.id, limit)
+        public = TrustPublic(
+            gate=GatePublic(**gate.config.to_dict()),
+            gate_hash=engine.gate_hash,
+            state=trust_public(gate.decision()),
+            n_scores=gate.statistics.n_scored,
+            scores=[
+                ScorePublic(decision_id=row.decision_id, score=row.score, statistic=row.statistic)
+                for row in reversed(recent)
+            ],
+        )
+        return_engine(session, agent, engine, services.engines)
+        return public
+
+
+def recent_scores(session: Session, agent_id: str, limit: int) -> list[Any]:
+    """The ``limit`` most recent scores still in force (a correction's score replaces the one it supersedes), newest first."""
+    superseded = superseded_scores(session, agent_id)
+    scored: list[Any] = [
+        LogRow.agent_id == agent_id,
+        LogRow.kind.in_(("score", "correction")),
+        LogRow.score.is_not(None),
+    ]
+    if superseded:
+        scored.append(LogRow.index.not_in(list(superseded)))
+    query = (
+        select(LogRow.decision_id, LogRow.score, LogRow.statistic)
+        .where(*scored)
+        .order_by(LogRow.index.desc())
+        .limit(limit)
+    )
+    return list(session.execute(query).all())
+
+
+def superseded_scores(session: Session, agent_id: str) -> dict[int, int]:
+    """Score entries a correction replaced: their index -> the correction's index (read from the corrections)."""
+    rows = session.execute(
+        select(LogRow.index, LogRow.payload).where(LogRow.agent_id == agent_id, LogRow.kind == "correction")
+    ).all()
+    return {
+        int(json.loads(payload)["supersedes"]): int(index)
+        for index, payload in rows
+        if json.loads(payload).get("supersedes") is not None
+    }
+
+
+def log_page(services: Services, tenant_id: str, agent_id: str, limit: int, cursor: str | None) -> LogPage:
+    """The raw hash-chained log, ``limit`` entries from the cursor, with the scores corrections superseded."""
+    start = 0 if cursor is None else int(decode_cursor(cursor, "log", int))
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        total = session.scalar(select(func.count()).select_from(LogRow).where(LogRow.agent_id == agent.id)) or 0
+        entries = list(read_log(session, agent.id, start, limit + 1))
+        superseded = superseded_scores(session, agent.id)
+    items = [
+        LogEntryPublic(index=e.index, kind=e.kind, payload=dict(e.payload), prev_hash=e.prev_hash, hash=e.hash)
+        for e in entries[:limit]
+    ]
+    more = len(entries) > limit
+    shown = {str(e.index): superseded[e.index] for e in entries[:limit] if e.index in superseded}
+    return LogPage(
+        gate_hash=agent.gate_hash,
+        n_entries=total,
+        items=items,
+        next_cursor=encode_cursor("log", start + limit) if more else None,
+        limit=limit,
+        superseded=shown,
+    )
+
+
+def verify(services: Services, tenant_id: str, agent_id: str) -> VerifyPublic:
+    """Recompute the whole chain from the stored rows (read page by page) and check it ends at the engine's head."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=False)
+        engine = services.engines.checkout(session, agent)
+        check = engine.verify()
+        return_engine(session, agent, engine, services.engines)
+        return VerifyPublic(
+            ok=check.ok, n_entries=check.n_entries, first_invalid=check.first_invalid, reason=check.reason
+        )
