@@ -49,9 +49,9 @@ from backtest.data import (
     tradable,
 )
 from backtest.methods.base import HALF
-from memtrial.drafting import Drafter, DraftRequest, Lesson, mandate_text
+from memtrial.drafting.drafts import Drafter, DraftRequest, Lesson, mandate_text
 from memtrial.errors import ConfigError
-from memtrial.settle import INVESTORS, nav_paths, project, utility
+from memtrial.outcomes.mandates import INVESTORS, nav_paths, project, utility
 
 __all__ = ["SETTINGS", "RealWorld", "Setting", "load_setting"]
 
@@ -236,7 +236,7 @@ _TEXT_VECTORS: dict[str, NDArray[np.float32]] = {}
 
 def embed(texts: Sequence[str]) -> NDArray[np.float32]:
     """MiniLM embeddings of ``texts`` (cached per process by text; one torch thread unless told otherwise)."""
-    from memtrial.embeddings import get_embedder
+    from memtrial.drafting.embeddings import get_embedder
 
     os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
     todo = sorted({t for t in texts if t not in _TEXT_VECTORS})

@@ -13,18 +13,18 @@ fallback, design) by selecting from arrays:
    the designed drafts, the reference, the draft mean and the 201 mixtures;
    Banzhaf contrasts; running learner statistics, snapshotted at every plan;
 2. the value model is fitted at every plan of every design at once
-   (:func:`~memtrial.fayherriot.fit_many`, a call per learner mode and feature version); designs
+   (:func:`~memtrial.values.fayherriot.fit_many`, a call per learner mode and feature version); designs
    of one calendar share counts and features, hence eigendecompositions, and
    so do the worlds of one calendar under other investors (:data:`SPECTRA`);
 3. the mode scores, the automatic mode choice and each learner setting's gate
    scores follow in settlement order; the gates' running statistics are
    cumulative sums of those scores, the fallback's of the mixture utilities;
-4. each variant's trust decision (:func:`~memtrial.trust.trust_decision`'s
-   rule), fallback weight and action (:func:`~memtrial.action.choose`'s rule)
+4. each variant's trust decision (:func:`~memtrial.trust.gate.trust_decision`'s
+   rule), fallback weight and action (:func:`~memtrial.action.rule.choose`'s rule)
    is read off those arrays for every date at once.
 
 Every number is produced by the same arithmetic as the online
-:class:`~memtrial.engine.MemTrial` (the core's functions are written so that a
+:class:`~memtrial.engine.lifecycle.MemTrial` (the core's functions are written so that a
 batch gives each item exactly the result it gets alone), so each variant's
 decisions, gate states and values are identical to an engine's with the same
 configuration: ``tests/backtest/test_replay.py`` checks it on every regime.
@@ -40,7 +40,8 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Event, Method, Outcome, Scoring, Trajectory, Walk, calendar, stacked
-from memtrial.action import (
+from memtrial.action.fallback import GRID, FallbackVariant, choices_after, running_sums
+from memtrial.action.rule import (
     ActionRule,
     best_subsets,
     dial_combination,
@@ -51,14 +52,12 @@ from memtrial.action import (
     noise_gain,
     subset_values,
 )
-from memtrial.credit import centre_contrasts, contributions_by_date
-from memtrial.design import DesignKind, plan_masks, validate_masks
-from memtrial.engine import EngineConfig
-from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
-from memtrial.fayherriot import FayHerriotFit, SpectraCache, fit_many
-from memtrial.running import running_counts
-from memtrial.settle import mixture_utilities_by_date, normalised, utilities_by_date
-from memtrial.trust import gate_series, gate_states, pearson_scores
+from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
+from memtrial.credit.design import DesignKind, plan_masks, validate_masks
+from memtrial.engine.lifecycle import EngineConfig
+from memtrial.numeric.running import running_counts
+from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
+from memtrial.trust.gate import gate_series, gate_states, pearson_scores
 from memtrial.values import (
     MIN_AUTO_SCORES,
     CreditBasis,
@@ -70,6 +69,7 @@ from memtrial.values import (
     content_features,
     degenerate_fit,
 )
+from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many
 
 __all__ = ["SPECTRA", "FamilyMember", "MemTrialFamily", "calendar", "family_of"]
 
@@ -432,7 +432,7 @@ class MemTrialFamily:
         shared: dict[object, object] | None = None,
     ) -> tuple[NDArray[np.bool_], NDArray[np.float64], NDArray[np.float64]]:
         """Each plan's gate state (open, statistic) under ``config``'s test, and its trust weight omega
-        (:func:`~memtrial.trust.gate_states` over every plan at once).
+        (:func:`~memtrial.trust.gate.gate_states` over every plan at once).
 
         ``shared`` keeps the statistics of these scores for the next variant that scores the same way
         (they depend on the scores and the bets only, not on alpha)."""
@@ -476,7 +476,7 @@ class MemTrialFamily:
     def _act(
         self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]
     ) -> tuple[Sequence[NDArray[np.float64]], NDArray[np.bool_]]:
-        """Each date's weights and whether it acted on a designed draft (:func:`~memtrial.action.gated_weights`,
+        """Each date's weights and whether it acted on a designed draft (:func:`~memtrial.action.rule.gated_weights`,
         a batch of dates of one shape at once)."""
         parts: list[tuple[NDArray[np.int64], NDArray[np.float64]]] = []
         acted = np.zeros(len(self.contexts), dtype=bool)

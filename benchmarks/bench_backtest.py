@@ -3,7 +3,7 @@
 In one run, on the same worlds (one regime, one investor, seeds 0..N-1):
 
 - ``memtrial``: the eleven MemTrial variants (plus equal weight, which every
-  run keeps) once with one online :class:`~memtrial.engine.MemTrial` per
+  run keeps) once with one online :class:`~memtrial.engine.lifecycle.MemTrial` per
   variant and once with the batch replay (:mod:`backtest.replay`); worlds per
   second of each, their ratio, and whether every result is identical;
 - ``all_methods``: every method, online and replayed, the same way;
@@ -27,7 +27,7 @@ from dataclasses import replace
 from backtest.methods.registry import MEMTRIAL_VARIANTS
 from backtest.plantedmem import REGIMES
 from backtest.runner import WorldSpec, market_for, run_many, run_world
-from memtrial.settle import INVESTORS
+from memtrial.outcomes.mandates import INVESTORS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memtrial.display import UTILITY_UNIT
+from memtrial.outcomes.display import UTILITY_UNIT
 from service.validation import AssetName
 
 U = f"in {UTILITY_UNIT}"  # the unit every value, contribution and utility below is in

@@ -33,9 +33,9 @@ from typing import Any
 
 import typer
 
-from memtrial.display import UTILITY_UNIT
-from memtrial.drafting import DraftError
+from memtrial.drafting.drafts import DraftError
 from memtrial.errors import MissingExtraError, import_extra
+from memtrial.outcomes.display import UTILITY_UNIT
 from service.client import AsyncMemtrialClient, ServiceError
 from service.prompts import draft_prompts
 

@@ -29,12 +29,12 @@ from backtest.methods.simple import (
 )
 from backtest.replay import family_of
 from backtest.world import World
-from memtrial.budget import budget_gate
-from memtrial.config import ReferenceSource
-from memtrial.design import DesignKind
-from memtrial.engine import EngineConfig
+from memtrial.action.budget import budget_gate
+from memtrial.credit.design import DesignKind
+from memtrial.engine.config import ReferenceSource
+from memtrial.engine.lifecycle import EngineConfig
 from memtrial.errors import ConfigError
-from memtrial.trust import GateConfig, GateTest
+from memtrial.trust.gate import GateConfig, GateTest
 
 __all__ = [
     "ANCHORED_BASES",
@@ -133,7 +133,7 @@ def _memtrial(method_id: str) -> Factory:
 
 def use_bayes_learner(method: MemTrialMethod, features: object) -> None:
     """Swap the engine's empirical-Bayes learner for the NumPyro model (SVI, so a refit per date stays cheap)."""
-    from memtrial.bayes import BayesLearner
+    from memtrial.values.bayes import BayesLearner
 
     mode = method.engine.config.learner.value
     learner = BayesLearner(

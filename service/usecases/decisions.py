@@ -28,13 +28,13 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from sqlalchemy.orm import Session
 
-from memtrial.display import describe_contributions, name_experiences
-from memtrial.engine import MemTrial
+from memtrial.engine.lifecycle import MemTrial
 from memtrial.errors import MemtrialError
-from memtrial.prereg import canonical_json
+from memtrial.outcomes.display import describe_contributions, name_experiences
+from memtrial.outcomes.mandates import INVESTORS
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import Plan
-from memtrial.settle import INVESTORS
+from memtrial.trust.log import canonical_json
 from service.db import transaction
 from service.deps import Services
 from service.drafting import Retries, draft_all

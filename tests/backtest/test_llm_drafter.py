@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from backtest.llm import LiteLLMDrafter, cache_key
-from memtrial.drafting import DraftError, DraftRequest, Lesson, parse_weights, render_prompt
+from memtrial.drafting.drafts import DraftError, DraftRequest, Lesson, parse_weights, render_prompt
 from tests.fake_llm import FakeLLM
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from memtrial.cli import app
+from memtrial.cli.console import app
 from tests.fake_llm import FakeLLM
 
 SHORT = ["--investor", "balanced", "--seeds", "0", "--warmup-dates", "8", "--test-dates", "3"]

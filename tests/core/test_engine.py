@@ -1,10 +1,10 @@
-"""memtrial.engine: the plan -> decide -> settle lifecycle."""
+"""memtrial.engine.lifecycle: the plan -> decide -> settle lifecycle."""
 
 import numpy as np
 import pytest
 from world import N_ASSETS, TYPES, World, new_engine, run
 
-from memtrial.engine import EngineConfig, MemTrial
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.errors import (
     ConfigError,
     DuplicateError,
@@ -16,9 +16,9 @@ from memtrial.errors import (
     TimeOrderError,
     UnknownDecisionError,
 )
+from memtrial.outcomes.mandates import INVESTORS
 from memtrial.records import Action
-from memtrial.settle import INVESTORS
-from memtrial.trust import GateConfig, TrustStatus
+from memtrial.trust.gate import GateConfig, TrustStatus
 
 EQUAL = np.full(N_ASSETS, 0.25)
 

@@ -1,4 +1,4 @@
-"""memtrial.trust and memtrial.prereg: gates, pre-registration, the hash chain."""
+"""memtrial.trust.gate and memtrial.trust.log: gates, pre-registration, the hash chain."""
 
 import dataclasses
 
@@ -7,8 +7,7 @@ import pytest
 from scipy import stats
 
 from memtrial.errors import ConfigError, DuplicateError, InputError, UnknownDecisionError
-from memtrial.prereg import LogEntry
-from memtrial.trust import (
+from memtrial.trust.gate import (
     AnytimeGate,
     GateConfig,
     GateTest,
@@ -20,6 +19,7 @@ from memtrial.trust import (
     pearson_score,
     prequential_p_values,
 )
+from memtrial.trust.log import LogEntry
 
 N_RUNS, N_DATES, ALPHA = 2000, 1000, 0.05
 

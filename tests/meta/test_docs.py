@@ -42,7 +42,7 @@ def test_every_extra_of_the_package_is_documented():
 def test_backtest_help_lists_every_regime_and_method_id():
     from backtest.methods.registry import METHOD_IDS
     from backtest.plantedmem import REGIMES
-    from memtrial.commands import app
+    from memtrial.cli.commands import app
 
     output = " ".join(CliRunner().invoke(app, ["backtest", "plantedmem", "--help"], terminal_width=400).output.split())
     for name in [*REGIMES, *METHOD_IDS]:

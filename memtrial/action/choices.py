@@ -1,6 +1,6 @@
 """What a decision plays, from its frozen plan and its drafts (method 4.5, 4.8, 4.9, 4.11): the decision records.
 
-The rules themselves live in :mod:`memtrial.action` (one definition each, in
+The rules themselves live in :mod:`memtrial.action.rule` (one definition each, in
 batch form); these functions apply them to one plan and build the
 :class:`~memtrial.records.Decision` with its explanation.
 """
@@ -14,11 +14,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.action import acts_on_memory, anchored, best_subset, choose, dial_combination, dial_gains, dial_weights
-from memtrial.budget import exploit_weights
-from memtrial.explain import describe_trust, explain
+from memtrial.action.budget import exploit_weights
+from memtrial.action.explain import describe_trust, explain
+from memtrial.action.rule import (
+    acts_on_memory,
+    anchored,
+    best_subset,
+    choose,
+    dial_combination,
+    dial_gains,
+    dial_weights,
+)
 from memtrial.records import Action, Decision, Dial, ExperienceId, Plan
-from memtrial.trust import GateConfig, GateStatistics, trust_weight
+from memtrial.trust.gate import GateConfig, GateStatistics, trust_weight
 
 __all__ = ["choose_exploit", "choose_portfolio", "choose_scored", "plan_dial"]
 

@@ -16,18 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 from numpy.typing import ArrayLike
 
-from memtrial.budget import DraftCredit
-from memtrial.config import EngineConfig
+from memtrial.action.budget import DraftCredit
+from memtrial.action.fallback import AnchoredMixture
+from memtrial.engine.config import EngineConfig
+from memtrial.engine.history import DetachedHistory, History, InMemoryHistory
+from memtrial.engine.learning import NoiseCost
 from memtrial.errors import StateError
-from memtrial.fallback import AnchoredMixture
-from memtrial.history import DetachedHistory, History, InMemoryHistory
-from memtrial.learning import NoiseCost
 from memtrial.records import ExperienceId, decode_time, encode_time
-from memtrial.trust import make_gate
+from memtrial.trust.gate import make_gate
 from memtrial.values import EmpiricalBayesLearner
 
 if TYPE_CHECKING:
-    from memtrial.engine import MemTrial
+    from memtrial.engine.lifecycle import MemTrial
 
 __all__ = ["STATE_VERSION", "restore", "state_of", "upgrade_v1_state"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from memtrial.records import Action, Decision, ExperienceId
-from memtrial.trust import GateTest, TrustDecision, TrustStatus
+from memtrial.trust.gate import GateTest, TrustDecision, TrustStatus
 
 __all__ = ["describe_dial", "describe_trust", "explain"]
 

@@ -10,7 +10,7 @@
 - :func:`frozen_predictions`: what a plan freezes from the learner.
 
 The engine settles through these, and so does the recomputation after a
-correction (:mod:`memtrial.corrections`): one rule for both.
+correction (:mod:`memtrial.engine.corrections`): one rule for both.
 """
 
 from __future__ import annotations
@@ -22,17 +22,17 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.action import noise_gain
-from memtrial.config import EngineConfig
-from memtrial.credit import centre_contrasts
-from memtrial.credit import contributions as banzhaf_contrasts
-from memtrial.credit import interactions as interaction_contrasts
+from memtrial.action.fallback import GRID, AnchoredMixture, mixture_weights
+from memtrial.action.rule import noise_gain
+from memtrial.credit.banzhaf import centre_contrasts
+from memtrial.credit.banzhaf import contributions as banzhaf_contrasts
+from memtrial.credit.banzhaf import interactions as interaction_contrasts
+from memtrial.engine.config import EngineConfig
 from memtrial.errors import InputError
-from memtrial.fallback import GRID, AnchoredMixture, mixture_weights
+from memtrial.outcomes.mandates import mixture_utilities, normalised, utility
+from memtrial.outcomes.scoring import score as score_drafts
 from memtrial.records import Decision, DecisionKind, ExperienceId, Plan, Settlement, Time
-from memtrial.scoring import score as score_drafts
-from memtrial.settle import mixture_utilities, normalised, utility
-from memtrial.trust import TrustGate, pearson_score
+from memtrial.trust.gate import TrustGate, pearson_score
 from memtrial.values import EmpiricalBayesLearner, LearnerMode
 
 __all__ = [
@@ -52,7 +52,7 @@ __all__ = [
 
 class NoiseCost:
     """kappa, the utility cost of one draft's noise: the running mean of each settled
-    decision's :func:`~memtrial.action.noise_gain` (O(1) state)."""
+    decision's :func:`~memtrial.action.rule.noise_gain` (O(1) state)."""
 
     __slots__ = ("count", "total")
 
@@ -231,7 +231,7 @@ def credit(plan: Plan, realised: Outcome) -> tuple[dict[ExperienceId, float], di
 def rescore(config: EngineConfig, plan: Plan, centred: Mapping[ExperienceId, float], running: Running) -> None:
     """What :func:`learn` adds to the gate's statistics and the learner's mode scores for a settled
     decision, without a log entry (a replay after a correction; the learner's statistics are learnt
-    apart, :mod:`memtrial.corrections`)."""
+    apart, :mod:`memtrial.engine.corrections`)."""
     if not (plan.experience_ids and plan.trial):
         return
     keys = list(plan.predictions)

@@ -44,7 +44,7 @@ try:
 except ModuleNotFoundError as error:
     raise MissingExtraError("the full-Bayes learner", error.name or "jax", "bayes") from None
 
-from memtrial.values import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
+from memtrial.values.statistics import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
 
 __all__ = [
     "BayesLearner",
@@ -284,7 +284,7 @@ def _svi_draws(
 
 
 class BayesLearner:
-    """Full-Bayes counterpart of :class:`memtrial.values.EmpiricalBayesLearner` (same fit/predict).
+    """Full-Bayes counterpart of :class:`memtrial.values.empirical.EmpiricalBayesLearner` (same fit/predict).
 
     Parameters
     ----------

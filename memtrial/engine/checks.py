@@ -14,9 +14,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, InputError, PrematureSettlementError
+from memtrial.outcomes.mandates import Investor, check_weights, project
+from memtrial.outcomes.scoring import rule as scoring_rule
 from memtrial.records import Plan, Settlement, Time, encode_time
-from memtrial.scoring import rule as scoring_rule
-from memtrial.settle import Investor, check_weights, project
 
 __all__ = ["check_scored", "later_or_equal", "same_scored", "settled_at_or_after", "shown", "universe_arrays"]
 
@@ -90,7 +90,7 @@ def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> N
         raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
     if utilities is None:
         if not scoring_rule(str(rule)).mixable:
-            message = f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.scoring.score) and give utilities"
+            message = f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.outcomes.scoring.score) and give utilities"
             raise InputError(message, field="rule")
         return None
     given = np.asarray(utilities, dtype=np.float64)

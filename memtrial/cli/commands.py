@@ -1,4 +1,4 @@
-"""The ``memtrial`` command line (Typer), started by :func:`memtrial.cli.main`.
+"""The ``memtrial`` command line (Typer), started by :func:`memtrial.cli.console.main`.
 
 The core commands live here; sub-commands of the service and the backtest
 are mounted lazily: their modules are imported only when that command runs,
@@ -116,7 +116,7 @@ def demo(
     from rich.console import Console
     from rich.table import Table
 
-    from memtrial.demo import run_demo
+    from memtrial.cli.demo import run_demo
     from memtrial.errors import MemtrialError
 
     try:

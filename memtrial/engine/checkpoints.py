@@ -68,7 +68,7 @@ class CheckpointPolicy:
 
 
 def encode_frozen(frozen: Mapping[str, Any]) -> dict[str, Any]:
-    """A plan's frozen prediction fields (:func:`memtrial.learning.frozen_predictions`) as JSON-ready data."""
+    """A plan's frozen prediction fields (:func:`memtrial.engine.learning.frozen_predictions`) as JSON-ready data."""
     return {
         "predictions": [[e, float(v)] for e, v in frozen["predictions"].items()],
         "mode_predictions": {m: [float(v) for v in values] for m, values in frozen["mode_predictions"].items()},

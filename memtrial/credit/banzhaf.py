@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.design import aliases, validate_masks
+from memtrial.credit.design import aliases, validate_masks
 from memtrial.errors import InputError
 
 __all__ = [

@@ -9,11 +9,11 @@ each written once:
   when a decision is decided or settled),
 - the hash-chained log entries (predictions and scores),
 - the contribution records,
-- the state checkpoints a correction replays from (:mod:`memtrial.checkpoints`;
+- the state checkpoints a correction replays from (:mod:`memtrial.engine.checkpoints`;
   the newest few, rewritten by corrections).
 
 :class:`InMemoryHistory` keeps them in Python lists (the default for a
-library user, and what :meth:`~memtrial.engine.MemTrial.to_json` writes out
+library user, and what :meth:`~memtrial.engine.lifecycle.MemTrial.to_json` writes out
 whole); the service implements the same protocol on database rows, so a
 request costs the same after ten decisions or ten thousand.
 """
@@ -24,10 +24,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from memtrial.checkpoints import Checkpoint
+from memtrial.engine.checkpoints import Checkpoint
 from memtrial.errors import StateError
-from memtrial.prereg import LogEntry
 from memtrial.records import Decision, ExperienceId, Plan, Settlement
+from memtrial.trust.log import LogEntry
 
 __all__ = ["DecisionEntry", "DetachedHistory", "History", "InMemoryHistory"]
 

@@ -5,15 +5,15 @@
   plan may not precede the engine's clock, and the clock moves past an outcome
   only once its decision matured, so no plan sees an outcome not matured by
   its own time (method 4.7).
-- ``decide`` acts on one draft per designed subset (:mod:`memtrial.choices`).
+- ``decide`` acts on one draft per designed subset (:mod:`memtrial.action.choices`).
 - ``settle`` scores every draft against the outcome and learns from it
-  (:mod:`memtrial.learning`); again with the same outcome it is a no-op, with
-  another an error; ``correct`` replaces an outcome (:mod:`memtrial.corrections`).
+  (:mod:`memtrial.engine.learning`); again with the same outcome it is a no-op, with
+  another an error; ``correct`` replaces an outcome (:mod:`memtrial.engine.corrections`).
 
-Settings live in :mod:`memtrial.config`, the state's serialisation in
-:mod:`memtrial.state`. The running state is O(experiences); what grows with
+Settings live in :mod:`memtrial.engine.config`, the state's serialisation in
+:mod:`memtrial.engine.state`. The running state is O(experiences); what grows with
 the number of decisions is written once, item by item, to a
-:class:`~memtrial.history.History`.
+:class:`~memtrial.engine.history.History`.
 """
 
 from __future__ import annotations
@@ -27,14 +27,27 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial import design as design_module
-from memtrial.action import ActionRule
-from memtrial.budget import DraftCredit, exploit_plan, memory_row
-from memtrial.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
-from memtrial.checks import check_scored, later_or_equal, same_scored, settled_at_or_after, shown, universe_arrays
-from memtrial.choices import choose_portfolio, choose_scored, plan_dial
-from memtrial.config import EngineConfig, ReferenceSource
-from memtrial.corrections import corrected_outcome, correction_entry, recompute
+from memtrial.action.budget import DraftCredit, exploit_plan, memory_row
+from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
+from memtrial.action.fallback import AnchoredMixture
+from memtrial.action.rule import ActionRule
+from memtrial.credit import design as design_module
+from memtrial.drafting.retrieval import top_k
+from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
+from memtrial.engine.checks import (
+    check_scored,
+    later_or_equal,
+    same_scored,
+    settled_at_or_after,
+    shown,
+    universe_arrays,
+)
+from memtrial.engine.config import EngineConfig, ReferenceSource
+from memtrial.engine.corrections import corrected_outcome, correction_entry, recompute
+from memtrial.engine.history import DecisionEntry, History, InMemoryHistory
+from memtrial.engine.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
+from memtrial.engine.reconfigure import reconfigured
+from memtrial.engine.state import restore, state_of
 from memtrial.errors import (
     ConfigError,
     DuplicateError,
@@ -46,11 +59,7 @@ from memtrial.errors import (
     UnknownDecisionError,
     parse_choice,
 )
-from memtrial.fallback import AnchoredMixture
-from memtrial.history import DecisionEntry, History, InMemoryHistory
-from memtrial.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
-from memtrial.prereg import ChainVerification, LogEntry, verify_chain
-from memtrial.reconfigure import reconfigured
+from memtrial.outcomes.mandates import check_weights, project
 from memtrial.records import (
     Decision,
     DecisionKind,
@@ -61,10 +70,8 @@ from memtrial.records import (
     check_experience_id,
     encode_time,
 )
-from memtrial.retrieval import top_k
-from memtrial.settle import check_weights, project
-from memtrial.state import restore, state_of
-from memtrial.trust import TrustGate, make_gate
+from memtrial.trust.gate import TrustGate, make_gate
+from memtrial.trust.log import ChainVerification, LogEntry, verify_chain
 from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
 __all__ = ["EngineConfig", "MemTrial"]
@@ -95,9 +102,9 @@ class MemTrial:
     """One agent's memory credit assignment and trust-gated decisions.
 
     history: where decision entries, log entries and contribution records go
-    (default: an :class:`~memtrial.history.InMemoryHistory`). The engine's own
+    (default: an :class:`~memtrial.engine.history.InMemoryHistory`). The engine's own
     state stays O(experiences) whatever the number of decisions.
-    ``checkpoint_policy`` (:class:`~memtrial.checkpoints.CheckpointPolicy`) says how
+    ``checkpoint_policy`` (:class:`~memtrial.engine.checkpoints.CheckpointPolicy`) says how
     often it writes a state checkpoint to the history for corrections to replay from.
     """
 
@@ -115,7 +122,7 @@ class MemTrial:
         self.clock: Time | None = None
         self.checkpoint_policy = CheckpointPolicy()
         self.checkpointed_at = 0  # the log position of the last checkpoint written
-        # predictions a correction derived again for plans awaiting their score (memtrial.checkpoints)
+        # predictions a correction derived again for plans awaiting their score (memtrial.engine.checkpoints)
         self.rederived: dict[str, dict[str, Any]] = {}
 
     def _new_learner(self) -> EmpiricalBayesLearner:
@@ -341,7 +348,7 @@ class MemTrial:
     def change_settings(
         self, changes: Mapping[str, Any], *, recorded: Mapping[str, tuple[Any, Any]] | None = None
     ) -> LogEntry | None:
-        """Change the draft budget or its horizon from the next plan on (:mod:`memtrial.reconfigure`).
+        """Change the draft budget or its horizon from the next plan on (:mod:`memtrial.engine.reconfigure`).
 
         changes: ``{"draft_budget": ..., "draft_horizon": ...}`` (either or both). recorded: settings
         kept outside the engine (a service's drafter, say) as ``{name: (old, new)}``, logged beside them.
@@ -364,7 +371,7 @@ class MemTrial:
     def reserve_calls(self, wanted: int) -> int:
         """Calls beyond its plan's drafts (retries of malformed answers) that the decision just planned may
         make: ``wanted``, or under a draft budget as many of them as the credit can spare now
-        (:meth:`~memtrial.budget.DraftCredit.spare`). They are paid at once; :meth:`release_calls` gives
+        (:meth:`~memtrial.action.budget.DraftCredit.spare`). They are paid at once; :meth:`release_calls` gives
         back those not made."""
         if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 0:
             raise InputError(f"wanted must be a number of calls (an integer >= 0), got {wanted!r}", field="wanted")
@@ -721,7 +728,7 @@ class MemTrial:
         )
 
     def to_dict(self, *, embeddings: bool = True, history: bool = True) -> dict[str, Any]:
-        """The state as JSON-ready data (:func:`memtrial.state.state_of`)."""
+        """The state as JSON-ready data (:func:`memtrial.engine.state.state_of`)."""
         return state_of(self, embeddings=embeddings, history=history)
 
     @classmethod
@@ -744,5 +751,5 @@ class MemTrial:
         *,
         history: History | None = None,
     ) -> MemTrial:
-        """Restore a state of this version, or upgrade a version-1 state (:func:`memtrial.state.restore`)."""
+        """Restore a state of this version, or upgrade a version-1 state (:func:`memtrial.engine.state.restore`)."""
         return restore(cls, data, embeddings, history=history)

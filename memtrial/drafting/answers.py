@@ -8,7 +8,7 @@ the model's reply. As for weights, validation never guesses: a forecast that
 leaves out an outcome, names an unknown one, gives a negative probability or
 probabilities that do not sum to 1 (within 0.01; a valid one is renormalised),
 a number outside its declared range or a choice outside its list is malformed
-(:class:`~memtrial.drafting.DraftError`).
+(:class:`~memtrial.drafting.drafts.DraftError`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from memtrial.drafting import DraftError, Lesson, quote, reply_json
+from memtrial.drafting.drafts import DraftError, Lesson, quote, reply_json
 from memtrial.errors import ConfigError
 
 __all__ = ["ANSWER_SYSTEM_PROMPT", "AnswerKind", "AnswerSpec", "parse_answer", "render_answer_prompt"]
@@ -137,7 +137,7 @@ class AnswerSpec:
 def render_answer_prompt(question: str, lessons: Sequence[Lesson], spec: AnswerSpec) -> str:
     """The user message for one scored draft: the question, exactly these lessons, and the answer's form.
 
-    As in :func:`~memtrial.drafting.render_prompt`, the question and every lesson enter as quoted JSON
+    As in :func:`~memtrial.drafting.drafts.render_prompt`, the question and every lesson enter as quoted JSON
     strings inside their blocks, which the system prompt declares to be data.
     """
     block = (

@@ -46,11 +46,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.action import best_subset, dial_gains
+from memtrial.action.fallback import mixture
+from memtrial.action.rule import best_subset, dial_gains
 from memtrial.errors import ConfigError
-from memtrial.fallback import mixture
 from memtrial.records import Dial
-from memtrial.trust import GateConfig
+from memtrial.trust.gate import GateConfig
 
 __all__ = [
     "BUDGET_BETS",
@@ -70,7 +70,7 @@ __all__ = [
 SOLO_TRUST = 0.5
 
 #: the e-process's bets at a draft budget (chosen on PlantedMem's dev seeds; the whole design keeps
-#: :data:`memtrial.trust.DEFAULT_BETS`)
+#: :data:`memtrial.trust.gate.DEFAULT_BETS`)
 BUDGET_BETS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8)
 
 
@@ -183,7 +183,7 @@ def memory_row(
 
     An exploiting decision drafts one subset, so it may be any subset of the retrieved experiences,
     not only a designed one. The gate: the best subset by the gate's rule
-    (:func:`~memtrial.action.best_subset`) with share 1 when the gate is open and its gain positive.
+    (:func:`~memtrial.action.rule.best_subset`) with share 1 when the gate is open and its gain positive.
     The dial: the subset of the largest predicted gain (the dial's g_S, twice its members' mean value)
     with share omega when both are positive. (None, 0.0): memory is not trusted.
     """

@@ -18,7 +18,7 @@ between those predictions and the realised date-centred contributions
 - ``none``: always open (the "no gate" ablation).
 
 The configuration is frozen when a gate is made and its SHA-256 hash anchors
-the prediction log (:mod:`memtrial.prereg`). A gate's state is a handful of
+the prediction log (:mod:`memtrial.trust.log`). A gate's state is a handful of
 running sums (:class:`GateStatistics`), so deciding costs the same after ten
 scores or ten million.
 """
@@ -35,9 +35,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, DuplicateError, InputError, StateError, UnknownDecisionError, parse_choice
-from memtrial.prereg import LogEntry, PredictionLog, canonical_json, sha256_hex
-from memtrial.running import running_counts
-from memtrial.special import t_sf
+from memtrial.numeric.running import running_counts
+from memtrial.numeric.special import t_sf
+from memtrial.trust.log import LogEntry, PredictionLog, canonical_json, sha256_hex
 
 __all__ = [
     "DEFAULT_BETS",

@@ -26,9 +26,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.fallback import mixture
-from memtrial.running import running_counts
-from memtrial.settle import project_simplex
+from memtrial.action.fallback import mixture
+from memtrial.numeric.running import running_counts
+from memtrial.outcomes.mandates import project_simplex
 
 __all__ = [
     "ActionRule",

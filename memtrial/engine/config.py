@@ -9,13 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from memtrial.action import ActionRule
-from memtrial.budget import check_budget, check_horizon
-from memtrial.design import DesignKind
+from memtrial.action.budget import check_budget, check_horizon
+from memtrial.action.fallback import FallbackVariant
+from memtrial.action.rule import ActionRule
+from memtrial.credit.design import DesignKind
 from memtrial.errors import ConfigError, parse_choice
-from memtrial.fallback import FallbackVariant
-from memtrial.settle import INVESTORS, Investor
-from memtrial.trust import GateConfig, GateTest
+from memtrial.outcomes.mandates import INVESTORS, Investor
+from memtrial.trust.gate import GateConfig, GateTest
 from memtrial.values import CreditBasis, LearnerMode
 
 __all__ = ["EngineConfig", "ReferenceSource"]
@@ -48,7 +48,7 @@ class EngineConfig:
     turns it on for every new agent.
     draft_budget: LLM draft calls per decision on average (method 4.11; None: the whole design
     every time). Plans then draft the whole design on trial decisions only and one or two drafts
-    on the others (:mod:`memtrial.budget`).
+    on the others (:mod:`memtrial.action.budget`).
     draft_horizon: the number of decisions the budget covers (None: open-ended). Trials then come
     first, on credit lent by the later decisions within it, each of which keeps one call.
     reference: ``given`` (the plan's reference, equal weight by default) or ``memory_free`` (each

@@ -1,13 +1,13 @@
 """A learner's predictions at many moments at once (a correction's replay fits them in one batch).
 
 What a learner predicts after a run of dates depends on its statistics then
-(:class:`~memtrial.values.SufficientStatistics`) and its content features,
+(:class:`~memtrial.values.empirical.SufficientStatistics`) and its content features,
 and those statistics do not depend on any prediction. So a replay can take
 the statistics at every plan first and fit the value model at all of them in
-one :func:`~memtrial.fayherriot.fit_many` call per mode (in chunks), instead
+one :func:`~memtrial.values.fayherriot.fit_many` call per mode (in chunks), instead
 of refitting once per plan: each problem is fitted exactly as the learner
 fits it alone, so every prediction is the one
-:meth:`~memtrial.values.EmpiricalBayesLearner.predict_modes` would give.
+:meth:`~memtrial.values.empirical.EmpiricalBayesLearner.predict_modes` would give.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.fayherriot import FayHerriotFit, fit_many
-from memtrial.values import EmpiricalBayesLearner, LearnerMode, SufficientStatistics, ValueFit, degenerate_fit
+from memtrial.values.empirical import EmpiricalBayesLearner, ValueFit, degenerate_fit
+from memtrial.values.fayherriot import FayHerriotFit, fit_many
+from memtrial.values.statistics import LearnerMode, SufficientStatistics
 
 __all__ = ["CHUNK", "Moment", "predictions_at"]
 

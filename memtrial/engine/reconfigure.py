@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from memtrial.config import EngineConfig
+from memtrial.engine.config import EngineConfig
 from memtrial.errors import ConfigError
 
 __all__ = ["MUTABLE_SETTINGS", "reconfigured"]
 
-#: the settings :meth:`memtrial.engine.MemTrial.change_settings` may change
+#: the settings :meth:`memtrial.engine.lifecycle.MemTrial.change_settings` may change
 MUTABLE_SETTINGS: tuple[str, ...] = ("draft_budget", "draft_horizon")
 
 

@@ -1,6 +1,6 @@
 """The ``memtrial`` console script.
 
-The command line itself (:mod:`memtrial.commands`) needs Typer, which the
+The command line itself (:mod:`memtrial.cli.commands`) needs Typer, which the
 service and backtest extras install; the pure core does not. Without it, the
 command says so in one line instead of a traceback.
 """
@@ -16,7 +16,7 @@ __all__ = ["main"]
 def main() -> None:
     """Console-script entry point."""
     try:
-        from memtrial.commands import app
+        from memtrial.cli.commands import app
     except ModuleNotFoundError as error:
         from memtrial.errors import install_hint
 
@@ -30,12 +30,12 @@ def main() -> None:
 
 
 def __getattr__(name: str) -> Any:
-    """``memtrial.cli.app`` and ``LAZY_COMMANDS`` for callers of the Typer app itself."""
+    """``memtrial.cli.console.app`` and ``LAZY_COMMANDS`` for callers of the Typer app itself."""
     if name in ("app", "LAZY_COMMANDS"):
-        from memtrial import commands
+        from memtrial.cli import commands
 
         return getattr(commands, name)
-    raise AttributeError(f"module 'memtrial.cli' has no attribute {name!r}")
+    raise AttributeError(f"module 'memtrial.cli.console' has no attribute {name!r}")
 
 
 if __name__ == "__main__":

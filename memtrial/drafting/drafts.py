@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import ConfigError, InputError
-from memtrial.settle import Investor
+from memtrial.outcomes.mandates import Investor
 
 __all__ = [
     "CLASS_BUDGET",

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memtrial.engine import EngineConfig, MemTrial
-from memtrial.trust import GateConfig
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
+from memtrial.trust.gate import GateConfig
 
 __all__ = ["DemoResult", "run_demo"]
 

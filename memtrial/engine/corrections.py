@@ -4,16 +4,16 @@ Plans and scores are taken in the order the log recorded them (a plan's
 predictions depend on the scores before it): each plan's predictions are
 derived again from what the learner would then have known, and each score
 is learnt again, the corrected one with its new outcome through
-:func:`memtrial.learning.learn`, the others from their stored contributions
+:func:`memtrial.engine.learning.learn`, the others from their stored contributions
 (no utilities, values or log entries are computed for them). The replay runs
 in batch, in three passes: the learner's statistics along the log (no
 prediction changes them), taken at every plan; the value model at all those
-plans in one :func:`~memtrial.batchfit.predictions_at` batch, and every
+plans in one :func:`~memtrial.values.batchfit.predictions_at` batch, and every
 mode's Pearson score of every plan in one vectorised call; then, in log
 order, the mode choice, the mode scores and the gate's scores. Each number is
 the one a plan-by-plan replay gives (the batch fits each problem as the
 learner fits it alone). The replay starts at the last checkpoint before the
-corrected score (:mod:`memtrial.checkpoints`), or at the first entry when
+corrected score (:mod:`memtrial.engine.checkpoints`), or at the first entry when
 there is none, and writes the newest of the checkpoints that fall due as it
 passes (the ones after the corrected score are stale). The fallback's sums and the noise cost depend on outcomes alone: the
 old outcome is taken out of them and the new one put in. A decision without
@@ -31,13 +31,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.batchfit import Moment, predictions_at
-from memtrial.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen, encode_frozen, same_frozen
-from memtrial.checks import check_scored, same_scored
-from memtrial.config import EngineConfig
-from memtrial.errors import InputError, StateError
-from memtrial.history import DecisionEntry, History
-from memtrial.learning import (
+from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen, encode_frozen, same_frozen
+from memtrial.engine.checks import check_scored, same_scored
+from memtrial.engine.config import EngineConfig
+from memtrial.engine.history import DecisionEntry, History
+from memtrial.engine.learning import (
     Outcome,
     Running,
     credit,
@@ -48,9 +46,11 @@ from memtrial.learning import (
     scored_outcome,
     unlearn_sums,
 )
+from memtrial.errors import InputError, StateError
 from memtrial.records import Decision, DecisionKind, ExperienceId, Plan, Settlement, Time
-from memtrial.trust import make_gate, pearson_scores
+from memtrial.trust.gate import make_gate, pearson_scores
 from memtrial.values import EmpiricalBayesLearner, LearnerMode
+from memtrial.values.batchfit import Moment, predictions_at
 
 __all__ = ["Recomputed", "corrected_outcome", "correction_entry", "recompute"]
 
@@ -220,7 +220,7 @@ def _mode_scores_of(
 def _add_scores(
     config: EngineConfig, running: Running, scores: Mapping[LearnerMode, float | None], selected: LearnerMode
 ) -> None:
-    """What :func:`memtrial.learning.rescore` adds, from scores computed beforehand: the selected mode's
+    """What :func:`memtrial.engine.learning.rescore` adds, from scores computed beforehand: the selected mode's
     predictions score the gate, every mode's score its own mode."""
     value = scores[selected]
     if value is not None:
@@ -258,7 +258,7 @@ def _mode_scores(learner: EmpiricalBayesLearner) -> dict[str, list[float]]:
 def _frozen(
     learner: EmpiricalBayesLearner, modes: Mapping[LearnerMode, tuple[float, ...]], ids: tuple[ExperienceId, ...]
 ) -> dict[str, Any]:
-    """A plan's frozen prediction fields (as :func:`memtrial.learning.frozen_predictions` makes them) from
+    """A plan's frozen prediction fields (as :func:`memtrial.engine.learning.frozen_predictions` makes them) from
     every mode's predictions, the mode being selected by the learner's mode scores now."""
     selected = learner.selected_mode
     return {

@@ -1,0 +1,98 @@
+"""Action (method 4.5, 4.6, 4.8, 4.11): the played rule, the fallback mixture, the trust dial and the draft budget.
+
+Modules: :mod:`~memtrial.action.rule`, :mod:`~memtrial.action.fallback`, :mod:`~memtrial.action.budget`, :mod:`~memtrial.action.explain`, :mod:`~memtrial.action.choices`.
+"""
+
+from memtrial.action.budget import (
+    BUDGET_BETS,
+    SOLO_TRUST,
+    DraftCredit,
+    budget_gate,
+    check_budget,
+    check_horizon,
+    exploit_masks,
+    exploit_plan,
+    exploit_weights,
+    memory_row,
+)
+from memtrial.action.choices import (
+    choose_exploit,
+    choose_portfolio,
+    choose_scored,
+    plan_dial,
+)
+from memtrial.action.explain import (
+    describe_dial,
+    describe_trust,
+    explain,
+)
+from memtrial.action.fallback import (
+    GRID,
+    AnchoredMixture,
+    FallbackVariant,
+    bernoulli_kl,
+    choices_after,
+    mixture,
+    mixture_weights,
+    running_sums,
+)
+from memtrial.action.rule import (
+    ActionRule,
+    Choice,
+    acts_on_memory,
+    anchored,
+    best_subset,
+    best_subsets,
+    choose,
+    dial_combination,
+    dial_gains,
+    dial_weights,
+    gated_weights,
+    noise_costs,
+    noise_gain,
+    subset_rank,
+    subset_values,
+)
+
+__all__ = [
+    "ActionRule",
+    "AnchoredMixture",
+    "BUDGET_BETS",
+    "Choice",
+    "DraftCredit",
+    "FallbackVariant",
+    "GRID",
+    "SOLO_TRUST",
+    "acts_on_memory",
+    "anchored",
+    "bernoulli_kl",
+    "best_subset",
+    "best_subsets",
+    "budget_gate",
+    "check_budget",
+    "check_horizon",
+    "choices_after",
+    "choose",
+    "choose_exploit",
+    "choose_portfolio",
+    "choose_scored",
+    "describe_dial",
+    "describe_trust",
+    "dial_combination",
+    "dial_gains",
+    "dial_weights",
+    "explain",
+    "exploit_masks",
+    "exploit_plan",
+    "exploit_weights",
+    "gated_weights",
+    "memory_row",
+    "mixture",
+    "mixture_weights",
+    "noise_costs",
+    "noise_gain",
+    "plan_dial",
+    "running_sums",
+    "subset_rank",
+    "subset_values",
+]
