@@ -47,7 +47,7 @@ from memtrial.engine.corrections import corrected_outcome, correction_entry, rec
 from memtrial.engine.history import DecisionEntry, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
 from memtrial.engine.reconfigure import reconfigured
-from memtrial.engine.state import restore, state_of
+from memtrial.engine.state import EngineState, ExperienceState, decode_state, encode_state
 from memtrial.errors import (
     ConfigError,
     DuplicateError,
@@ -728,8 +728,25 @@ class MemTrial:
         )
 
     def to_dict(self, *, embeddings: bool = True, history: bool = True) -> dict[str, Any]:
-        """The state as JSON-ready data (:func:`memtrial.engine.state.state_of`)."""
-        return state_of(self, embeddings=embeddings, history=history)
+        """The state as JSON-ready data (:func:`memtrial.engine.state.encode_state`)."""
+        return encode_state(self.state(history=history), embeddings=embeddings)
+
+    def state(self, *, history: bool = True) -> EngineState:
+        """The running state as one value (``history=False``: without the in-memory history)."""
+        return EngineState(
+            config=self.config,
+            gate_hash=self.gate_hash,
+            clock=self.clock,
+            experiences=tuple(ExperienceState(e, x.embedding, x.active) for e, x in self.experiences.items()),
+            learner=self.learner.state_dict(),
+            gate=self.gate.state_dict(),
+            fallback=self.fallback,
+            noise=self.noise,
+            credit=self.credit,
+            checkpointed_at=self.checkpointed_at,
+            rederived=self.rederived,
+            history=self.memory_history() if history else None,
+        )
 
     @classmethod
     def from_json(
@@ -751,5 +768,27 @@ class MemTrial:
         *,
         history: History | None = None,
     ) -> MemTrial:
-        """Restore a state of this version, or upgrade a version-1 state (:func:`memtrial.engine.state.restore`)."""
-        return restore(cls, data, embeddings, history=history)
+        """Restore a state of this version, or upgrade a version-1 state (:func:`memtrial.engine.state.decode_state`)."""
+        return cls.from_state(decode_state(data, embeddings, history=history))
+
+    @classmethod
+    def from_state(cls, state: EngineState) -> MemTrial:
+        """An engine that continues from ``state`` (its history attached)."""
+        try:
+            engine = cls(state.config, history=state.history)
+            if engine.gate_hash != state.gate_hash:
+                raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
+            engine.clock = state.clock
+            for experience in state.experiences:
+                engine.add_experience(experience.experience_id, experience.embedding)
+                engine.experiences[experience.experience_id].active = experience.active
+            engine.learner.load_state_dict(state.learner)
+            engine.gate.load_state_dict(state.gate)
+            engine.fallback = state.fallback
+            engine.noise = state.noise
+            engine.credit = state.credit
+            engine.checkpointed_at = state.checkpointed_at
+            engine.rederived = {d: dict(v) for d, v in state.rederived.items()}
+        except (KeyError, TypeError, ValueError) as error:
+            raise StateError(f"state is malformed: {error!r}") from None
+        return engine

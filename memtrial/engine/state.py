@@ -1,4 +1,8 @@
-"""An engine's state as JSON-ready data, restored exactly, and the upgrade of version-1 states.
+"""An engine's state as one frozen value (:class:`EngineState`), as JSON-ready data, restored exactly,
+and the upgrade of version-1 states.
+
+The engine hands this module a state value (:meth:`MemTrial.state`) and takes one back
+(:meth:`MemTrial.from_state`); nothing here reads or writes an engine.
 
 The state is the running state alone (O(experiences)): the configuration,
 the gate's hash, the clock, the experiences, the learner's statistics, the
@@ -12,8 +16,10 @@ its own store when it restores.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from numpy.typing import ArrayLike
 
 from memtrial.action.budget import DraftCredit
@@ -22,56 +28,91 @@ from memtrial.engine.config import EngineConfig
 from memtrial.engine.history import DetachedHistory, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost
 from memtrial.errors import StateError
-from memtrial.records import ExperienceId, decode_time, encode_time
+from memtrial.records import ExperienceId, Time, decode_time, encode_time
 from memtrial.trust.gate import make_gate
 from memtrial.values import EmpiricalBayesLearner
 
-if TYPE_CHECKING:
-    from memtrial.engine.lifecycle import MemTrial
-
-__all__ = ["STATE_VERSION", "restore", "state_of", "upgrade_v1_state"]
+__all__ = ["STATE_VERSION", "EngineState", "ExperienceState", "decode_state", "encode_state", "upgrade_v1_state"]
 
 STATE_VERSION = 2
 
 
-def state_of(engine: MemTrial, *, embeddings: bool = True, history: bool = True) -> dict[str, Any]:
-    """The engine's state (``embeddings=False``: without the experience embeddings; ``history=False``:
-    without the in-memory history)."""
+@dataclass(frozen=True, slots=True)
+class ExperienceState:
+    """One experience as the state holds it: its id, its embedding (None when left out) and whether it is active."""
+
+    experience_id: ExperienceId
+    embedding: ArrayLike | None
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    """An engine's running state as one value: what :meth:`MemTrial.state` hands out and
+    :meth:`MemTrial.from_state` takes back.
+
+    ``learner`` and ``gate`` are the learner's and the gate's state dicts; ``history`` is the
+    in-memory history to write out (None: left out) or, on the way back, the history to attach.
+    """
+
+    config: EngineConfig
+    gate_hash: str
+    clock: Time | None
+    experiences: tuple[ExperienceState, ...]
+    learner: Mapping[str, Any]
+    gate: Mapping[str, Any]
+    fallback: AnchoredMixture
+    noise: NoiseCost
+    credit: DraftCredit
+    checkpointed_at: int
+    rederived: Mapping[str, Mapping[str, Any]]
+    history: History | None
+
+
+def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, Any]:
+    """The state as JSON-ready data (``embeddings=False``: without the experience embeddings; a state
+    whose ``history`` is None: without the in-memory history)."""
+    history = state.history
+    if history is not None and not isinstance(history, InMemoryHistory):
+        raise StateError("this engine's history is in an external store; ask the store", field="history")
     return {
         "embeddings_included": embeddings,
         "version": STATE_VERSION,
-        "config": engine.config.to_dict(),
-        "gate_hash": engine.gate_hash,
-        "clock": None if engine.clock is None else encode_time(engine.clock),
+        "config": state.config.to_dict(),
+        "gate_hash": state.gate_hash,
+        "clock": None if state.clock is None else encode_time(state.clock),
         "experiences": [
-            [e, None if x.embedding is None or not embeddings else [float(v) for v in x.embedding], x.active]
-            for e, x in engine.experiences.items()
+            [
+                x.experience_id,
+                None if x.embedding is None or not embeddings else [float(v) for v in np.asarray(x.embedding)],
+                x.active,
+            ]
+            for x in state.experiences
         ],
-        "learner": engine.learner.state_dict(),
-        "gate": engine.gate.state_dict(),
-        "fallback": engine.fallback.to_dict(),
-        "noise": engine.noise.to_dict(),
+        "learner": state.learner,
+        "gate": state.gate,
+        "fallback": state.fallback.to_dict(),
+        "noise": state.noise.to_dict(),
         # the credit of a budget, and of one set aside mid-life (it carries over if a budget is set again)
         **(
             {}
-            if engine.config.draft_budget is None and engine.credit == DraftCredit()
-            else {"budget": engine.credit.to_dict()}
+            if state.config.draft_budget is None and state.credit == DraftCredit()
+            else {"budget": state.credit.to_dict()}
         ),
-        "checkpointed_at": engine.checkpointed_at,
-        "rederived": {d: dict(v) for d, v in engine.rederived.items()},
-        "history": engine.memory_history().to_dict() if history else None,
+        "checkpointed_at": state.checkpointed_at,
+        "rederived": {d: dict(v) for d, v in state.rederived.items()},
+        "history": history.to_dict() if history is not None else None,
     }
 
 
-def restore(
-    cls: type[MemTrial],
+def decode_state(
     data: Mapping[str, Any],
     embeddings: Mapping[ExperienceId, ArrayLike] | None = None,
     *,
     history: History | None = None,
-) -> MemTrial:
-    """An engine of class ``cls`` restored from a state of this version, or from a version-1 state
-    (its history moves to an in-memory history)."""
+) -> EngineState:
+    """The state of this version, or of a version-1 state (its history moves to an in-memory history);
+    ``embeddings`` supplies those the state left out, ``history`` the store of a state written without one."""
     try:
         if data["version"] == 1:
             data = upgrade_v1_state(data)
@@ -83,26 +124,32 @@ def restore(
         if stored is not None and history is not None:
             raise StateError("the state carries its own history; do not pass another", field="history")
         attached: History = InMemoryHistory.from_dict(stored) if stored is not None else history or DetachedHistory()
-        engine = cls(EngineConfig.from_dict(data["config"]), history=attached)
-        if engine.gate_hash != data["gate_hash"]:
-            raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
-        engine.clock = None if data["clock"] is None else decode_time(data["clock"])
+        config = EngineConfig.from_dict(data["config"])
         external = embeddings or {}
-        for experience_id, embedding, active in data["experiences"]:
-            if embedding is None and not data["embeddings_included"]:
-                embedding = external.get(experience_id)
-            engine.add_experience(experience_id, embedding)
-            engine.experiences[experience_id].active = bool(active)
-        engine.learner.load_state_dict(data["learner"])
-        engine.gate.load_state_dict(data["gate"])
-        engine.fallback = AnchoredMixture.from_dict(data["fallback"])
-        engine.noise = NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0})
-        engine.credit = DraftCredit.from_dict(data.get("budget"))
-        engine.checkpointed_at = int(data.get("checkpointed_at", 0))
-        engine.rederived = {str(d): dict(v) for d, v in (data.get("rederived") or {}).items()}
+        experiences = tuple(
+            ExperienceState(
+                experience_id,
+                external.get(experience_id) if embedding is None and not data["embeddings_included"] else embedding,
+                bool(active),
+            )
+            for experience_id, embedding, active in data["experiences"]
+        )
+        return EngineState(
+            config=config,
+            gate_hash=data["gate_hash"],
+            clock=None if data["clock"] is None else decode_time(data["clock"]),
+            experiences=experiences,
+            learner=data["learner"],
+            gate=data["gate"],
+            fallback=AnchoredMixture.from_dict(data["fallback"]),
+            noise=NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0}),
+            credit=DraftCredit.from_dict(data.get("budget")),
+            checkpointed_at=int(data.get("checkpointed_at", 0)),
+            rederived={str(d): dict(v) for d, v in (data.get("rederived") or {}).items()},
+            history=attached,
+        )
     except (KeyError, TypeError, ValueError) as error:
         raise StateError(f"state is malformed: {error!r}") from None
-    return engine
 
 
 def upgrade_v1_state(data: Mapping[str, Any]) -> dict[str, Any]:

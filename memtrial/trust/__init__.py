@@ -3,9 +3,17 @@
 Modules: :mod:`~memtrial.trust.log`, :mod:`~memtrial.trust.gate`.
 """
 
+from memtrial.trust.log import (
+    ChainVerification,
+    LogEntry,
+    PredictionLog,
+    canonical_json,
+    sha256_hex,
+    verify_chain,
+)
 from memtrial.trust.gate import (
-    DEFAULT_BETS,
     AnytimeGate,
+    DEFAULT_BETS,
     GateConfig,
     GateSeries,
     GateStatistics,
@@ -27,14 +35,6 @@ from memtrial.trust.gate import (
     trust_decision,
     trust_weight,
     trust_weights,
-)
-from memtrial.trust.log import (
-    ChainVerification,
-    LogEntry,
-    PredictionLog,
-    canonical_json,
-    sha256_hex,
-    verify_chain,
 )
 
 __all__ = [
