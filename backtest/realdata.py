@@ -48,7 +48,7 @@ from backtest.data import (
     load_investorbench,
     tradable,
 )
-from backtest.methods.base import HALF
+from memtrial.credit.design import half_fraction
 from memtrial.drafting.drafts import Drafter, DraftRequest, Lesson, mandate_text
 from memtrial.errors import ConfigError
 from memtrial.outcomes.mandates import INVESTORS, nav_paths, project, utility
@@ -278,7 +278,11 @@ class RealWorld:
         self.full_design, self.self_consistency = full_design, self_consistency
         # the subsets drafted on every date: all sixteen, the half fraction, or those given
         self._masks = (
-            list(range(16)) if full_design is True else list(HALF) if full_design is False else sorted(full_design)
+            list(range(16))
+            if full_design is True
+            else list(half_fraction(4))
+            if full_design is False
+            else sorted(full_design)
         )
         self.mandate = mandate_text(self.investor)
         s = setting

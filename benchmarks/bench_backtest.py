@@ -4,7 +4,7 @@ In one run, on the same worlds (one regime, one investor, seeds 0..N-1):
 
 - ``memtrial``: the eleven MemTrial variants (plus equal weight, which every
   run keeps) once with one online :class:`~memtrial.engine.lifecycle.MemTrial` per
-  variant and once with the batch replay (:mod:`backtest.replay`); worlds per
+  variant and once with the batch replay (:mod:`backtest.methods.replay`); worlds per
   second of each, their ratio, and whether every result is identical;
 - ``all_methods``: every method, online and replayed, the same way;
 - ``workers``: every method, replayed, with 1 and with 2 local worker

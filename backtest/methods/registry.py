@@ -18,6 +18,7 @@ from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
+from backtest.methods.replay import family_of
 from backtest.methods.simple import (
     DraftMean,
     DraftPick,
@@ -27,7 +28,6 @@ from backtest.methods.simple import (
     Reference,
     SelfConsistency,
 )
-from backtest.replay import family_of
 from backtest.world import World
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind
@@ -197,7 +197,7 @@ def build_methods(
     """The methods of a world.
 
     engine="replay" serves every MemTrial variant from one shared trajectory
-    (:mod:`backtest.replay`; it needs the world's presented ``contexts`` and
+    (:mod:`backtest.methods.replay`; it needs the world's presented ``contexts`` and
     ``outcome(position)``); "online" runs one :class:`MemTrial` engine per
     variant. Both give identical results. value_model="bayes" gives every
     MemTrial variant the full-Bayes learner (online engines only).
