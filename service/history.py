@@ -22,7 +22,7 @@ from memtrial.engine.checkpoints import Checkpoint
 from memtrial.engine.history import DecisionEntry
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import ExperienceId, Plan, Settlement
-from memtrial.trust.log import LogEntry, canonical_json
+from memtrial.trust.log import LogEntry, LogKind, canonical_json
 from service.models import Agent, CheckpointRow, Contribution, Decision, LogRow
 
 __all__ = ["LOG_PAGE", "SqlHistory", "log_entry_of", "read_log"]
@@ -132,7 +132,7 @@ class SqlHistory:
 
     def append_log(self, entry: LogEntry) -> None:
         payload = entry.payload
-        score = payload.get("score") if entry.kind in ("score", "correction") else None
+        score = payload.get("score") if entry.kind in (LogKind.SCORE, LogKind.CORRECTION) else None
         row = LogRow(
             agent_id=self.agent.id,
             index=entry.index,
@@ -221,7 +221,7 @@ class SqlHistory:
         self.session.flush()
         return self.session.scalars(
             select(LogRow.index).where(
-                LogRow.agent_id == self.agent.id, LogRow.decision_id == decision_id, LogRow.kind == "score"
+                LogRow.agent_id == self.agent.id, LogRow.decision_id == decision_id, LogRow.kind == LogKind.SCORE.value
             )
         ).first()
 

@@ -3,6 +3,41 @@
 Modules: :mod:`~memtrial.action.rule`, :mod:`~memtrial.action.fallback`, :mod:`~memtrial.action.budget`, :mod:`~memtrial.action.explain`, :mod:`~memtrial.action.choices`.
 """
 
+from memtrial.action.budget import (
+    BUDGET_BETS,
+    SOLO_TRUST,
+    BudgetPlan,
+    DraftCredit,
+    budget_gate,
+    check_budget,
+    check_horizon,
+    exploit_masks,
+    exploit_plan,
+    exploit_weights,
+    memory_row,
+    plan_budget,
+)
+from memtrial.action.choices import (
+    choose_exploit,
+    choose_portfolio,
+    choose_scored,
+    plan_dial,
+)
+from memtrial.action.explain import (
+    describe_dial,
+    describe_trust,
+    explain,
+)
+from memtrial.action.fallback import (
+    GRID,
+    AnchoredMixture,
+    FallbackVariant,
+    bernoulli_kl,
+    choices_after,
+    mixture,
+    mixture_weights,
+    running_sums,
+)
 from memtrial.action.rule import (
     ActionRule,
     Choice,
@@ -20,44 +55,12 @@ from memtrial.action.rule import (
     subset_rank,
     subset_values,
 )
-from memtrial.action.fallback import (
-    AnchoredMixture,
-    FallbackVariant,
-    GRID,
-    bernoulli_kl,
-    choices_after,
-    mixture,
-    mixture_weights,
-    running_sums,
-)
-from memtrial.action.budget import (
-    BUDGET_BETS,
-    DraftCredit,
-    SOLO_TRUST,
-    budget_gate,
-    check_budget,
-    check_horizon,
-    exploit_masks,
-    exploit_plan,
-    exploit_weights,
-    memory_row,
-)
-from memtrial.action.explain import (
-    describe_dial,
-    describe_trust,
-    explain,
-)
-from memtrial.action.choices import (
-    choose_exploit,
-    choose_portfolio,
-    choose_scored,
-    plan_dial,
-)
 
 __all__ = [
     "ActionRule",
     "AnchoredMixture",
     "BUDGET_BETS",
+    "BudgetPlan",
     "Choice",
     "DraftCredit",
     "FallbackVariant",
@@ -91,6 +94,7 @@ __all__ = [
     "mixture_weights",
     "noise_costs",
     "noise_gain",
+    "plan_budget",
     "plan_dial",
     "running_sums",
     "subset_rank",

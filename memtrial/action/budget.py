@@ -39,7 +39,7 @@ on a wider grid (:data:`BUDGET_BETS`; any bet below 1 is valid for scores in
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -63,6 +63,8 @@ __all__ = [
     "exploit_plan",
     "exploit_weights",
     "memory_row",
+    "BudgetPlan",
+    "plan_budget",
 ]
 
 #: the least trust at which an exploiting decision that cannot blend plays memory's draft alone
@@ -115,12 +117,17 @@ class DraftCredit:
     dither: float = 0.0  # memory's shares summed over exploiting decisions, less the decisions played on memory
 
     def is_trial(self, budget: float | None, runs: int, horizon: int | None = None) -> bool:
-        """Add this decision's budget; True when the credit (with what the horizon lends) covers the
-        whole design (``runs`` calls)."""
+        """Whether the next decision is a trial: the credit, with that decision's budget added (and what the
+        horizon lends), covers the whole design (``runs`` calls). Always True without a budget. A query:
+        the budget is added by :meth:`deposit`."""
         if budget is None:
             return True
+        later = 0 if horizon is None else max(horizon - self.decisions - 1, 0)
+        return (self.credit + budget) + (budget - 1.0) * later >= runs
+
+    def deposit(self, budget: float) -> None:
+        """Add a planned decision's budget to the credit."""
         self.credit += budget
-        return self.affords(runs, budget, horizon)
 
     def affords(self, calls: int, budget: float, horizon: int | None) -> bool:
         """Whether this decision (its budget added) may make ``calls`` calls and still leave one call
@@ -257,3 +264,52 @@ def exploit_weights(
             return np.asarray(share * drafts[0] + (1.0 - share) * reference, dtype=np.float64)
         return np.asarray(drafts[0], dtype=np.float64)
     return np.asarray(mixture(np.asarray(q), reference, drafts[0]), dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetPlan:
+    """What a draft budget makes of one plan: whether it is a trial, the masks it drafts (the reference draft
+    added outside a design without one: ``extra_reference``), memory's share of an exploiting plan, and
+    the credit after it."""
+
+    trial: bool
+    masks: tuple[int, ...]
+    memory_share: float
+    extra_reference: bool
+    credit: DraftCredit
+
+
+def plan_budget(
+    credit: DraftCredit,
+    budget: float | None,
+    horizon: int | None,
+    masks: Sequence[int],
+    *,
+    needs_reference: bool,
+    memory: Callable[[], tuple[int | None, float]],
+    pairs: bool,
+    blends: bool,
+) -> BudgetPlan:
+    """The budget's plan for a decision whose design is ``masks``, from ``credit`` (left unchanged: the
+    new credit is returned).
+
+    Without a budget every plan is a trial. With one, a plan whose credit covers the design (and the
+    reference draft the decision ``needs_reference``) is a trial; any other exploits its memory row
+    (``memory()``, :func:`memory_row`, asked for only then) as :func:`exploit_plan` says. The plan's
+    calls are then paid from the credit.
+    """
+    if budget is None:
+        drafted = (*masks, 0) if needs_reference else tuple(masks)
+        return BudgetPlan(True, drafted, 0.0, needs_reference, credit)
+    after = replace(credit)
+    trial = after.is_trial(budget, len(masks) + int(needs_reference), horizon)
+    after.deposit(budget)
+    chosen, share = list(masks), 0.0
+    if not trial:  # one or two drafts, nothing learnt (method 4.11)
+        row, trusted = memory()
+        chosen, share = exploit_plan(after, row, trusted, budget, horizon, pairs=pairs, blends=blends)
+    extra = trial and needs_reference
+    if extra:  # the reference draft, outside a design without one
+        chosen = [*chosen, 0]
+    after.spend(len(chosen))
+    return BudgetPlan(trial, tuple(chosen), share, extra, after)

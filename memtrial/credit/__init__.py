@@ -3,6 +3,17 @@
 Modules: :mod:`~memtrial.credit.design`, :mod:`~memtrial.credit.banzhaf`.
 """
 
+from memtrial.credit.banzhaf import (
+    CentredRecords,
+    ContributionRecord,
+    centre_arrays,
+    centre_by_date,
+    centre_contrasts,
+    contributions,
+    contributions_by_date,
+    interactions,
+    utilities_array,
+)
 from memtrial.credit.design import (
     AliasChain,
     DesignKind,
@@ -19,17 +30,6 @@ from memtrial.credit.design import (
     saturated,
     subset_of,
     validate_masks,
-)
-from memtrial.credit.banzhaf import (
-    CentredRecords,
-    ContributionRecord,
-    centre_arrays,
-    centre_by_date,
-    centre_contrasts,
-    contributions,
-    contributions_by_date,
-    interactions,
-    utilities_array,
 )
 
 __all__ = [

@@ -31,6 +31,8 @@ from memtrial.drafting.embeddings import (
     MAX_CHARACTERS,
     Embedder,
     OnnxEmbedder,
+    configure_offline,
+    default_onnx_cache,
     get_embedder,
 )
 from memtrial.drafting.retrieval import (
@@ -52,6 +54,8 @@ __all__ = [
     "MAX_CHARACTERS",
     "OnnxEmbedder",
     "SYSTEM_PROMPT",
+    "configure_offline",
+    "default_onnx_cache",
     "get_embedder",
     "mandate_text",
     "parse_answer",

@@ -13,6 +13,8 @@ from memtrial.engine.checkpoints import (
     same_frozen,
 )
 from memtrial.engine.checks import (
+    Universe,
+    check_plan_times,
     check_scored,
     later_or_equal,
     same_scored,
@@ -85,6 +87,8 @@ __all__ = [
     "ReferenceSource",
     "Running",
     "STATE_VERSION",
+    "Universe",
+    "check_plan_times",
     "check_scored",
     "corrected_outcome",
     "correction_entry",

@@ -13,12 +13,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.errors import ConfigError, InputError, PrematureSettlementError
+from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError
 from memtrial.outcomes.mandates import Investor, check_weights, project
 from memtrial.outcomes.scoring import rule as scoring_rule
 from memtrial.records import Plan, Settlement, Time, encode_time
 
-__all__ = ["check_scored", "later_or_equal", "same_scored", "settled_at_or_after", "shown", "universe_arrays"]
+__all__ = [
+    "Universe",
+    "check_plan_times",
+    "check_scored",
+    "later_or_equal",
+    "same_scored",
+    "settled_at_or_after",
+    "shown",
+    "universe_arrays",
+]
 
 Universe = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None, NDArray[np.bool_] | None]
 
@@ -36,6 +45,19 @@ def later_or_equal(first: Time, second: Time, what: str) -> bool:
         raise InputError(
             f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time"
         ) from None
+
+
+def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time | None) -> None:
+    """A plan's id and times: a non-empty id, times the state can hold, ``time`` not before the engine's
+    ``clock`` and ``maturity`` not before ``time``."""
+    if not isinstance(decision_id, str) or not decision_id:
+        raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
+    encode_time(time)
+    encode_time(maturity)
+    if clock is not None and not later_or_equal(time, clock, "time"):
+        raise TimeOrderError(f"time {shown(time)} is before the engine's clock {shown(clock)}", field="time")
+    if not later_or_equal(maturity, time, "maturity"):
+        raise InputError(f"maturity {shown(maturity)} must not be before time {shown(time)}", field="maturity")
 
 
 def settled_at_or_after(decision_id: str, plan: Plan, at: Time | None) -> Time:

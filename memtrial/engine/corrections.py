@@ -24,7 +24,7 @@ the corrected outcome from the start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,6 +49,7 @@ from memtrial.engine.learning import (
 from memtrial.errors import InputError, StateError
 from memtrial.records import Decision, DecisionKind, ExperienceId, Plan, Settlement, Time
 from memtrial.trust.gate import make_gate, pearson_scores
+from memtrial.trust.log import LogKind
 from memtrial.values import EmpiricalBayesLearner, LearnerMode
 from memtrial.values.batchfit import Moment, predictions_at
 
@@ -111,32 +112,60 @@ def recompute(
         awaiting = {d: dict(v) for d, v in checkpoint.rederived.items()}
         start = checkpoint.position
     events = list(history.log_events(start))
-    entries = history.entries_of({d for _, kind, d in events if kind in ("prediction", "score")} | {entry.decision_id})
-
-    def stored(decision_id: str) -> DecisionEntry:
-        found = entries.get(decision_id)
-        if found is None:
-            raise StateError(
-                f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed",
-                field="history",
-            )
-        return found
-
+    entries = history.entries_of(
+        {d for _, kind, d in events if kind in (LogKind.PREDICTION, LogKind.SCORE)} | {entry.decision_id}
+    )
     kept = _checkpoint_positions(events, start, policy)
     # 1. the learner's statistics along the log (no prediction changes them), taken at every plan
-    contributions, centred = credit(entry.plan, realised)
+    contributions, _ = credit(entry.plan, realised)
+    moments, statistics_at, before_corrected = _statistics_along(events, entries, learner, entry, contributions, kept)
+    # 2. the value model at every plan, in one batch, and every mode's Pearson score of every plan the replay
+    # derives and learns again, vectorised (a gate scores the selected mode's predictions: one of them)
+    predicted = predictions_at(learner, moments)
+    scores = _mode_scores_of(events, predicted, entries, entry.decision_id)
+    # 3. predictions, mode scores and gate scores in log order
+    scoring = Running(learner, gate, running.fallback, running.noise)
+    replay = _Replay(config, entries, scoring, new_learner, embeddings, awaiting, kept, statistics_at)
+    corrected, pending, written = replay.run(events, predicted, scores, entry, realised, settled_at, before_corrected)
+    if written:
+        history.add_checkpoints(written, policy.kept)
+    last = written[-1].position if written else start
+    return Recomputed(scoring, corrected, supersedes, _awaiting(awaiting, pending, entries), last, len(events))
+
+
+def _stored(entries: Mapping[str, DecisionEntry], decision_id: str) -> DecisionEntry:
+    """A decision of the log, from the history's entries (a StateError when it was pruned)."""
+    found = entries.get(decision_id)
+    if found is None:
+        raise StateError(
+            f"decision {decision_id!r} of the log is not in the history (was it pruned?): the state cannot be recomputed",
+            field="history",
+        )
+    return found
+
+
+def _statistics_along(
+    events: Sequence[tuple[int, str, str]],
+    entries: Mapping[str, DecisionEntry],
+    learner: EmpiricalBayesLearner,
+    entry: DecisionEntry,
+    contributions: Mapping[ExperienceId, float],
+    kept: Set[int],
+) -> tuple[list[Moment], dict[int, dict[str, Any]], dict[str, Any]]:
+    """The learner's statistics along the log (updated in place): the moment of every plan, the statistics
+    at every checkpoint position ``kept``, and those just before the corrected score."""
     moments: list[Moment] = []
     statistics_at: dict[int, dict[str, Any]] = {}
     before_corrected: dict[str, Any] | None = None
     for index, kind, decision_id in events:
-        if kind == "prediction":
-            moments.append((learner.statistics.snapshot(), stored(decision_id).plan.experience_ids))
-        elif kind == "score":
+        if kind == LogKind.PREDICTION:
+            moments.append((learner.statistics.snapshot(), _stored(entries, decision_id).plan.experience_ids))
+        elif kind == LogKind.SCORE:
             if decision_id == entry.decision_id:
                 before_corrected = learner.statistics.to_dict()
                 learner.update(decision_id, contributions)
             else:
-                settlement = stored(decision_id).settlement
+                settlement = _stored(entries, decision_id).settlement
                 assert settlement is not None, "a scored decision is settled"
                 learner.update(decision_id, settlement.contributions)
             if index + 1 in kept:
@@ -145,46 +174,71 @@ def recompute(
         raise StateError(
             f"decision {entry.decision_id!r} is settled but the log holds no score for it", field="history"
         )
-    # 2. the value model at every plan, in one batch, and every mode's Pearson score of every plan the replay
-    # derives and learns again, vectorised (a gate scores the selected mode's predictions: one of them)
-    predicted = predictions_at(learner, moments)
-    scores = _mode_scores_of(events, predicted, entries, entry.decision_id)
-    # 3. predictions, mode scores and gate scores in log order
-    scoring = Running(learner, gate, running.fallback, running.noise)
-    pending: dict[str, Plan] = {}
-    written: list[Checkpoint] = []
-    corrected: Settlement | None = None
-    plans = iter(predicted)
-    for index, kind, decision_id in events:
-        if kind == "prediction":
-            plan = stored(decision_id).plan
-            pending[decision_id] = replace(plan, **_frozen(learner, next(plans), plan.experience_ids))
-        elif kind == "withdrawal":
-            pending.pop(decision_id, None)
-            awaiting.pop(decision_id, None)
-        elif kind == "score":
-            found = stored(decision_id)
-            derived = pending.pop(decision_id, None)
-            plan = derived or _served(found.plan, awaiting.pop(decision_id, None))
-            if decision_id == entry.decision_id:
-                corrected = _learn_corrected(
-                    config, plan, realised, settled_at, scoring, new_learner, embeddings, before_corrected
-                )
-            elif derived is not None:
-                _add_scores(config, scoring, scores[decision_id], LearnerMode(derived.learner_mode))
-            else:
-                assert found.settlement is not None
-                rescore(config, plan, found.settlement.centred, scoring)
-            if index + 1 in kept:
-                state = {"statistics": statistics_at[index + 1], "mode_scores": _mode_scores(learner)}
-                written.append(
-                    Checkpoint(index + 1, state, gate.statistics.to_dict(), _awaiting(awaiting, pending, entries))
-                )
-    assert corrected is not None
-    if written:
-        history.add_checkpoints(written, policy.kept)
-    last = written[-1].position if written else start
-    return Recomputed(scoring, corrected, supersedes, _awaiting(awaiting, pending, entries), last, len(events))
+    return moments, statistics_at, before_corrected
+
+
+@dataclass
+class _Replay:
+    """Step 3 of a correction: predictions, mode scores and gate scores in log order, and the checkpoints."""
+
+    config: EngineConfig
+    entries: Mapping[str, DecisionEntry]
+    scoring: Running
+    new_learner: Callable[[], EmpiricalBayesLearner]
+    embeddings: Mapping[ExperienceId, NDArray[np.float64] | None]
+    awaiting: dict[str, dict[str, Any]]
+    kept: Set[int]
+    statistics_at: Mapping[int, dict[str, Any]]
+
+    def run(
+        self,
+        events: Sequence[tuple[int, str, str]],
+        predicted: Sequence[Any],
+        scores: Mapping[str, Any],
+        entry: DecisionEntry,
+        realised: Outcome,
+        settled_at: Time,
+        before_corrected: dict[str, Any],
+    ) -> tuple[Settlement, dict[str, Plan], list[Checkpoint]]:
+        """(the corrected settlement, the plans still awaiting their score, the checkpoints written)."""
+        learner, gate = self.scoring.learner, self.scoring.gate
+        pending: dict[str, Plan] = {}
+        written: list[Checkpoint] = []
+        corrected: Settlement | None = None
+        plans = iter(predicted)
+        for index, kind, decision_id in events:
+            if kind == LogKind.PREDICTION:
+                plan = _stored(self.entries, decision_id).plan
+                pending[decision_id] = replace(plan, **_frozen(learner, next(plans), plan.experience_ids))
+            elif kind == LogKind.WITHDRAWAL:
+                pending.pop(decision_id, None)
+                self.awaiting.pop(decision_id, None)
+            elif kind == LogKind.SCORE:
+                found = _stored(self.entries, decision_id)
+                derived = pending.pop(decision_id, None)
+                plan = derived or _served(found.plan, self.awaiting.pop(decision_id, None))
+                if decision_id == entry.decision_id:
+                    corrected = _learn_corrected(
+                        self.config,
+                        plan,
+                        realised,
+                        settled_at,
+                        self.scoring,
+                        self.new_learner,
+                        self.embeddings,
+                        before_corrected,
+                    )
+                elif derived is not None:
+                    _add_scores(self.config, self.scoring, scores[decision_id], LearnerMode(derived.learner_mode))
+                else:
+                    assert found.settlement is not None
+                    rescore(self.config, plan, found.settlement.centred, self.scoring)
+                if index + 1 in self.kept:
+                    state = {"statistics": self.statistics_at[index + 1], "mode_scores": _mode_scores(learner)}
+                    awaited = _awaiting(self.awaiting, pending, self.entries)
+                    written.append(Checkpoint(index + 1, state, gate.statistics.to_dict(), awaited))
+        assert corrected is not None
+        return corrected, pending, written
 
 
 def _mode_scores_of(
@@ -195,11 +249,11 @@ def _mode_scores_of(
 ) -> dict[str, dict[LearnerMode, float | None]]:
     """Each mode's Pearson score (None where undefined) of every plan the replay derives again and learns
     again from its stored settlement, by decision id: rows of one length in one :func:`pearson_scores` call."""
-    scored = {d for _, kind, d in events if kind == "score"} - {corrected_id}
+    scored = {d for _, kind, d in events if kind == LogKind.SCORE} - {corrected_id}
     rows: dict[int, list[tuple[str, LearnerMode, tuple[float, ...], list[float]]]] = {}
     plans = iter(predicted)
     for _, kind, decision_id in events:
-        if kind != "prediction":
+        if kind != LogKind.PREDICTION:
             continue
         modes = next(plans)
         if decision_id not in scored:
@@ -245,7 +299,7 @@ def _checkpoint_positions(events: list[tuple[int, str, str]], start: int, policy
     positions: list[int] = []
     last = start
     for index, kind, _ in events:
-        if kind == "score" and policy.due(index + 1, last):
+        if kind == LogKind.SCORE and policy.due(index + 1, last):
             last = index + 1
             positions.append(last)
     return set(positions[-policy.kept :])

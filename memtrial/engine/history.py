@@ -27,7 +27,7 @@ from typing import Any, Protocol
 from memtrial.engine.checkpoints import Checkpoint
 from memtrial.errors import StateError
 from memtrial.records import Decision, ExperienceId, Plan, Settlement
-from memtrial.trust.log import LogEntry
+from memtrial.trust.log import LogEntry, LogKind
 
 __all__ = ["DecisionEntry", "DetachedHistory", "History", "InMemoryHistory"]
 
@@ -181,7 +181,7 @@ class InMemoryHistory:
 
     def score_index(self, decision_id: str) -> int | None:
         for entry in self.log[self._scores_read :]:
-            if entry.kind == "score":
+            if entry.kind == LogKind.SCORE:
                 self._scores.setdefault(str(entry.payload.get("date")), entry.index)
         self._scores_read = len(self.log)
         return self._scores.get(decision_id)

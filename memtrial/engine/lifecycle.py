@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.action.budget import DraftCredit, exploit_plan, memory_row
+from memtrial.action.budget import BudgetPlan, DraftCredit, memory_row, plan_budget
 from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
@@ -35,11 +35,12 @@ from memtrial.credit import design as design_module
 from memtrial.drafting.retrieval import top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
+    Universe,
+    check_plan_times,
     check_scored,
     later_or_equal,
     same_scored,
     settled_at_or_after,
-    shown,
     universe_arrays,
 )
 from memtrial.engine.config import EngineConfig, ReferenceSource
@@ -55,7 +56,6 @@ from memtrial.errors import (
     LifecycleError,
     SettlementConflictError,
     StateError,
-    TimeOrderError,
     UnknownDecisionError,
     parse_choice,
 )
@@ -63,15 +63,15 @@ from memtrial.outcomes.mandates import check_weights, project
 from memtrial.records import (
     Decision,
     DecisionKind,
+    Dial,
     ExperienceId,
     Plan,
     Settlement,
     Time,
     check_experience_id,
-    encode_time,
 )
 from memtrial.trust.gate import TrustGate, make_gate
-from memtrial.trust.log import ChainVerification, LogEntry, verify_chain
+from memtrial.trust.log import ChainVerification, LogEntry, LogKind, verify_chain
 from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
 __all__ = ["EngineConfig", "MemTrial"]
@@ -220,16 +220,73 @@ class MemTrial:
         ``scored`` (drafts are anything a rule can score: decide with
         :meth:`decide_scored`, settle with :meth:`settle_scored`; no universe).
         """
-        if not isinstance(decision_id, str) or not decision_id:
-            raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
-        encode_time(time)
-        encode_time(maturity)
-        if self.clock is not None and not later_or_equal(time, self.clock, "time"):
-            raise TimeOrderError(f"time {shown(time)} is before the engine's clock {shown(self.clock)}", field="time")
-        if not later_or_equal(maturity, time, "maturity"):
-            raise InputError(f"maturity {shown(maturity)} must not be before time {shown(time)}", field="maturity")
+        check_plan_times(decision_id, time, maturity, self.clock)
         ids = self._retrieve(retrieved, context_embedding)
         kind = parse_choice(DecisionKind, kind, "kind")
+        reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
+            kind, reference, previous, n_assets, risky, defensive
+        )
+        if self.history.get(decision_id) is not None:
+            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
+        designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
+        frozen = frozen_predictions(self.learner, ids)
+        predictions = frozen["predictions"]
+        trust = self.gate.decision()
+        dial = self._dial(ids, designed, predictions)
+        portfolio = kind is DecisionKind.PORTFOLIO
+        memory_free = self.config.reference is ReferenceSource.MEMORY_FREE
+        budgeted = plan_budget(
+            self.credit,
+            self.config.draft_budget,
+            self.config.draft_horizon,
+            designed,
+            needs_reference=portfolio and memory_free and 0 not in designed,
+            memory=lambda: memory_row(dial, trust.is_open, predictions, ids),
+            pairs=portfolio and memory_free,
+            blends=portfolio and not memory_free,
+        )
+        self.credit = budgeted.credit
+        self._log_plan(decision_id, ids, budgeted, frozen, dial)
+        plan = Plan(
+            decision_id=decision_id,
+            time=time,
+            maturity=maturity,
+            experience_ids=tuple(ids),
+            masks=budgeted.masks,
+            subsets=tuple(design_module.subset_of(m, ids) for m in budgeted.masks),  # type: ignore[misc]
+            **frozen,
+            trust=trust,
+            q=self.fallback.choose(),
+            reference=reference_weights,
+            previous=previous_weights,
+            risky=risky_mask,
+            defensive=defensive_mask,
+            dial=dial,
+            kind=kind,
+            trial=budgeted.trial,
+            memory_share=budgeted.memory_share,
+            extra_reference=budgeted.extra_reference,
+        )
+        self.history.put(DecisionEntry(plan))
+        self.clock = time
+        return plan
+
+    def _dial(self, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[Any, float]) -> Dial | None:
+        """The trust dial's plan under the dial rule (None under the gate's)."""
+        if self.config.action is not ActionRule.DIAL:
+            return None
+        return plan_dial(self.config.gate, self.gate.statistics, self.noise.cost, ids, masks, predictions)
+
+    def _universe(
+        self,
+        kind: DecisionKind,
+        reference: ArrayLike | None,
+        previous: ArrayLike | None,
+        n_assets: int | None,
+        risky: ArrayLike | None,
+        defensive: ArrayLike | None,
+    ) -> Universe:
+        """A plan's (reference, previous, risky, defensive) arrays; a scored decision has no universe."""
         if kind is DecisionKind.SCORED:
             given = [
                 name
@@ -247,53 +304,28 @@ class MemTrial:
                     f"a scored decision has no universe: {given[0]} does not apply (designate the reference draft when deciding)",
                     field=given[0],
                 )
-            reference_weights, previous_weights, risky_mask, defensive_mask = np.zeros(0), np.zeros(0), None, None
-        else:
-            if reference is not None and self.config.reference is ReferenceSource.MEMORY_FREE:
-                raise InputError(
-                    "reference does not apply: this engine's reference is each decision's memory-free draft",
-                    field="reference",
-                )
-            reference_weights, previous_weights, risky_mask, defensive_mask = universe_arrays(
-                self.config.investor, reference, previous, n_assets, risky, defensive
+            return np.zeros(0), np.zeros(0), None, None
+        if reference is not None and self.config.reference is ReferenceSource.MEMORY_FREE:
+            raise InputError(
+                "reference does not apply: this engine's reference is each decision's memory-free draft",
+                field="reference",
             )
-        if self.history.get(decision_id) is not None:
-            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
-        masks = design_module.plan_masks(self.config.design, self.config.k, len(ids))
-        frozen = frozen_predictions(self.learner, ids)
-        predictions = frozen["predictions"]
-        trust = self.gate.decision()
-        dial = (
-            plan_dial(self.config.gate, self.gate.statistics, self.noise.cost, ids, masks, predictions)
-            if self.config.action is ActionRule.DIAL
-            else None
-        )
+        return universe_arrays(self.config.investor, reference, previous, n_assets, risky, defensive)
+
+    def _log_plan(
+        self,
+        decision_id: str,
+        ids: Sequence[ExperienceId],
+        budgeted: BudgetPlan,
+        frozen: Mapping[str, Any],
+        dial: Dial | None,
+    ) -> None:
+        """A trial registers its frozen predictions with the gate; under a budget the log records every
+        call the budget spends, trials' and the others'."""
+        if not ids:
+            return
         budget = self.config.draft_budget
-        needs_reference = (
-            kind is DecisionKind.PORTFOLIO and self.config.reference is ReferenceSource.MEMORY_FREE and 0 not in masks
-        )
-        horizon = self.config.draft_horizon
-        trial, share = self.credit.is_trial(budget, len(masks) + int(needs_reference), horizon), 0.0
-        if not trial:  # a budget decision that exploits: one or two drafts, nothing learnt (method 4.11)
-            assert budget is not None
-            memory, trusted = memory_row(dial, trust.is_open, predictions, ids)
-            portfolio = kind is DecisionKind.PORTFOLIO
-            memory_free = self.config.reference is ReferenceSource.MEMORY_FREE
-            masks, share = exploit_plan(
-                self.credit,
-                memory,
-                trusted,
-                budget,
-                horizon,
-                pairs=portfolio and memory_free,
-                blends=portfolio and not memory_free,
-            )
-        extra = trial and needs_reference
-        if extra:  # the reference draft, outside a design without one
-            masks = [*masks, 0]
-        if budget is not None:
-            self.credit.spend(len(masks))
-        if ids and trial:
+        if budgeted.trial:
             details: dict[str, Any] = {
                 "learner_mode": frozen["learner_mode"],
                 "modes": {m: list(v) for m, v in frozen["mode_predictions"].items()},
@@ -301,33 +333,13 @@ class MemTrial:
             if dial is not None:
                 details["dial"] = dial.to_dict()
             if budget is not None:
-                details["draft_calls"] = len(masks)
-            self.gate.register(decision_id, predictions, details, track=False)
-        elif ids and budget is not None:  # the log records every call a budget spends, trials' and the others'
-            self.gate.log.append("exploit", {"date": decision_id, "draft_calls": len(masks), "memory_share": share})
-        plan = Plan(
-            decision_id=decision_id,
-            time=time,
-            maturity=maturity,
-            experience_ids=tuple(ids),
-            masks=tuple(masks),
-            subsets=tuple(design_module.subset_of(m, ids) for m in masks),  # type: ignore[misc]
-            **frozen,
-            trust=trust,
-            q=self.fallback.choose(),
-            reference=reference_weights,
-            previous=previous_weights,
-            risky=risky_mask,
-            defensive=defensive_mask,
-            dial=dial,
-            kind=kind,
-            trial=trial,
-            memory_share=share,
-            extra_reference=extra,
-        )
-        self.history.put(DecisionEntry(plan))
-        self.clock = time
-        return plan
+                details["draft_calls"] = len(budgeted.masks)
+            self.gate.register(decision_id, frozen["predictions"], details, track=False)
+        elif budget is not None:
+            self.gate.log.append(
+                LogKind.EXPLOIT,
+                {"date": decision_id, "draft_calls": len(budgeted.masks), "memory_share": budgeted.memory_share},
+            )
 
     def _retrieve(self, retrieved: Sequence[ExperienceId] | None, context: ArrayLike | None) -> list[ExperienceId]:
         if (retrieved is None) == (context is None):
@@ -364,7 +376,7 @@ class MemTrial:
         if not changed:
             return None
         payload = {"changes": changed, "decisions_budgeted": self.credit.decisions}
-        entry = self.gate.log.append("settings", payload)
+        entry = self.gate.log.append(LogKind.SETTINGS, payload)
         self.config = config
         return entry
 
@@ -392,7 +404,7 @@ class MemTrial:
             return
         self.credit.refund(reserved - made)
         if made:
-            self.gate.log.append("retry", {"date": decision_id, "draft_calls": made})
+            self.gate.log.append(LogKind.RETRY, {"date": decision_id, "draft_calls": made})
 
     def withdraw(self, decision_id: str, reason: str) -> None:
         """Abandon a planned decision that will never be decided (its drafts could not be made, say).
@@ -411,7 +423,7 @@ class MemTrial:
         if not isinstance(reason, str) or not reason:
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         if entry.plan.experience_ids:
-            self.gate.log.append("withdrawal", {"date": decision_id, "reason": reason})
+            self.gate.log.append(LogKind.WITHDRAWAL, {"date": decision_id, "reason": reason})
         entry.withdrawn = reason
         self.rederived.pop(decision_id, None)
         self.history.put(entry)
@@ -616,7 +628,7 @@ class MemTrial:
         self.rederived = result.rederived
         if result.checkpointed_at is not None:
             self.checkpointed_at = result.checkpointed_at
-        self.gate.log.append("correction", correction_entry(decision_id, reason, supersedes, corrected))
+        self.gate.log.append(LogKind.CORRECTION, correction_entry(decision_id, reason, supersedes, corrected))
         entry.settlement = corrected
         entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
         self.history.correct(entry, corrected.contributions, corrected.centred)

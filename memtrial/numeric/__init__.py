@@ -3,12 +3,12 @@
 Modules: :mod:`~memtrial.numeric.special`, :mod:`~memtrial.numeric.running`.
 """
 
+from memtrial.numeric.running import (
+    running_counts,
+)
 from memtrial.numeric.special import (
     incomplete_beta,
     t_sf,
-)
-from memtrial.numeric.running import (
-    running_counts,
 )
 
 __all__ = [

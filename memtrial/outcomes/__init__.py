@@ -3,6 +3,15 @@
 Modules: :mod:`~memtrial.outcomes.mandates`, :mod:`~memtrial.outcomes.scoring`, :mod:`~memtrial.outcomes.display`.
 """
 
+from memtrial.outcomes.display import (
+    LABEL_CHARS,
+    UTILITY_DECIMALS,
+    UTILITY_UNIT,
+    describe_contributions,
+    experience_label,
+    format_utility,
+    name_experiences,
+)
 from memtrial.outcomes.mandates import (
     INVESTORS,
     Investor,
@@ -26,15 +35,6 @@ from memtrial.outcomes.scoring import (
     probability_vectors,
     rule,
     score,
-)
-from memtrial.outcomes.display import (
-    LABEL_CHARS,
-    UTILITY_DECIMALS,
-    UTILITY_UNIT,
-    describe_contributions,
-    experience_label,
-    format_utility,
-    name_experiences,
 )
 
 __all__ = [

@@ -3,17 +3,9 @@
 Modules: :mod:`~memtrial.trust.log`, :mod:`~memtrial.trust.gate`.
 """
 
-from memtrial.trust.log import (
-    ChainVerification,
-    LogEntry,
-    PredictionLog,
-    canonical_json,
-    sha256_hex,
-    verify_chain,
-)
 from memtrial.trust.gate import (
-    AnytimeGate,
     DEFAULT_BETS,
+    AnytimeGate,
     GateConfig,
     GateSeries,
     GateStatistics,
@@ -36,6 +28,15 @@ from memtrial.trust.gate import (
     trust_weight,
     trust_weights,
 )
+from memtrial.trust.log import (
+    ChainVerification,
+    LogEntry,
+    LogKind,
+    PredictionLog,
+    canonical_json,
+    sha256_hex,
+    verify_chain,
+)
 
 __all__ = [
     "AnytimeGate",
@@ -46,6 +47,7 @@ __all__ = [
     "GateStatistics",
     "GateTest",
     "LogEntry",
+    "LogKind",
     "PredictionLog",
     "PrequentialGate",
     "ScoreResult",

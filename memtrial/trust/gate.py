@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 from memtrial.errors import ConfigError, DuplicateError, InputError, StateError, UnknownDecisionError, parse_choice
 from memtrial.numeric.running import running_counts
 from memtrial.numeric.special import t_sf
-from memtrial.trust.log import LogEntry, PredictionLog, canonical_json, sha256_hex
+from memtrial.trust.log import LogEntry, LogKind, PredictionLog, canonical_json, sha256_hex
 
 __all__ = [
     "DEFAULT_BETS",
@@ -369,7 +369,7 @@ class TrustGate(ABC):
         payload = {"date": date, "predictions": [[key, value] for key, value in values.items()]}
         if details:
             payload["details"] = dict(details)
-        return self.log.append("prediction", payload)
+        return self.log.append(LogKind.PREDICTION, payload)
 
     def score(self, date: Hashable, realised: Mapping[Any, float]) -> ScoreResult:
         """Score a matured date against the predictions registered for it."""
@@ -394,7 +394,7 @@ class TrustGate(ABC):
         if value is not None:
             self.statistics.add(value)
         self.log.append(
-            "score",
+            LogKind.SCORE,
             {
                 "date": date,
                 "score": value,

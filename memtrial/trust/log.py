@@ -18,11 +18,12 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from memtrial.errors import InputError, StateError
 
-__all__ = ["ChainVerification", "LogEntry", "PredictionLog", "canonical_json", "sha256_hex", "verify_chain"]
+__all__ = ["ChainVerification", "LogEntry", "LogKind", "PredictionLog", "canonical_json", "sha256_hex", "verify_chain"]
 
 
 def canonical_json(value: Any) -> str:
@@ -35,6 +36,19 @@ def canonical_json(value: Any) -> str:
 
 def sha256_hex(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class LogKind(StrEnum):
+    """The kinds of entry in the hash-chained log, defined once: the core writes them, the service and
+    the backtests read them. A kind's value is what the chain hashes: never change one."""
+
+    PREDICTION = "prediction"  # a trial's frozen predictions, registered before its outcome
+    SCORE = "score"  # a trial's prequential score, when it settles
+    CORRECTION = "correction"  # a settled outcome replaced (method 4.10)
+    EXPLOIT = "exploit"  # a budget's exploiting plan: its calls and memory's share (method 4.11)
+    SETTINGS = "settings"  # settings changed mid-life
+    RETRY = "retry"  # retries of malformed answers paid from a budget
+    WITHDRAWAL = "withdrawal"  # a plan withdrawn before its decision
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,10 +148,11 @@ class PredictionLog:
         """Hash of the last entry (the genesis hash when empty)."""
         return self._head
 
-    def append(self, kind: str, payload: Mapping[str, Any]) -> LogEntry:
+    def append(self, kind: LogKind, payload: Mapping[str, Any]) -> LogEntry:
+        value = LogKind(kind).value
         frozen = json.loads(canonical_json(payload))
-        draft = LogEntry(self.length, kind, frozen, self._head, "")
-        entry = LogEntry(draft.index, kind, frozen, draft.prev_hash, draft.expected_hash())
+        draft = LogEntry(self.length, value, frozen, self._head, "")
+        entry = LogEntry(draft.index, value, frozen, draft.prev_hash, draft.expected_hash())
         if self.sink is None:
             self.entries.append(entry)
         else:

@@ -3,9 +3,33 @@
 Modules: :mod:`~memtrial.values.statistics`, :mod:`~memtrial.values.fayherriot`, :mod:`~memtrial.values.empirical`, :mod:`~memtrial.values.batchfit`.
 """
 
+from memtrial.values.batchfit import (
+    CHUNK,
+    Moment,
+    predictions_at,
+)
+from memtrial.values.empirical import (
+    MIN_AUTO_SCORES,
+    EmpiricalBayesLearner,
+    ValueFit,
+    ValuePosterior,
+    auto_prefers_content,
+    degenerate_fit,
+)
+from memtrial.values.fayherriot import (
+    VARIANCE_GRID,
+    FayHerriotBatch,
+    FayHerriotFit,
+    SpectraCache,
+    fit_fay_herriot,
+    fit_many,
+    log_likelihood_table,
+    posterior,
+    width,
+)
 from memtrial.values.statistics import (
-    CreditBasis,
     DEFAULT_COMPONENTS,
+    CreditBasis,
     LearnerMode,
     OutlierGuard,
     Record,
@@ -13,30 +37,6 @@ from memtrial.values.statistics import (
     SufficientStatistics,
     content_features,
     sufficient_statistics,
-)
-from memtrial.values.fayherriot import (
-    FayHerriotBatch,
-    FayHerriotFit,
-    SpectraCache,
-    VARIANCE_GRID,
-    fit_fay_herriot,
-    fit_many,
-    log_likelihood_table,
-    posterior,
-    width,
-)
-from memtrial.values.empirical import (
-    EmpiricalBayesLearner,
-    MIN_AUTO_SCORES,
-    ValueFit,
-    ValuePosterior,
-    auto_prefers_content,
-    degenerate_fit,
-)
-from memtrial.values.batchfit import (
-    CHUNK,
-    Moment,
-    predictions_at,
 )
 
 __all__ = [

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from memtrial.trust.log import LogKind
 from service.db import transaction
 from service.deps import ServicesDep, TenantDep
 from service.history import read_log
@@ -64,7 +65,7 @@ def recent_scores(session: Session, agent_id: str, limit: int) -> list[Any]:
     superseded = superseded_scores(session, agent_id)
     scored: list[Any] = [
         LogRow.agent_id == agent_id,
-        LogRow.kind.in_(("score", "correction")),
+        LogRow.kind.in_((LogKind.SCORE.value, LogKind.CORRECTION.value)),
         LogRow.score.is_not(None),
     ]
     if superseded:
@@ -81,7 +82,7 @@ def recent_scores(session: Session, agent_id: str, limit: int) -> list[Any]:
 def superseded_scores(session: Session, agent_id: str) -> dict[int, int]:
     """Score entries a correction replaced: their index -> the correction's index (read from the corrections)."""
     rows = session.execute(
-        select(LogRow.index, LogRow.payload).where(LogRow.agent_id == agent_id, LogRow.kind == "correction")
+        select(LogRow.index, LogRow.payload).where(LogRow.agent_id == agent_id, LogRow.kind == LogKind.CORRECTION.value)
     ).all()
     return {
         int(json.loads(payload)["supersedes"]): int(index)

@@ -380,3 +380,36 @@ def test_without_a_budget_every_wanted_retry_is_granted_and_bad_counts_are_refus
         engine.reserve_calls(-1)
     with pytest.raises(InputError, match=r"made must be in \[0, reserved = 2\], got 3"):
         engine.release_calls("d0", 2, 3)
+
+
+def test_draft_credit_is_trial_is_a_query_and_deposit_adds_the_budget():
+    from memtrial.action.budget import DraftCredit
+
+    credit = DraftCredit(credit=1.5, calls=3, decisions=2)
+    assert credit.is_trial(2.0, 4, horizon=10) and not credit.is_trial(2.0, 4)
+    assert credit == DraftCredit(credit=1.5, calls=3, decisions=2)
+    credit.deposit(2.0)
+    assert credit == DraftCredit(credit=3.5, calls=3, decisions=2)
+
+
+def test_plan_budget_returns_the_new_credit_and_leaves_the_given_one_unchanged():
+    from memtrial.action.budget import DraftCredit, plan_budget
+
+    design = [1, 2, 4, 7]
+    asked: list[bool] = []
+
+    def memory() -> tuple[int | None, float]:
+        asked.append(True)
+        return 3, 0.8
+
+    credit = DraftCredit(credit=3.0, calls=10, decisions=4)
+    trial = plan_budget(credit, 2.0, None, design, needs_reference=True, memory=memory, pairs=True, blends=False)
+    assert (trial.trial, trial.masks, trial.memory_share, trial.extra_reference) == (True, (1, 2, 4, 7, 0), 0.0, True)
+    assert trial.credit == DraftCredit(credit=0.0, calls=15, decisions=5) and asked == []
+    exploit = plan_budget(credit, 1.0, None, design, needs_reference=True, memory=memory, pairs=True, blends=False)
+    assert (exploit.trial, exploit.masks, exploit.memory_share, exploit.extra_reference) == (False, (0, 3), 0.8, False)
+    assert asked == [True]
+    assert exploit.credit == DraftCredit(credit=2.0, calls=12, decisions=5)
+    assert credit == DraftCredit(credit=3.0, calls=10, decisions=4)
+    unlimited = plan_budget(credit, None, None, design, needs_reference=False, memory=memory, pairs=True, blends=False)
+    assert (unlimited.trial, unlimited.masks, unlimited.credit) == (True, (1, 2, 4, 7), credit)
