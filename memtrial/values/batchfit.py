@@ -1,7 +1,7 @@
 """A learner's predictions at many moments at once (a correction's replay fits them in one batch).
 
 What a learner predicts after a run of dates depends on its statistics then
-(:class:`~memtrial.values.empirical.SufficientStatistics`) and its content features,
+(:class:`~memtrial.values.statistics.SufficientStatistics`) and its content features,
 and those statistics do not depend on any prediction. So a replay can take
 the statistics at every plan first and fit the value model at all of them in
 one :func:`~memtrial.values.fayherriot.fit_many` call per mode (in chunks), instead
