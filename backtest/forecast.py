@@ -37,13 +37,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.action import ActionRule
-from memtrial.budget import budget_gate
-from memtrial.credit import contributions
-from memtrial.design import half_fraction
-from memtrial.engine import EngineConfig, MemTrial
-from memtrial.scoring import score
-from memtrial.trust import GateConfig, GateTest
+from memtrial.action.budget import budget_gate
+from memtrial.action.rule import ActionRule
+from memtrial.credit.banzhaf import contributions
+from memtrial.credit.design import half_fraction
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
+from memtrial.outcomes.scoring import score
+from memtrial.trust.gate import GateConfig, GateTest
 from memtrial.values import CreditBasis
 
 __all__ = ["FORECAST_METHODS", "ForecastWorld", "run_forecast_world", "run_forecasts"]

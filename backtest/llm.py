@@ -1,9 +1,9 @@
 """LLM drafting through litellm, with a response cache and token and cost accounting.
 
-:class:`LiteLLMDrafter` implements :class:`memtrial.drafting.Drafter`. The
+:class:`LiteLLMDrafter` implements :class:`memtrial.drafting.drafts.Drafter`. The
 requests of one call (the drafts of one date) are issued concurrently on the
 drafter's own event loop. Each answer is validated against the date's
-universe (:func:`memtrial.drafting.parse_weights`); a malformed answer or a
+universe (:func:`memtrial.drafting.drafts.parse_weights`); a malformed answer or a
 failed call is retried, then reported as :class:`DraftError` naming the date
 and sample, never guessed.
 
@@ -29,7 +29,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.drafting import SYSTEM_PROMPT, DraftError, DraftRequest, parse_weights, render_prompt, weights_schema
+from memtrial.drafting.drafts import (
+    SYSTEM_PROMPT,
+    DraftError,
+    DraftRequest,
+    parse_weights,
+    render_prompt,
+    weights_schema,
+)
 from memtrial.errors import import_extra
 
 __all__ = ["LiteLLMDrafter", "ResponseCache", "Usage", "cache_key"]

@@ -48,10 +48,10 @@ from backtest.data import (
     load_investorbench,
     tradable,
 )
-from backtest.methods.base import HALF
-from memtrial.drafting import Drafter, DraftRequest, Lesson, mandate_text
+from memtrial.credit.design import half_fraction
+from memtrial.drafting.drafts import Drafter, DraftRequest, Lesson, mandate_text
 from memtrial.errors import ConfigError
-from memtrial.settle import INVESTORS, nav_paths, project, utility
+from memtrial.outcomes.mandates import INVESTORS, nav_paths, project, utility
 
 __all__ = ["SETTINGS", "RealWorld", "Setting", "load_setting"]
 
@@ -236,9 +236,10 @@ _TEXT_VECTORS: dict[str, NDArray[np.float32]] = {}
 
 def embed(texts: Sequence[str]) -> NDArray[np.float32]:
     """MiniLM embeddings of ``texts`` (cached per process by text; one torch thread unless told otherwise)."""
-    from memtrial.embeddings import get_embedder
+    from memtrial.drafting.embeddings import configure_offline, get_embedder
 
     os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
+    configure_offline()
     todo = sorted({t for t in texts if t not in _TEXT_VECTORS})
     if todo:
         for text, vector in zip(todo, get_embedder().encode(todo), strict=True):
@@ -278,7 +279,11 @@ class RealWorld:
         self.full_design, self.self_consistency = full_design, self_consistency
         # the subsets drafted on every date: all sixteen, the half fraction, or those given
         self._masks = (
-            list(range(16)) if full_design is True else list(HALF) if full_design is False else sorted(full_design)
+            list(range(16))
+            if full_design is True
+            else list(half_fraction(4))
+            if full_design is False
+            else sorted(full_design)
         )
         self.mandate = mandate_text(self.investor)
         s = setting

@@ -30,10 +30,10 @@ from backtest.methods.base import HALF, Method, Scoring, Walk
 from backtest.methods.registry import MEMTRIAL_VARIANTS, METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
-from memtrial.design import odd_half
-from memtrial.drafting import AnalogicalDrafter, Drafter
+from memtrial.credit.design import odd_half
+from memtrial.drafting.drafts import AnalogicalDrafter, Drafter
 from memtrial.errors import ConfigError
-from memtrial.settle import INVESTORS, nav_paths_by_date, utilities_by_date
+from memtrial.outcomes.mandates import INVESTORS, nav_paths_by_date, utilities_by_date
 
 __all__ = ["DrafterSpec", "WorldSpec", "calendar_key", "run_group", "run_many", "run_world"]
 

@@ -3,8 +3,8 @@
 In one run, on the same worlds (one regime, one investor, seeds 0..N-1):
 
 - ``memtrial``: the eleven MemTrial variants (plus equal weight, which every
-  run keeps) once with one online :class:`~memtrial.engine.MemTrial` per
-  variant and once with the batch replay (:mod:`backtest.replay`); worlds per
+  run keeps) once with one online :class:`~memtrial.engine.lifecycle.MemTrial` per
+  variant and once with the batch replay (:mod:`backtest.methods.replay`); worlds per
   second of each, their ratio, and whether every result is identical;
 - ``all_methods``: every method, online and replayed, the same way;
 - ``workers``: every method, replayed, with 1 and with 2 local worker
@@ -27,7 +27,7 @@ from dataclasses import replace
 from backtest.methods.registry import MEMTRIAL_VARIANTS
 from backtest.plantedmem import REGIMES
 from backtest.runner import WorldSpec, market_for, run_many, run_world
-from memtrial.settle import INVESTORS
+from memtrial.outcomes.mandates import INVESTORS
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -24,8 +24,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def worlds(count: int, seed: int = 0) -> list[object]:
-    from memtrial.bayes import Problem
     from memtrial.values import sufficient_statistics
+    from memtrial.values.bayes import Problem
 
     rng = np.random.default_rng(seed)
     problems = []
@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     import jax
 
-    from memtrial.bayes import enable_compile_cache, fit_many
+    from memtrial.values.bayes import enable_compile_cache, fit_many
 
     cache = enable_compile_cache()
     counts = [int(c) for c in args.counts.split(",")]

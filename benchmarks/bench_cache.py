@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from common import UNIVERSE, new_key, percentiles  # noqa: E402
 from live_server import Server  # noqa: E402
 
-from memtrial.engine import MemTrial  # noqa: E402
+from memtrial.engine.lifecycle import MemTrial  # noqa: E402
 from service.client import MemtrialClient  # noqa: E402
 from service.models import Agent, Experience, new_id  # noqa: E402
 from service.schemas import AgentCreate  # noqa: E402
@@ -188,7 +188,9 @@ def main() -> None:
     import importlib.util
 
     if importlib.util.find_spec("onnxruntime") is not None:  # the service's embedder: exported before, not mid-run
-        from memtrial.embeddings import OnnxEmbedder
+        from memtrial.drafting.embeddings import OnnxEmbedder, configure_offline
+
+        configure_offline()
 
         OnnxEmbedder().encode(["export"])
     with tempfile.TemporaryDirectory() as folder:

@@ -48,7 +48,7 @@ from common import UNIVERSE, new_key, reset_postgres  # noqa: E402
 from live_server import Server  # noqa: E402
 
 from memtrial import MemTrial  # noqa: E402
-from memtrial.history import InMemoryHistory  # noqa: E402
+from memtrial.engine.history import InMemoryHistory  # noqa: E402
 from service.client import MemtrialClient, ServiceError  # noqa: E402
 from service.migrations import upgrade  # noqa: E402
 

@@ -122,7 +122,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "embedding.json")
     args = parser.parse_args()
     os.environ["MEMTRIAL_TORCH_THREADS"] = "1"
-    from memtrial.embeddings import Embedder, OnnxEmbedder
+    from memtrial.drafting.embeddings import Embedder, OnnxEmbedder, configure_offline
+
+    configure_offline()
 
     with tempfile.TemporaryDirectory() as folder:
         os.environ["MEMTRIAL_ONNX_CACHE"] = folder

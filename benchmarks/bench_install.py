@@ -36,13 +36,13 @@ EXTRAS = {"base": "", "service": "[service]", "all": "[all]"}
 
 BASE_SMOKE = """
 import sys
-from memtrial.demo import run_demo
+from memtrial.cli.demo import run_demo
 result = run_demo(36, 0.5, 0, "anytime")
 assert result.engine.verify().ok
 heavy = [m for m in ("scipy", "pandas", "jax", "torch", "fastapi", "typer") if m in sys.modules]
 assert not heavy, heavy
 try:
-    import memtrial.bayes
+    import memtrial.values.bayes
 except ImportError as error:
     print(error)
 """
@@ -53,7 +53,7 @@ print("the service imports")
 """
 
 ALL_SMOKE = """
-import service.app, backtest.runner, memtrial.bayes
+import service.app, backtest.runner, memtrial.values.bayes
 print("service, backtest and bayes import")
 """
 
@@ -86,7 +86,7 @@ def measure(target: str, workdir: Path) -> dict[str, object]:
     imports = []
     for _ in range(5):
         started = time.perf_counter()
-        _run([str(python), "-c", "import memtrial, memtrial.engine"], check=True, cwd=workdir, env=env)
+        _run([str(python), "-c", "import memtrial, memtrial.engine.lifecycle"], check=True, cwd=workdir, env=env)
         imports.append(time.perf_counter() - started)
     smoke_code = {"base": BASE_SMOKE, "service": SERVICE_SMOKE, "all": ALL_SMOKE}[target]
     smoke = _run([str(python), "-c", smoke_code], cwd=workdir, env=env)

@@ -36,7 +36,7 @@ def main() -> None:
     from backtest.llm import LiteLLMDrafter
     from backtest.local_llm import MODEL_NAME, LocalModelServer, local_runtime_missing
     from backtest.realdata import RealWorld, load_setting
-    from memtrial.drafting import AnalogicalDrafter
+    from memtrial.drafting.drafts import AnalogicalDrafter
 
     missing = local_runtime_missing()
     if missing is not None:

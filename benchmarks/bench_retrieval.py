@@ -128,7 +128,9 @@ def embed(texts: list[str], cache: pathlib.Path | None) -> np.ndarray:
     """The texts' embeddings, kept in ``cache`` by a hash of the texts (embedding 100,000 takes minutes)."""
     import hashlib
 
-    from memtrial.embeddings import get_embedder
+    from memtrial.drafting.embeddings import configure_offline, get_embedder
+
+    configure_offline()
 
     path = None
     if cache is not None:

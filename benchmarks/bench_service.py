@@ -177,7 +177,9 @@ def agent_life(url: str, checkpoints: list[int], window: int, upkeep: bool = Fal
 
 
 def embedding_cost(samples: int) -> dict[str, float]:
-    from memtrial.embeddings import get_embedder
+    from memtrial.drafting.embeddings import configure_offline, get_embedder
+
+    configure_offline()
 
     embedder = get_embedder()
     embedder.encode(["warm-up"])

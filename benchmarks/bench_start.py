@@ -43,7 +43,7 @@ def _serve(database: Path, port: int, env: dict[str, str]) -> subprocess.Popen[b
     command = [
         sys.executable,
         "-m",
-        "memtrial.cli",
+        "memtrial.cli.console",
         "serve",
         "--database-url",
         f"sqlite:///{database}",
@@ -128,7 +128,9 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=5.0, help="seconds the server idles before its memory is read")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "start.json")
     args = parser.parse_args()
-    from memtrial.embeddings import OnnxEmbedder
+    from memtrial.drafting.embeddings import OnnxEmbedder, configure_offline
+
+    configure_offline()
 
     onnx_cached = OnnxEmbedder().exported_path().is_file()
     load_before = os.getloadavg()[0]

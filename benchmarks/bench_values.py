@@ -42,8 +42,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from oracles import dense_oracle, solve_likelihood_table  # noqa: E402
 
-from memtrial.fayherriot import VARIANCE_GRID, fit_fay_herriot, log_likelihood_table  # noqa: E402
 from memtrial.values import EmpiricalBayesLearner, LearnerMode, content_features  # noqa: E402
+from memtrial.values.fayherriot import VARIANCE_GRID, fit_fay_herriot, log_likelihood_table  # noqa: E402
 
 SIZES = (100, 300, 1_000, 3_000, 10_000, 30_000, 100_000)
 DENSE_TOLERANCE = 1e-9

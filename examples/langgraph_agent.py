@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from memtrial.display import UTILITY_UNIT, format_utility
+from memtrial.outcomes.display import UTILITY_UNIT, format_utility
 from service.client import MemtrialClient
 from service.integrations.langgraph import DraftTask, decision_graph, settle_node
 

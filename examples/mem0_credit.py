@@ -36,7 +36,7 @@ os.environ.setdefault("OPENAI_API_KEY", "unused")  # Mem0 builds an LLM client i
 
 import numpy as np
 
-from memtrial.display import UTILITY_UNIT, format_utility
+from memtrial.outcomes.display import UTILITY_UNIT, format_utility
 from service.client import MemtrialClient
 from service.integrations.mem0 import Mem0Credit, offline_config
 

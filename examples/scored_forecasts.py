@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from memtrial.display import UTILITY_UNIT, format_utility
+from memtrial.outcomes.display import UTILITY_UNIT, format_utility
 from service.client import MemtrialClient
 
 STORE = {  # the agent's own memory store: its id -> lesson

@@ -7,13 +7,18 @@ by a hierarchical (Fay–Herriot) model, and learned values are acted on only
 after a pre-registered trust test passes. Otherwise the agent holds a
 KL-anchored mixture of a conservative reference and the drafts' mean.
 
-Modules: :mod:`~memtrial.design`, :mod:`~memtrial.settle`,
-:mod:`~memtrial.credit`, :mod:`~memtrial.values`, :mod:`~memtrial.trust`,
-:mod:`~memtrial.fallback`, :mod:`~memtrial.engine`. Importing memtrial does
-no I/O and loads no web, database or CLI framework.
+Packages, in the order of docs/method.md: :mod:`~memtrial.credit` (design,
+contributions), :mod:`~memtrial.outcomes` (mandates, utility, scoring rules),
+:mod:`~memtrial.values` (value statistics and learners), :mod:`~memtrial.trust`
+(the gate and its log), :mod:`~memtrial.action` (the played rule, the fallback
+mixture, the draft budget), :mod:`~memtrial.drafting` (prompts, answers,
+retrieval, embeddings) and :mod:`~memtrial.engine` (the lifecycle);
+:mod:`~memtrial.numeric` holds the numerical helpers they share and
+:mod:`~memtrial.cli` the command line (docs/architecture.md draws the map).
+Importing memtrial does no I/O and loads no web, database or CLI framework.
 """
 
-from memtrial import credit, design, engine, errors, fallback, settle, trust, values
+from memtrial import action, credit, drafting, engine, errors, numeric, outcomes, records, trust, values
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.errors import MemtrialError
 
@@ -24,12 +29,14 @@ __all__ = [
     "MemTrial",
     "MemtrialError",
     "__version__",
+    "action",
     "credit",
-    "design",
+    "drafting",
     "engine",
     "errors",
-    "fallback",
-    "settle",
+    "numeric",
+    "outcomes",
+    "records",
     "trust",
     "values",
 ]

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import InputError, StateError
-from memtrial.trust import TrustDecision
+from memtrial.trust.gate import TrustDecision
 
 __all__ = [
     "Action",

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from memtrial.display import UTILITY_UNIT
+from memtrial.outcomes.display import UTILITY_UNIT
 from service.modes import DecisionStatus, values_of
 from service.validation import AssetName
 

@@ -1,4 +1,4 @@
-"""``memtrial serve`` and ``memtrial tenants``: mounted lazily by memtrial.commands."""
+"""``memtrial serve`` and ``memtrial tenants``: mounted lazily by memtrial.cli.commands."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The endpoint and its key are the operator's (:mod:`service.providers`); the
 agent only names a provider and a model. Prompts and validation are the
-core's: portfolio weights by :mod:`memtrial.drafting`, scored drafts
-(forecasts, numbers, answers) by :mod:`memtrial.answers`. A malformed answer
+core's: portfolio weights by :mod:`memtrial.drafting.drafts`, scored drafts
+(forecasts, numbers, answers) by :mod:`memtrial.drafting.answers`. A malformed answer
 is retried (at most the drafter's ``max_retries`` times, and only while the
 decision's :class:`Retries` last: the server's limit of calls per decision and
 a draft budget's credit bound them), then reported as 502 (never guessed). A failed call is reported
@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memtrial.drafting import DraftError, DraftRequest, parse_weights, render_prompt
+from memtrial.drafting.drafts import DraftError, DraftRequest, parse_weights, render_prompt
 from memtrial.errors import import_extra
 from service.errors import ApiError
 from service.providers import Provider

@@ -1,10 +1,10 @@
-"""An agent's history in database rows: the engine's :class:`~memtrial.history.History` for the service.
+"""An agent's history in database rows: the engine's :class:`~memtrial.engine.history.History` for the service.
 
 Each decision is one ``decisions`` row whose engine columns are written once
 per stage (plan, decision, settlement); each log entry is one
 ``log_entries`` row; each contribution one ``contributions`` row. Nothing is
 rewritten, so a request writes the same number of bytes after ten decisions
-or ten thousand. State checkpoints (:mod:`memtrial.checkpoints`) are
+or ten thousand. State checkpoints (:mod:`memtrial.engine.checkpoints`) are
 ``checkpoints`` rows, the newest few per agent.
 """
 
@@ -18,11 +18,11 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from memtrial.checkpoints import Checkpoint
-from memtrial.history import DecisionEntry
-from memtrial.prereg import LogEntry, canonical_json
+from memtrial.engine.checkpoints import Checkpoint
+from memtrial.engine.history import DecisionEntry
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import ExperienceId, Plan, Settlement
+from memtrial.trust.log import LogEntry, LogKind, canonical_json
 from service.models import Agent, CheckpointRow, Contribution, Decision, LogRow
 from service.modes import DecisionStatus
 
@@ -133,7 +133,7 @@ class SqlHistory:
 
     def append_log(self, entry: LogEntry) -> None:
         payload = entry.payload
-        score = payload.get("score") if entry.kind in ("score", "correction") else None
+        score = payload.get("score") if entry.kind in (LogKind.SCORE, LogKind.CORRECTION) else None
         row = LogRow(
             agent_id=self.agent.id,
             index=entry.index,
@@ -222,7 +222,7 @@ class SqlHistory:
         self.session.flush()
         return self.session.scalars(
             select(LogRow.index).where(
-                LogRow.agent_id == self.agent.id, LogRow.decision_id == decision_id, LogRow.kind == "score"
+                LogRow.agent_id == self.agent.id, LogRow.decision_id == decision_id, LogRow.kind == LogKind.SCORE.value
             )
         ).first()
 

@@ -38,7 +38,7 @@ from pydantic import BaseModel
 from sqlalchemy import delete, update
 from sqlalchemy.orm import Session
 
-from memtrial.prereg import canonical_json
+from memtrial.trust.log import canonical_json
 from service.errors import ApiError
 from service.models import IdempotencyRecord, utcnow
 from service.store import as_utc

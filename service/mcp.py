@@ -37,11 +37,11 @@ from typing import Any
 
 import typer
 
-from memtrial.action import ActionRule
-from memtrial.display import UTILITY_UNIT
-from memtrial.drafting import DraftError
+from memtrial.action.rule import ActionRule
+from memtrial.drafting.drafts import DraftError
 from memtrial.errors import MissingExtraError, import_extra
-from memtrial.trust import GateTest
+from memtrial.outcomes.display import UTILITY_UNIT
+from memtrial.trust.gate import GateTest
 from memtrial.values import CreditBasis
 from service.client import AsyncMemtrialClient, ServiceError
 from service.prompts import draft_prompts

@@ -167,7 +167,7 @@ class LogRow(Base):
 
 
 class CheckpointRow(Base):
-    """An agent's engine state at a log position, where a correction's replay starts (:mod:`memtrial.checkpoints`).
+    """An agent's engine state at a log position, where a correction's replay starts (:mod:`memtrial.engine.checkpoints`).
 
     state is the checkpoint's JSON; an agent keeps the newest few (a correction replaces those past
     the score it corrects).

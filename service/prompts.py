@@ -3,8 +3,8 @@
 Shared by server drafting (:mod:`service.usecases.deciding`) and the MCP server's drafting tools
 (:mod:`service.mcp`), so a draft asked of the operator's model and one asked of an MCP host's model
 read the same. Each prompt holds the decision's context and exactly one subset's lessons: portfolio
-agents get :func:`memtrial.drafting.render_prompt` (weights over the universe under the mandate),
-scored agents :func:`memtrial.answers.render_answer_prompt` (the answer they declare).
+agents get :func:`memtrial.drafting.drafts.render_prompt` (weights over the universe under the mandate),
+scored agents :func:`memtrial.drafting.answers.render_answer_prompt` (the answer they declare).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from memtrial.answers import ANSWER_SYSTEM_PROMPT, AnswerSpec, parse_answer, render_answer_prompt
-from memtrial.drafting import SYSTEM_PROMPT, DraftRequest, Lesson, mandate_text, parse_weights, render_prompt
+from memtrial.drafting.answers import ANSWER_SYSTEM_PROMPT, AnswerSpec, parse_answer, render_answer_prompt
+from memtrial.drafting.drafts import SYSTEM_PROMPT, DraftRequest, Lesson, mandate_text, parse_weights, render_prompt
+from memtrial.outcomes.mandates import INVESTORS
 from memtrial.records import DecisionKind
-from memtrial.settle import INVESTORS
 
 __all__ = ["DraftPrompts", "draft_prompts"]
 

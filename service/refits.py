@@ -34,8 +34,8 @@ def fit_records(
     mode: str, records: list[Any], features: dict[str, np.ndarray], method: str
 ) -> tuple[str, dict[str, Any] | None, str | None]:
     """(status, posterior by experience, error) of a fit of ``records`` (decision, experience, contribution)."""
-    from memtrial.bayes import BayesLearner
     from memtrial.values import refit_mode
+    from memtrial.values.bayes import BayesLearner
 
     embeddings: dict[Any, Any] = dict(features)
     with _FIT_LOCK:

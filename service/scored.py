@@ -1,4 +1,4 @@
-"""Scored decisions in the service: drafts as JSON, outcomes scored by a rule (see :mod:`memtrial.scoring`).
+"""Scored decisions in the service: drafts as JSON, outcomes scored by a rule (see :mod:`memtrial.outcomes.scoring`).
 
 A scored agent's drafts are turned into what the engine acts on:
 
@@ -21,9 +21,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import MemtrialError
+from memtrial.outcomes.scoring import Rule, probability_vectors
+from memtrial.outcomes.scoring import score as score_drafts
 from memtrial.records import Decision as CoreDecision
-from memtrial.scoring import Rule, probability_vectors
-from memtrial.scoring import score as score_drafts
 from service.errors import ApiError
 
 __all__ = ["chosen_draft", "rule_settlement", "scored_drafts"]

@@ -23,8 +23,8 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memtrial.engine import MemTrial
-from memtrial.history import DetachedHistory
+from memtrial.engine.history import DetachedHistory
+from memtrial.engine.lifecycle import MemTrial
 from memtrial.records import encode_time
 from service.cache import DEFAULT_BUDGET, ByteBudget, engine_bytes
 from service.errors import ApiError

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.settle import Investor, mandate_violation
+from memtrial.outcomes.mandates import Investor, mandate_violation
 from service.errors import ApiError
 from service.schemas import DEFENSIVE_CLASSES, RISKY_CLASSES
 

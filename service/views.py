@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from memtrial.display import experience_label
-from memtrial.engine import MemTrial
-from memtrial.trust import GateTest, TrustDecision, TrustGate
+from memtrial.engine.lifecycle import MemTrial
+from memtrial.outcomes.display import experience_label
+from memtrial.trust.gate import GateTest, TrustDecision, TrustGate
 from service.models import Agent, Experience
 from service.schemas import AgentPublic, ExperiencePublic, GatePublic, TrustStatePublic, ValuePublic
 from service.store import as_utc

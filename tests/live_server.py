@@ -36,7 +36,7 @@ class Server:
         command = [
             sys.executable,
             "-m",
-            "memtrial.cli",
+            "memtrial.cli.console",
             "serve",
             "--database-url",
             database_url,

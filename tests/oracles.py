@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from memtrial.fayherriot import VARIANCE_GRID
+from memtrial.values.fayherriot import VARIANCE_GRID
 
 
 def dense_oracle(m, n, z):

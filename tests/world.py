@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from memtrial.engine import MemTrial
+from memtrial.engine.lifecycle import MemTrial
 
 N_ASSETS = 4
 HORIZON = 20

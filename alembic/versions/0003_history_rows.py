@@ -93,10 +93,10 @@ def upgrade() -> None:
 
 
 def _split_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]) -> None:
-    from memtrial.engine import MemTrial
-    from memtrial.history import InMemoryHistory
-    from memtrial.prereg import canonical_json
-    from memtrial.trust import GateStatistics, GateTest
+    from memtrial.engine.history import InMemoryHistory
+    from memtrial.engine.lifecycle import MemTrial
+    from memtrial.trust.gate import GateStatistics, GateTest
+    from memtrial.trust.log import canonical_json
 
     if state["version"] != 1:
         return

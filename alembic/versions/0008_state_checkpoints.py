@@ -2,7 +2,7 @@
 
 - ``checkpoints``: an agent's engine state at a log position (learner and gate statistics, the
   predictions a correction derived again for plans awaiting a score), the newest few per agent
-  (:mod:`memtrial.checkpoints`), so a correction replays from the last one before the corrected score.
+  (:mod:`memtrial.engine.checkpoints`), so a correction replays from the last one before the corrected score.
 - ``ix_log_entries_agent_decision``: a decision's log entries by id (a correction finds its score entry).
 
 Revision ID: 0008

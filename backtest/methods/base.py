@@ -18,9 +18,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.context import DateContext
-from memtrial.credit import contributions_by_date
-from memtrial.design import half_fraction
-from memtrial.settle import utilities_by_date, utility
+from memtrial.credit.banzhaf import contributions_by_date
+from memtrial.credit.design import half_fraction
+from memtrial.outcomes.mandates import utilities_by_date, utility
 
 __all__ = [
     "HALF",

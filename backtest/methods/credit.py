@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import HALF, Method, Outcome, Scoring, pair_mask
-from memtrial.credit import contributions
+from memtrial.credit.banzhaf import contributions
 
 __all__ = ["CounterfactualArgmax", "ExpeL", "FinMem", "OutcomeCredit", "Reflexion", "UpliftCredit"]
 

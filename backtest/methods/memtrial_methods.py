@@ -7,10 +7,10 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
-from memtrial.config import ReferenceSource
-from memtrial.engine import EngineConfig, MemTrial
-from memtrial.fallback import GRID, FallbackVariant, choices_after, running_sums
-from memtrial.settle import mixture_utilities_by_date
+from memtrial.action.fallback import GRID, FallbackVariant, choices_after, running_sums
+from memtrial.engine.config import ReferenceSource
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
+from memtrial.outcomes.mandates import mixture_utilities_by_date
 
 __all__ = ["Anchored", "MemTrialMethod", "Oracle"]
 

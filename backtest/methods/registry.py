@@ -18,6 +18,7 @@ from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
+from backtest.methods.replay import family_of
 from backtest.methods.simple import (
     DraftMean,
     DraftPick,
@@ -27,14 +28,13 @@ from backtest.methods.simple import (
     Reference,
     SelfConsistency,
 )
-from backtest.replay import family_of
 from backtest.world import World
-from memtrial.budget import budget_gate
-from memtrial.config import ReferenceSource
-from memtrial.design import DesignKind
-from memtrial.engine import EngineConfig
+from memtrial.action.budget import budget_gate
+from memtrial.credit.design import DesignKind
+from memtrial.engine.config import ReferenceSource
+from memtrial.engine.lifecycle import EngineConfig
 from memtrial.errors import ConfigError
-from memtrial.trust import GateConfig, GateTest
+from memtrial.trust.gate import GateConfig, GateTest
 
 __all__ = [
     "ANCHORED_BASES",
@@ -133,8 +133,8 @@ def _memtrial(method_id: str) -> Factory:
 
 def use_bayes_learner(method: MemTrialMethod, features: object) -> None:
     """Swap the engine's empirical-Bayes learner for the NumPyro model (SVI, so a refit per date stays cheap)."""
-    from memtrial.bayes import BayesLearner
     from memtrial.values import refit_mode
+    from memtrial.values.bayes import BayesLearner
 
     learner = BayesLearner(
         refit_mode(method.engine.config.learner),
@@ -197,7 +197,7 @@ def build_methods(
     """The methods of a world.
 
     engine="replay" serves every MemTrial variant from one shared trajectory
-    (:mod:`backtest.replay`; it needs the world's presented ``contexts`` and
+    (:mod:`backtest.methods.replay`; it needs the world's presented ``contexts`` and
     ``outcome(position)``); "online" runs one :class:`MemTrial` engine per
     variant. Both give identical results. value_model="bayes" gives every
     MemTrial variant the full-Bayes learner (online engines only).

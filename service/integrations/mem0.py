@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from memtrial.display import UTILITY_UNIT
+from memtrial.outcomes.display import UTILITY_UNIT
 from service.client import MemtrialClient
 
 __all__ = ["METADATA_KEYS", "Mem0Credit", "WriteBack", "offline_config"]

@@ -49,7 +49,7 @@
     return node;
   }
 
-  // utility per decision, the REST number itself, to five decimals (memtrial.display.format_utility);
+  // utility per decision, the REST number itself, to five decimals (memtrial.outcomes.display.format_utility);
   // what rounds to zero reads 0.00000 (never -0.00000) and takes no colour
   function utility(value) {
     const shown = value.toFixed(5);

@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from memtrial.answers import AnswerSpec
-from memtrial.budget import budget_gate
-from memtrial.config import EngineConfig, ReferenceSource
-from memtrial.design import DesignKind, max_drafts
-from memtrial.engine import MemTrial
+from memtrial.action.budget import budget_gate
+from memtrial.credit.design import DesignKind, max_drafts
+from memtrial.drafting.answers import AnswerSpec
+from memtrial.engine.config import EngineConfig, ReferenceSource
+from memtrial.engine.lifecycle import MemTrial
+from memtrial.engine.reconfigure import MUTABLE_SETTINGS
 from memtrial.errors import ConfigError
-from memtrial.reconfigure import MUTABLE_SETTINGS
+from memtrial.outcomes.mandates import INVESTORS, project
 from memtrial.records import DecisionKind
-from memtrial.settle import INVESTORS, project
-from memtrial.trust import GateConfig
+from memtrial.trust.gate import GateConfig
 from service.db import transaction
 from service.deps import Services
 from service.errors import ApiError
@@ -182,7 +182,7 @@ def create(services: Services, tenant_id: str, body: AgentCreate, guard: Idempot
 def update(services: Services, tenant_id: str, agent_id: str, body: AgentPatch) -> AgentPublic:
     """Rename the agent, change its drafter (``remove_drafter`` turns server drafting off) or its draft
     budget and horizon, from the next plan on. A change of drafter, budget or horizon is a ``settings``
-    entry of the agent's log with the old and new values (:meth:`memtrial.engine.MemTrial.change_settings`);
+    entry of the agent's log with the old and new values (:meth:`memtrial.engine.lifecycle.MemTrial.change_settings`);
     a value the engine refuses is a 422 naming the field, and nothing changes."""
     if body.drafter is not None and body.remove_drafter:
         raise ApiError(422, "invalid", "remove_drafter: give a drafter or remove_drafter, not both", "remove_drafter")

@@ -24,8 +24,8 @@ from pydantic import AfterValidator, TypeAdapter, ValidationError
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
-from memtrial.display import name_experiences
 from memtrial.errors import MemtrialError
+from memtrial.outcomes.display import name_experiences
 from memtrial.records import Decision as CoreDecision
 from memtrial.records import DecisionKind
 from service.db import transaction

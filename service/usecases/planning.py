@@ -14,10 +14,10 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from memtrial.config import ReferenceSource
 from memtrial.engine import MemTrial
+from memtrial.engine.config import ReferenceSource
+from memtrial.outcomes.mandates import INVESTORS
 from memtrial.records import DecisionKind, Plan
-from memtrial.settle import INVESTORS
 from service.deps import Services
 from service.drafting import Retries
 from service.errors import ApiError

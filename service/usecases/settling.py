@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 from sqlalchemy.orm import Session
 
-from memtrial.display import describe_contributions
-from memtrial.prereg import canonical_json
+from memtrial.outcomes.display import describe_contributions
 from memtrial.records import DecisionKind
+from memtrial.trust.log import canonical_json
 from service.deps import Services
 from service.errors import ApiError
 from service.history import SqlHistory

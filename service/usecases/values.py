@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from memtrial.display import experience_label
+from memtrial.outcomes.display import experience_label
 from service.db import transaction
 from service.deps import Services
 from service.models import Experience

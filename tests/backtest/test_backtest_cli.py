@@ -5,7 +5,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from memtrial.cli import app
+from memtrial.cli.console import app
 
 
 def test_plantedmem_command_writes_results_table_and_plots(tmp_path):

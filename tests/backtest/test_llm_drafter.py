@@ -11,7 +11,7 @@ import pytest
 from fake_llm import FakeLLM
 
 from backtest.llm import LiteLLMDrafter, cache_key
-from memtrial.drafting import DraftError, DraftRequest, Lesson, parse_weights, render_prompt
+from memtrial.drafting.drafts import DraftError, DraftRequest, Lesson, parse_weights, render_prompt
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

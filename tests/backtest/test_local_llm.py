@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from backtest.local_llm import GGUF_NAME, MODEL_NAME, LocalModelServer, local_runtime_missing, smollm2_gguf
-from memtrial.drafting import DraftRequest, Lesson
+from memtrial.drafting.drafts import DraftRequest, Lesson
 
 MISSING = local_runtime_missing()
 needs_runtime = pytest.mark.skipif(MISSING is not None, reason=f"LOCAL MODEL NOT TESTED: {MISSING}")

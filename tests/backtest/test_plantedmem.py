@@ -160,8 +160,8 @@ def test_anchored_baselines_follow_the_running_mixture_of_their_own_proposals(ma
     utilities of the 201 mixtures of the reference and the baseline's proposal, in maturity order."""
     from backtest.methods.base import Scoring, Walk
     from backtest.methods.registry import build_methods
-    from memtrial.fallback import GRID, AnchoredMixture
-    from memtrial.settle import INVESTORS, mixture_utilities
+    from memtrial.action.fallback import GRID, AnchoredMixture
+    from memtrial.outcomes.mandates import INVESTORS, mixture_utilities
 
     world = PlantedMemWorld(market, "beta_0.5", 3)
     scoring = Scoring(gamma=INVESTORS["balanced"].gamma)
@@ -244,8 +244,8 @@ def test_the_wider_retrieval_extends_the_top_four_and_their_drafts(market):
 def test_a_budget_screens_the_wider_retrieval_in_the_saturated_design(market):
     from backtest.methods.base import Scoring
     from backtest.methods.registry import memtrial_config
-    from memtrial.design import DesignKind
-    from memtrial.settle import INVESTORS
+    from memtrial.credit.design import DesignKind
+    from memtrial.outcomes.mandates import INVESTORS
 
     world, scoring = PlantedMemWorld(market, "beta_0.25", 5), Scoring(gamma=INVESTORS["balanced"].gamma)
     budget = memtrial_config("memtrial_budget_3", world, scoring)

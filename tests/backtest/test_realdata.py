@@ -22,8 +22,8 @@ from backtest.data import (
 )
 from backtest.realdata import RISKY, RealWorld, load_setting
 from backtest.runner import WorldSpec, run_world
-from memtrial.drafting import AnalogicalDrafter
-from memtrial.settle import INVESTORS
+from memtrial.drafting.drafts import AnalogicalDrafter
+from memtrial.outcomes.mandates import INVESTORS
 
 
 def test_class_index_built_by_hand_for_two_dates_equals_the_loader() -> None:

@@ -9,7 +9,7 @@ import pytest
 from fake_llm import FakeLLM
 from typer.testing import CliRunner
 
-from memtrial.cli import app
+from memtrial.cli.console import app
 
 SHORT = ["--investor", "balanced", "--seeds", "0", "--warmup-dates", "8", "--test-dates", "3"]
 

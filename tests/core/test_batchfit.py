@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from memtrial.batchfit import predictions_at
 from memtrial.values import EmpiricalBayesLearner
+from memtrial.values.batchfit import predictions_at
 
 
 @pytest.mark.parametrize("mode", ["auto", "identity", "content"])

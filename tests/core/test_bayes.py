@@ -1,11 +1,11 @@
-"""memtrial.bayes: the full-Bayes value model in NumPyro, checked against published results and the EB learner."""
+"""memtrial.values.bayes: the full-Bayes value model in NumPyro, checked against published results and the EB learner."""
 
 import numpy as np
 import pytest
 from oracles import simulate
 
-from memtrial.bayes import BayesLearner, Problem, fit_many, hierarchical_normal_means
 from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
+from memtrial.values.bayes import BayesLearner, Problem, fit_many, hierarchical_normal_means
 
 
 def simulate_with_target(seed, n_experiences, n_dates):

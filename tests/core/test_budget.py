@@ -8,7 +8,7 @@ import pytest
 
 from memtrial import EngineConfig, MemTrial
 from memtrial.errors import ConfigError, InputError
-from memtrial.trust import GateConfig
+from memtrial.trust.gate import GateConfig
 
 ALPHA = 0.05
 LESSONS = "abcdef"
@@ -154,7 +154,7 @@ def test_with_the_memory_free_reference_an_exploiting_decision_drafts_the_pair_i
 
 
 def test_memory_alone_waits_for_half_trust_when_the_blend_has_no_second_call():
-    from memtrial.budget import SOLO_TRUST, DraftCredit, exploit_plan
+    from memtrial.action.budget import SOLO_TRUST, DraftCredit, exploit_plan
 
     for trusted in (0.2, 0.49):  # below half trust: never memory alone, however many decisions
         credit = DraftCredit()
@@ -252,7 +252,7 @@ def test_a_budget_must_be_a_number_of_calls_of_at_least_one(budget):
 @pytest.mark.parametrize("budget", [2.0, 3.0, 4.0])
 @pytest.mark.parametrize("as_backtested", [False, True, "saturated"])
 def test_under_the_null_every_budget_keeps_p_ever_omega_at_least_x_below_alpha_to_the_x(budget, as_backtested):
-    from memtrial.budget import BUDGET_BETS
+    from memtrial.action.budget import BUDGET_BETS
 
     backtested = {"draft_horizon": 80, "bets": BUDGET_BETS}
     runs, highest = 150, []
@@ -280,7 +280,7 @@ def test_with_a_given_reference_which_plans_are_trials_depends_on_the_budget_alo
 
 
 def test_the_odd_half_is_the_fold_over_with_i_equal_to_minus_abcd():
-    from memtrial.design import build_design, defining_relation, fold_over, half_fraction, odd_half
+    from memtrial.credit.design import build_design, defining_relation, fold_over, half_fraction, odd_half
 
     assert odd_half(4) == build_design("fold", 4) == [1, 2, 4, 7, 8, 11, 13, 14] == fold_over(half_fraction(4), 4)
     assert defining_relation(odd_half(4), 4) == [(0, 1), (15, -1)]
@@ -325,7 +325,7 @@ def wide_engine(budget, **settings):
 
 
 def test_a_saturated_trial_screens_seven_experiences_in_nine_calls_and_credits_each():
-    from memtrial.design import saturated
+    from memtrial.credit.design import saturated
 
     steps = walk(wide_engine(3.0, draft_horizon=40), wide_world(4, 40))
     trials = [(p, s) for p, _, s in steps if p.trial]
@@ -380,3 +380,36 @@ def test_without_a_budget_every_wanted_retry_is_granted_and_bad_counts_are_refus
         engine.reserve_calls(-1)
     with pytest.raises(InputError, match=r"made must be in \[0, reserved = 2\], got 3"):
         engine.release_calls("d0", 2, 3)
+
+
+def test_draft_credit_is_trial_is_a_query_and_deposit_adds_the_budget():
+    from memtrial.action.budget import DraftCredit
+
+    credit = DraftCredit(credit=1.5, calls=3, decisions=2)
+    assert credit.is_trial(2.0, 4, horizon=10) and not credit.is_trial(2.0, 4)
+    assert credit == DraftCredit(credit=1.5, calls=3, decisions=2)
+    credit.deposit(2.0)
+    assert credit == DraftCredit(credit=3.5, calls=3, decisions=2)
+
+
+def test_plan_budget_returns_the_new_credit_and_leaves_the_given_one_unchanged():
+    from memtrial.action.budget import DraftCredit, plan_budget
+
+    design = [1, 2, 4, 7]
+    asked: list[bool] = []
+
+    def memory() -> tuple[int | None, float]:
+        asked.append(True)
+        return 3, 0.8
+
+    credit = DraftCredit(credit=3.0, calls=10, decisions=4)
+    trial = plan_budget(credit, 2.0, None, design, needs_reference=True, memory=memory, pairs=True, blends=False)
+    assert (trial.trial, trial.masks, trial.memory_share, trial.extra_reference) == (True, (1, 2, 4, 7, 0), 0.0, True)
+    assert trial.credit == DraftCredit(credit=0.0, calls=15, decisions=5) and asked == []
+    exploit = plan_budget(credit, 1.0, None, design, needs_reference=True, memory=memory, pairs=True, blends=False)
+    assert (exploit.trial, exploit.masks, exploit.memory_share, exploit.extra_reference) == (False, (0, 3), 0.8, False)
+    assert asked == [True]
+    assert exploit.credit == DraftCredit(credit=2.0, calls=12, decisions=5)
+    assert credit == DraftCredit(credit=3.0, calls=10, decisions=4)
+    unlimited = plan_budget(credit, None, None, design, needs_reference=False, memory=memory, pairs=True, blends=False)
+    assert (unlimited.trial, unlimited.masks, unlimited.credit) == (True, (1, 2, 4, 7), credit)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from memtrial import MemTrial
-from memtrial.checkpoints import Checkpoint, CheckpointPolicy
+from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy
+from memtrial.engine.history import InMemoryHistory
 from memtrial.errors import ConfigError
-from memtrial.history import InMemoryHistory
-from memtrial.trust import GateConfig
+from memtrial.trust.gate import GateConfig
 
 EXPERIENCES = [f"e{i}" for i in range(8)]
 LAG = 4  # a decision settles LAG steps after its plan: LAG plans await their score at any time

@@ -15,7 +15,7 @@ def _engine(action: str, robust: bool) -> MemTrial:
         if action == "dial"
         else {"test": "prequential", "alpha": 0.05, "min_scores": 3}
     )
-    from memtrial.trust import GateConfig
+    from memtrial.trust.gate import GateConfig
 
     engine = MemTrial(gamma=2.0, action=action, gate=GateConfig(**gate), robust=robust)
     rng = np.random.default_rng(7)

@@ -1,4 +1,4 @@
-"""memtrial.credit: Banzhaf contrasts, interactions, date centring."""
+"""memtrial.credit.banzhaf: Banzhaf contrasts, interactions, date centring."""
 
 import itertools
 
@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memtrial.credit import ContributionRecord, centre_by_date, contributions, interactions
-from memtrial.design import fold_over, full_factorial, half_fraction
+from memtrial.credit.banzhaf import ContributionRecord, centre_by_date, contributions, interactions
+from memtrial.credit.design import fold_over, full_factorial, half_fraction
 from memtrial.errors import InputError
 
 K = 4

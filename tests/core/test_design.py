@@ -1,8 +1,8 @@
-"""memtrial.design: the designed subsets and their alias structure."""
+"""memtrial.credit.design: the designed subsets and their alias structure."""
 
 import pytest
 
-from memtrial.design import (
+from memtrial.credit.design import (
     aliases,
     build_design,
     defining_relation,
@@ -91,7 +91,7 @@ def test_subset_of_lists_included_ids_in_retrieval_order():
 
 @pytest.mark.parametrize("k", range(1, 16))
 def test_a_saturated_design_screens_k_experiences_in_the_fewest_balanced_orthogonal_runs(k):
-    from memtrial.design import saturated
+    from memtrial.credit.design import saturated
 
     masks = saturated(k)
     runs = 1 << k.bit_length()
@@ -104,7 +104,7 @@ def test_a_saturated_design_screens_k_experiences_in_the_fewest_balanced_orthogo
 
 
 def test_saturated_seven_is_resolution_three_with_its_generators():
-    from memtrial.design import saturated
+    from memtrial.credit.design import saturated
 
     masks = saturated(7)
     assert masks == build_design("saturated", 7) == [56, 97, 82, 11, 76, 21, 38, 127]
@@ -113,8 +113,8 @@ def test_saturated_seven_is_resolution_three_with_its_generators():
 
 
 def test_a_saturated_design_recovers_additive_effects_exactly():
-    from memtrial.credit import contributions
-    from memtrial.design import saturated
+    from memtrial.credit.banzhaf import contributions
+    from memtrial.credit.design import saturated
 
     effects = [0.3, -0.2, 0.0, 0.5, 0.1, -0.4, 0.25]
     masks = saturated(7)
@@ -123,7 +123,7 @@ def test_a_saturated_design_recovers_additive_effects_exactly():
 
 
 def test_plan_masks_of_a_saturated_design_screens_however_many_were_retrieved():
-    from memtrial.design import plan_masks, saturated
+    from memtrial.credit.design import plan_masks, saturated
 
     assert plan_masks("saturated", 7, 7) == saturated(7)
     assert plan_masks("saturated", 7, 5) == saturated(5) and len(saturated(5)) == 8

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from memtrial import EngineConfig, MemTrial
-from memtrial.action import dial_combination, dial_gains, dial_weights, noise_gain
+from memtrial.action.rule import dial_combination, dial_gains, dial_weights, noise_gain
 from memtrial.errors import ConfigError
-from memtrial.settle import utility
-from memtrial.trust import (
+from memtrial.outcomes.mandates import utility
+from memtrial.trust.gate import (
     DEFAULT_BETS,
     GateConfig,
     GateStatistics,

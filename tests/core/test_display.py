@@ -1,6 +1,12 @@
 """What people read: the unit's number format and experiences named by their text."""
 
-from memtrial.display import UTILITY_UNIT, describe_contributions, experience_label, format_utility, name_experiences
+from memtrial.outcomes.display import (
+    UTILITY_UNIT,
+    describe_contributions,
+    experience_label,
+    format_utility,
+    name_experiences,
+)
 
 LONG = "Release dates slip when the design review is skipped at the start of a quarter."
 ID_A, ID_B = "0" * 31 + "a", "0" * 31 + "b"

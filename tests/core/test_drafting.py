@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from memtrial.drafting import (
+from memtrial.drafting.drafts import (
     AnalogicalDrafter,
     Drafter,
     DraftError,
@@ -148,7 +148,7 @@ def test_the_onnx_path_embeds_as_the_torch_path_does(tmp_path, monkeypatch):
     import pytest
 
     pytest.importorskip("onnxruntime", reason="ONNX PATH NOT TESTED: onnxruntime is not installed")
-    from memtrial.embeddings import Embedder, OnnxEmbedder
+    from memtrial.drafting.embeddings import Embedder, OnnxEmbedder
 
     monkeypatch.setenv("MEMTRIAL_ONNX_CACHE", str(tmp_path))
     texts = ["Bonds rallied when the central bank cut rates.", "x", "Gold " * 300, "Equities fell; cash was king."]

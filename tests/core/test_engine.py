@@ -1,10 +1,10 @@
-"""memtrial.engine: the plan -> decide -> settle lifecycle."""
+"""memtrial.engine.lifecycle: the plan -> decide -> settle lifecycle."""
 
 import numpy as np
 import pytest
 from world import N_ASSETS, TYPES, World, new_engine, run
 
-from memtrial.engine import EngineConfig, MemTrial
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.errors import (
     ConfigError,
     DuplicateError,
@@ -16,9 +16,9 @@ from memtrial.errors import (
     TimeOrderError,
     UnknownDecisionError,
 )
+from memtrial.outcomes.mandates import INVESTORS
 from memtrial.records import Action
-from memtrial.settle import INVESTORS
-from memtrial.trust import GateConfig, TrustStatus
+from memtrial.trust.gate import GateConfig, TrustStatus
 
 EQUAL = np.full(N_ASSETS, 0.25)
 
@@ -329,3 +329,21 @@ def test_pruned_decisions_are_forgotten_but_their_learning_stays():
         engine.get_plan("d000")
     restored = MemTrial.from_json(engine.to_json())
     assert restored.values() == values
+
+
+def test_engine_state_value_continues_as_the_json_state_does_and_holds_no_engine():
+    import dataclasses
+
+    from memtrial.engine.state import EngineState, encode_state
+
+    engine = new_engine()
+    run(engine, World(3), range(12))
+    state = engine.state()
+    assert isinstance(state, EngineState) and dataclasses.is_dataclass(state)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        state.clock = None  # type: ignore[misc]
+    assert encode_state(state) == engine.to_dict()
+    again = MemTrial.from_state(state)
+    assert again.to_json() == engine.to_json()
+    assert engine.state(history=False).history is None
+    assert MemTrial.from_json(engine.to_json(history=False)).to_json(history=False) == engine.to_json(history=False)

@@ -1,4 +1,4 @@
-"""memtrial.engine over a long life: running state against recomputation from the whole history.
+"""memtrial.engine.lifecycle over a long life: running state against recomputation from the whole history.
 
 The engine keeps only running statistics; these tests recompute everything from
 the full history it handed to its store (every contribution record, every
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from world import World, new_engine, run
 
-from memtrial.engine import MemTrial
-from memtrial.history import InMemoryHistory
+from memtrial.engine.history import InMemoryHistory
+from memtrial.engine.lifecycle import MemTrial
 from memtrial.records import Action
-from memtrial.trust import GateConfig, GateTest, anytime_log_wealth, prequential_p_values
+from memtrial.trust.gate import GateConfig, GateTest, anytime_log_wealth, prequential_p_values
 from memtrial.values import EmpiricalBayesLearner, LearnerMode
 
 N_DECISIONS = 2000

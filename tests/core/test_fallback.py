@@ -1,10 +1,10 @@
-"""memtrial.fallback: the KL-anchored mixture."""
+"""memtrial.action.fallback: the KL-anchored mixture."""
 
 import numpy as np
 import pytest
 
+from memtrial.action.fallback import GRID, AnchoredMixture, bernoulli_kl, mixture_weights
 from memtrial.errors import ConfigError, InputError
-from memtrial.fallback import GRID, AnchoredMixture, bernoulli_kl, mixture_weights
 
 
 def test_grid_has_201_points_from_zero_to_one():
@@ -78,7 +78,7 @@ def test_update_rejects_a_short_utility_vector():
 
 @pytest.mark.parametrize("variant", ["ftrl", "uniform", "ens", "ref"])
 def test_choices_after_every_number_of_updates_equal_the_running_mixture(variant):
-    from memtrial.fallback import choices_after, running_sums
+    from memtrial.action.fallback import choices_after, running_sums
 
     rng = np.random.default_rng(3)
     utilities = rng.normal(0.0, 0.02, (30, GRID.size)) + 0.01 * np.sin(np.linspace(0, 3, GRID.size))

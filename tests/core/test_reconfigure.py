@@ -1,4 +1,4 @@
-"""memtrial.reconfigure: the draft budget and its horizon change mid-life, logged, from the next plan on."""
+"""memtrial.engine.reconfigure: the draft budget and its horizon change mid-life, logged, from the next plan on."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""memtrial.settle: mandates, projection and utility."""
+"""memtrial.outcomes.mandates: mandates, projection and utility."""
 
 import itertools
 
@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog, minimize
 
 from memtrial.errors import ConfigError, InfeasibleMandateError, InputError
-from memtrial.settle import INVESTORS, Investor, nav_paths, project, project_simplex, relative_prices, utility
+from memtrial.outcomes.mandates import (
+    INVESTORS,
+    Investor,
+    nav_paths,
+    project,
+    project_simplex,
+    relative_prices,
+    utility,
+)
 
 # equities, real estate (risky) | bonds, cash (defensive) | commodities (neither)
 RISKY = np.array([True, True, False, False, False])

@@ -1,4 +1,4 @@
-"""memtrial.trust and memtrial.prereg: gates, pre-registration, the hash chain."""
+"""memtrial.trust.gate and memtrial.trust.log: gates, pre-registration, the hash chain."""
 
 import dataclasses
 
@@ -7,8 +7,7 @@ import pytest
 from scipy import stats
 
 from memtrial.errors import ConfigError, DuplicateError, InputError, UnknownDecisionError
-from memtrial.prereg import LogEntry
-from memtrial.trust import (
+from memtrial.trust.gate import (
     AnytimeGate,
     GateConfig,
     GateTest,
@@ -20,6 +19,7 @@ from memtrial.trust import (
     pearson_score,
     prequential_p_values,
 )
+from memtrial.trust.log import LogEntry
 
 N_RUNS, N_DATES, ALPHA = 2000, 1000, 0.05
 
@@ -217,3 +217,26 @@ def test_deleting_an_entry_breaks_the_chain():
     feed(gate, [1, 1])
     del gate.log.entries[1]
     assert gate.log.verify().first_invalid == 1
+
+
+def test_log_kinds_are_pinned_and_an_entry_hashes_the_kinds_value():
+    import hashlib
+    import json
+
+    from memtrial.trust.log import LogKind, PredictionLog
+
+    assert {k.name: k.value for k in LogKind} == {
+        "PREDICTION": "prediction",
+        "SCORE": "score",
+        "CORRECTION": "correction",
+        "EXPLOIT": "exploit",
+        "SETTINGS": "settings",
+        "RETRY": "retry",
+        "WITHDRAWAL": "withdrawal",
+    }
+    log = PredictionLog(genesis="0" * 64)
+    entry = log.append(LogKind.RETRY, {"date": "d1", "draft_calls": 2})
+    body = {"index": 0, "kind": "retry", "payload": {"date": "d1", "draft_calls": 2}, "prev_hash": "0" * 64}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+    assert type(entry.kind) is str and entry.kind == "retry"
+    assert entry.hash == hashlib.sha256(text.encode("utf-8")).hexdigest()

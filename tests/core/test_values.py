@@ -5,8 +5,8 @@ import pytest
 from oracles import dense_oracle, simulate
 
 from memtrial.errors import ConfigError, InputError, LifecycleError
-from memtrial.fayherriot import VARIANCE_GRID, fit_fay_herriot, log_likelihood_table
 from memtrial.values import EmpiricalBayesLearner, LearnerMode, ValuePosterior, content_features, refit_mode
+from memtrial.values.fayherriot import VARIANCE_GRID, fit_fay_herriot, log_likelihood_table
 
 
 def random_problem(rng, n_experiences, n_features):
@@ -188,7 +188,7 @@ def _problem(rng, size, p=3):
 
 
 def test_a_batch_of_mixed_sizes_fits_each_problem_exactly_as_alone():
-    from memtrial.fayherriot import SpectraCache, fit_many, width
+    from memtrial.values.fayherriot import SpectraCache, fit_many, width
 
     rng = np.random.default_rng(11)
     sizes = [3, 16, 17, 40, 9, 33]
@@ -216,7 +216,7 @@ def test_a_batch_of_mixed_sizes_fits_each_problem_exactly_as_alone():
 
 
 def test_problems_sharing_counts_and_features_share_one_eigendecomposition_and_stay_exact():
-    from memtrial.fayherriot import SpectraCache, fit_many
+    from memtrial.values.fayherriot import SpectraCache, fit_many
 
     rng = np.random.default_rng(12)
     _, n, z = _problem(rng, 20)
@@ -229,7 +229,7 @@ def test_problems_sharing_counts_and_features_share_one_eigendecomposition_and_s
 
 
 def test_fit_many_rejects_sizes_outside_the_arrays():
-    from memtrial.fayherriot import fit_many
+    from memtrial.values.fayherriot import fit_many
 
     with pytest.raises(InputError, match="sizes"):
         fit_many(np.zeros((1, 4)), np.ones((1, 4)), np.zeros((1, 4, 2)), sizes=np.array([5]))

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 from typer.testing import CliRunner
 
-from memtrial import commands
+from memtrial.cli import commands
 
 runner = CliRunner()
 
@@ -83,7 +83,7 @@ def test_missing_sub_command_module_is_not_listed(monkeypatch):
 
 def test_help_loads_no_heavy_library():
     code = (
-        "import sys\nfrom memtrial.commands import app\n"
+        "import sys\nfrom memtrial.cli.commands import app\n"
         "try:\n    app(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('LOADED:' + ','.join(m for m in ('torch', 'jax', 'litellm', 'sentence_transformers', 'fastapi', 'sqlalchemy') if m in sys.modules))"
     )
@@ -106,7 +106,7 @@ def test_sub_command_whose_extra_is_missing_names_the_extra(tmp_path, monkeypatc
 
 
 def test_console_script_without_typer_says_which_extra_to_install():
-    code = "import sys\nsys.modules['typer'] = None\nfrom memtrial.cli import main\nmain()\n"
+    code = "import sys\nsys.modules['typer'] = None\nfrom memtrial.cli.console import main\nmain()\n"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 2
     assert (
@@ -117,6 +117,6 @@ def test_console_script_without_typer_says_which_extra_to_install():
 
 def test_console_script_runs_the_command_line():
     result = subprocess.run(
-        [sys.executable, "-m", "memtrial.cli", "version"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "memtrial.cli.console", "version"], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "0.1.0"

@@ -42,7 +42,7 @@ def test_every_extra_of_the_package_is_documented():
 def test_backtest_help_lists_every_regime_and_method_id():
     from backtest.methods.registry import METHOD_IDS
     from backtest.plantedmem import REGIMES
-    from memtrial.commands import app
+    from memtrial.cli.commands import app
 
     output = " ".join(CliRunner().invoke(app, ["backtest", "plantedmem", "--help"], terminal_width=400).output.split())
     for name in [*REGIMES, *METHOD_IDS]:
@@ -69,3 +69,37 @@ def test_the_licence_file_matches_the_package_metadata():
     licence = (ROOT / "LICENSE").read_text()
     assert "Apache License" in licence and "Version 2.0" in licence
     assert 'license = { text = "Apache-2.0" }' in (ROOT / "pyproject.toml").read_text()
+
+
+def _resolves(name: str) -> bool:
+    """Whether a dotted name is a module, or an attribute reached from the longest module prefix."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            target = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            if not hasattr(target, attribute):
+                return False
+            target = getattr(target, attribute)
+        return True
+    return False
+
+
+def test_architecture_names_every_core_package_and_only_packages_modules_and_tests_that_exist():
+    architecture = (ROOT / "docs" / "architecture.md").read_text()
+    named = set(re.findall(r"`((?:memtrial|backtest|service)(?:\.\w+)*)", architecture))
+    packages = {f"memtrial.{p.name}" for p in (ROOT / "memtrial").iterdir() if (p / "__init__.py").is_file()}
+    assert packages <= named, f"packages missing from docs/architecture.md: {sorted(packages - named)}"
+    assert sorted(name for name in named if not _resolves(name)) == []
+    tests = set(re.findall(r"`(tests/[\w/]+\.py)`", architecture))
+    assert len(tests) >= 15 and sorted(t for t in tests if not (ROOT / t).is_file()) == []
+    rows = re.findall(r"^\| [^|]+ \| `(memtrial\.\w+)` \| ([^|]+) \|", architecture, re.MULTILINE)
+    assert {package for package, _ in rows} == packages
+    for package, modules in rows:
+        files = re.findall(r"`(\w+\.py)`", modules)
+        folder = ROOT / package.replace(".", "/")
+        assert files and sorted(f for f in files if not (folder / f).is_file()) == [], package

@@ -173,6 +173,6 @@ def test_the_library_imports_from_the_folder_that_holds_the_checkout(tmp_path):
         text=True,
         timeout=120,
     )
-    assert result.returncode == 0 and result.stdout.strip() == "memtrial.engine", (
+    assert result.returncode == 0 and result.stdout.strip() == "memtrial.engine.lifecycle", (
         f"{result.stderr[-600:]}\ninstall with the README's command (editable_mode=compat)"
     )

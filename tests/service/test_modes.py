@@ -4,12 +4,12 @@ import pytest
 from pydantic import ValidationError
 
 from memtrial.action import ActionRule
-from memtrial.answers import AnswerKind
-from memtrial.config import ReferenceSource
-from memtrial.design import DesignKind
-from memtrial.fallback import FallbackVariant
+from memtrial.action.fallback import FallbackVariant
+from memtrial.credit.design import DesignKind
+from memtrial.drafting.answers import AnswerKind
+from memtrial.engine.config import ReferenceSource
+from memtrial.outcomes.scoring import Rule
 from memtrial.records import DecisionKind
-from memtrial.scoring import Rule
 from memtrial.trust import GateTest
 from memtrial.values import CreditBasis, LearnerMode
 from service.app import create_app

@@ -3,7 +3,7 @@
 import pytest
 from support import UNIVERSE, make_tenant
 
-from memtrial.trust import GateConfig
+from memtrial.trust.gate import GateConfig
 from service.client import MemtrialClient, ServiceError
 
 
@@ -92,7 +92,7 @@ def test_universe_without_defensive_assets_is_422(client):
 def test_tenants_create_prints_a_key_once_and_stores_only_its_hash(tmp_path):
     from typer.testing import CliRunner
 
-    from memtrial.cli import app
+    from memtrial.cli.console import app
     from service.db import make_engine
     from service.security import hash_key
 

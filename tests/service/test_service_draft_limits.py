@@ -8,7 +8,7 @@ import pytest
 from fake_llm import FakeLLM
 from support import UNIVERSE, make_tenant
 
-from memtrial.design import max_drafts
+from memtrial.credit.design import max_drafts
 from service.client import MemtrialClient, ServiceError
 
 START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)

@@ -12,9 +12,9 @@ from live_server import Server
 from support import UNIVERSE, make_tenant
 from world import TYPES, World
 
-from memtrial.display import name_experiences
-from memtrial.engine import EngineConfig, MemTrial
-from memtrial.settle import INVESTORS
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
+from memtrial.outcomes.display import name_experiences
+from memtrial.outcomes.mandates import INVESTORS
 from service.client import MemtrialClient
 from service.embeddings import get_embedder
 from service.migrations import upgrade

@@ -6,7 +6,7 @@ import time
 def test_readyz_reports_an_embedding_model_that_failed_to_load(tmp_path, monkeypatch):
     from fastapi.testclient import TestClient
 
-    from memtrial.embeddings import Embedder
+    from memtrial.drafting.embeddings import Embedder
     from service.app import create_app
     from service.migrations import upgrade
     from service.settings import Settings

@@ -11,8 +11,8 @@ from sqlalchemy import MetaData, func, select
 from support import UNIVERSE, make_tenant
 from typer.testing import CliRunner
 
-from memtrial.cli import app as cli
-from memtrial.prereg import LogEntry, verify_chain
+from memtrial.cli.console import app as cli
+from memtrial.trust.log import LogEntry, verify_chain
 from service.client import MemtrialClient, ServiceError
 from service.db import make_engine
 

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import UNIVERSE
 
-from memtrial.settle import INVESTORS, mandate_violation
+from memtrial.outcomes.mandates import INVESTORS, mandate_violation
 from service.client import ServiceError
 
 START = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)

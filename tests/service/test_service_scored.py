@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from support import UNIVERSE
 
-from memtrial.display import name_experiences
-from memtrial.engine import EngineConfig, MemTrial
-from memtrial.scoring import score
-from memtrial.trust import GateConfig
+from memtrial.engine.lifecycle import EngineConfig, MemTrial
+from memtrial.outcomes.display import name_experiences
+from memtrial.outcomes.scoring import score
+from memtrial.trust.gate import GateConfig
 from service.client import ServiceError
 from service.embeddings import get_embedder
 from service.views import plan_labels

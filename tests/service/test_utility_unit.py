@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support import make_tenant
 
-from memtrial.display import UTILITY_UNIT, experience_label, format_utility
+from memtrial.outcomes.display import UTILITY_UNIT, experience_label, format_utility
 from service.client import AsyncMemtrialClient, MemtrialClient
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,128 @@
+"""The lifecycle's input checks: times, a decision's universe and reference, a scored settlement's inputs.
+
+Each raises where bad input enters, naming the parameter and the rule
+(:class:`~memtrial.errors.InputError` and its kin), so the engine's methods
+read as the lifecycle itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError
+from memtrial.outcomes.mandates import Investor, check_weights, project
+from memtrial.outcomes.scoring import rule as scoring_rule
+from memtrial.records import Plan, Settlement, Time, encode_time
+
+__all__ = [
+    "Universe",
+    "check_plan_times",
+    "check_scored",
+    "later_or_equal",
+    "same_scored",
+    "settled_at_or_after",
+    "shown",
+    "universe_arrays",
+]
+
+Universe = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None, NDArray[np.bool_] | None]
+
+
+def shown(value: Time | None) -> str:
+    """A time as people write it (ISO 8601 for dates and datetimes)."""
+    return value.isoformat() if isinstance(value, dt.date) else repr(value)
+
+
+def later_or_equal(first: Time, second: Time, what: str) -> bool:
+    """first >= second, or an InputError naming ``what`` for times that cannot be compared."""
+    try:
+        return bool(first >= second)  # type: ignore[operator]
+    except TypeError:
+        raise InputError(
+            f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time"
+        ) from None
+
+
+def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time | None) -> None:
+    """A plan's id and times: a non-empty id, times the state can hold, ``time`` not before the engine's
+    ``clock`` and ``maturity`` not before ``time``."""
+    if not isinstance(decision_id, str) or not decision_id:
+        raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
+    encode_time(time)
+    encode_time(maturity)
+    if clock is not None and not later_or_equal(time, clock, "time"):
+        raise TimeOrderError(f"time {shown(time)} is before the engine's clock {shown(clock)}", field="time")
+    if not later_or_equal(maturity, time, "maturity"):
+        raise InputError(f"maturity {shown(maturity)} must not be before time {shown(time)}", field="maturity")
+
+
+def settled_at_or_after(decision_id: str, plan: Plan, at: Time | None) -> Time:
+    """When the outcome is known (default the maturity): never before the maturity."""
+    settled_at = plan.maturity if at is None else at
+    encode_time(settled_at)
+    if not later_or_equal(settled_at, plan.maturity, "at"):
+        message = (
+            f"decision {decision_id!r} matures at {shown(plan.maturity)}; it cannot be settled at {shown(settled_at)}"
+        )
+        raise PrematureSettlementError(message, field="at")
+    return settled_at
+
+
+def universe_arrays(
+    investor: Investor | None,
+    reference: ArrayLike | None,
+    previous: ArrayLike | None,
+    n_assets: int | None,
+    risky: ArrayLike | None,
+    defensive: ArrayLike | None,
+) -> Universe:
+    """A portfolio plan's (reference, previous, risky, defensive), checked; with asset groups the
+    reference is projected onto the investor's mandate like every draft (it is played, alone or mixed)."""
+    if reference is None and n_assets is None:
+        raise InputError("give reference weights or n_assets", field="reference")
+    size = int(np.asarray(reference).shape[-1]) if reference is not None else int(n_assets)  # type: ignore[arg-type]
+    if n_assets is not None and n_assets != size:
+        raise InputError(f"n_assets is {n_assets} but reference has {size} weights", field="n_assets")
+    equal = np.full(size, 1.0 / size) if size > 0 else np.zeros(0)
+    weights = {}
+    for name, given in (("reference", reference), ("previous", previous)):
+        vector = equal if given is None else np.asarray(given, dtype=np.float64)
+        check_weights(vector[None, :] if vector.ndim == 1 else vector, size, name)
+        weights[name] = vector
+    if (risky is None) != (defensive is None):
+        raise InputError("give both risky and defensive asset groups, or neither", field="risky")
+    if risky is None:
+        return weights["reference"], weights["previous"], None, None
+    if investor is None:
+        raise ConfigError("asset groups need an engine investor to project drafts onto", field="investor")
+    risky_mask = np.asarray(risky, dtype=bool)
+    defensive_mask = np.asarray(defensive, dtype=bool)
+    project(equal, risky_mask, defensive_mask, investor)
+    weights["reference"] = project(weights["reference"], risky_mask, defensive_mask, investor)
+    return weights["reference"], weights["previous"], risky_mask, defensive_mask
+
+
+def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> NDArray[np.float64] | None:
+    """A scored settlement's utilities (one finite number per draft), or None with a mixable rule."""
+    if (utilities is None) == (rule is None):
+        raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
+    if utilities is None:
+        if not scoring_rule(str(rule)).mixable:
+            message = f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.outcomes.scoring.score) and give utilities"
+            raise InputError(message, field="rule")
+        return None
+    given = np.asarray(utilities, dtype=np.float64)
+    if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
+        message = f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}"
+        raise InputError(message, field="utilities")
+    return given
+
+
+def same_scored(settlement: Settlement, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None) -> bool:
+    """Whether a scored settlement already holds this outcome (settling it again is a no-op)."""
+    same_utilities = utilities is None or np.array_equal(settlement.draft_utilities, utilities)
+    return settlement.rule == rule and settlement.outcome == outcome and same_utilities

@@ -1,0 +1,153 @@
+"""An engine's settings, fixed for its life (:class:`EngineConfig`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import numpy as np
+
+from memtrial.action.budget import check_budget, check_horizon
+from memtrial.action.fallback import FallbackVariant
+from memtrial.action.rule import ActionRule
+from memtrial.credit.design import DesignKind
+from memtrial.errors import ConfigError, parse_choice
+from memtrial.outcomes.mandates import INVESTORS, Investor
+from memtrial.trust.gate import GateConfig, GateTest
+from memtrial.values import CreditBasis, LearnerMode
+
+__all__ = ["EngineConfig", "ReferenceSource"]
+
+
+class ReferenceSource(StrEnum):
+    """Where a portfolio decision's conservative reference comes from: the plan (``given``; equal
+    weight by default) or the decision's own memory-free draft (``memory_free``, drafted every time)."""
+
+    GIVEN = "given"
+    MEMORY_FREE = "memory_free"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    """Settings fixed for the life of an engine.
+
+    gamma: risk aversion of the utility; defaults to the investor's.
+    investor: mandate used to project drafts when a plan names asset groups.
+    diagnostics: compute the interaction contrasts of each settlement
+    (diagnostics nobody acts on; a backtest turns them off).
+    action: ``gate`` (the method's binary gate) or ``dial`` (the trust dial of
+    method 4.8; needs the ``anytime`` gate, or ``none`` for a dial always at 1).
+    credit: what the learner learns from: ``centred`` (date-centred
+    contributions) or ``raw`` (the raw same-day contrasts).
+    robust: screen each settlement's contributions for outliers before
+    learning (:class:`~memtrial.values.OutlierGuard`: clipped beyond 6 robust
+    sds, set aside beyond 50), so one implausible outcome cannot dominate or
+    zero the values. Off by default (the method as specified); the service
+    turns it on for every new agent.
+    draft_budget: LLM draft calls per decision on average (method 4.11; None: the whole design
+    every time). Plans then draft the whole design on trial decisions only and one or two drafts
+    on the others (:mod:`memtrial.action.budget`).
+    draft_horizon: the number of decisions the budget covers (None: open-ended). Trials then come
+    first, on credit lent by the later decisions within it, each of which keeps one call.
+    reference: ``given`` (the plan's reference, equal weight by default) or ``memory_free`` (each
+    decision's memory-free draft, so the reference costs no call beyond the drafts).
+    """
+
+    k: int = 4
+    design: DesignKind = DesignKind.HALF
+    learner: LearnerMode = LearnerMode.AUTO
+    gate: GateConfig = field(default_factory=GateConfig)
+    fallback: FallbackVariant = FallbackVariant.FTRL
+    investor: Investor | None = None
+    gamma: float | None = None
+    fee_bp: float = 15.0
+    n_components: int | None = 8
+    diagnostics: bool = True
+    action: ActionRule = ActionRule.GATE
+    credit: CreditBasis = CreditBasis.CENTRED
+    robust: bool = False
+    draft_budget: float | None = None
+    reference: ReferenceSource = ReferenceSource.GIVEN
+    draft_horizon: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
+        object.__setattr__(self, "draft_horizon", check_horizon(self.draft_horizon, self.draft_budget))
+        if not isinstance(self.robust, bool):
+            raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
+            raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
+        choices = (
+            ("design", DesignKind),
+            ("learner", LearnerMode),
+            ("fallback", FallbackVariant),
+            ("action", ActionRule),
+            ("credit", CreditBasis),
+            ("reference", ReferenceSource),
+        )
+        for name, kind in choices:
+            object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
+        if self.action is ActionRule.DIAL and self.gate.test is GateTest.PREQUENTIAL:
+            raise ConfigError(
+                "action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential'",
+                field="action",
+            )
+        if isinstance(self.investor, str):
+            if self.investor not in INVESTORS:
+                raise ConfigError(
+                    f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor"
+                )
+            object.__setattr__(self, "investor", INVESTORS[self.investor])
+        if self.gamma is None:
+            if self.investor is None:
+                raise ConfigError("give gamma or an investor (whose gamma is used)", field="gamma")
+            object.__setattr__(self, "gamma", self.investor.gamma)
+        gamma = self.gamma
+        if gamma is None or not (np.isfinite(gamma) and gamma >= 0):
+            raise ConfigError(f"gamma must be finite and >= 0, got {self.gamma!r}", field="gamma")
+        if not (np.isfinite(self.fee_bp) and self.fee_bp >= 0):
+            raise ConfigError(f"fee_bp must be finite and >= 0, got {self.fee_bp!r}", field="fee_bp")
+
+    @property
+    def risk_aversion(self) -> float:
+        return float(self.gamma)  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, Any]:
+        investor = self.investor
+        return {
+            "k": self.k,
+            "design": self.design.value,
+            "learner": self.learner.value,
+            "gate": self.gate.to_dict(),
+            "fallback": self.fallback.value,
+            "investor": None
+            if investor is None
+            else {
+                "name": investor.name,
+                "risky_cap": investor.risky_cap,
+                "defensive_floor": investor.defensive_floor,
+                "gamma": investor.gamma,
+            },
+            "gamma": self.gamma,
+            "fee_bp": self.fee_bp,
+            "n_components": self.n_components,
+            "diagnostics": self.diagnostics,
+            # settings added after the first states were written appear only when they differ from the
+            # behaviour those states had, so every earlier state (and its downgrade) stays byte for byte
+            **({} if self.action is ActionRule.GATE else {"action": self.action.value}),
+            **({} if self.credit is CreditBasis.CENTRED else {"credit": self.credit.value}),
+            **({"robust": True} if self.robust else {}),
+            **({} if self.draft_budget is None else {"draft_budget": self.draft_budget}),
+            **({} if self.reference is ReferenceSource.GIVEN else {"reference": self.reference.value}),
+            **({} if self.draft_horizon is None else {"draft_horizon": self.draft_horizon}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> EngineConfig:
+        values = dict(data)
+        values["gate"] = GateConfig.from_dict(values["gate"])
+        if values.get("investor") is not None:
+            values["investor"] = Investor(**values["investor"])
+        return cls(**values)

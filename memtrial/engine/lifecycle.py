@@ -1,0 +1,806 @@
+"""The MemTrial lifecycle: ``plan -> decide -> settle`` (method 3), and ``correct`` (method 4.10).
+
+- ``plan`` retrieves up to k experiences, builds the design, and freezes the
+  learner's predictions, the gate state, the fallback weight q and the dial. A
+  plan may not precede the engine's clock, and the clock moves past an outcome
+  only once its decision matured, so no plan sees an outcome not matured by
+  its own time (method 4.7).
+- ``decide`` acts on one draft per designed subset (:mod:`memtrial.action.choices`).
+- ``settle`` scores every draft against the outcome and learns from it
+  (:mod:`memtrial.engine.learning`); again with the same outcome it is a no-op, with
+  another an error; ``correct`` replaces an outcome (:mod:`memtrial.engine.corrections`).
+
+Settings live in :mod:`memtrial.engine.config`, the state's serialisation in
+:mod:`memtrial.engine.state`. The running state is O(experiences); what grows with
+the number of decisions is written once, item by item, to a
+:class:`~memtrial.engine.history.History`.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from memtrial.action.budget import BudgetPlan, DraftCredit, memory_row, plan_budget
+from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
+from memtrial.action.fallback import AnchoredMixture
+from memtrial.action.rule import ActionRule
+from memtrial.credit import design as design_module
+from memtrial.drafting.retrieval import top_k
+from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
+from memtrial.engine.checks import (
+    Universe,
+    check_plan_times,
+    check_scored,
+    later_or_equal,
+    same_scored,
+    settled_at_or_after,
+    universe_arrays,
+)
+from memtrial.engine.config import EngineConfig, ReferenceSource
+from memtrial.engine.corrections import corrected_outcome, correction_entry, recompute
+from memtrial.engine.history import DecisionEntry, History, InMemoryHistory
+from memtrial.engine.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
+from memtrial.engine.reconfigure import reconfigured
+from memtrial.engine.state import EngineState, ExperienceState, decode_state, encode_state
+from memtrial.errors import (
+    ConfigError,
+    DuplicateError,
+    InputError,
+    LifecycleError,
+    SettlementConflictError,
+    StateError,
+    UnknownDecisionError,
+    parse_choice,
+)
+from memtrial.outcomes.mandates import check_weights, project
+from memtrial.records import (
+    Decision,
+    DecisionKind,
+    Dial,
+    ExperienceId,
+    Plan,
+    Settlement,
+    Time,
+    check_experience_id,
+)
+from memtrial.trust.gate import TrustGate, make_gate
+from memtrial.trust.log import ChainVerification, LogEntry, LogKind, verify_chain
+from memtrial.values import CreditBasis, EmpiricalBayesLearner
+
+__all__ = ["EngineConfig", "MemTrial"]
+
+
+@dataclass(slots=True)
+class _Experience:
+    embedding: NDArray[np.float64] | None
+    active: bool = True
+
+
+class _LogSink:
+    """Hands the gate's log entries to the engine's history. It holds the engine weakly, so an engine
+    is freed as soon as it is dropped (no reference cycle waits for the garbage collector)."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: MemTrial) -> None:
+        self._engine = weakref.ref(engine)
+
+    def __call__(self, entry: LogEntry) -> None:
+        engine = self._engine()
+        if engine is not None:
+            engine.history.append_log(entry)
+
+
+class MemTrial:
+    """One agent's memory credit assignment and trust-gated decisions.
+
+    history: where decision entries, log entries and contribution records go
+    (default: an :class:`~memtrial.engine.history.InMemoryHistory`). The engine's own
+    state stays O(experiences) whatever the number of decisions.
+    ``checkpoint_policy`` (:class:`~memtrial.engine.checkpoints.CheckpointPolicy`) says how
+    often it writes a state checkpoint to the history for corrections to replay from.
+    """
+
+    def __init__(self, config: EngineConfig | None = None, *, history: History | None = None, **settings: Any) -> None:
+        if config is not None and settings:
+            raise ConfigError("give either config or keyword settings, not both")
+        self.config = config if config is not None else EngineConfig(**settings)
+        self.history: History = InMemoryHistory() if history is None else history
+        self.learner = self._new_learner()
+        self.gate: TrustGate = make_gate(self.config.gate, sink=_LogSink(self))
+        self.fallback = AnchoredMixture(self.config.fallback)
+        self.noise = NoiseCost()
+        self.credit = DraftCredit()
+        self.experiences: dict[ExperienceId, _Experience] = {}
+        self.clock: Time | None = None
+        self.checkpoint_policy = CheckpointPolicy()
+        self.checkpointed_at = 0  # the log position of the last checkpoint written
+        # predictions a correction derived again for plans awaiting their score (memtrial.engine.checkpoints)
+        self.rederived: dict[str, dict[str, Any]] = {}
+
+    def _new_learner(self) -> EmpiricalBayesLearner:
+        config = self.config
+        return EmpiricalBayesLearner(
+            config.learner,
+            n_components=config.n_components,
+            centre=config.credit is CreditBasis.CENTRED,
+            robust=config.robust,
+        )
+
+    @property
+    def gate_hash(self) -> str:
+        """SHA-256 of the frozen gate configuration (pre-registration)."""
+        return self.gate.config_hash
+
+    def memory_history(self) -> InMemoryHistory:
+        """The in-memory history (a StateError when the history lives in an external store)."""
+        return self._memory()
+
+    def _memory(self) -> InMemoryHistory:
+        if not isinstance(self.history, InMemoryHistory):
+            raise StateError("this engine's history is in an external store; ask the store", field="history")
+        return self.history
+
+    @property
+    def entries(self) -> dict[str, DecisionEntry]:
+        """Decision entries by id (in-memory history only)."""
+        return self._memory().entries
+
+    @property
+    def records(self) -> list[tuple[str, ExperienceId, float]]:
+        """Contribution records (decision id, experience id, contribution), in-memory history only."""
+        return self._memory().records
+
+    # -- experiences -------------------------------------------------------
+    def add_experience(self, experience_id: ExperienceId, embedding: ArrayLike | None = None) -> None:
+        """Register an experience; its embedding drives retrieval and content features."""
+        check_experience_id(experience_id)
+        if experience_id in self.experiences:
+            raise DuplicateError(f"experience {experience_id!r} already exists", field="experience_id")
+        vector = None
+        if embedding is not None:
+            vector = np.asarray(embedding, dtype=np.float64)
+            self.learner.add_features(experience_id, vector)
+        self.experiences[experience_id] = _Experience(vector)
+
+    def update_experience(self, experience_id: ExperienceId, embedding: ArrayLike) -> None:
+        """Replace an experience's embedding (its text was rewritten); its records and value stay."""
+        experience = self._experience(experience_id)
+        vector = np.asarray(embedding, dtype=np.float64)
+        self.learner.add_features(experience_id, vector)
+        experience.embedding = vector
+
+    def remove_experience(self, experience_id: ExperienceId) -> None:
+        """Forget an experience: no longer retrievable or valued (past records still centre their dates)."""
+        self._experience(experience_id)
+        del self.experiences[experience_id]
+        self.learner.remove_features(experience_id)
+
+    def retire_experience(self, experience_id: ExperienceId) -> None:
+        """Stop retrieving an experience; its history and value stay."""
+        self._experience(experience_id).active = False
+
+    def _experience(self, experience_id: ExperienceId) -> _Experience:
+        if experience_id not in self.experiences:
+            raise InputError(f"unknown experience {experience_id!r}", field="experience_id")
+        return self.experiences[experience_id]
+
+    # -- plan --------------------------------------------------------------
+    def plan(
+        self,
+        decision_id: str,
+        time: Time,
+        maturity: Time,
+        *,
+        retrieved: Sequence[ExperienceId] | None = None,
+        context_embedding: ArrayLike | None = None,
+        reference: ArrayLike | None = None,
+        previous: ArrayLike | None = None,
+        n_assets: int | None = None,
+        risky: ArrayLike | None = None,
+        defensive: ArrayLike | None = None,
+        kind: DecisionKind | str = DecisionKind.PORTFOLIO,
+    ) -> Plan:
+        """Retrieve, design and freeze predictions for one decision.
+
+        Give ``retrieved`` (ids in rank order, at most k) or a
+        ``context_embedding`` for cosine retrieval over active experiences.
+        reference: (n,) the fallback's anchor (default equal weight);
+        previous: (n,) the book before entry, for fees (default equal weight).
+        risky/defensive: (n,) asset groups; drafts are then projected onto the
+        configured investor's mandate.
+        kind: ``portfolio`` (drafts are weights, settled by prices) or
+        ``scored`` (drafts are anything a rule can score: decide with
+        :meth:`decide_scored`, settle with :meth:`settle_scored`; no universe).
+        """
+        check_plan_times(decision_id, time, maturity, self.clock)
+        ids = self._retrieve(retrieved, context_embedding)
+        kind = parse_choice(DecisionKind, kind, "kind")
+        reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
+            kind, reference, previous, n_assets, risky, defensive
+        )
+        if self.history.get(decision_id) is not None:
+            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
+        designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
+        frozen = frozen_predictions(self.learner, ids)
+        predictions = frozen["predictions"]
+        trust = self.gate.decision()
+        dial = self._dial(ids, designed, predictions)
+        portfolio = kind is DecisionKind.PORTFOLIO
+        memory_free = self.config.reference is ReferenceSource.MEMORY_FREE
+        budgeted = plan_budget(
+            self.credit,
+            self.config.draft_budget,
+            self.config.draft_horizon,
+            designed,
+            needs_reference=portfolio and memory_free and 0 not in designed,
+            memory=lambda: memory_row(dial, trust.is_open, predictions, ids),
+            pairs=portfolio and memory_free,
+            blends=portfolio and not memory_free,
+        )
+        self.credit = budgeted.credit
+        self._log_plan(decision_id, ids, budgeted, frozen, dial)
+        plan = Plan(
+            decision_id=decision_id,
+            time=time,
+            maturity=maturity,
+            experience_ids=tuple(ids),
+            masks=budgeted.masks,
+            subsets=tuple(design_module.subset_of(m, ids) for m in budgeted.masks),  # type: ignore[misc]
+            **frozen,
+            trust=trust,
+            q=self.fallback.choose(),
+            reference=reference_weights,
+            previous=previous_weights,
+            risky=risky_mask,
+            defensive=defensive_mask,
+            dial=dial,
+            kind=kind,
+            trial=budgeted.trial,
+            memory_share=budgeted.memory_share,
+            extra_reference=budgeted.extra_reference,
+        )
+        self.history.put(DecisionEntry(plan))
+        self.clock = time
+        return plan
+
+    def _dial(self, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[Any, float]) -> Dial | None:
+        """The trust dial's plan under the dial rule (None under the gate's)."""
+        if self.config.action is not ActionRule.DIAL:
+            return None
+        return plan_dial(self.config.gate, self.gate.statistics, self.noise.cost, ids, masks, predictions)
+
+    def _universe(
+        self,
+        kind: DecisionKind,
+        reference: ArrayLike | None,
+        previous: ArrayLike | None,
+        n_assets: int | None,
+        risky: ArrayLike | None,
+        defensive: ArrayLike | None,
+    ) -> Universe:
+        """A plan's (reference, previous, risky, defensive) arrays; a scored decision has no universe."""
+        if kind is DecisionKind.SCORED:
+            given = [
+                name
+                for name, value in (
+                    ("reference", reference),
+                    ("previous", previous),
+                    ("n_assets", n_assets),
+                    ("risky", risky),
+                    ("defensive", defensive),
+                )
+                if value is not None
+            ]
+            if given:
+                raise InputError(
+                    f"a scored decision has no universe: {given[0]} does not apply (designate the reference draft when deciding)",
+                    field=given[0],
+                )
+            return np.zeros(0), np.zeros(0), None, None
+        if reference is not None and self.config.reference is ReferenceSource.MEMORY_FREE:
+            raise InputError(
+                "reference does not apply: this engine's reference is each decision's memory-free draft",
+                field="reference",
+            )
+        return universe_arrays(self.config.investor, reference, previous, n_assets, risky, defensive)
+
+    def _log_plan(
+        self,
+        decision_id: str,
+        ids: Sequence[ExperienceId],
+        budgeted: BudgetPlan,
+        frozen: Mapping[str, Any],
+        dial: Dial | None,
+    ) -> None:
+        """A trial registers its frozen predictions with the gate; under a budget the log records every
+        call the budget spends, trials' and the others'."""
+        if not ids:
+            return
+        budget = self.config.draft_budget
+        if budgeted.trial:
+            details: dict[str, Any] = {
+                "learner_mode": frozen["learner_mode"],
+                "modes": {m: list(v) for m, v in frozen["mode_predictions"].items()},
+            }
+            if dial is not None:
+                details["dial"] = dial.to_dict()
+            if budget is not None:
+                details["draft_calls"] = len(budgeted.masks)
+            self.gate.register(decision_id, frozen["predictions"], details, track=False)
+        elif budget is not None:
+            self.gate.log.append(
+                LogKind.EXPLOIT,
+                {"date": decision_id, "draft_calls": len(budgeted.masks), "memory_share": budgeted.memory_share},
+            )
+
+    def _retrieve(self, retrieved: Sequence[ExperienceId] | None, context: ArrayLike | None) -> list[ExperienceId]:
+        if (retrieved is None) == (context is None):
+            raise InputError("give exactly one of retrieved or context_embedding", field="retrieved")
+        if retrieved is not None:
+            ids = [check_experience_id(e, "retrieved") for e in retrieved]
+            if len(set(ids)) != len(ids) or len(ids) > self.config.k:
+                raise InputError(
+                    f"retrieved must hold at most {self.config.k} distinct ids, got {ids!r}", field="retrieved"
+                )
+            for experience_id in ids:
+                if not self._experience(experience_id).active:
+                    raise InputError(f"experience {experience_id!r} is retired", field="retrieved")
+            return ids
+        candidates = [(e, x.embedding) for e, x in self.experiences.items() if x.active and x.embedding is not None]
+        return top_k(np.asarray(context, dtype=np.float64), candidates, self.config.k)
+
+    def change_settings(
+        self, changes: Mapping[str, Any], *, recorded: Mapping[str, tuple[Any, Any]] | None = None
+    ) -> LogEntry | None:
+        """Change the draft budget or its horizon from the next plan on (:mod:`memtrial.engine.reconfigure`).
+
+        changes: ``{"draft_budget": ..., "draft_horizon": ...}`` (either or both). recorded: settings
+        kept outside the engine (a service's drafter, say) as ``{name: (old, new)}``, logged beside them.
+        Every change is a ``settings`` entry of the hash-chained log with the old and new values and the
+        number of decisions planned under a budget before it; the entry that changes nothing is not
+        written (None). A setting fixed for the engine's life raises ConfigError naming it, and
+        nothing changes.
+        """
+        config, changed = reconfigured(self.config, changes)
+        for name, (old, new) in (recorded or {}).items():
+            if old != new:
+                changed[name] = {"old": old, "new": new}
+        if not changed:
+            return None
+        payload = {"changes": changed, "decisions_budgeted": self.credit.decisions}
+        entry = self.gate.log.append(LogKind.SETTINGS, payload)
+        self.config = config
+        return entry
+
+    def reserve_calls(self, wanted: int) -> int:
+        """Calls beyond its plan's drafts (retries of malformed answers) that the decision just planned may
+        make: ``wanted``, or under a draft budget as many of them as the credit can spare now
+        (:meth:`~memtrial.action.budget.DraftCredit.spare`). They are paid at once; :meth:`release_calls` gives
+        back those not made."""
+        if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 0:
+            raise InputError(f"wanted must be a number of calls (an integer >= 0), got {wanted!r}", field="wanted")
+        budget = self.config.draft_budget
+        if budget is None:
+            return wanted
+        granted = min(wanted, self.credit.spare(budget, self.config.draft_horizon))
+        self.credit.pay(granted)
+        return granted
+
+    def release_calls(self, decision_id: str, reserved: int, made: int) -> None:
+        """Settle the calls :meth:`reserve_calls` reserved for ``decision_id``: ``made`` of the ``reserved``
+        were sent, the rest go back to the credit. Under a draft budget a ``retry`` entry in the log records
+        the calls made, so the log's ``draft_calls`` add up to every call the budget paid for."""
+        if not 0 <= made <= reserved:
+            raise InputError(f"made must be in [0, reserved = {reserved}], got {made!r}", field="made")
+        if self.config.draft_budget is None:
+            return
+        self.credit.refund(reserved - made)
+        if made:
+            self.gate.log.append(LogKind.RETRY, {"date": decision_id, "draft_calls": made})
+
+    def withdraw(self, decision_id: str, reason: str) -> None:
+        """Abandon a planned decision that will never be decided (its drafts could not be made, say).
+
+        Its registered prediction is closed in the log by a ``withdrawal`` entry
+        naming the reason (so the record shows why it was never scored); it can
+        no longer be decided or settled. Withdrawing twice is a no-op.
+        """
+        entry = self._entry(decision_id)
+        if entry.withdrawn is not None:
+            return
+        if entry.decision is not None:
+            raise LifecycleError(
+                f"decision {decision_id!r} was already decided: settle it instead", field="decision_id"
+            )
+        if not isinstance(reason, str) or not reason:
+            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        if entry.plan.experience_ids:
+            self.gate.log.append(LogKind.WITHDRAWAL, {"date": decision_id, "reason": reason})
+        entry.withdrawn = reason
+        self.rederived.pop(decision_id, None)
+        self.history.put(entry)
+
+    # -- decide ------------------------------------------------------------
+    def decide(self, decision_id: str, drafts: ArrayLike) -> Decision:
+        """Choose weights from one draft per designed subset (rows aligned with ``plan.subsets``)."""
+        entry = self._live_entry(decision_id)
+        plan = entry.plan
+        if plan.kind is not DecisionKind.PORTFOLIO:
+            raise LifecycleError(
+                f"decision {decision_id!r} is a scored decision: use decide_scored", field="decision_id"
+            )
+        matrix = np.asarray(drafts, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
+            raise InputError(
+                f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}",
+                field="drafts",
+            )
+        check_weights(matrix, plan.n_assets, "drafts")
+        if plan.risky is not None and plan.defensive is not None and self.config.investor is not None:
+            matrix = project(matrix, plan.risky, plan.defensive, self.config.investor)
+        if entry.decision is not None:
+            if np.array_equal(entry.decision.drafts, matrix):
+                return entry.decision
+            raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
+        memory_free = self.config.reference is ReferenceSource.MEMORY_FREE and 0 in plan.masks
+        entry.decision = choose_portfolio(plan, matrix, plan.masks.index(0) if memory_free else None)
+        # (an extra reference draft is the last row: masks.index(0) finds it, the design has no 0)
+        self.history.put(entry)
+        return entry.decision
+
+    def decide_scored(
+        self, decision_id: str, *, vectors: ArrayLike | None = None, n_drafts: int | None = None, reference: int = 0
+    ) -> Decision:
+        """Act on a scored decision: one draft per designed subset (rows aligned with ``plan.subsets``).
+
+        vectors: (S, m) numeric drafts (e.g. probability vectors over m named
+        outcomes): the anchored mixture and the dial blend apply to them.
+        n_drafts: S, for drafts that are not vectors (answers, documents): a
+        closed gate, or a dial short of full trust, plays the reference draft.
+        reference: index of the draft designated as the conservative reference
+        (default 0, the memory-free draft).
+        """
+        entry = self._live_entry(decision_id)
+        plan = entry.plan
+        if plan.kind is not DecisionKind.SCORED:
+            raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use decide", field="decision_id")
+        runs = len(plan.masks)
+        if (vectors is None) == (n_drafts is None):
+            raise InputError("give exactly one of vectors or n_drafts", field="drafts")
+        if vectors is not None:
+            matrix = np.asarray(vectors, dtype=np.float64)
+            if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
+                raise InputError(
+                    f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}",
+                    field="drafts",
+                )
+        else:
+            if isinstance(n_drafts, bool) or not isinstance(n_drafts, int) or n_drafts != runs:
+                raise InputError(
+                    f"drafts must number one per designed subset ({runs}), got {n_drafts!r}", field="drafts"
+                )
+            matrix = np.zeros((runs, 0))
+        if isinstance(reference, bool) or not isinstance(reference, int) or not 0 <= reference < runs:
+            raise InputError(f"reference must index one of the {runs} drafts, got {reference!r}", field="reference")
+        if entry.decision is not None:
+            if np.array_equal(entry.decision.drafts, matrix) and entry.decision.reference_index == reference:
+                return entry.decision
+            raise DuplicateError(f"decision {decision_id!r} was already decided with other drafts", field="drafts")
+        entry.decision = choose_scored(plan, matrix, reference)
+        self.history.put(entry)
+        return entry.decision
+
+    # -- settle ------------------------------------------------------------
+    def settle(self, decision_id: str, rel_prices: ArrayLike, at: Time | None = None) -> Settlement:
+        """Score a matured decision and learn from it.
+
+        rel_prices: (H, n) closes relative to the entry close. ``at`` (default
+        the maturity) is when the outcome is known; it must not precede the
+        maturity.
+        """
+        entry = self._live_entry(decision_id)
+        plan = entry.plan
+        if plan.kind is not DecisionKind.PORTFOLIO:
+            raise LifecycleError(
+                f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id"
+            )
+        prices = np.asarray(rel_prices, dtype=np.float64)
+        if entry.settlement is not None:
+            if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(
+                entry.settlement.rel_prices, prices
+            ):
+                return entry.settlement
+            raise SettlementConflictError(
+                f"decision {decision_id!r} was already settled with different prices", field="rel_prices"
+            )
+        decision = self._decided(entry, "call decide before settle")
+        settled_at = settled_at_or_after(decision_id, plan, at)
+        realised = portfolio_outcome(self.config, plan, decision, prices)
+        return self._record(
+            entry, learn(self.config, self._learnt(plan), realised, settled_at, self._running()), settled_at
+        )
+
+    def settle_scored(
+        self,
+        decision_id: str,
+        *,
+        utilities: ArrayLike | None = None,
+        outcome: Any = None,
+        rule: str | None = None,
+        at: Time | None = None,
+    ) -> Settlement:
+        """Score a matured scored decision and learn from it.
+
+        Give ``utilities`` (one per draft, computed by the caller; higher is
+        better) or an ``outcome`` and a mixable built-in ``rule``: ``brier`` or
+        ``log`` over the decision's probability vectors (the outcome is the
+        index of the realised outcome) or ``abs_error`` over numbers (vectors
+        of length 1). Settling twice with the same data is a no-op; with other
+        data it is an error.
+        """
+
+        entry = self._live_entry(decision_id)
+        plan = entry.plan
+        if plan.kind is not DecisionKind.SCORED:
+            raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use settle", field="decision_id")
+        given_utilities = check_scored(plan, utilities, rule)
+        if entry.settlement is not None:
+            if same_scored(entry.settlement, given_utilities, outcome, rule):
+                return entry.settlement
+            raise SettlementConflictError(
+                f"decision {decision_id!r} was already settled with a different outcome",
+                field="outcome" if rule else "utilities",
+            )
+        decision = self._decided(entry, "decide before settling")
+        settled_at = settled_at_or_after(decision_id, plan, at)
+        realised = scored_outcome(decision, given_utilities, outcome, rule)
+        return self._record(
+            entry, learn(self.config, self._learnt(plan), realised, settled_at, self._running()), settled_at
+        )
+
+    def correct(
+        self,
+        decision_id: str,
+        *,
+        reason: str,
+        rel_prices: ArrayLike | None = None,
+        utilities: ArrayLike | None = None,
+        outcome: Any = None,
+        rule: str | None = None,
+        at: Time | None = None,
+    ) -> Settlement:
+        """Replace a settled decision's outcome (a bad price feed, a mis-graded answer) and relearn.
+
+        Give what :meth:`settle` (``rel_prices``) or :meth:`settle_scored`
+        (``utilities``, or ``outcome`` and ``rule``) takes, and the ``reason``.
+        The engine recomputes its running state from the stored history, in
+        the order the log recorded plans and scores: every later plan's
+        predictions are derived again from what the learner would then have
+        known, and every score, the learner, the gate's statistics, the noise
+        cost and the fallback equal those of an engine settled with the
+        corrected outcome from the start. The log keeps the superseded score
+        and gains a ``correction`` entry (the reason, the index of the entry
+        it supersedes, the new score); the plans and decisions as they were
+        served stay as they were. A correction equal to the current outcome is
+        a no-op. Content features are those of the experiences held now.
+        The replay starts at the last state checkpoint before the corrected
+        score (``checkpoint_policy``) and runs in batch; predictions it derives
+        again for plans still awaiting their score are learnt when they settle.
+        """
+        entry = self._live_entry(decision_id)
+        previous = entry.settlement
+        if previous is None:
+            raise LifecycleError(
+                f"decision {decision_id!r} is not settled yet: settle it instead of correcting it", field="decision_id"
+            )
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        plan = entry.plan
+        decision = self._decided(entry, "decide before settling")
+        settled_at = settled_at_or_after(decision_id, plan, previous.settled_at if at is None else at)
+        realised = corrected_outcome(self.config, plan, decision, previous, rel_prices, utilities, outcome, rule)
+        if realised is None:  # the outcome it already has
+            return previous
+        embeddings = {e: x.embedding for e, x in self.experiences.items()}
+        result = recompute(
+            self.config,
+            self.history,
+            self._running(),
+            self._new_learner,
+            embeddings,
+            entry,
+            realised,
+            settled_at,
+            self.rederived,
+            self.checkpoint_policy,
+        )
+        running, corrected, supersedes = result.running, result.corrected, result.supersedes
+        self.learner, self.fallback, self.noise = running.learner, running.fallback, running.noise
+        self.gate.statistics = running.gate.statistics
+        self.rederived = result.rederived
+        if result.checkpointed_at is not None:
+            self.checkpointed_at = result.checkpointed_at
+        self.gate.log.append(LogKind.CORRECTION, correction_entry(decision_id, reason, supersedes, corrected))
+        entry.settlement = corrected
+        entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
+        self.history.correct(entry, corrected.contributions, corrected.centred)
+        if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
+            self.clock = settled_at
+        return corrected
+
+    def _decided(self, entry: DecisionEntry, advice: str) -> Decision:
+        if entry.decision is None:
+            raise LifecycleError(f"decision {entry.decision_id!r} has no drafts yet: {advice}", field="decision_id")
+        return entry.decision
+
+    def _learnt(self, plan: Plan) -> Plan:
+        """The plan a settlement learns from: with the predictions a correction derived again for it, if any."""
+        rederived = self.rederived.get(plan.decision_id)
+        return plan if rederived is None else replace(plan, **decode_frozen(rederived))
+
+    def _record(self, entry: DecisionEntry, settlement: Settlement, settled_at: Time) -> Settlement:
+        entry.settlement = settlement
+        self.rederived.pop(entry.decision_id, None)
+        self.history.put(entry)
+        if settlement.contributions:
+            self.history.append_contributions(entry.decision_id, settlement.contributions, settlement.centred)
+        plan = entry.plan
+        position = self.gate.log.length
+        if plan.experience_ids and plan.trial and self.checkpoint_policy.due(position, self.checkpointed_at):
+            checkpoint = Checkpoint(
+                position, self.learner.state_dict(), self.gate.statistics.to_dict(), dict(self.rederived)
+            )
+            self.history.add_checkpoints([checkpoint], self.checkpoint_policy.kept)
+            self.checkpointed_at = position
+        if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
+            self.clock = settled_at
+        return settlement
+
+    def _running(self) -> Running:
+        return Running(self.learner, self.gate, self.fallback, self.noise)
+
+    # -- queries -----------------------------------------------------------
+    def _entry(self, decision_id: str) -> DecisionEntry:
+        entry = self.history.get(decision_id)
+        if entry is None:
+            raise UnknownDecisionError(f"no plan has decision id {decision_id!r}", field="decision_id")
+        return entry
+
+    def _live_entry(self, decision_id: str) -> DecisionEntry:
+        entry = self._entry(decision_id)
+        if entry.withdrawn is not None:
+            raise LifecycleError(
+                f"decision {decision_id!r} was withdrawn ({entry.withdrawn}); plan a new one", field="decision_id"
+            )
+        return entry
+
+    def get_plan(self, decision_id: str) -> Plan:
+        return self._entry(decision_id).plan
+
+    def prune_settled(self) -> int:
+        """Drop settled decisions from the in-memory history (their learning is kept); returns how many.
+
+        A pruned decision can no longer be looked up or re-settled here.
+        """
+        return self._memory().prune_settled()
+
+    def verify(self) -> ChainVerification:
+        """Recompute the hash chain of the whole log from the history, and check it ends at the head."""
+        check = verify_chain(self.gate_hash, self.history.log_entries())
+        if check.ok and check.n_entries != self.gate.log.length:
+            return ChainVerification(
+                False,
+                check.n_entries,
+                check.n_entries,
+                f"the store holds {check.n_entries} entries; the engine has written {self.gate.log.length}",
+            )
+        return check
+
+    def values(self) -> dict[ExperienceId, float]:
+        """Posterior mean value of every experience (0, the prior mean, before data)."""
+        return {e: self.learner.predict(e) for e in self.experiences}
+
+    def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
+        """(mean, sd, n) of an experience's value; sd is None while there is no noise scale.
+
+        The sd is the reported one (:meth:`EmpiricalBayesLearner.reported_posterior`): the plug-in
+        posterior's plus the uncertainty of the estimated tau2, never 0 for a value learnt from data.
+        Before the learner has data, and while every contribution it has learnt is exactly 0 (drafts
+        that did not differ by subset), nothing scales the values' noise: the sd is None, not 0.
+        """
+        self._experience(experience_id)
+        if not self.learner.is_fitted:
+            return 0.0, None, 0
+        posterior = self.learner.reported_posterior(experience_id)
+        count = self.learner.count(experience_id)
+        if not self.learner.has_noise_scale:
+            return posterior.mean, None, count
+        return posterior.mean, posterior.sd, count
+
+    # -- state -------------------------------------------------------------
+    def to_json(self, *, embeddings: bool = True, history: bool = True) -> str:
+        """The state as JSON; ``MemTrial.from_json`` restores it exactly.
+
+        embeddings=False leaves the experience embeddings out (a store that
+        keeps them elsewhere passes them back to ``from_json``).
+        history=False leaves the in-memory history out: the compact running
+        state alone, whose size depends on the experiences, not on the number
+        of decisions (a store that keeps the history attaches it again).
+        """
+        return json.dumps(
+            self.to_dict(embeddings=embeddings, history=history), sort_keys=True, separators=(",", ":"), allow_nan=False
+        )
+
+    def to_dict(self, *, embeddings: bool = True, history: bool = True) -> dict[str, Any]:
+        """The state as JSON-ready data (:func:`memtrial.engine.state.encode_state`)."""
+        return encode_state(self.state(history=history), embeddings=embeddings)
+
+    def state(self, *, history: bool = True) -> EngineState:
+        """The running state as one value (``history=False``: without the in-memory history)."""
+        return EngineState(
+            config=self.config,
+            gate_hash=self.gate_hash,
+            clock=self.clock,
+            experiences=tuple(ExperienceState(e, x.embedding, x.active) for e, x in self.experiences.items()),
+            learner=self.learner.state_dict(),
+            gate=self.gate.state_dict(),
+            fallback=self.fallback,
+            noise=self.noise,
+            credit=self.credit,
+            checkpointed_at=self.checkpointed_at,
+            rederived=self.rederived,
+            history=self.memory_history() if history else None,
+        )
+
+    @classmethod
+    def from_json(
+        cls, text: str, embeddings: Mapping[ExperienceId, ArrayLike] | None = None, *, history: History | None = None
+    ) -> MemTrial:
+        """Restore a state; ``embeddings`` supplies those left out by ``to_json(embeddings=False)``,
+        ``history`` the store of a state written with ``history=False``."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise StateError(f"state is not valid JSON: {error}") from None
+        return cls.from_dict(data, embeddings, history=history)
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any],
+        embeddings: Mapping[ExperienceId, ArrayLike] | None = None,
+        *,
+        history: History | None = None,
+    ) -> MemTrial:
+        """Restore a state of this version, or upgrade a version-1 state (:func:`memtrial.engine.state.decode_state`)."""
+        return cls.from_state(decode_state(data, embeddings, history=history))
+
+    @classmethod
+    def from_state(cls, state: EngineState) -> MemTrial:
+        """An engine that continues from ``state`` (its history attached)."""
+        try:
+            engine = cls(state.config, history=state.history)
+            if engine.gate_hash != state.gate_hash:
+                raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
+            engine.clock = state.clock
+            for experience in state.experiences:
+                engine.add_experience(experience.experience_id, experience.embedding)
+                engine.experiences[experience.experience_id].active = experience.active
+            engine.learner.load_state_dict(state.learner)
+            engine.gate.load_state_dict(state.gate)
+            engine.fallback = state.fallback
+            engine.noise = state.noise
+            engine.credit = state.credit
+            engine.checkpointed_at = state.checkpointed_at
+            engine.rederived = {d: dict(v) for d, v in state.rederived.items()}
+        except (KeyError, TypeError, ValueError) as error:
+            raise StateError(f"state is malformed: {error!r}") from None
+        return engine

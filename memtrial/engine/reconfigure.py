@@ -1,0 +1,51 @@
+"""Settings an engine may change mid-life: the draft budget and its horizon (method 4.11).
+
+Every other setting is fixed for the engine's life: the gate is pre-registered (its hash anchors the
+log), and ``k``, the design, the learner, the credit basis, the action rule, the fallback, the
+mandate and the reference define what a trial drafts, what a score correlates and what a decision
+plays, so changing them would change the experiment the log records.
+
+A budget changes only which plans are trials, and that is fixed at plan time from what is known
+then, so a change takes effect at the next plan and leaves every decision already planned, and its
+guarantee, as it was. The gate stays as it was registered: an engine created without a budget keeps
+its bets when it takes one (the dial's guarantee holds for any bets below 1), and one created with a
+budget keeps the budget's bets without it. The running credit carries over unchanged: calls saved
+under the old budget stay saved, calls borrowed on the horizon stay owed, and each later plan adds
+the new budget, so the calls made never exceed the sum of the budgets in force at each plan (plus
+what a horizon lends). ``draft_horizon`` counts the decisions planned under a budget, from the first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from memtrial.engine.config import EngineConfig
+from memtrial.errors import ConfigError
+
+__all__ = ["MUTABLE_SETTINGS", "reconfigured"]
+
+#: the settings :meth:`memtrial.engine.lifecycle.MemTrial.change_settings` may change
+MUTABLE_SETTINGS: tuple[str, ...] = ("draft_budget", "draft_horizon")
+
+
+def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[EngineConfig, dict[str, dict[str, Any]]]:
+    """(the new configuration, ``{setting: {"old": ..., "new": ...}}`` for each setting that changed).
+
+    Raises ConfigError naming the setting for one that is fixed for the engine's life or a value
+    the configuration refuses (``draft_horizon`` without a ``draft_budget``, say).
+    """
+    fixed = sorted(set(changes) - set(MUTABLE_SETTINGS))
+    if fixed:
+        raise ConfigError(
+            f"{fixed[0]} is fixed for the engine's life; only {', '.join(MUTABLE_SETTINGS)} may change",
+            field=fixed[0],
+        )
+    updated = replace(config, **changes)
+    changed = {
+        name: {"old": getattr(config, name), "new": getattr(updated, name)}
+        for name in MUTABLE_SETTINGS
+        if getattr(config, name) != getattr(updated, name)
+    }
+    return updated, changed

