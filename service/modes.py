@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-__all__ = ["DecisionStatus", "Listed", "values_of"]
+__all__ = ["DecisionStatus", "Listed", "listed_in_order", "values_of"]
 
 
 class DecisionStatus(StrEnum):
@@ -35,9 +35,14 @@ class _Values:
 
     enum: type[StrEnum]
     members: bool = True
+    order: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.order and sorted(self.order) != sorted(member.value for member in self.enum):
+            raise ValueError(f"order must list each value of {self.enum.__name__} once, got {self.order!r}")
 
     def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
-        values = core_schema.literal_schema([member.value for member in self.enum])
+        values = core_schema.literal_schema(list(self.order) or [member.value for member in self.enum])
         return core_schema.no_info_after_validator_function(self.enum, values) if self.members else values
 
 
@@ -45,6 +50,12 @@ def values_of(enum: type[StrEnum]) -> Any:
     """The metadata of a ``str`` field that holds one of ``enum``'s values as a plain string (an answer
     clients read as they always have): ``Annotated[str, values_of(DecisionStatus)]``."""
     return _Values(enum, members=False)
+
+
+def listed_in_order(enum: type[StrEnum], *order: str) -> Any:
+    """The metadata of a request field holding an ``enum`` member whose schema lists the values in
+    ``order`` (each value once; the set stays the enum's): ``Annotated[LearnerMode, listed_in_order(...)]``."""
+    return _Values(enum, order=order)
 
 
 if TYPE_CHECKING:

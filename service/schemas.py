@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Query
 from pydantic import (
@@ -64,7 +64,7 @@ from service.api_types import (
     VerifyPublic,
     WarningPublic,
 )
-from service.modes import Listed
+from service.modes import Listed, listed_in_order
 from service.settings import MAX_DRAFTS_CEILING
 from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
@@ -127,6 +127,11 @@ __all__ = [
     "WarningPublic",
     "check_portfolio_drafts",
 ]
+
+if TYPE_CHECKING:
+    LearnerField = LearnerMode
+else:  # a LearnerMode, its values listed with the default first, as the document has always listed them
+    LearnerField = Annotated[str, listed_in_order(LearnerMode, "auto", "identity", "content")]
 
 ASSET_CLASSES = ("equities", "bonds", "cash", "commodities", "real_estate", "crypto", "stocks")
 RISKY_CLASSES = frozenset({"equities", "real_estate", "crypto", "stocks"})
@@ -227,7 +232,7 @@ class AgentCreate(Strict):
         description="experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7; a setting that needs more drafts than the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION (default 64) is refused",
     )
     gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
-    learner: Listed[LearnerMode] = LearnerMode.AUTO
+    learner: LearnerField = LearnerMode.AUTO
     fallback: Listed[FallbackVariant] = FallbackVariant.FTRL
     fee_bp: Weight = Field(15.0, ge=0, le=1000)
     drafter: DrafterSettings | None = None

@@ -53,7 +53,25 @@ def openapi(tmp_path_factory):
 def test_openapi_lists_a_mode_fields_values_in_place(openapi, field, enum):
     schema, name = field
     listed = openapi["components"]["schemas"][schema]["properties"][name]
-    assert listed["enum"] == [member.value for member in enum] and listed["type"] == "string"
+    assert sorted(listed["enum"]) == sorted(member.value for member in enum) and listed["type"] == "string"
+    assert len(listed["enum"]) == len(enum)
+
+
+def test_openapi_lists_the_learners_default_first_as_it_always_has(openapi):
+    assert openapi["components"]["schemas"]["AgentCreate"]["properties"]["learner"]["enum"] == [
+        "auto",
+        "identity",
+        "content",
+    ]
+
+
+def test_an_order_that_is_not_the_enums_values_is_refused_naming_them():
+    from service.modes import listed_in_order
+
+    with pytest.raises(
+        ValueError, match="order must list each value of LearnerMode once, got \\('auto', 'identity'\\)"
+    ):
+        listed_in_order(LearnerMode, "auto", "identity")
 
 
 def test_openapi_has_no_component_for_a_mode_enum(openapi):
