@@ -43,7 +43,7 @@ def _serve(database: Path, port: int, env: dict[str, str]) -> subprocess.Popen[b
     command = [
         sys.executable,
         "-m",
-        "memtrial.cli.console",
+        "memtrial.cli",
         "serve",
         "--database-url",
         f"sqlite:///{database}",

@@ -36,7 +36,7 @@ class Server:
         command = [
             sys.executable,
             "-m",
-            "memtrial.cli.console",
+            "memtrial.cli",
             "serve",
             "--database-url",
             database_url,

@@ -36,7 +36,3 @@ def __getattr__(name: str) -> Any:
 
         return getattr(commands, name)
     raise AttributeError(f"module 'memtrial.cli.console' has no attribute {name!r}")
-
-
-if __name__ == "__main__":
-    main()

@@ -117,6 +117,6 @@ def test_console_script_without_typer_says_which_extra_to_install():
 
 def test_console_script_runs_the_command_line():
     result = subprocess.run(
-        [sys.executable, "-m", "memtrial.cli.console", "version"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "memtrial.cli", "version"], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "0.1.0"

@@ -36,7 +36,7 @@ def stdio_parameters(url, key):
     """``memtrial mcp`` over stdio, as an MCP host starts it, in front of the live service."""
     return StdioServerParameters(
         command=sys.executable,
-        args=["-m", "memtrial.cli.console", "mcp"],
+        args=["-m", "memtrial.cli", "mcp"],
         env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key},
     )
 
@@ -216,7 +216,7 @@ def test_the_mcp_command_needs_an_api_key():
 
     env = {k: v for k, v in os.environ.items() if k != "MEMTRIAL_API_KEY"}
     result = subprocess.run(
-        [sys.executable, "-m", "memtrial.cli.console", "mcp"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 2 and "an API key is needed" in result.stderr
 
@@ -233,7 +233,7 @@ def test_the_mcp_command_without_the_sdk_says_so_in_one_line(tmp_path):
     )
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "MEMTRIAL_API_KEY": "mt_x"}
     result = subprocess.run(
-        [sys.executable, "-m", "memtrial.cli.console", "mcp"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "memtrial.cli", "mcp"], capture_output=True, text=True, env=env, timeout=60
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
@@ -255,7 +255,7 @@ def test_the_mcp_tools_are_served_over_streamable_http(service):
     url, key = service
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "memtrial.cli.console", "mcp", "--transport", "http", "--port", str(port)],
+        [sys.executable, "-m", "memtrial.cli", "mcp", "--transport", "http", "--port", str(port)],
         env={**os.environ, "MEMTRIAL_URL": url, "MEMTRIAL_API_KEY": key, "MEMTRIAL_MCP_TOKEN": TOKEN},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
