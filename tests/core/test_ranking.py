@@ -126,3 +126,31 @@ def test_value_aware_engine_state_round_trips():
     restored = MemTrial.from_json(engine.to_json())
     assert restored.config.retrieval is RetrievalMode.VALUE_AWARE
     assert restored.to_json() == engine.to_json()
+
+
+def test_value_aware_engine_at_full_trust_retrieves_a_valuable_distant_experience():
+    # without a gate omega = 1: after learning, the valuable but least similar experience is retrieved
+    values = {"a": -0.5, "b": 0.0, "c": 0.0, "d": 0.0, "e": 0.0, "far": 1.0}
+    rng = np.random.default_rng(7)
+    context = np.array([1.0, 0.0, 0.0])
+    engines = {
+        mode: MemTrial(gamma=5.0, k=4, retrieval=mode, gate=GateConfig(test=GateTest.NONE))
+        for mode in ("similarity", "value_aware")
+    }
+    for engine in engines.values():
+        for i, name in enumerate(values):
+            engine.add_experience(name, [1.0, 0.1 * i, 0.0] if name != "far" else [0.0, 1.0, 0.0])
+    for t in range(40):
+        retrieved = [str(e) for e in rng.choice(list(values), size=4, replace=False)]
+        noise = rng.normal(0.0, 0.3, size=8)
+        for engine in engines.values():
+            plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+            engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+            utilities = [sum(values[e] for e in s) + noise[i] for i, s in enumerate(plan.subsets)]
+            engine.settle_scored(f"d{t}", utilities=utilities)
+    similar = engines["similarity"].plan("x", 100, 100, context_embedding=context, kind="scored")
+    valued = engines["value_aware"].plan("x", 100, 100, context_embedding=context, kind="scored")
+    assert "far" not in similar.experience_ids and "far" in valued.experience_ids
+    assert "a" in similar.experience_ids and "a" not in valued.experience_ids
+    picks = engines["value_aware"].rank(list(values), 4, similarities=[1.0, 0.99, 0.98, 0.97, 0.96, 0.0])
+    assert {p.experience_id: p.reason for p in picks}["far"] is Pick.VALUE
