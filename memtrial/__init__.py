@@ -12,13 +12,14 @@ contributions), :mod:`~memtrial.outcomes` (mandates, utility, scoring rules),
 :mod:`~memtrial.values` (value statistics and learners), :mod:`~memtrial.trust`
 (the gate and its log), :mod:`~memtrial.action` (the played rule, the fallback
 mixture, the draft budget), :mod:`~memtrial.drafting` (prompts, answers,
-retrieval, embeddings) and :mod:`~memtrial.engine` (the lifecycle);
+retrieval, embeddings), :mod:`~memtrial.curation` (value-aware retrieval, quarantine, stale lessons)
+and :mod:`~memtrial.engine` (the lifecycle);
 :mod:`~memtrial.numeric` holds the numerical helpers they share and
 :mod:`~memtrial.cli` the command line (docs/architecture.md draws the map).
 Importing memtrial does no I/O and loads no web, database or CLI framework.
 """
 
-from memtrial import action, credit, drafting, engine, errors, numeric, outcomes, records, trust, values
+from memtrial import action, credit, curation, drafting, engine, errors, numeric, outcomes, records, trust, values
 from memtrial.engine import EngineConfig, MemTrial
 from memtrial.errors import MemtrialError
 
@@ -31,6 +32,7 @@ __all__ = [
     "__version__",
     "action",
     "credit",
+    "curation",
     "drafting",
     "engine",
     "errors",

@@ -36,6 +36,7 @@ from memtrial.drafting.embeddings import (
     get_embedder,
 )
 from memtrial.drafting.retrieval import (
+    cosine_similarities,
     top_k,
 )
 
@@ -55,6 +56,7 @@ __all__ = [
     "OnnxEmbedder",
     "SYSTEM_PROMPT",
     "configure_offline",
+    "cosine_similarities",
     "default_onnx_cache",
     "get_embedder",
     "mandate_text",

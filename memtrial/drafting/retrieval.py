@@ -15,20 +15,20 @@ from numpy.typing import NDArray
 from memtrial.errors import InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["top_k"]
+__all__ = ["cosine_similarities", "top_k"]
 
 
-def top_k(
-    context: NDArray[np.float64], candidates: Sequence[tuple[ExperienceId, NDArray[np.float64] | None]], k: int
-) -> list[ExperienceId]:
-    """Ids of the k candidates most cosine-similar to ``context``, best first."""
+def cosine_similarities(
+    context: NDArray[np.float64], candidates: Sequence[tuple[ExperienceId, NDArray[np.float64] | None]]
+) -> tuple[list[ExperienceId], NDArray[np.float64]]:
+    """The candidates with an embedding, in the given order, and their cosine similarity to ``context`` (m,)."""
     if context.ndim != 1 or not np.all(np.isfinite(context)):
         raise InputError(
             f"context_embedding must be a finite 1-d vector, got shape {context.shape}", field="context_embedding"
         )
     usable = [(e, v) for e, v in candidates if v is not None]
     if not usable:
-        return []
+        return [], np.zeros(0)
     matrix = np.vstack([v for _, v in usable])
     if matrix.shape[1] != context.shape[0]:
         raise InputError(
@@ -37,5 +37,13 @@ def top_k(
         )
     norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(context)), 1e-300)
     similarity = (matrix @ context) / np.where(norms > 0, norms, 1.0)
-    order = np.lexsort((np.arange(len(usable)), -similarity))
-    return [usable[i][0] for i in order[:k]]
+    return [e for e, _ in usable], np.asarray(similarity, dtype=np.float64)
+
+
+def top_k(
+    context: NDArray[np.float64], candidates: Sequence[tuple[ExperienceId, NDArray[np.float64] | None]], k: int
+) -> list[ExperienceId]:
+    """Ids of the k candidates most cosine-similar to ``context``, best first."""
+    ids, similarity = cosine_similarities(context, candidates)
+    order = np.lexsort((np.arange(len(ids)), -similarity))
+    return [ids[i] for i in order[:k]]

@@ -13,6 +13,7 @@ from memtrial.action.budget import check_budget, check_horizon
 from memtrial.action.fallback import FallbackVariant
 from memtrial.action.rule import ActionRule
 from memtrial.credit.design import DesignKind
+from memtrial.curation import QuarantineConfig, RetrievalMode
 from memtrial.errors import ConfigError, parse_choice
 from memtrial.outcomes.mandates import INVESTORS, Investor
 from memtrial.trust.gate import GateConfig, GateTest
@@ -53,6 +54,10 @@ class EngineConfig:
     first, on credit lent by the later decisions within it, each of which keeps one call.
     reference: ``given`` (the plan's reference, equal weight by default) or ``memory_free`` (each
     decision's memory-free draft, so the reference costs no call beyond the drafts).
+    retrieval: ``similarity`` (cosine alone) or ``value_aware`` (similarity and learned values, weighed by
+    the trust evidence; method 4.12).
+    quarantine: the test that keeps credibly harmful experiences out of retrieval and detects lessons
+    gone stale (:class:`~memtrial.curation.QuarantineConfig`; method 4.13, 4.14). Off by default.
     """
 
     k: int = 4
@@ -71,6 +76,8 @@ class EngineConfig:
     draft_budget: float | None = None
     reference: ReferenceSource = ReferenceSource.GIVEN
     draft_horizon: int | None = None
+    retrieval: RetrievalMode = RetrievalMode.SIMILARITY
+    quarantine: QuarantineConfig = field(default_factory=QuarantineConfig)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
@@ -86,9 +93,12 @@ class EngineConfig:
             ("action", ActionRule),
             ("credit", CreditBasis),
             ("reference", ReferenceSource),
+            ("retrieval", RetrievalMode),
         )
         for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
+        if not isinstance(self.quarantine, QuarantineConfig):
+            raise ConfigError(f"quarantine must be a QuarantineConfig, got {self.quarantine!r}", field="quarantine")
         if self.action is ActionRule.DIAL and self.gate.test is GateTest.PREQUENTIAL:
             raise ConfigError(
                 "action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential'",
@@ -142,12 +152,16 @@ class EngineConfig:
             **({} if self.draft_budget is None else {"draft_budget": self.draft_budget}),
             **({} if self.reference is ReferenceSource.GIVEN else {"reference": self.reference.value}),
             **({} if self.draft_horizon is None else {"draft_horizon": self.draft_horizon}),
+            **({} if self.retrieval is RetrievalMode.SIMILARITY else {"retrieval": self.retrieval.value}),
+            **({} if self.quarantine == QuarantineConfig() else {"quarantine": self.quarantine.to_dict()}),
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EngineConfig:
         values = dict(data)
         values["gate"] = GateConfig.from_dict(values["gate"])
+        if "quarantine" in values:
+            values["quarantine"] = QuarantineConfig.from_dict(values["quarantine"])
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])
         return cls(**values)

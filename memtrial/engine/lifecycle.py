@@ -32,7 +32,8 @@ from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
 from memtrial.credit import design as design_module
-from memtrial.drafting.retrieval import top_k
+from memtrial.curation import Curator, Event, Posterior, Ranked, RetrievalMode, rank, replay
+from memtrial.drafting.retrieval import cosine_similarities, top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
     Universe,
@@ -70,7 +71,7 @@ from memtrial.records import (
     Time,
     check_experience_id,
 )
-from memtrial.trust.gate import TrustGate, make_gate
+from memtrial.trust.gate import GateTest, TrustGate, make_gate, trust_weight
 from memtrial.trust.log import ChainVerification, LogEntry, LogKind, verify_chain
 from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
@@ -124,6 +125,8 @@ class MemTrial:
         self.checkpointed_at = 0  # the log position of the last checkpoint written
         # predictions a correction derived again for plans awaiting their score (memtrial.engine.checkpoints)
         self.rederived: dict[str, dict[str, Any]] = {}
+        # the quarantine book (method 4.13), only when quarantine is on
+        self.curator: Curator | None = Curator(self.config.quarantine) if self.config.quarantine.enabled else None
 
     def _new_learner(self) -> EmpiricalBayesLearner:
         config = self.config
@@ -353,9 +356,106 @@ class MemTrial:
             for experience_id in ids:
                 if not self._experience(experience_id).active:
                     raise InputError(f"experience {experience_id!r} is retired", field="retrieved")
+                if self.curator is not None and self.curator.is_quarantined(experience_id):
+                    raise InputError(f"experience {experience_id!r} is quarantined", field="retrieved")
             return ids
-        candidates = [(e, x.embedding) for e, x in self.experiences.items() if x.active and x.embedding is not None]
-        return top_k(np.asarray(context, dtype=np.float64), candidates, self.config.k)
+        candidates = [
+            (e, x.embedding)
+            for e, x in self.experiences.items()
+            if x.active and x.embedding is not None and not (self.curator and self.curator.is_quarantined(e))
+        ]
+        vector = np.asarray(context, dtype=np.float64)
+        if self.config.retrieval is RetrievalMode.SIMILARITY:
+            return top_k(vector, candidates, self.config.k)
+        ids, similarity = cosine_similarities(vector, candidates)
+        picks = rank(ids, list(similarity), self._posteriors(ids), self.retrieval_trust(), self.config.k)
+        return [p.experience_id for p in picks]
+
+    # -- curation (method 4.12-4.14) ----------------------------------------
+    def retrieval_trust(self) -> float:
+        """omega, how much value-aware retrieval acts on values: the dial's trust weight (method 4.8; 1
+        without a gate; under the prequential gate 1 while it is open, else 0). Similarity retrieval: 0."""
+        if self.config.retrieval is RetrievalMode.SIMILARITY:
+            return 0.0
+        if self.config.gate.test is GateTest.PREQUENTIAL:
+            return 1.0 if self.gate.decision().is_open else 0.0
+        return trust_weight(self.config.gate, self.gate.statistics)[0]
+
+    def _posteriors(self, ids: Sequence[ExperienceId]) -> dict[ExperienceId, Posterior]:
+        """Each experience's value posterior as learnt from matured outcomes; after a detected change,
+        the value learnt since the change (method 4.14)."""
+        posteriors = {}
+        for experience_id in ids:
+            regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
+            posteriors[experience_id] = regime if regime is not None else Posterior(*self.posterior(experience_id))
+        return posteriors
+
+    def rank(
+        self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None = None
+    ) -> list[Ranked]:
+        """Rank bring-your-own candidates (method 4.12): the k best of ``candidate_ids`` (known experiences,
+        quarantined ones left out) by ``similarities`` (one per candidate; without them the given order is
+        the similarity order) and, under ``value_aware`` retrieval, their learned values."""
+        ids = [check_experience_id(e, "candidate_ids") for e in candidate_ids]
+        for experience_id in ids:
+            self._experience(experience_id)
+        if similarities is None:
+            scores = [-float(i) for i in range(len(ids))]
+        else:
+            scores = [float(v) for v in similarities]
+            if len(scores) != len(ids):
+                raise InputError(
+                    f"similarities must hold one score per candidate ({len(ids)}), got {len(scores)}",
+                    field="similarities",
+                )
+        kept = [i for i, e in enumerate(ids) if not (self.curator and self.curator.is_quarantined(e))]
+        chosen = [ids[i] for i in kept]
+        return rank(chosen, [scores[i] for i in kept], self._posteriors(chosen), self.retrieval_trust(), k)
+
+    def _book(self) -> Curator:
+        if self.curator is None:
+            raise ConfigError("quarantine is off for this engine (EngineConfig.quarantine)", field="quarantine")
+        return self.curator
+
+    @property
+    def quarantined(self) -> tuple[ExperienceId, ...]:
+        """The experiences in quarantine now (empty when quarantine is off)."""
+        return () if self.curator is None else self.curator.quarantined
+
+    def changed_at(self, experience_id: ExperienceId) -> str | None:
+        """The decision at which a change of sign of the experience's contributions was detected (method
+        4.14), or None."""
+        self._experience(experience_id)
+        return None if self.curator is None else self.curator.changed_at(experience_id)
+
+    def evidence(self, experience_id: ExperienceId) -> dict[str, Any] | None:
+        """The experience's quarantine test now (e-value, threshold, contributions since it started), or None
+        before its first matured contribution."""
+        self._experience(experience_id)
+        book = self._book()
+        return book.payload(experience_id, None) if experience_id in book.evidence else None
+
+    def release(self, experience_id: ExperienceId, reason: str) -> LogEntry:
+        """Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
+        ``release`` log entry records the reason and the evidence at that moment."""
+        self._experience(experience_id)
+        if not isinstance(reason, str) or not reason.strip():
+            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        book = self._book()
+        before = book.payload(experience_id, None) if book.is_quarantined(experience_id) else None
+        book.release(experience_id)
+        return self.gate.log.append(LogKind.RELEASE, {**(before or {}), "reason": reason})
+
+    def _curate(self, decision_id: str, contributions: Mapping[ExperienceId, float]) -> None:
+        """Feed a settled trial's raw contributions to the quarantine tests and log each quarantine."""
+        if self.curator is None or not contributions:
+            return
+        self._log_events(self.curator.observe(decision_id, contributions))
+
+    def _log_events(self, events: Sequence[Event]) -> None:
+        for event in events:
+            if event.kind == "quarantine":
+                self.gate.log.append(LogKind.QUARANTINE, dict(event.payload))
 
     def change_settings(
         self, changes: Mapping[str, Any], *, recorded: Mapping[str, tuple[Any, Any]] | None = None
@@ -632,9 +732,24 @@ class MemTrial:
         entry.settlement = corrected
         entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
         self.history.correct(entry, corrected.contributions, corrected.centred)
+        self._recurate()
         if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return corrected
+
+    def _recurate(self) -> None:
+        """After a correction, the quarantine book replayed along the whole log (its full path: checkpoints
+        hold no book); quarantines the replay finds and the log lacks are logged now."""
+        if self.curator is None:
+            return
+
+        def contributions_of(decision_id: str) -> Mapping[ExperienceId, float]:
+            settled = self._entry(decision_id).settlement
+            return {} if settled is None else settled.contributions
+
+        log = [(entry.kind, entry.payload) for entry in self.history.log_entries()]
+        self.curator, events = replay(self.config.quarantine, log, contributions_of)
+        self._log_events(events)
 
     def _decided(self, entry: DecisionEntry, advice: str) -> Decision:
         if entry.decision is None:
@@ -652,6 +767,7 @@ class MemTrial:
         self.history.put(entry)
         if settlement.contributions:
             self.history.append_contributions(entry.decision_id, settlement.contributions, settlement.centred)
+        self._curate(entry.decision_id, settlement.contributions)
         plan = entry.plan
         position = self.gate.log.length
         if plan.experience_ids and plan.trial and self.checkpoint_policy.due(position, self.checkpointed_at):
@@ -758,6 +874,7 @@ class MemTrial:
             checkpointed_at=self.checkpointed_at,
             rederived=self.rederived,
             history=self.memory_history() if history else None,
+            curation=None if self.curator is None else self.curator.to_dict(),
         )
 
     @classmethod
@@ -801,6 +918,8 @@ class MemTrial:
             engine.credit = state.credit
             engine.checkpointed_at = state.checkpointed_at
             engine.rederived = {d: dict(v) for d, v in state.rederived.items()}
+            if engine.curator is not None and state.curation is not None:
+                engine.curator = Curator.from_dict(state.config.quarantine, state.curation)
         except (KeyError, TypeError, ValueError) as error:
             raise StateError(f"state is malformed: {error!r}") from None
         return engine

@@ -67,6 +67,7 @@ class EngineState:
     checkpointed_at: int
     rederived: Mapping[str, Mapping[str, Any]]
     history: History | None
+    curation: Mapping[str, Any] | None = None  # the quarantine book (method 4.13), when quarantine is on
 
 
 def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, Any]:
@@ -102,6 +103,7 @@ def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, An
         "checkpointed_at": state.checkpointed_at,
         "rederived": {d: dict(v) for d, v in state.rederived.items()},
         "history": history.to_dict() if history is not None else None,
+        **({} if state.curation is None else {"curation": dict(state.curation)}),
     }
 
 
@@ -147,6 +149,7 @@ def decode_state(
             checkpointed_at=int(data.get("checkpointed_at", 0)),
             rederived={str(d): dict(v) for d, v in (data.get("rederived") or {}).items()},
             history=attached,
+            curation=data.get("curation"),
         )
     except (KeyError, TypeError, ValueError) as error:
         raise StateError(f"state is malformed: {error!r}") from None

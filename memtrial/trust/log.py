@@ -49,6 +49,8 @@ class LogKind(StrEnum):
     SETTINGS = "settings"  # settings changed mid-life
     RETRY = "retry"  # retries of malformed answers paid from a budget
     WITHDRAWAL = "withdrawal"  # a plan withdrawn before its decision
+    QUARANTINE = "quarantine"  # an experience credibly harmful, kept out of retrieval (method 4.13)
+    RELEASE = "release"  # a quarantined experience released by hand (method 4.13)
 
 
 @dataclass(frozen=True, slots=True)

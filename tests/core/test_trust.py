@@ -233,6 +233,8 @@ def test_log_kinds_are_pinned_and_an_entry_hashes_the_kinds_value():
         "SETTINGS": "settings",
         "RETRY": "retry",
         "WITHDRAWAL": "withdrawal",
+        "QUARANTINE": "quarantine",
+        "RELEASE": "release",
     }
     log = PredictionLog(genesis="0" * 64)
     entry = log.append(LogKind.RETRY, {"date": "d1", "draft_calls": 2})

@@ -1,0 +1,24 @@
+"""Values that curate memory: value-aware retrieval (method 4.12), quarantine of harmful experiences
+(4.13) and stale lessons (4.14)."""
+
+from memtrial.curation.curator import Curator, Event, replay
+from memtrial.curation.quarantine import BETS, Evidence, QuarantineConfig, Verdict, threshold
+from memtrial.curation.ranking import EXPLORATION, Pick, Posterior, Ranked, RetrievalMode, rank, similarity_order
+
+__all__ = [
+    "BETS",
+    "EXPLORATION",
+    "Curator",
+    "Event",
+    "Evidence",
+    "Pick",
+    "Posterior",
+    "QuarantineConfig",
+    "Ranked",
+    "RetrievalMode",
+    "Verdict",
+    "rank",
+    "replay",
+    "similarity_order",
+    "threshold",
+]

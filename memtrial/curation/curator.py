@@ -1,0 +1,137 @@
+"""An agent's quarantine book (method 4.13, 4.14): every experience's running test, the slots handed out,
+and what each matured contribution did; and its replay from a log after a correction."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from memtrial.curation.quarantine import Evidence, QuarantineConfig
+from memtrial.curation.ranking import Posterior
+from memtrial.errors import InputError
+from memtrial.records import ExperienceId
+
+__all__ = ["Curator", "Event", "replay"]
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """What a settlement did to one experience: ``quarantine`` or ``change``, with the evidence then."""
+
+    kind: str
+    experience_id: ExperienceId
+    payload: Mapping[str, Any]
+
+
+class Curator:
+    """The tests of one agent's experiences (O(experiences) state)."""
+
+    def __init__(self, config: QuarantineConfig) -> None:
+        self.config = config
+        self.evidence: dict[ExperienceId, Evidence] = {}
+        self.next_slot = 1
+
+    def _take_slot(self) -> int:
+        slot = self.next_slot
+        self.next_slot += 1
+        return slot
+
+    def observe(self, decision_id: str, contributions: Mapping[ExperienceId, float]) -> list[Event]:
+        """Add one settled trial's raw contributions; the quarantines and changes they caused."""
+        events = []
+        for experience_id, contribution in contributions.items():
+            evidence = self.evidence.get(experience_id)
+            if evidence is None:
+                evidence = self.evidence[experience_id] = Evidence(self._take_slot())
+            verdict = evidence.observe(decision_id, float(contribution), self.config, self.next_slot)
+            if verdict.changed:
+                self.next_slot += 1
+                events.append(Event("change", experience_id, self.payload(experience_id, decision_id)))
+            if verdict.quarantined:
+                events.append(Event("quarantine", experience_id, self.payload(experience_id, decision_id)))
+        return events
+
+    def payload(self, experience_id: ExperienceId, decision_id: str | None) -> dict[str, Any]:
+        """The evidence of one experience now, as a log entry's payload (``date``: the decision, if any)."""
+        return {"date": decision_id, **self.evidence[experience_id].payload(experience_id, self.config.level)}
+
+    def is_quarantined(self, experience_id: ExperienceId) -> bool:
+        evidence = self.evidence.get(experience_id)
+        return evidence is not None and evidence.quarantined_at is not None
+
+    @property
+    def quarantined(self) -> tuple[ExperienceId, ...]:
+        return tuple(e for e, x in self.evidence.items() if x.quarantined_at is not None)
+
+    def changed_at(self, experience_id: ExperienceId) -> str | None:
+        evidence = self.evidence.get(experience_id)
+        return None if evidence is None else evidence.changed_at
+
+    def release(self, experience_id: ExperienceId) -> Evidence:
+        """Take an experience out of quarantine; its test starts again in a fresh slot."""
+        if not self.is_quarantined(experience_id):
+            raise InputError(f"experience {experience_id!r} is not quarantined", field="experience_id")
+        evidence = self.evidence[experience_id]
+        evidence.quarantined_at = None
+        evidence.restart(self._take_slot())
+        return evidence
+
+    def force(self, experience_id: ExperienceId, decision_id: str | None) -> None:
+        """Mark an experience quarantined as a log entry recorded it (a replay keeps served decisions)."""
+        evidence = self.evidence.get(experience_id)
+        if evidence is None:
+            evidence = self.evidence[experience_id] = Evidence(self._take_slot())
+        evidence.quarantined_at = decision_id or ""
+
+    def regime_posterior(self, experience_id: ExperienceId) -> Posterior | None:
+        """The value learnt since a detected change (mean and standard error of the contributions since
+        it), or None for an experience without a change."""
+        evidence = self.evidence.get(experience_id)
+        if evidence is None or evidence.changed_at is None:
+            return None
+        if evidence.n == 0:
+            return Posterior(0.0, None, 0)
+        mean = evidence.total / evidence.n
+        if evidence.n == 1:
+            return Posterior(mean, abs(mean), 1)
+        variance = max(evidence.squares - evidence.n * mean * mean, 0.0) / (evidence.n - 1)
+        return Posterior(mean, math.sqrt(variance / evidence.n), evidence.n)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "next_slot": self.next_slot,
+            "evidence": [[e, x.to_dict()] for e, x in self.evidence.items()],
+        }
+
+    @classmethod
+    def from_dict(cls, config: QuarantineConfig, data: Mapping[str, Any]) -> Curator:
+        curator = cls(config)
+        curator.next_slot = int(data["next_slot"])
+        curator.evidence = {e: Evidence.from_dict(x) for e, x in data["evidence"]}
+        return curator
+
+
+def replay(
+    config: QuarantineConfig,
+    log: Iterable[tuple[str, Mapping[str, Any]]],
+    contributions_of: Callable[[str], Mapping[ExperienceId, float]],
+) -> tuple[Curator, list[Event]]:
+    """The book rebuilt along a log of (kind, payload): each ``score`` adds its decision's contributions as
+    they are now (``contributions_of``), each ``quarantine`` and ``release`` entry is applied where it was
+    written (decisions served stand). Returns the book and the quarantines the log lacks (to write now)."""
+    curator = Curator(config)
+    logged: set[ExperienceId] = set()
+    for kind, payload in log:
+        if kind == "score":
+            curator.observe(str(payload["date"]), contributions_of(str(payload["date"])))
+        elif kind == "quarantine":
+            logged.add(payload["experience_id"])
+            if not curator.is_quarantined(payload["experience_id"]):
+                curator.force(payload["experience_id"], payload.get("date"))
+        elif kind == "release":
+            logged.discard(payload["experience_id"])
+            curator.release(payload["experience_id"])
+    missing = [e for e in curator.quarantined if e not in logged]
+    return curator, [Event("quarantine", e, curator.payload(e, curator.evidence[e].quarantined_at)) for e in missing]

@@ -1,0 +1,169 @@
+"""Quarantine and stale lessons (method 4.13, 4.14): an anytime-valid test per experience that its value
+is not below zero, corrected across the agent's experiences, and a change detector that restarts it.
+
+Each settled trial gives experience h a raw contribution c (its Banzhaf contrast, method 4.3); the test
+reads its sign s = sign(-c) in {-1, 0, 1}. For H0: P(c < 0 | past) <= P(c > 0 | past) (a value >= 0
+with noise symmetric about it), E[s | past] <= 0, so for each bet lambda in ``BETS`` the wealth
+prod (1 + lambda s) is a nonnegative supermartingale, and so is their mean E. The j-th test the agent
+starts (an experience's first contribution, or a restart) quarantines when E >= j (j + 1) / level; by
+Ville's inequality and a union bound over j (sum_j level / (j (j + 1)) = level), the probability that any
+experience with value >= 0 is ever quarantined is at most ``level``, whatever the stopping.
+
+The change detector is the CUSUM e-detector D = mean over bets of max(D_lambda, 1) (1 + lambda s); it
+alarms at D >= ``change_threshold``. An alarm while the test's wealth is below 1 (the experience helped
+until now) is a change: the test restarts (a new j) and ``changed_at`` records the decision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from memtrial.errors import ConfigError, InputError
+from memtrial.records import ExperienceId
+
+__all__ = ["BETS", "Evidence", "QuarantineConfig", "Verdict", "threshold"]
+
+BETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # any bet below 1 is valid for signs in {-1, 0, 1}
+
+
+@dataclass(frozen=True, slots=True)
+class QuarantineConfig:
+    """enabled: test every experience and quarantine those credibly harmful (method 4.13). level: the
+    bound on the probability that any experience whose value is >= 0 is ever quarantined (family-wise,
+    so also on the expected share of wrongly quarantined ones). change_threshold: the CUSUM
+    e-detector's alarm (method 4.14; its mean run length before a false alarm is at least this)."""
+
+    enabled: bool = False
+    level: float = 0.05
+    change_threshold: float = 1000.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):
+            raise ConfigError(f"quarantine.enabled must be a bool, got {self.enabled!r}", field="quarantine.enabled")
+        if not (isinstance(self.level, (int, float)) and 0.0 < self.level < 1.0):
+            raise ConfigError(f"quarantine.level must be in (0, 1), got {self.level!r}", field="quarantine.level")
+        threshold_ok = isinstance(self.change_threshold, (int, float)) and math.isfinite(self.change_threshold)
+        if not (threshold_ok and self.change_threshold > 1.0):
+            raise ConfigError(
+                f"quarantine.change_threshold must be finite and > 1, got {self.change_threshold!r}",
+                field="quarantine.change_threshold",
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"enabled": self.enabled, "level": self.level, "change_threshold": self.change_threshold}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> QuarantineConfig:
+        return cls(bool(data["enabled"]), float(data["level"]), float(data["change_threshold"]))
+
+
+def threshold(slot: int, level: float) -> float:
+    """The e-value the slot-th test (1-based) must reach: slot (slot + 1) / level."""
+    return slot * (slot + 1) / level
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one contribution did to an experience's evidence: quarantined it, detected a change, or neither."""
+
+    quarantined: bool = False
+    changed: bool = False
+
+
+@dataclass(slots=True)
+class Evidence:
+    """One experience's running test (O(1) state): its slot j, the wealth of each bet and the detector's,
+    the contributions since the test (re)started (count, sum, sum of squares), and what happened."""
+
+    slot: int
+    wealth: list[float] = field(default_factory=lambda: [1.0] * len(BETS))
+    detector: list[float] = field(default_factory=lambda: [0.0] * len(BETS))
+    n: int = 0
+    total: float = 0.0
+    squares: float = 0.0
+    n_seen: int = 0
+    quarantined_at: str | None = None
+    changed_at: str | None = None
+
+    @property
+    def e_value(self) -> float:
+        return sum(self.wealth) / len(self.wealth)
+
+    @property
+    def alarm(self) -> float:
+        return sum(self.detector) / len(self.detector)
+
+    @property
+    def mean(self) -> float | None:
+        """The mean contribution since the test (re)started (None before one)."""
+        return self.total / self.n if self.n else None
+
+    def restart(self, slot: int) -> None:
+        """Start a fresh test in ``slot`` (after a change or a release); the detector starts again too."""
+        self.slot, self.n, self.total, self.squares = slot, 0, 0.0, 0.0
+        self.wealth = [1.0] * len(BETS)
+        self.detector = [0.0] * len(BETS)
+
+    def observe(self, decision_id: str, contribution: float, config: QuarantineConfig, next_slot: int) -> Verdict:
+        """Add one matured contribution; ``next_slot`` is the slot a restart would take."""
+        if not math.isfinite(contribution):
+            raise InputError(f"contribution must be finite, got {contribution!r}", field="contribution")
+        sign = -1.0 if contribution > 0 else 1.0 if contribution < 0 else 0.0
+        self.n_seen += 1
+        self.wealth = [w * (1.0 + b * sign) for w, b in zip(self.wealth, BETS, strict=True)]
+        self.detector = [max(d, 1.0) * (1.0 + b * sign) for d, b in zip(self.detector, BETS, strict=True)]
+        self.n += 1
+        self.total += contribution
+        self.squares += contribution * contribution
+        if self.quarantined_at is not None:
+            return Verdict()
+        if self.alarm >= config.change_threshold and self.e_value < 1.0:
+            self.changed_at = decision_id
+            self.restart(next_slot)
+            return Verdict(changed=True)
+        if self.e_value >= threshold(self.slot, config.level):
+            self.quarantined_at = decision_id
+            return Verdict(quarantined=True)
+        return Verdict()
+
+    def payload(self, experience_id: ExperienceId, level: float) -> dict[str, Any]:
+        """The evidence at this moment, as a log entry's payload."""
+        return {
+            "experience_id": experience_id,
+            "slot": self.slot,
+            "e_value": self.e_value,
+            "threshold": threshold(self.slot, level),
+            "n": self.n,
+            "mean": self.mean,
+            "changed_at": self.changed_at,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "slot": self.slot,
+            "wealth": list(self.wealth),
+            "detector": list(self.detector),
+            "n": self.n,
+            "total": self.total,
+            "squares": self.squares,
+            "n_seen": self.n_seen,
+            "quarantined_at": self.quarantined_at,
+            "changed_at": self.changed_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
+        return cls(
+            slot=int(data["slot"]),
+            wealth=[float(w) for w in data["wealth"]],
+            detector=[float(d) for d in data["detector"]],
+            n=int(data["n"]),
+            total=float(data["total"]),
+            squares=float(data["squares"]),
+            n_seen=int(data["n_seen"]),
+            quarantined_at=data["quarantined_at"],
+            changed_at=data["changed_at"],
+        )

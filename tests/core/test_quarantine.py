@@ -1,0 +1,229 @@
+"""Quarantine and stale lessons (method 4.13, 4.14): the test per experience, the engine's quarantine,
+release, log, state and corrections, and the guarantees checked by Monte Carlo through the engine."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from memtrial.curation import BETS, Evidence, QuarantineConfig, threshold
+from memtrial.engine.lifecycle import MemTrial
+from memtrial.errors import ConfigError, InputError
+from memtrial.trust.log import LogKind
+
+ON = QuarantineConfig(enabled=True)
+
+
+def _engine(values, quarantine=ON, **settings) -> MemTrial:
+    engine = MemTrial(gamma=5.0, quarantine=quarantine, **settings)
+    for experience_id in values:
+        engine.add_experience(experience_id)
+    return engine
+
+
+def _drive(engine, values, decisions, rng, *, noise=0.5, flip_at=None, start=0):
+    """Scored trials over four experiences drawn at random among those not quarantined; each draft's
+    utility is the sum of its subset's values plus Gaussian noise. From ``flip_at`` on, ``values`` flip sign."""
+    ids = list(values)
+    for t in range(start, start + decisions):
+        pool = [e for e in ids if e not in engine.quarantined]
+        retrieved = [str(e) for e in rng.choice(pool, size=min(4, len(pool)), replace=False)]
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        sign = -1.0 if flip_at is not None and t >= flip_at else 1.0
+        utilities = [sum(sign * values[e] for e in subset) + rng.normal(0.0, noise) for subset in plan.subsets]
+        engine.settle_scored(f"d{t}", utilities=utilities)
+
+
+def test_evidence_wealth_is_a_supermartingale_under_the_null():
+    # for any P(c < 0) <= P(c > 0) every bet's factor has expectation <= 1
+    for p_negative, p_positive in [(0.5, 0.5), (0.3, 0.6), (0.0, 1.0), (0.2, 0.2)]:
+        for bet in BETS:
+            assert p_negative * (1 + bet) + p_positive * (1 - bet) + (1 - p_negative - p_positive) <= 1 + 1e-12
+
+
+def test_evidence_quarantines_at_its_slot_threshold():
+    evidence = Evidence(slot=3)
+    n = 0
+    while evidence.quarantined_at is None:
+        evidence.observe(f"d{n}", -1.0, ON, 99)
+        n += 1
+    assert evidence.e_value >= threshold(3, 0.05) == 240.0
+    before = Evidence(slot=3)
+    for i in range(n - 1):
+        before.observe(f"d{i}", -1.0, ON, 99)
+    assert before.e_value < 240.0 and before.quarantined_at is None
+
+
+def test_evidence_detects_a_sign_flip_and_restarts():
+    evidence = Evidence(slot=1)
+    for i in range(30):
+        evidence.observe(f"d{i}", 1.0, ON, 2)
+    changed = None
+    for i in range(30, 60):
+        if evidence.observe(f"d{i}", -1.0, ON, 2).changed:
+            changed = i
+            break
+    assert changed is not None and changed - 30 <= 15
+    assert evidence.changed_at == f"d{changed}" and evidence.slot == 2 and evidence.n == 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"level": 1.5}, "quarantine.level must be in (0, 1), got 1.5"),
+        ({"enabled": 1}, "quarantine.enabled must be a bool, got 1"),
+        ({"change_threshold": 1.0}, "quarantine.change_threshold must be finite and > 1, got 1.0"),
+    ],
+)
+def test_quarantine_config_bad_setting_is_rejected(settings, message):
+    with pytest.raises(ConfigError) as error:
+        QuarantineConfig(**settings)
+    assert str(error.value) == message
+
+
+def test_engine_quarantines_a_harmful_experience_logs_it_and_stops_retrieving_it():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 80, np.random.default_rng(0))
+    assert engine.quarantined == ("bad",)
+    entries = [e for e in engine.history.log_entries() if e.kind == LogKind.QUARANTINE]
+    assert len(entries) == 1
+    payload = entries[0].payload
+    assert payload["experience_id"] == "bad" and payload["e_value"] >= payload["threshold"]
+    assert payload["mean"] < 0
+    assert engine.verify().ok
+    with pytest.raises(InputError) as error:
+        engine.plan("x", 1000, 1000, retrieved=["bad"], kind="scored")
+    assert str(error.value) == "experience 'bad' is quarantined"
+    assert "bad" not in [p.experience_id for p in engine.rank(list(values), 7)]
+
+
+def test_engine_release_logs_the_evidence_and_restarts_the_test():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 80, np.random.default_rng(0))
+    evidence = engine.evidence("bad")
+    entry = engine.release("bad", "reviewed: the lesson was rewritten")
+    assert entry.kind == LogKind.RELEASE
+    assert entry.payload["reason"] == "reviewed: the lesson was rewritten"
+    assert entry.payload["e_value"] == evidence["e_value"]
+    assert engine.quarantined == () and engine.evidence("bad")["n"] == 0
+    with pytest.raises(InputError) as error:
+        engine.release("bad", "again")
+    assert str(error.value) == "experience 'bad' is not quarantined"
+    assert engine.verify().ok
+
+
+def test_engine_without_quarantine_has_no_book():
+    engine = _engine({"a": 0.0}, QuarantineConfig())
+    assert engine.quarantined == () and engine.changed_at("a") is None
+    with pytest.raises(ConfigError) as error:
+        engine.release("a", "why")
+    assert str(error.value) == "quarantine is off for this engine (EngineConfig.quarantine)"
+
+
+def test_engine_with_quarantine_state_round_trips_and_continues_identically():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 40, np.random.default_rng(2))
+    text = engine.to_json()
+    restored = MemTrial.from_json(text)
+    assert restored.to_json() == text
+    _drive(engine, values, 30, np.random.default_rng(3), start=40)
+    _drive(restored, values, 30, np.random.default_rng(3), start=40)
+    assert restored.to_json() == engine.to_json()
+
+
+def test_correction_with_quarantine_equals_an_engine_settled_with_the_corrected_outcome():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    rng = np.random.default_rng(4)
+    plans, utilities = [], []
+    engine, fresh = _engine(values), _engine(values)
+    for t in range(60):
+        pool = [e for e in values if e not in engine.quarantined]
+        retrieved = [str(e) for e in rng.choice(pool, size=4, replace=False)]
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        row = [sum(values[e] for e in s) + rng.normal(0.0, 0.5) for s in plan.subsets]
+        engine.settle_scored(f"d{t}", utilities=row)
+        plans.append(retrieved)
+        utilities.append(row)
+    corrected = list(np.asarray(utilities[3]) + np.arange(len(utilities[3])))
+    engine.correct("d3", reason="mis-graded", utilities=corrected)
+    for t, retrieved in enumerate(plans):
+        plan = fresh.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        fresh.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        fresh.settle_scored(f"d{t}", utilities=corrected if t == 3 else utilities[t])
+    assert engine.curator.to_dict() == fresh.curator.to_dict()
+    assert engine.quarantined == fresh.quarantined == ("bad",)
+    assert engine.verify().ok
+
+
+def _null_world_quarantines(seed: int, n_experiences: int = 8, decisions: int = 150) -> int:
+    """Experiences whose value is >= 0 (zero or positive, Gaussian noise) wrongly quarantined in one world."""
+    rng = np.random.default_rng(seed)
+    values = {f"e{i}": float(v) for i, v in enumerate(rng.choice([0.0, 0.0, 0.2, 0.5], size=n_experiences))}
+    engine = _engine(values, QuarantineConfig(enabled=True, level=0.2))
+    _drive(engine, values, decisions, rng, noise=1.0)
+    return len(engine.quarantined)
+
+
+@pytest.mark.slow  # Monte Carlo through the engine
+def test_quarantine_family_wise_error_is_within_level_in_null_worlds():
+    # level 0.2 (so that the check has power to fail); 200 worlds: 3 binomial sds above 0.2 is 0.285
+    seeds = np.random.SeedSequence(2026).generate_state(200)
+    wrong = [_null_world_quarantines(int(s)) for s in seeds]
+    share = np.mean([w > 0 for w in wrong])
+    assert share <= 0.2 + 3 * np.sqrt(0.2 * 0.8 / len(seeds))
+
+
+@pytest.mark.slow  # Monte Carlo through the engine
+def test_quarantine_catches_a_planted_harmful_experience_within_bounded_decisions():
+    caught = []
+    for seed in range(20):
+        values = {f"e{i}": 0.0 for i in range(7)} | {"bad": -0.5}
+        engine = _engine(values)
+        rng = np.random.default_rng(seed)
+        for block in itertools.count():
+            _drive(engine, values, 10, rng, noise=1.0, start=10 * block)
+            if "bad" in engine.quarantined or block == 30:
+                break
+        caught.append(10 * (block + 1) if "bad" in engine.quarantined else None)
+    assert all(c is not None and c <= 300 for c in caught)
+
+
+@pytest.mark.slow  # Monte Carlo through the engine
+def test_stale_lesson_flip_is_detected_relearnt_and_quarantined_stable_world_is_not_flagged():
+    detected, stable_alarms = [], 0
+    for seed in range(20):
+        values = {f"e{i}": 0.0 for i in range(5)} | {"stale": 0.5}
+        engine = _engine(values)
+        _drive(engine, values, 200, np.random.default_rng(seed), noise=1.0)
+        stable_alarms += engine.changed_at("stale") is not None
+        flipped = _engine(values)
+        _flip_drive(flipped, values, np.random.default_rng(seed))
+        detected.append(flipped)
+    assert stable_alarms <= 2
+    for engine in detected:
+        changed = engine.changed_at("stale")
+        assert changed is not None and 100 <= int(changed[1:]) <= 100 + 200
+        assert "stale" in engine.quarantined
+        # the value is learnt from the new regime only: the evidence counts the contributions since the change
+        evidence = engine.evidence("stale")
+        assert evidence["mean"] < 0 and evidence["n"] < engine.curator.evidence["stale"].n_seen
+        assert engine._posteriors(["stale"])["stale"].mean == pytest.approx(evidence["mean"])
+
+
+def _flip_drive(engine, values, rng):
+    """Only the stale lesson flips: it helps for 100 decisions, then hurts as much."""
+    ids = list(values)
+    for t in range(400):
+        pool = [e for e in ids if e not in engine.quarantined]
+        retrieved = [str(e) for e in rng.choice(pool, size=min(4, len(pool)), replace=False)]
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        now = values | {"stale": values["stale"] if t < 100 else -values["stale"]}
+        engine.settle_scored(f"d{t}", utilities=[sum(now[e] for e in s) + rng.normal(0, 1.0) for s in plan.subsets])

@@ -1,0 +1,156 @@
+"""Value-aware retrieval (method 4.12): the pure ranking, and the engine's retrieval and ``rank``."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from memtrial.curation import Pick, Posterior, QuarantineConfig, RetrievalMode, rank
+from memtrial.drafting.retrieval import top_k
+from memtrial.engine.lifecycle import MemTrial
+from memtrial.errors import InputError
+from memtrial.trust.gate import GateConfig, GateTest
+from tests.world import World, new_engine, run
+
+# the state of a default engine after tests.world's run, and the plans of a default engine retrieving by
+# embedding, as written by the engine before value-aware retrieval and quarantine existed
+DEFAULT_STATE_SHA256 = "a130fcc345cc8d1e9c79038ae2d82663dc8c8d4dc42a8b4e081d115978db18e0"
+DEFAULT_PLANS = [
+    ("x8", "x11", "x5", "x2"),
+    ("x10", "x8", "x4", "x2"),
+    ("x7", "x5", "x2", "x3"),
+    ("x4", "x2", "x5", "x7"),
+    ("x5", "x4", "x2", "x7"),
+]
+
+
+def _embedded_plans(**settings) -> list[tuple[str, ...]]:
+    engine = MemTrial(gamma=5.0, **settings)
+    rng = np.random.default_rng(5)
+    for i in range(12):
+        engine.add_experience(f"x{i}", rng.normal(size=6))
+    return [
+        engine.plan(f"p{t}", t, t + 1, context_embedding=rng.normal(size=6), kind="scored").experience_ids
+        for t in range(5)
+    ]
+
+
+def _posteriors(means, sds=None, n=5):
+    sds = sds or [0.1] * len(means)
+    return {f"e{i}": Posterior(m, s, n) for i, (m, s) in enumerate(zip(means, sds, strict=True))}
+
+
+def test_default_engine_state_and_plans_are_those_before_curation():
+    world = World(3, n_dates=30)
+    engine = new_engine(k=4)
+    run(engine, world, range(30))
+    text = engine.to_json()
+    assert hashlib.sha256(text.encode()).hexdigest() == DEFAULT_STATE_SHA256
+    assert "curation" not in text and "quarantine" not in text and "retrieval" not in text
+    assert _embedded_plans() == DEFAULT_PLANS
+
+
+def test_value_aware_engine_at_zero_trust_plans_as_similarity():
+    # the anytime gate has no score yet: omega = 0, the ranking is the similarity ranking
+    assert _embedded_plans(retrieval="value_aware", gate=GateConfig(test=GateTest.ANYTIME)) == DEFAULT_PLANS
+
+
+def test_rank_at_zero_omega_equals_top_k_bit_for_bit():
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        n = int(rng.integers(1, 12))
+        vectors = rng.normal(size=(n, 5))
+        vectors[rng.random(n) < 0.3] = vectors[0]  # ties keep the given order
+        context = rng.normal(size=5)
+        ids = [f"e{i}" for i in range(n)]
+        norms = np.linalg.norm(vectors, axis=1) * np.linalg.norm(context)
+        similarity = list(vectors @ context / norms)
+        posteriors = _posteriors(list(rng.normal(size=n)), list(rng.random(n)))
+        picks = rank(ids, similarity, posteriors, 0.0, 4)
+        assert [p.experience_id for p in picks] == top_k(context, list(zip(ids, vectors, strict=True)), 4)
+        assert all(p.reason is Pick.SIMILARITY for p in picks)
+
+
+def test_rank_at_full_trust_prefers_a_valuable_experience_over_a_closer_one():
+    picks = rank(["e0", "e1", "e2"], [0.9, 0.8, 0.7], _posteriors([-1.0, 0.0, 2.0]), 1.0, 2)
+    assert [p.experience_id for p in picks] == ["e2", "e1"]
+    assert [p.reason for p in picks] == [Pick.VALUE, Pick.SIMILARITY]
+    assert picks[0].lower == pytest.approx(2.0 - 1.959963984540054 * 0.1)
+
+
+def test_rank_picks_an_uncertain_experience_by_exploration():
+    # e2 has the lowest mean but a wide posterior: only the optimism bonus brings it in
+    posteriors = {"e0": Posterior(0.5, 0.01, 50), "e1": Posterior(0.2, 0.01, 50), "e2": Posterior(0.0, 2.0, 1)}
+    picks = rank(["e0", "e1", "e2"], [0.5, 0.5, 0.4], posteriors, 1.0, 2, exploration=1.0)
+    assert {p.experience_id: p.reason for p in picks} == {"e2": Pick.EXPLORATION, "e0": Pick.SIMILARITY}
+    without = rank(["e0", "e1", "e2"], [0.5, 0.5, 0.4], posteriors, 1.0, 2, exploration=0.0)
+    assert [p.experience_id for p in without] == ["e0", "e1"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((["e0", "e0"], [1.0, 1.0], 0.0, 1), "candidates must be distinct ids, got ['e0', 'e0']"),
+        ((["e0"], [1.0, 2.0], 0.0, 1), "similarities must hold one score per candidate (1), got 2"),
+        ((["e0"], [1.0], 1.5, 1), "omega must be in [0, 1], got 1.5"),
+        ((["e0"], [float("nan")], 0.0, 1), "similarities must be finite"),
+        ((["e9"], [1.0], 0.0, 1), "no posterior for candidates ['e9']"),
+    ],
+)
+def test_rank_bad_input_is_rejected(args, message):
+    candidates, similarities, omega, k = args
+    with pytest.raises(InputError) as error:
+        rank(candidates, similarities, _posteriors([0.0]), omega, k)
+    assert str(error.value) == message
+
+
+def test_engine_rank_without_scores_keeps_the_given_order_and_leaves_quarantined_out():
+    engine = MemTrial(gamma=5.0, retrieval=RetrievalMode.VALUE_AWARE, quarantine=QuarantineConfig(enabled=True))
+    for name in ("a", "b", "c"):
+        engine.add_experience(name)
+    assert [p.experience_id for p in engine.rank(["c", "a", "b"], 2)] == ["c", "a"]
+    engine.curator.force("c", None)  # as a replayed log would mark it
+    picks = engine.rank(["c", "a", "b"], 2)
+    assert [p.experience_id for p in picks] == ["a", "b"]
+    assert [p.similarity for p in picks] == [-1.0, -2.0]
+    with pytest.raises(InputError) as error:
+        engine.rank(["a"], 1, similarities=[1.0, 2.0])
+    assert str(error.value) == "similarities must hold one score per candidate (1), got 2"
+
+
+def test_value_aware_engine_state_round_trips():
+    engine = MemTrial(gamma=5.0, retrieval="value_aware")
+    engine.add_experience("a")
+    restored = MemTrial.from_json(engine.to_json())
+    assert restored.config.retrieval is RetrievalMode.VALUE_AWARE
+    assert restored.to_json() == engine.to_json()
+
+
+def test_value_aware_engine_at_full_trust_retrieves_a_valuable_distant_experience():
+    # without a gate omega = 1: after learning, the valuable but least similar experience is retrieved
+    values = {"a": -0.5, "b": 0.0, "c": 0.0, "d": 0.0, "e": 0.0, "far": 1.0}
+    rng = np.random.default_rng(7)
+    context = np.array([1.0, 0.0, 0.0])
+    engines = {
+        mode: MemTrial(gamma=5.0, k=4, retrieval=mode, gate=GateConfig(test=GateTest.NONE))
+        for mode in ("similarity", "value_aware")
+    }
+    for engine in engines.values():
+        for i, name in enumerate(values):
+            engine.add_experience(name, [1.0, 0.1 * i, 0.0] if name != "far" else [0.0, 1.0, 0.0])
+    for t in range(40):
+        retrieved = [str(e) for e in rng.choice(list(values), size=4, replace=False)]
+        noise = rng.normal(0.0, 0.3, size=8)
+        for engine in engines.values():
+            plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+            engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+            utilities = [sum(values[e] for e in s) + noise[i] for i, s in enumerate(plan.subsets)]
+            engine.settle_scored(f"d{t}", utilities=utilities)
+    similar = engines["similarity"].plan("x", 100, 100, context_embedding=context, kind="scored")
+    valued = engines["value_aware"].plan("x", 100, 100, context_embedding=context, kind="scored")
+    assert "far" not in similar.experience_ids and "far" in valued.experience_ids
+    assert "a" in similar.experience_ids and "a" not in valued.experience_ids
+    picks = engines["value_aware"].rank(list(values), 4, similarities=[1.0, 0.99, 0.98, 0.97, 0.96, 0.0])
+    assert {p.experience_id: p.reason for p in picks}["far"] is Pick.VALUE
