@@ -5,6 +5,7 @@ inserts the root ``tests/conftest.py``'s folder (rootdir-relative imports, no ``
 does for ``live_server``, ``fake_llm``, ``world``, ``oracles`` and ``tcp_proxy``.
 """
 
+import datetime as dt
 import os
 
 import pytest
@@ -72,3 +73,36 @@ def wait_until(condition, timeout, what):
         if time.monotonic() > deadline:
             pytest.fail(f"{what} did not happen within {timeout} s")
         time.sleep(0.05)
+
+
+#: The first month of the monthly portfolio worlds the service tests settle, and their lessons.
+MONTH_ZERO = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)
+ASSETS = [a["asset"] for a in UNIVERSE]
+MONTHLY_LESSONS = [
+    "Bonds rallied on a rate cut.",
+    "Equities fell on inflation.",
+    "Gold held in a banking scare.",
+    "Cash protected the book.",
+    "Momentum paid in a calm year.",
+]
+
+
+def plan_month(client, agent_id, t, **kwargs):
+    """Plan month ``t`` of a monthly world (maturity four weeks on, ``horizon`` sessions, default 2)."""
+    when = MONTH_ZERO + dt.timedelta(days=30 * t)
+    return client.create_decision(
+        agent_id,
+        when,
+        when + dt.timedelta(days=28),
+        f"month {t}: rates and equities",
+        horizon=kwargs.pop("horizon", 2),
+        **kwargs,
+    )
+
+
+def decide_month(client, agent_id, t=0, horizon=2):
+    """Plan month ``t`` and decide it with one fixed draft per subset; returns the plan."""
+    plan = plan_month(client, agent_id, t, horizon=horizon)
+    draft = {"SPY": 0.35, "TLT": 0.35, "GLD": 0.1, "BIL": 0.2}
+    client.submit_drafts(agent_id, plan["decision_id"], [draft] * len(plan["subsets"]))
+    return plan

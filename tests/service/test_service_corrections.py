@@ -5,49 +5,16 @@ import json
 
 import numpy as np
 import pytest
-from support import UNIVERSE, raw
+from support import ASSETS, MONTH_ZERO, MONTHLY_LESSONS, UNIVERSE, decide_month, plan_month, raw
 
 from service.client import ServiceError
-
-START = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)
-
-
-ASSETS = [a["asset"] for a in UNIVERSE]
-
-
-LESSONS = [
-    "Bonds rallied on a rate cut.",
-    "Equities fell on inflation.",
-    "Gold held in a banking scare.",
-    "Cash protected the book.",
-    "Momentum paid in a calm year.",
-]
-
-
-def _plan(client, agent_id, t, **kwargs):
-    when = START + dt.timedelta(days=30 * t)
-    return client.create_decision(
-        agent_id,
-        when,
-        when + dt.timedelta(days=28),
-        f"month {t}: rates and equities",
-        horizon=kwargs.pop("horizon", 2),
-        **kwargs,
-    )
-
-
-def _decided(client, agent_id, t=0, horizon=2):
-    plan = _plan(client, agent_id, t, horizon=horizon)
-    draft = {"SPY": 0.35, "TLT": 0.35, "GLD": 0.1, "BIL": 0.2}
-    client.submit_drafts(agent_id, plan["decision_id"], [draft] * len(plan["subsets"]))
-    return plan
 
 
 def _world_portfolio(client, agent_id, wrong_at=None, n=10):
     rng = np.random.default_rng(4)
     outcomes = []
     for t in range(n):
-        plan = _plan(client, agent_id, t)
+        plan = plan_month(client, agent_id, t)
         drafts = []
         for subset in plan["subsets"]:
             lean = 0.3 * sum("Bonds" in x for x in subset["texts"])
@@ -64,7 +31,7 @@ def _comparable(client, agent_id, t):
     values = client.values(agent_id)["values"]
     texts = {e["id"]: e["text"] for e in client.list_experiences(agent_id, limit=100)["items"]}
     trust = client.trust(agent_id)
-    nxt = _plan(
+    nxt = plan_month(
         client, agent_id, t
     )  # a plan freezes q, the gate state and the dial: the fallback's and the gate's state
     return (
@@ -106,7 +73,7 @@ def test_correcting_the_second_of_ten_portfolio_decisions_equals_a_right_settlem
     corrected = client.create_agent(f"corrected-{action}", "balanced", UNIVERSE, gate=gate, action=action)
     truthful = client.create_agent(f"truthful-{action}", "balanced", UNIVERSE, gate=gate, action=action)
     for agent in (corrected, truthful):
-        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+        client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
     outcomes = _world_portfolio(client, corrected["id"], wrong_at=1)
     _world_portfolio(client, truthful["id"])
     decision_id, right = outcomes[1]
@@ -146,7 +113,7 @@ def test_correcting_a_recent_decision_of_a_long_lived_agent_replays_from_a_check
     corrected = client.create_agent("corrected-long", "balanced", UNIVERSE, gate=gate)
     truthful = client.create_agent("truthful-long", "balanced", UNIVERSE, gate=gate)
     for agent in (corrected, truthful):
-        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+        client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
     n, wrong_at = 40, 37
     outcomes = _world_portfolio(client, corrected["id"], wrong_at=wrong_at, n=n)
     _world_portfolio(client, truthful["id"], n=n)
@@ -185,11 +152,11 @@ def test_correcting_a_scored_decision_equals_a_right_settlement_from_the_start(c
         for name in ("corrected", "truthful")
     ]
     for agent in agents:
-        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])
+        client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
     ids = {}
     for index, agent in enumerate(agents):
         for t in range(10):
-            when = START + dt.timedelta(days=t)
+            when = MONTH_ZERO + dt.timedelta(days=t)
             plan = client.create_decision(agent["id"], when, when + dt.timedelta(hours=1), f"question {t}")
             drafts = [
                 {
@@ -224,8 +191,8 @@ def test_correcting_a_scored_decision_equals_a_right_settlement_from_the_start(c
 
 
 def test_a_correction_needs_a_settled_decision_and_a_reason(client, agent, http):
-    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
-    plan = _decided(client, agent["id"])
+    client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS[:4]])
+    plan = decide_month(client, agent["id"])
     returns = {a: [0.001, 0.002] for a in ASSETS}
     with pytest.raises(ServiceError) as error:
         client.correct(agent["id"], plan["decision_id"], returns=returns, reason="too early")

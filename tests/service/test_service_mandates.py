@@ -1,41 +1,13 @@
 """Service: every weight a portfolio agent plays keeps its investor's mandate."""
 
-import datetime as dt
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import UNIVERSE
+from support import ASSETS, MONTHLY_LESSONS, UNIVERSE, plan_month
 
 from memtrial.outcomes.mandates import INVESTORS, mandate_violation
 from service.client import ServiceError
-
-START = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)
-
-
-ASSETS = [a["asset"] for a in UNIVERSE]
-
-
-LESSONS = [
-    "Bonds rallied on a rate cut.",
-    "Equities fell on inflation.",
-    "Gold held in a banking scare.",
-    "Cash protected the book.",
-    "Momentum paid in a calm year.",
-]
-
-
-def _plan(client, agent_id, t, **kwargs):
-    when = START + dt.timedelta(days=30 * t)
-    return client.create_decision(
-        agent_id,
-        when,
-        when + dt.timedelta(days=28),
-        f"month {t}: rates and equities",
-        horizon=kwargs.pop("horizon", 2),
-        **kwargs,
-    )
 
 
 def _risky():
@@ -47,9 +19,9 @@ def _defensive():
 
 
 def test_a_reference_outside_the_mandate_is_refused_naming_the_field_and_the_bound(client, agent):
-    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
+    client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS[:4]])
     with pytest.raises(ServiceError) as error:
-        _plan(client, agent["id"], 0, reference_weights={"SPY": 1.0, "TLT": 0.0, "GLD": 0.0, "BIL": 0.0})
+        plan_month(client, agent["id"], 0, reference_weights={"SPY": 1.0, "TLT": 0.0, "GLD": 0.0, "BIL": 0.0})
     assert (error.value.status, error.value.field) == (422, "reference_weights")
     assert "at most 0.65" in error.value.message
     assert client.list_decisions(agent["id"])["items"] == []  # nothing was planned
@@ -63,11 +35,11 @@ def test_a_reference_outside_the_mandate_is_refused_naming_the_field_and_the_bou
 def test_every_played_weight_keeps_the_mandate_whatever_the_reference(client, agent, reference, spread):
     """A property over random references and drafts: the reference is refused or every played weight is in the mandate."""
     if not client.list_experiences(agent["id"])["items"]:
-        client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
+        client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS[:4]])
     weights = dict(zip(ASSETS, (w / sum(reference) for w in reference), strict=True))
     existing = client.list_decisions(agent["id"], limit=200)["items"]
     try:
-        plan = _plan(client, agent["id"], len(existing), reference_weights=weights)
+        plan = plan_month(client, agent["id"], len(existing), reference_weights=weights)
     except ServiceError as error:
         assert (error.status, error.field) == (422, "reference_weights")
         vector = np.array([weights[a] for a in ASSETS])

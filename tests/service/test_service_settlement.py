@@ -3,42 +3,9 @@
 import datetime as dt
 
 import pytest
-from support import UNIVERSE
+from support import ASSETS, MONTH_ZERO, MONTHLY_LESSONS, decide_month
 
 from service.client import ServiceError
-
-START = dt.datetime(2021, 3, 1, 21, 0, tzinfo=dt.UTC)
-
-
-ASSETS = [a["asset"] for a in UNIVERSE]
-
-
-LESSONS = [
-    "Bonds rallied on a rate cut.",
-    "Equities fell on inflation.",
-    "Gold held in a banking scare.",
-    "Cash protected the book.",
-    "Momentum paid in a calm year.",
-]
-
-
-def _plan(client, agent_id, t, **kwargs):
-    when = START + dt.timedelta(days=30 * t)
-    return client.create_decision(
-        agent_id,
-        when,
-        when + dt.timedelta(days=28),
-        f"month {t}: rates and equities",
-        horizon=kwargs.pop("horizon", 2),
-        **kwargs,
-    )
-
-
-def _decided(client, agent_id, t=0, horizon=2):
-    plan = _plan(client, agent_id, t, horizon=horizon)
-    draft = {"SPY": 0.35, "TLT": 0.35, "GLD": 0.1, "BIL": 0.2}
-    client.submit_drafts(agent_id, plan["decision_id"], [draft] * len(plan["subsets"]))
-    return plan
 
 
 def _scored_agent(client, name="grader", robust=True):
@@ -48,8 +15,8 @@ def _scored_agent(client, name="grader", robust=True):
 
 
 def test_implausible_returns_and_prices_are_refused_naming_the_asset(client, agent):
-    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
-    plan = _decided(client, agent["id"])
+    client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS[:4]])
+    plan = decide_month(client, agent["id"])
     ordinary = {"TLT": [0.001, 0.002], "GLD": [0.0, 0.01], "BIL": [0.0001, 0.0001]}
     with pytest.raises(ServiceError) as error:
         client.settle(agent["id"], plan["decision_id"], returns={"SPY": [1e100, 0.0], **ordinary})
@@ -68,8 +35,8 @@ def test_implausible_returns_and_prices_are_refused_naming_the_asset(client, age
 
 
 def test_settle_must_give_the_decisions_horizon_and_a_portfolio_matures_after_its_decision(client, agent):
-    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
-    plan = _decided(client, agent["id"], horizon=20)
+    client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS[:4]])
+    plan = decide_month(client, agent["id"], horizon=20)
     with pytest.raises(ServiceError) as error:
         client.settle(agent["id"], plan["decision_id"], returns={a: [0.001] * 10_000 for a in ASSETS})
     assert (error.value.status, error.value.field) == (422, "returns") and "holds 20 sessions" in error.value.message
@@ -82,15 +49,19 @@ def test_settle_must_give_the_decisions_horizon_and_a_portfolio_matures_after_it
     )
     with pytest.raises(ServiceError) as error:
         client.create_decision(
-            agent["id"], START + dt.timedelta(days=60), START + dt.timedelta(days=60), "same instant", horizon=20
+            agent["id"],
+            MONTH_ZERO + dt.timedelta(days=60),
+            MONTH_ZERO + dt.timedelta(days=60),
+            "same instant",
+            horizon=20,
         )
     assert (error.value.status, error.value.field) == (422, "maturity")
 
 
 def test_implausible_utilities_are_refused_and_exact_is_not_a_rule_for_probability_forecasts(client):
     agent = _scored_agent(client)
-    client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:4]])
-    plan = client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "will it rain?")
+    client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS[:4]])
+    plan = client.create_decision(agent["id"], MONTH_ZERO, MONTH_ZERO + dt.timedelta(hours=1), "will it rain?")
     forecast = {"yes": 0.5, "no": 0.3, "maybe": 0.2}
     client.submit_drafts(agent["id"], plan["decision_id"], [forecast] * len(plan["subsets"]))
     with pytest.raises(ServiceError) as error:
