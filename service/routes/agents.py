@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
-from sqlalchemy import delete, select
 
-from service.db import transaction
 from service.deps import ServicesDep, TenantDep
 from service.idempotency import Idempotency, IdempotencyKey
-from service.models import Agent, Contribution, Decision, Experience, IdempotencyRecord, LogRow, RefitJob
-from service.pagination import CursorQuery, LimitQuery, decode_cursor, encode_cursor
+from service.pagination import CursorQuery, LimitQuery
 from service.requests import StrictJSONRoute
 from service.schemas import AgentCreate, AgentList, AgentPatch, AgentPublic, NameQuery
-from service.store import after_commit, load_agent
 from service.usecases import agents
-from service.views import agent_public
 
 router = APIRouter(prefix="/v1/agents", tags=["agents"], route_class=StrictJSONRoute)
-
-#: Tables holding an agent's rows, children first (deleting an agent deletes from each).
-OWNED_TABLES = (LogRow, Contribution, Decision, Experience, RefitJob, IdempotencyRecord)
 
 
 @router.post("", status_code=201)
@@ -39,22 +31,12 @@ def list_agents(
     name: NameQuery = None,
 ) -> AgentList:
     """The tenant's agents, oldest first, a page at a time (``name`` filters by exact name)."""
-    query = select(Agent).where(Agent.tenant_id == tenant_id)
-    if name is not None:
-        query = query.where(Agent.name == name)
-    if cursor is not None:
-        query = query.where(Agent.id > decode_cursor(cursor, "agents", str))
-    with transaction(services.sessions) as session:
-        rows = session.scalars(query.order_by(Agent.id).limit(limit + 1)).all()
-        items = [agent_public(agent) for agent in rows[:limit]]
-    more = len(rows) > limit
-    return AgentList(items=items, next_cursor=encode_cursor("agents", items[-1].id) if more else None, limit=limit)
+    return agents.list_page(services, tenant_id, limit, cursor, name)
 
 
 @router.get("/{agent_id}")
 def get_agent(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> AgentPublic:
-    with transaction(services.sessions) as session:
-        return agent_public(load_agent(session, tenant_id, agent_id, lock=False))
+    return agents.read(services, tenant_id, agent_id)
 
 
 @router.patch("/{agent_id}")
@@ -67,16 +49,6 @@ def update_agent(agent_id: str, body: AgentPatch, tenant_id: TenantDep, services
 @router.delete("/{agent_id}", status_code=204)
 def delete_agent(agent_id: str, tenant_id: TenantDep, services: ServicesDep) -> Response:
     """Delete the agent and everything it owns: experiences and their embeddings, decisions,
-    contributions, log entries, refit jobs, stored idempotent answers. Irreversible."""
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=True)
-        for table in OWNED_TABLES:
-            session.execute(delete(table).where(table.agent_id == agent.id))
-        session.delete(agent)
-
-        def forget() -> None:
-            services.engines.forget(agent_id)
-            services.indexes.forget(agent_id)
-
-        after_commit(session, forget)
+    contributions, log entries, state checkpoints, refit jobs, stored idempotent answers. Irreversible."""
+    agents.delete(services, tenant_id, agent_id)
     return Response(status_code=204)

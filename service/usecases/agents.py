@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from sqlalchemy import delete as delete_rows
+from sqlalchemy import select
 
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind, max_drafts
@@ -22,14 +24,37 @@ from service.db import transaction
 from service.deps import Services
 from service.errors import ApiError
 from service.idempotency import Idempotency
-from service.models import Agent
-from service.schemas import AgentCreate, AgentPatch, AgentPublic, DrafterSettings
-from service.store import load_agent, return_engine, save_engine
+from service.models import (
+    Agent,
+    CheckpointRow,
+    Contribution,
+    Decision,
+    Experience,
+    IdempotencyRecord,
+    LogRow,
+    RefitJob,
+)
+from service.pagination import decode_cursor, encode_cursor
+from service.schemas import AgentCreate, AgentList, AgentPatch, AgentPublic, DrafterSettings
+from service.store import after_commit, load_agent, return_engine, save_engine
 from service.universe import Universe
 from service.usecases.unit import check_replay
 from service.views import agent_public
 
-__all__ = ["check_draft_limit", "check_drafter", "create", "engine_config", "update"]
+__all__ = [
+    "OWNED_TABLES",
+    "check_draft_limit",
+    "check_drafter",
+    "create",
+    "delete",
+    "engine_config",
+    "list_page",
+    "read",
+    "update",
+]
+
+#: Tables holding an agent's rows, children first (deleting an agent deletes from each).
+OWNED_TABLES = (LogRow, Contribution, CheckpointRow, Decision, Experience, RefitJob, IdempotencyRecord)
 
 
 def check_drafter(services: Services, drafter: DrafterSettings | None) -> None:
@@ -216,3 +241,38 @@ def update(services: Services, tenant_id: str, agent_id: str, body: AgentPatch) 
                 save_engine(session, agent, engine, services.engines)
         session.flush()
         return agent_public(agent)
+
+
+def list_page(services: Services, tenant_id: str, limit: int, cursor: str | None, name: str | None) -> AgentList:
+    """The tenant's agents, oldest first, a page of ``limit`` after ``cursor`` (``name``: exact name only)."""
+    query = select(Agent).where(Agent.tenant_id == tenant_id)
+    if name is not None:
+        query = query.where(Agent.name == name)
+    if cursor is not None:
+        query = query.where(Agent.id > decode_cursor(cursor, "agents", str))
+    with transaction(services.sessions) as session:
+        rows = session.scalars(query.order_by(Agent.id).limit(limit + 1)).all()
+        items = [agent_public(agent) for agent in rows[:limit]]
+    more = len(rows) > limit
+    return AgentList(items=items, next_cursor=encode_cursor("agents", items[-1].id) if more else None, limit=limit)
+
+
+def read(services: Services, tenant_id: str, agent_id: str) -> AgentPublic:
+    """One of the tenant's agents (404 for another tenant's)."""
+    with transaction(services.sessions) as session:
+        return agent_public(load_agent(session, tenant_id, agent_id, lock=False))
+
+
+def delete(services: Services, tenant_id: str, agent_id: str) -> None:
+    """Delete the agent and every row it owns in one transaction; its cached engine and index go once it commits."""
+    with transaction(services.sessions) as session:
+        agent = load_agent(session, tenant_id, agent_id, lock=True)
+        for table in OWNED_TABLES:
+            session.execute(delete_rows(table).where(table.agent_id == agent.id))
+        session.delete(agent)
+
+        def forget() -> None:
+            services.engines.forget(agent_id)
+            services.indexes.forget(agent_id)
+
+        after_commit(session, forget)
