@@ -106,3 +106,38 @@ def decide_month(client, agent_id, t=0, horizon=2):
     draft = {"SPY": 0.35, "TLT": 0.35, "GLD": 0.1, "BIL": 0.2}
     client.submit_drafts(agent_id, plan["decision_id"], [draft] * len(plan["subsets"]))
     return plan
+
+
+def engine_snapshot(engine, experiences):
+    """What a correction must leave as a right settlement would: values, sds, gate, fallback, noise, modes."""
+    return {
+        "values": engine.values(),
+        "sds": {e: engine.posterior(e)[1] for e in experiences},
+        "gate": engine.gate.statistics.to_dict(),
+        "fallback": engine.fallback.to_dict(),
+        "noise": engine.noise.to_dict(),
+        "modes": engine.learner.state_dict()["mode_scores"],
+    }
+
+
+def assert_snapshots_close(first, second, atol=1e-12):
+    """Two :func:`engine_snapshot` s agree: strings exactly, numbers within ``atol``."""
+    import numpy as np
+
+    for key in first:
+        a, b = first[key], second[key]
+        if isinstance(a, dict):
+            assert a.keys() == b.keys(), key
+            for name in a:
+                if isinstance(a[name], str):
+                    assert a[name] == b[name], f"{key}.{name}"
+                    continue
+                np.testing.assert_allclose(
+                    np.asarray(a[name], dtype=float),
+                    np.asarray(b[name], dtype=float),
+                    rtol=0,
+                    atol=atol,
+                    err_msg=f"{key}.{name}",
+                )
+        else:
+            np.testing.assert_allclose(a, b, rtol=0, atol=atol, err_msg=key)

@@ -3,6 +3,7 @@ and equals an engine settled right from the start, with plans awaiting their sco
 
 import numpy as np
 import pytest
+from support import assert_snapshots_close, engine_snapshot
 
 from memtrial import MemTrial
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy
@@ -74,37 +75,6 @@ def _run(engine: MemTrial, world, wrong=None, corrections=None, steps=None) -> N
             engine.correct(f"d{t}", rel_prices=right, reason="the feed was wrong")
 
 
-def _state(engine: MemTrial) -> dict:
-    return {
-        "values": engine.values(),
-        "sds": {e: engine.posterior(e)[1] for e in EXPERIENCES},
-        "gate": engine.gate.statistics.to_dict(),
-        "fallback": engine.fallback.to_dict(),
-        "noise": engine.noise.to_dict(),
-        "modes": engine.learner.state_dict()["mode_scores"],
-    }
-
-
-def _assert_close(first: dict, second: dict) -> None:
-    for key in first:
-        a, b = first[key], second[key]
-        if isinstance(a, dict):
-            assert a.keys() == b.keys(), key
-            for name in a:
-                if isinstance(a[name], str):
-                    assert a[name] == b[name], f"{key}.{name}"
-                    continue
-                np.testing.assert_allclose(
-                    np.asarray(a[name], dtype=float),
-                    np.asarray(b[name], dtype=float),
-                    rtol=0,
-                    atol=1e-12,
-                    err_msg=f"{key}.{name}",
-                )
-        else:
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12, err_msg=key)
-
-
 @pytest.mark.parametrize("learner", ["auto", "identity"])
 @pytest.mark.parametrize("corrected", [3, 33])
 def test_correcting_from_a_checkpoint_equals_correcting_by_full_replay(learner, corrected):
@@ -115,7 +85,7 @@ def test_correcting_from_a_checkpoint_equals_correcting_by_full_replay(learner, 
         _run(engine, world, wrong)
     first = from_checkpoint.correct(f"d{corrected}", rel_prices=world[2][corrected], reason="bad feed")
     second = from_start.correct(f"d{corrected}", rel_prices=world[2][corrected], reason="bad feed")
-    _assert_close(_state(from_checkpoint), _state(from_start))
+    assert_snapshots_close(engine_snapshot(from_checkpoint, EXPERIENCES), engine_snapshot(from_start, EXPERIENCES))
     assert first.score == pytest.approx(second.score, abs=1e-12)
     np.testing.assert_allclose(list(first.values.values()), list(second.values.values()), rtol=0, atol=1e-12)
     assert from_start.history.replay_starts == [0]
@@ -133,7 +103,7 @@ def test_a_correction_while_plans_await_their_score_equals_settling_right_from_t
     _run(corrected, world, wrong, corrections={t + LAG + 3: [(t, world[2][t])]})
     _run(truthful, world)
     assert corrected.gate.log.length == truthful.gate.log.length + 1
-    _assert_close(_state(corrected), _state(truthful))
+    assert_snapshots_close(engine_snapshot(corrected, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
     # and a later correction of a recent decision, replayed from a checkpoint the first correction wrote
     later = 26
     again = corrected.correct(f"d{later}", rel_prices=world[2][later] * 1.02, reason="late fix")
@@ -141,7 +111,7 @@ def test_a_correction_while_plans_await_their_score_equals_settling_right_from_t
     _run(full, world, corrections={t + LAG + 3: [(t, world[2][t])]})
     reference = full.correct(f"d{later}", rel_prices=world[2][later] * 1.02, reason="late fix")
     assert corrected.history.replay_starts[-1] > 2 * (t + LAG + 3)
-    _assert_close(_state(corrected), _state(full))
+    assert_snapshots_close(engine_snapshot(corrected, EXPERIENCES), engine_snapshot(full, EXPERIENCES))
     assert again.score == pytest.approx(reference.score, abs=1e-12)
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from support import assert_snapshots_close, engine_snapshot
 
 from memtrial import MemTrial
 from memtrial.errors import InputError, LifecycleError
@@ -51,37 +52,6 @@ def _run_portfolio(engine: MemTrial, world, wrong: dict[int, np.ndarray] | None 
         engine.settle(plan.decision_id, (wrong or {}).get(t, prices[t]))
 
 
-def _state(engine: MemTrial) -> dict:
-    return {
-        "values": engine.values(),
-        "sds": {e: engine.posterior(e)[1] for e in EXPERIENCES},
-        "gate": engine.gate.statistics.to_dict(),
-        "fallback": engine.fallback.to_dict(),
-        "noise": engine.noise.to_dict(),
-        "modes": engine.learner.state_dict()["mode_scores"],
-    }
-
-
-def _assert_close(first: dict, second: dict) -> None:
-    for key in first:
-        a, b = first[key], second[key]
-        if isinstance(a, dict):
-            assert a.keys() == b.keys(), key
-            for name in a:
-                if isinstance(a[name], str):
-                    assert a[name] == b[name], f"{key}.{name}"
-                    continue
-                np.testing.assert_allclose(
-                    np.asarray(a[name], dtype=float),
-                    np.asarray(b[name], dtype=float),
-                    rtol=0,
-                    atol=1e-12,
-                    err_msg=f"{key}.{name}",
-                )
-        else:
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-12, err_msg=key)
-
-
 @pytest.mark.parametrize("action", ["gate", "dial"])
 @pytest.mark.parametrize("robust", [False, True])
 def test_correcting_the_second_of_ten_portfolio_decisions_equals_settling_it_right_from_the_start(action, robust):
@@ -90,11 +60,11 @@ def test_correcting_the_second_of_ten_portfolio_decisions_equals_settling_it_rig
     corrected, truthful = _engine(action, robust), _engine(action, robust)
     _run_portfolio(corrected, world, {1: wrong})
     _run_portfolio(truthful, world)
-    before = _state(corrected)
+    before = engine_snapshot(corrected, EXPERIENCES)
     settlement = corrected.correct("d1", rel_prices=world[2][1], reason="the feed doubled SPY's close")
-    assert before != _state(corrected)
+    assert before != engine_snapshot(corrected, EXPERIENCES)
     assert any(abs(v) > 1e-6 for v in truthful.values().values())  # the world teaches something
-    _assert_close(_state(corrected), _state(truthful))
+    assert_snapshots_close(engine_snapshot(corrected, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
     np.testing.assert_allclose(
         settlement.draft_utilities, truthful.entries["d1"].settlement.draft_utilities, atol=1e-15
     )
@@ -135,7 +105,7 @@ def test_correcting_a_scored_decision_equals_settling_it_right_from_the_start(ac
     _run_scored(corrected, utilities, {2: utilities[2] * 1e5})
     _run_scored(truthful, utilities)
     corrected.correct("s2", utilities=utilities[2], reason="mis-graded")
-    _assert_close(_state(corrected), _state(truthful))
+    assert_snapshots_close(engine_snapshot(corrected, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
     # a rule-settled decision is corrected with another outcome
     corrected.correct("s3", outcome=2, rule="brier", reason="the answer key was wrong")
     truthful_again = _engine(action, True)
@@ -153,7 +123,7 @@ def test_correcting_a_scored_decision_equals_settling_it_right_from_the_start(ac
             truthful_again.settle_scored(plan.decision_id, outcome=2 if t == 3 else int(t % 3), rule="brier")
         else:
             truthful_again.settle_scored(plan.decision_id, utilities=row)
-    _assert_close(_state(corrected), _state(truthful_again))
+    assert_snapshots_close(engine_snapshot(corrected, EXPERIENCES), engine_snapshot(truthful_again, EXPERIENCES))
     assert corrected.verify().ok
 
 
