@@ -121,8 +121,8 @@ def _operation(path: str, method: str, operation: Mapping[str, Any]) -> list[str
         lines += [f"Body (JSON): {type_of(body['schema'])}.", ""]
     lines += ["| status | answer | meaning |", "|---|---|---|"]
     for status, response in operation.get("responses", {}).items():
-        content = response.get("content", {})
-        schema = next(iter(content.values()), {}).get("schema") if content else None
+        content: Mapping[str, Any] = response.get("content", {})
+        schema = next(iter(content.values())).get("schema") if content else None
         lines.append(f"| {status} | {type_of(schema) if schema else '-'} | {_cell(response.get('description', ''))} |")
     return [*lines, ""]
 
@@ -138,9 +138,7 @@ def _schema(name: str, schema: Mapping[str, Any]) -> list[str]:
     lines += ["| field | type | required | description |", "|---|---|---|---|"]
     for field, spec in properties.items():
         description = _described(spec.get("description"), spec)
-        lines.append(
-            f"| `{field}` | {type_of(spec)} | {'yes' if field in required else 'no'} | {_cell(description)} |"
-        )
+        lines.append(f"| `{field}` | {type_of(spec)} | {'yes' if field in required else 'no'} | {_cell(description)} |")
     return [*lines, ""]
 
 
@@ -155,7 +153,7 @@ def rest_reference(document: Mapping[str, Any]) -> str:
         "from its OpenAPI document when the site is built. A running service serves the same document at "
         "`/openapi.json` and an interactive reference at `/docs`.",
         "",
-        "Errors answer `{\"error\": {\"code\", \"message\", \"field\", \"errors\"}}` "
+        'Errors answer `{"error": {"code", "message", "field", "errors"}}` '
         f"([ErrorBody](#{_anchor('ErrorBody')})). A write may carry an `Idempotency-Key` header: a retry with the "
         "same key gets the first answer. Lists are paged with `limit` and an opaque `cursor` (`next_cursor` in the "
         "answer).",
@@ -195,7 +193,9 @@ def client_operations() -> str:
             continue
         answer = str(operation.signature.return_annotation).removeprefix("Sent[").removesuffix("]")
         answer = re.sub(
-            r"\b([A-Z]\w+(?:Public|List|Record|Detail|Result|Page))\b", lambda m: f"[{m[1]}](rest.md#{_anchor(m[1])})", answer
+            r"\b([A-Z]\w+(?:Public|List|Record|Detail|Result|Page))\b",
+            lambda m: f"[{m[1]}](rest.md#{_anchor(m[1])})",
+            answer,
         )
         lines.append(f"| [`{name}`](#client-{name}) | `{operation.method} {operation.path}` | {_cell(answer)} |")
         parameters = str(operation.signature.replace(return_annotation=inspect.Signature.empty))
