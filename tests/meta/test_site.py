@@ -304,3 +304,23 @@ def test_memtrial_docs_serves_the_site_locally(tmp_path):
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=30)
+
+
+def test_the_rest_reference_renders_every_operation_and_schema_with_links_that_resolve():
+    from service.reference import client_operations, openapi_document, rest_reference
+
+    document = openapi_document()
+    page = rest_reference(document)
+    for path, item in document["paths"].items():
+        for method in item:
+            assert f"### `{method.upper()} {path}`" in page
+    anchors = set(re.findall(r"\{#([\w-]+)\}", page))
+    assert {f"schema-{name.lower()}" for name in document["components"]["schemas"]} <= anchors
+    assert set(re.findall(r"\]\(#([\w-]+)\)", page)) <= anchors  # every type links to a schema on the page
+    assert "| `horizon` | integer | no |" in page  # a body field with its type and whether it is required
+    operations = client_operations()
+    from service.operations import Operation, Operations
+
+    named = [name for name, value in vars(Operations).items() if isinstance(value, Operation)]
+    assert len(named) >= 25 and all(f"{{#client-{name}}}" in operations for name in named)
+    assert set(re.findall(r"\(rest\.md#([\w-]+)\)", operations)) <= anchors  # answers link into the REST page
