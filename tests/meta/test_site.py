@@ -26,7 +26,7 @@ PAGES = [
     *(p for p in ("typescript.md", "curation.md", "integrations-curation.md", "testing.md") if (DOCS / p).is_file()),
 ]
 FENCE = re.compile(
-    r"(?:^<!-- test: (?P<marker>[^\n]*?) -->\n)?^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```[ \t]*$",
+    r"(?:^<!-- test: (?P<marker>[^\n]*?) -->\n)?^```\{?\.?(?P<lang>[\w-]*)\}?\n(?P<code>.*?)^```[ \t]*$",
     re.MULTILINE | re.DOTALL,
 )
 
