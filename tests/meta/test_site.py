@@ -101,7 +101,9 @@ def _quickstart(pattern):
 
 # the quickstart blocks with their own checks below; every other server block runs in the generic test
 WALKTHROUGH, CLIENT, ASYNC = r"^set -euo pipefail", r"MemtrialClient\(", r"AsyncMemtrialClient"
-CHECKED = {_quickstart(p)[0] for p in (WALKTHROUGH, CLIENT, ASYNC)}
+CHECKED = {_quickstart(p)[0] for p in (WALKTHROUGH, CLIENT, ASYNC)} | {
+    b[0] for b in ALL if b[1] == "server" and b[0].startswith(("guides/budgets.md", "guides/retrieval.md"))
+}
 
 
 @pytest.fixture(scope="module")
@@ -161,6 +163,17 @@ def test_the_own_retrieval_example_plans_on_the_given_external_ids(live, capsys)
 
 
 @pytest.mark.slow  # a live server
+def test_the_budget_example_makes_its_trials_first_and_keeps_to_the_budget(live, capsys):
+    block = next(b for b in ALL if b[0].startswith("guides/budgets.md") and b[1] == "server")
+    _run_python(block, live)
+    calls, mean = capsys.readouterr().out.strip().rsplit("] ", 1)
+    plans = [(trial == "True", int(n)) for trial, n in re.findall(r"\((True|False), (\d+)\)", calls)]
+    assert len(plans) == 6 and plans[0] == (True, 8), calls  # a trial of the whole design first
+    assert all(n >= 1 for _, n in plans) and all(n == 8 for trial, n in plans if trial), calls
+    assert float(mean) <= 3.0 and any(not trial for trial, _ in plans), calls
+
+
+@pytest.mark.slow  # a live server
 def test_the_quickstart_walkthrough_works_as_printed(live):
     result = _run_bash(_quickstart(WALKTHROUGH), live)
     assert result.returncode == 0, result.stderr
@@ -212,6 +225,14 @@ def test_the_quickstart_async_client_example_runs_against_a_live_server(live, ca
     _run_python(_quickstart(ASYNC), live)
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("mixture {") and printed[1].endswith(" decided")
+
+
+def test_the_correction_example_ends_the_log_with_the_correction_and_an_intact_chain(capsys):
+    block = next(b for b in ALL if b[0].startswith("guides/corrections.md") and "engine.correct" in b[3])
+    exec(compile(block[3], block[0], "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == "['score', 'correction'] True"
+    assert printed[0].startswith("{'bonds after a rate shock': ")
 
 
 def test_the_scored_decision_example_runs(capsys):
