@@ -7,6 +7,7 @@ running service answers at ``/openapi.json``, with no network and nothing to reg
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 from collections.abc import Mapping
@@ -87,7 +88,7 @@ def _rules(schema: Mapping[str, Any]) -> str:
         if "pattern" in part:
             rules.append(f"pattern `{part['pattern']}`")
     if "default" in schema and schema["default"] is not None:
-        rules.append(f"default `{schema['default']!r}`")
+        rules.append(f"default `{json.dumps(schema['default'])}`")
     return "; ".join(rules)
 
 
