@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from backtest.runner import reference_draws
 
 __all__ = [
     "DISPLAY",
+    "FrontierLayout",
     "aggregate",
     "frontier_lines",
     "frontier_plot",
@@ -300,15 +302,91 @@ def frontier_lines(
     return lines
 
 
-LABELLED = (
-    "memtrial",
-    "memtrial_memory_free",
-    "counterfactual_argmax",
-    "no_memory",
-    "equal_weight",
-    "oracle",
-    "reference",
-)
+@dataclass(frozen=True)
+class FrontierLayout:
+    """What a cost-quality plot shows, for checks: the legend's entries (each method's number and name, in
+    the legend's order) and, per panel, each point label's text and its box in display pixels."""
+
+    legend: list[str]
+    labels: list[dict[str, tuple[float, float, float, float]]]
+
+
+#: offsets (points) tried for a label, nearest first: beside, above, below, then further out on a leader line
+_OFFSETS = [
+    (radius * dx, radius * dy)
+    for radius in (5, 12, 20, 30, 42, 56)
+    for dx, dy in ((1, 0.2), (1, -1), (-1, 0.2), (-1, -1), (0, 1), (0, -1.6), (1, 1), (-1, 1))
+]
+
+
+def _clusters(pixels: dict[str, tuple[float, float]], radius: float) -> list[list[str]]:
+    """Methods whose points lie within ``radius`` pixels of one another (single linkage), each in method order."""
+    groups: list[list[str]] = []
+    for method, (x, y) in pixels.items():
+        near = [g for g in groups if any(np.hypot(x - pixels[m][0], y - pixels[m][1]) <= radius for m in g)]
+        merged = [method] + [m for g in near for m in g]
+        groups = [g for g in groups if g not in near] + [merged]
+    return [sorted(g, key=list(pixels).index) for g in groups]
+
+
+def _overlaps(box: Any, others: Sequence[Any]) -> bool:
+    return any(box.overlaps(other) for other in others)
+
+
+def _place_labels(
+    axis: Any, figure: Any, pixels: dict[str, tuple[float, float]], numbers: dict[str, int]
+) -> dict[str, tuple[float, float, float, float]]:
+    """Number every point: points closer than a label's height share one label (``3,7,12``); each label
+    takes the nearest offset where it overlaps no other label, no point and stays inside the axes (a leader
+    line joins it to its point when it sits apart). Returns each label's text and box (display pixels)."""
+    from matplotlib.transforms import Bbox
+
+    renderer = figure.canvas.get_renderer()
+    frame = axis.get_window_extent(renderer)
+    dots = [Bbox.from_extents(x - 3.5, y - 3.5, x + 3.5, y + 3.5) for x, y in pixels.values()]
+    placed: list[Any] = []
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    clusters = _clusters(pixels, radius=6.0)
+    for cluster in sorted(clusters, key=lambda g: numbers[g[0]]):
+        text = ",".join(str(numbers[m]) for m in cluster)
+        x, y = np.mean([pixels[m] for m in cluster], axis=0)
+        anchor = axis.transData.inverted().transform((x, y))
+        chosen = None
+        for dx, dy in _OFFSETS:
+            label = axis.annotate(
+                text,
+                anchor,
+                xytext=(dx, dy),
+                textcoords="offset points",
+                fontsize=6.5,
+                ha="left" if dx >= 0 else "right",
+                va="center",
+            )
+            box = label.get_window_extent(renderer).expanded(1.05, 1.1)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1
+            if inside and not _overlaps(box, placed) and not _overlaps(box, dots):
+                chosen = (label, box, abs(dx) > 6 or abs(dy) > 6)
+                break
+            label.remove()
+        if chosen is None:  # nowhere free: the nearest spot, still inside the axes, with a leader line
+            label = axis.annotate(
+                text, anchor, xytext=_OFFSETS[0], textcoords="offset points", fontsize=6.5, va="center"
+            )
+            chosen = (label, label.get_window_extent(renderer), False)
+        label, box, far = chosen
+        label.set_in_layout(False)
+        if far:
+            label.arrow_patch = None
+            axis.annotate(
+                "",
+                anchor,
+                xytext=label.xyann,
+                textcoords="offset points",
+                arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "0.4"},
+            ).set_in_layout(False)
+        placed.append(box)
+        boxes[text] = (box.x0, box.y0, box.x1, box.y1)
+    return boxes
 
 
 def frontier_plot(
@@ -318,45 +396,79 @@ def frontier_plot(
     path: Path,
     paths: list[Path],
     reference_calls: int = 0,
-) -> None:
+) -> FrontierLayout:
     """Utility against calls per decision, one panel per group of regimes: MemTrial's variants in red (its
-    budgets joined by a line), the others in grey; named are MemTrial's default and budgets, the main
-    baselines and the frontier. A method far below 1/N is left off the scale and named in the title."""
+    budgets joined by a line), the others in grey, the frontier (no method that costs at most as much does
+    better) a dotted step. Every point carries its method's number, and the legend below the panels names
+    each number (a method using the world's reference with its calls as own + reference draws). A method far
+    below 1/N is left off the scale, its legend entry says so."""
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
-    figure, axes = plt.subplots(1, len(groups), figsize=(6.5 * len(groups), 4.8), squeeze=False)
-    for axis, (name, regimes) in zip(axes[0], groups, strict=True):
-        points = frontier_points(investors, regimes, methods)
+    every = [frontier_points(investors, regimes, methods) for _, regimes in groups]
+    shown = [m for m in methods if any(m in p for p in every)]
+    ordered = [m for m in shown if m.startswith("memtrial")] + [m for m in shown if not m.startswith("memtrial")]
+    numbers = {method: i for i, method in enumerate(ordered, start=1)}
+    width = max(6.5 * len(groups), 11.0)
+    figure, axes = plt.subplots(1, len(groups), figsize=(width, 4.6 + 0.13 * len(ordered) / 3), squeeze=False)
+    off_scale: set[str] = set()
+    pixels_by_panel = []
+    for axis, (name, _), points in zip(axes[0], groups, every, strict=True):
         floor = points["equal_weight"][1] - 0.1 if "equal_weight" in points else -np.inf
         off = [m for m, (_, v) in points.items() if v < floor]
-        best, frontier = -np.inf, set()
-        for method in sorted(points, key=lambda m: (points[m][0], -points[m][1])):
-            if method not in UNRANKED and points[method][1] > best:
-                best = points[method][1]
-                frontier.add(method)
-        for method, (calls, value) in points.items():
-            if method in off:
-                continue
+        off_scale.update(off)
+        kept = {m: p for m, p in points.items() if m not in off}
+        best, frontier = -np.inf, []
+        for method in sorted(kept, key=lambda m: (kept[m][0], -kept[m][1])):
+            if method not in UNRANKED and kept[method][1] > best:
+                best = kept[method][1]
+                frontier.append(method)
+        for method, (calls, value) in kept.items():
             ours = method.startswith("memtrial")
-            axis.scatter([calls], [value], s=28 if ours else 16, color="tab:red" if ours else "tab:gray", zorder=3)
-            if method in frontier or method in LABELLED or method.startswith("memtrial_budget_"):
-                reference = reference_share(investors, regimes, method, reference_calls)
-                label = DISPLAY.get(method, method) + (
-                    f" ({calls - reference:g} own + {reference:g} reference)" if reference else ""
-                )
-                axis.annotate(label, (calls, value), fontsize=6, xytext=(3, 2), textcoords="offset points")
+            axis.scatter([calls], [value], s=22 if ours else 14, color="tab:red" if ours else "tab:gray", zorder=3)
+        axis.step(
+            [kept[m][0] for m in frontier], [kept[m][1] for m in frontier], where="post", color="k", lw=0.7, ls=":"
+        )
         budgets = sorted(
-            (points[m] for m in points if m.startswith("memtrial_budget_") or m == "memtrial"), key=lambda p: p[0]
+            (kept[m] for m in kept if m.startswith("memtrial_budget_") or m == "memtrial"), key=lambda p: p[0]
         )
         if len(budgets) > 1:
             axis.plot([b[0] for b in budgets], [b[1] for b in budgets], color="tab:red", linewidth=1)
+        axis.margins(x=0.08, y=0.1)
         axis.set_xlabel(
             "LLM draft calls per decision"
             + (f" (a method using the reference pays its {reference_calls} draws)" if reference_calls else "")
         )
         axis.set_ylabel("mean utility (pp)")
-        axis.set_title(name + (f" (off scale: {', '.join(DISPLAY.get(m, m) for m in off)})" if off else ""), fontsize=9)
-    save_figure(figure, path, paths)
+        axis.set_title(name, fontsize=9)
+        pixels_by_panel.append((axis, kept))
+    legend = []
+    for method in ordered:
+        reference = reference_share(investors, groups[0][1], method, reference_calls) if method in every[0] else 0.0
+        spent = every[0][method][0] if method in every[0] else None
+        split = f" ({spent - reference:g} own + {reference:g} reference)" if reference and spent is not None else ""
+        legend.append(
+            f"{numbers[method]}  {DISPLAY.get(method, method)}{split}" + (" (off scale)" if method in off_scale else "")
+        )
+    handles = [
+        Line2D([], [], marker="o", ls="", color="tab:red" if m.startswith("memtrial") else "tab:gray", markersize=4)
+        for m in ordered
+    ]
+    handles.append(Line2D([], [], color="k", lw=0.7, ls=":"))
+    names = [*legend, "frontier: no method that costs at most as much does better"]
+    key = figure.legend(
+        handles, names, loc="lower left", ncol=3, fontsize=6.5, frameon=False, bbox_to_anchor=(0.01, 0.0)
+    )
+    key.set_in_layout(False)
+    renderer = cast(Any, figure.canvas).get_renderer()  # Agg's
+    bottom = (key.get_window_extent(renderer).height + 6) / figure.bbox.height  # the panels sit above the legend
+    figure.tight_layout(rect=(0, bottom, 1, 1))
+    labels = []
+    for axis, kept in pixels_by_panel:
+        pixels = {m: tuple(axis.transData.transform(p)) for m, p in kept.items()}
+        labels.append(_place_labels(axis, figure, pixels, numbers))
+    save_figure(figure, path, paths, rect=(0, bottom, 1, 1))
+    return FrontierLayout(legend=legend, labels=labels)
 
 
 def _regime_mean(investors: dict[str, Any], regimes: Sequence[str], method: str) -> float:

@@ -186,7 +186,8 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
             f"{TITLES.get(env, env)}, {investor}: wealth over the test window ({dates[0]} .. {dates[-1]}), mean over seeds; grey = 1/N",
             fontsize=9,
         )
-        save_figure(figure, folder / f"wealth_paths_{investor}.png", paths, dpi=100)
+        top = 1 - 0.4 / (2.4 * rows)  # the title's band above the panels: it covers no panel's title
+        save_figure(figure, folder / f"wealth_paths_{investor}.png", paths, dpi=100, rect=(0, 0, 1, top))
 
     figure, axis = plt.subplots(figsize=(7, 4))
     gated = [

@@ -33,6 +33,12 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
     "serve": ("service.cli", "serve", "Run the REST service (migrates the database first).", "service"),
     "tenants": ("service.cli", "tenants", "Manage tenants and their API keys.", "service"),
     "mcp": ("service.mcp", "mcp", "Serve the agent loop as MCP tools over stdio or streamable HTTP.", "mcp"),
+    "docs": (
+        "service.site",
+        "docs",
+        "Serve the documentation site locally, offline (or build it: --build DIR).",
+        "docs",
+    ),
 }
 
 

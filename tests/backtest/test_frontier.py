@@ -106,3 +106,39 @@ def test_render_rewrites_the_page_from_results_json_as_the_run_wrote_it(tmp_path
     render(tmp_path)
     assert (tmp_path / "results.md").read_text() == written
     assert (tmp_path / "cost_quality_frontier.png").stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("run", ["plantedmem", "classalloc"])
+def test_the_frontier_plot_names_every_point_with_no_label_over_another(tmp_path, run):
+    """Every method plotted carries its number beside its point, the legend names every number, and no two
+    labels overlap (the committed runs, re-rendered from their results.json)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pathlib import Path
+
+    from backtest.plantedmem import PlantedMemWorld
+    from backtest.report import MEMORY_REGIMES, NULL_REGIMES, frontier_plot
+
+    document = json.loads((Path(__file__).resolve().parents[2] / "docs" / "results" / run / "results.json").read_text())
+    investors = document["investors"]
+    if run == "plantedmem":
+        groups = [("memory regimes", MEMORY_REGIMES), ("null regimes", NULL_REGIMES)]
+        methods = list(investors["balanced"]["beta_0.5"])
+    else:
+        groups = [("utility against calls", [run])]
+        methods = list(investors["balanced"][run])
+    layout = frontier_plot(investors, groups, methods, tmp_path / "frontier.png", [], PlantedMemWorld.reference_calls)
+    assert (tmp_path / "frontier.png").stat().st_size > 10_000
+    numbered = {int(entry.split()[0]): entry for entry in layout.legend}
+    assert sorted(numbered) == list(range(1, len(methods) + 1))  # every method in the legend, once
+    assert "MemTrial (trust dial, odd half)" in numbered[1]
+    for panel in layout.labels:
+        on_panel = [int(n) for text in panel for n in text.split(",")]
+        assert len(on_panel) == len(set(on_panel))  # each point named once
+        off = {n for n, entry in numbered.items() if entry.endswith("(off scale)")}
+        assert set(on_panel) | off == set(numbered)  # a point not labelled is off the scale, and the legend says so
+        boxes = list(panel.values())
+        for i, (x0, y0, x1, y1) in enumerate(boxes):
+            for a0, b0, a1, b1 in boxes[i + 1 :]:
+                assert x1 <= a0 or a1 <= x0 or y1 <= b0 or b1 <= y0, "two labels overlap"

@@ -120,3 +120,27 @@ def test_console_script_runs_the_command_line():
         [sys.executable, "-m", "memtrial.cli", "version"], capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "0.1.0"
+
+
+def test_docs_without_the_docs_extra_names_it():
+    code = (
+        "import sys\nsys.modules['mkdocs'] = None\nfrom memtrial.cli.commands import app\n"
+        "try:\n    app(['docs', '--build', 'out'])\nexcept SystemExit as exit:\n    sys.exit(exit.code)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert "'memtrial docs' needs the docs extra" in result.stderr
+    assert "pip install -e '.[docs]' --config-settings editable_mode=compat in the memtrial checkout" in result.stderr
+
+
+def test_docs_on_a_busy_port_says_so_and_serves_nothing():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = invoke(["docs", "--port", str(port)])
+    assert result.exit_code == 2
+    assert f"error: cannot listen on 127.0.0.1:{port}" in result.output
+    assert "choose another with --port" in result.output
