@@ -396,15 +396,15 @@ class MemTrial:
                 if self.curator is not None and self.curator.is_quarantined(experience_id):
                     raise InputError(f"experience {experience_id!r} is quarantined", field="retrieved")
             return ids
-        candidates = [
+        pool = [
             (e, x.embedding)
             for e, x in self.experiences.items()
             if x.active and x.embedding is not None and not (self.curator and self.curator.is_quarantined(e))
         ]
         vector = np.asarray(context, dtype=np.float64)
         if self.config.retrieval is RetrievalMode.SIMILARITY:
-            return top_k(vector, candidates, self.config.k)
-        ids, similarity = cosine_similarities(vector, candidates)
+            return top_k(vector, pool, self.config.k)
+        ids, similarity = cosine_similarities(vector, pool)
         picks = rank(ids, list(similarity), self._posteriors(ids), self.retrieval_trust(), self.config.k)
         return [p.experience_id for p in picks]
 
