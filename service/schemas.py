@@ -374,12 +374,12 @@ class AgentPatch(Strict):
         description="the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement",
     )
 
-    @model_validator(mode="after")
-    def _no_null_curation(self) -> AgentPatch:
-        for name in ("retrieval", "quarantine"):
-            if name in self.model_fields_set and getattr(self, name) is None:
-                raise ValueError(f"{name} cannot be null: give a value, or leave it out to keep it")
-        return self
+    @field_validator("retrieval", "quarantine")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("cannot be null: give a value, or leave it out to keep it")
+        return value
 
 
 #: the settings fixed at an agent's creation, and why (a PATCH naming one is refused naming it)
