@@ -83,6 +83,8 @@ def plan(
         engine = services.engines.checkout(session, agent)
         if context is not None:
             selection, similarity = _server_selection(services, session, agent, engine, context)
+        elif "retrieved" in selection:
+            _refuse_quarantined(engine, selection["retrieved"], body)
         history = engine.history
         assert isinstance(history, SqlHistory)
         decision_id = new_id()
@@ -211,6 +213,19 @@ def _retries(services: Services, agent: Agent, engine: MemTrial, runs: int) -> R
     else:
         bound = "the drafter's max_retries"
     return Retries(reserved, bound)
+
+
+def _refuse_quarantined(engine: MemTrial, retrieved: list[str], body: DecisionCreate) -> None:
+    """A request's own retrieval may not name a quarantined experience: 422 naming the field and them."""
+    quarantined = [e for e in retrieved if e in engine.quarantined]
+    if quarantined:
+        field = "retrieved_external_ids" if body.retrieved_external_ids is not None else "retrieved_ids"
+        raise ApiError(
+            422,
+            "invalid",
+            f"{field}: {quarantined} are quarantined experiences and cannot be retrieved (release them first)",
+            field,
+        )
 
 
 def _server_selection(

@@ -165,6 +165,14 @@ def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_v
     searched = client.create_decision(agent["id"], when, when, TEXTS["harmful"])
     for plan in (on_candidates, searched):
         assert harmful not in {r["id"] for r in plan["retrieved"]} and len(plan["retrieved"]) == 4
+    before = written(client, agent["id"])
+    with pytest.raises(ServiceError) as error:
+        client.create_decision(agent["id"], when, when, "own retrieval", retrieved_external_ids=["harmful", "a"])
+    assert (error.value.status, error.value.field) == (422, "retrieved_external_ids")
+    assert error.value.message == (
+        f"retrieved_external_ids: [{harmful!r}] are quarantined experiences and cannot be retrieved (release them first)"
+    )
+    assert written(client, agent["id"]) == before
 
     released = client.release_experience(agent["id"], harmful, reason="reviewed: the lesson was rewritten")
     assert released["status"] == "active" and released["quarantine"] is None
