@@ -86,7 +86,8 @@ def decision_graph(
     ``by_external_id``, the external ids) of the experiences to plan on, best first. rank_k: optional;
     ``retrieve`` then names candidates (ids, or (id, similarity) pairs) and memtrial picks the
     ``rank_k`` to plan on (:func:`rank_node`); the state keeps ``candidates``, ``similarities`` and
-    ``ranked``.
+    ``ranked``. A plan names 1 to k experiences, so with no pick (no candidate, or all quarantined) it
+    retrieves as a plan without ``retrieve`` does.
     """
     graph_module = import_extra("langgraph.graph", "langgraph", "the LangGraph decision graph")
     types = import_extra("langgraph.types", "langgraph", "the LangGraph decision graph")
