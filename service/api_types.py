@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from memtrial.outcomes.display import UTILITY_UNIT
-from service.modes import DecisionStatus, values_of
+from service.modes import DecisionStatus, ExperienceStatus, values_of
 from service.validation import AssetName
 
 U = f"in {UTILITY_UNIT}"  # the unit every value, contribution and utility below is in
@@ -40,6 +40,10 @@ __all__ = [
     "LogPage",
     "PlanPublic",
     "ProviderPublic",
+    "QuarantinePublic",
+    "QuarantineStatePublic",
+    "RankResult",
+    "RankedPublic",
     "ProvidersPublic",
     "Public",
     "RefitPublic",
@@ -122,6 +126,16 @@ class GatePublic(Public):
     bets: list[float]
 
 
+class QuarantineStatePublic(Public):
+    """An agent's quarantine setting."""
+
+    enabled: bool
+    level: float = Field(
+        description="the bound on the probability that an experience whose value is >= 0 is ever quarantined"
+    )
+    change_threshold: float = Field(description="the e-value at which a change of sign is detected")
+
+
 class AgentPublic(Public):
     id: str
     name: str
@@ -146,6 +160,12 @@ class AgentPublic(Public):
     drafter: dict[str, Any] | None
     answer: dict[str, Any] | None = Field(
         None, description="scored agents: what a server-drafted draft is (null: probabilities over outcomes, else text)"
+    )
+    retrieval: Literal["similarity", "value_aware"] = Field(
+        "similarity", description="how plans retrieve: by similarity alone, or by similarity and learned value"
+    )
+    quarantine: QuarantineStatePublic | None = Field(
+        None, description="the quarantine of credibly harmful experiences (enabled, level, change_threshold)"
     )
     created_at: dt.datetime
 
@@ -178,9 +198,18 @@ class ValuePublic(Public):
     )
 
 
+Status = Annotated[str, values_of(ExperienceStatus)]
+_STATUS = "active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)"
+
+
 class ValueEntryPublic(ValuePublic):
     """A value on ``/values``, with what it is the value of."""
 
+    status: Status | None = Field(default=None, description=f"{_STATUS} (null: deleted since)")
+    changed_at: str | None = Field(
+        default=None,
+        description="the decision at which a change of sign of the experience's contributions was detected (its value is learnt from there on); null: none",
+    )
     text: str | None = Field(default=None, description="the experience's text (null: deleted since)")
     external_id: str | None = Field(default=None, description="the experience's id in the client's memory store")
     active: bool | None = None
@@ -197,6 +226,19 @@ class ContributionPublic(Public):
     centred: float = Field(description=f"the contrast minus the decision's mean contrast, {U}")
 
 
+class QuarantinePublic(Public):
+    """The evidence of a quarantine, as its log entry recorded it (method 4.13)."""
+
+    date: str | None = Field(description="the decision whose settlement quarantined the experience")
+    e_value: float = Field(description="the experience's e-value against 'its value is >= 0' at that moment")
+    threshold: float = Field(description="the e-value its test had to reach (its slot j: j (j + 1) / level)")
+    slot: int = Field(description="j, the order in which the agent started this test")
+    n: int = Field(description="contributions since the test started")
+    mean: float | None = Field(description=f"their mean, {U}")
+    changed_at: str | None = Field(description="the decision at which a change of sign was detected, if any")
+    log_index: int | None = Field(None, description="the index of the quarantine entry in the agent's log")
+
+
 class ExperiencePublic(Public):
     id: str
     external_id: str | None = Field(None, description="the experience's id in the client's own memory store")
@@ -206,6 +248,10 @@ class ExperiencePublic(Public):
     active: bool
     created_at: dt.datetime
     value: ValuePublic
+    status: Status = Field("active", description=_STATUS)
+    quarantine: QuarantinePublic | None = Field(
+        None, description="a quarantined experience: the evidence at quarantine"
+    )
     write: Literal["created", "updated", "unchanged"] | None = Field(
         default=None,
         description="in the answer to an add: created, or (an external_id that existed) updated or unchanged",
@@ -225,6 +271,33 @@ class ExperienceList(Public):
     limit: int
     offset: int
     next_cursor: str | None = None
+
+
+class RankedPublic(Public):
+    """One pick of a rank, with why it was picked and its value now."""
+
+    id: str
+    external_id: str | None = None
+    reason: Literal["similarity", "value", "exploration"] = Field(
+        description="similarity: its similarity alone would pick it; value: its learned value; exploration: its value's uncertainty (the optimism bonus)"
+    )
+    similarity: float = Field(
+        description="the score it was ranked by (the given similarity, or minus its position when none were given)"
+    )
+    value: float = Field(description=f"its value's posterior mean, {U}")
+    interval: list[float] | None = Field(
+        description=f"the value's 95% interval [lower, upper], {U} (null: no estimate yet)"
+    )
+    n: int = Field(description="the contributions its value was learnt from")
+    score: float = Field(
+        description="similarity plus the trust-weighted value term (equal to similarity with no trust evidence)"
+    )
+
+
+class RankResult(Public):
+    """The candidates to use, best first, at most k; quarantined ones are never picked."""
+
+    items: list[RankedPublic]
 
 
 class SearchHit(Public):

@@ -216,10 +216,10 @@ class MemtrialClient(Blocking):
         return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
 
     def iter_experiences(
-        self, agent_id: str, *, active: bool | None = None, page_size: int = 200
+        self, agent_id: str, *, active: bool | None = None, status: str | None = None, page_size: int = 200
     ) -> Iterator[ExperiencePublic]:
         return self._pages(
-            lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor)
+            lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor, status=status)
         )
 
     def iter_decisions(
@@ -290,10 +290,10 @@ class AsyncMemtrialClient(Awaiting):
         return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
 
     def iter_experiences(
-        self, agent_id: str, *, active: bool | None = None, page_size: int = 200
+        self, agent_id: str, *, active: bool | None = None, status: str | None = None, page_size: int = 200
     ) -> AsyncIterator[ExperiencePublic]:
         return self._pages(
-            lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor)
+            lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor, status=status)
         )
 
     def iter_decisions(

@@ -89,7 +89,7 @@ def _described(request: Request, item: Mapping[str, Any]) -> tuple[str, str]:
     if item.get("type") == "extra_forbidden" and _is_agent_patch(request) and field in FIXED_AGENT_SETTINGS:
         return (
             field,
-            f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget and draft_horizon",
+            f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget, draft_horizon, retrieval and quarantine",
         )
     return field, f"{field}: {item.get('msg', 'invalid value')}"
 

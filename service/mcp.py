@@ -9,7 +9,8 @@ http``, at ``http://HOST:PORT/mcp``, behind its own bearer token: ``--token`` /
 ``MEMTRIAL_MCP_TOKEN``, required).
 
 Tools: ``list_agents``, ``create_agent``, ``add_experiences``,
-``search_experiences``, ``plan_decision`` (the designed subsets and their
+``search_experiences``, ``rank_experiences`` (the k of your own candidates to use, by similarity and
+learned value, quarantined ones left out), ``plan_decision`` (the designed subsets and their
 texts: draft once per subset), ``draft_prompt`` (one subset's exact prompt, for
 a separate model call), ``draft_with_host_model`` (every subset drafted by the
 host's model through MCP sampling, one call each, then submitted),
@@ -136,6 +137,31 @@ async def add_experiences(service: Service, agent_id: str, texts: list[str]) -> 
 async def search_experiences(service: Service, agent_id: str, query: str, k: int = 4) -> dict[str, Any]:
     """The k experiences closest in meaning to the query, with their similarity."""
     return await _call(service, "search_experiences", agent_id, query, k)  # type: ignore[no-any-return]
+
+
+async def rank_experiences(
+    service: Service,
+    agent_id: str,
+    k: int,
+    candidate_ids: list[str] | None = None,
+    candidate_external_ids: list[str] | None = None,
+    similarities: list[float] | None = None,
+) -> dict[str, Any]:
+    """Rank candidates retrieved from your own memory store: the k to use, best first, each with why it was
+    picked (similarity, value or exploration), its value and 95% interval. Give candidate_ids (memtrial ids)
+    or candidate_external_ids (your store's ids), up to 100, and optionally one similarity per candidate
+    (higher is closer; without them the given order is the similarity order). Quarantined (credibly
+    harmful) experiences are never picked."""
+    ranked: dict[str, Any] = await _call(
+        service,
+        "rank_experiences",
+        agent_id,
+        k=k,
+        candidate_ids=candidate_ids,
+        candidate_external_ids=candidate_external_ids,
+        similarities=similarities,
+    )
+    return ranked
 
 
 async def plan_decision(
@@ -326,6 +352,7 @@ TOOLS: tuple[ToolFunction, ...] = (
     create_agent,
     add_experiences,
     search_experiences,
+    rank_experiences,
     plan_decision,
     submit_drafts,
     settle,

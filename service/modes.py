@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 from pydantic import GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
-__all__ = ["DecisionStatus", "Listed", "listed_in_order", "values_of"]
+__all__ = ["DecisionStatus", "ExperienceStatus", "Listed", "listed_in_order", "values_of"]
 
 
 class DecisionStatus(StrEnum):
@@ -27,6 +27,15 @@ class DecisionStatus(StrEnum):
     DECIDED = "decided"
     SETTLED = "settled"
     FAILED = "failed"  # withdrawn before it was decided (its drafting failed or its lease ended)
+
+
+class ExperienceStatus(StrEnum):
+    """Whether an experience is retrieved (``active``), kept out of retrieval by its evidence
+    (``quarantined``, method 4.13) or by hand (``retired``)."""
+
+    ACTIVE = "active"
+    QUARANTINED = "quarantined"
+    RETIRED = "retired"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from service.api_types import (
     LogPage,
     PlanPublic,
     ProvidersPublic,
+    RankResult,
     RefitPublic,
     SearchResult,
     SettlementPublic,
@@ -209,12 +210,16 @@ def _create_agent(
     reference: str = "given",
     answer: Mapping[str, Any] | None = None,
     draft_horizon: int | None = None,
+    retrieval: str | None = None,
+    quarantine: Mapping[str, Any] | None = None,
 ) -> Sent[AgentPublic]:
     """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
     names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
     ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make);
     ``draft_horizon``: the number of decisions it covers (trials then come first).
-    ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...)."""
+    ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...).
+    ``retrieval``: ``similarity`` or ``value_aware``; ``quarantine``: ``{"enabled": True, "level": 0.05}``
+    (left out, each is the server's default)."""
     body: dict[str, Any] = {
         "name": name,
         "kind": kind,
@@ -237,6 +242,8 @@ def _create_agent(
         "investor": investor,
         "universe": None if universe is None else list(universe),
         "outcomes": None if outcomes is None else list(outcomes),
+        "retrieval": retrieval,
+        "quarantine": None if quarantine is None else dict(quarantine),
     }
     body.update({key: value for key, value in optional.items() if value is not None})
     if gate is not None:
@@ -260,10 +267,18 @@ def _update_agent(
     remove_drafter: bool = False,
     draft_budget: float | None | _Keep = _KEEP,
     draft_horizon: int | None | _Keep = _KEEP,
+    retrieval: str | None = None,
+    quarantine: Mapping[str, Any] | None = None,
 ) -> Sent[AgentPublic]:
     """Rename the agent, change its drafter or its draft budget and horizon (from the next plan on;
-    ``None`` sets the budget or horizon aside; left out, each stays as it is)."""
-    body: dict[str, Any] = _params(name=name, drafter=None if drafter is None else dict(drafter))
+    ``None`` sets the budget or horizon aside; left out, each stays as it is), its ``retrieval``
+    (``similarity`` or ``value_aware``) or its ``quarantine`` (the fields given change, the others stay)."""
+    body: dict[str, Any] = _params(
+        name=name,
+        drafter=None if drafter is None else dict(drafter),
+        retrieval=retrieval,
+        quarantine=None if quarantine is None else dict(quarantine),
+    )
     if remove_drafter:
         body["remove_drafter"] = True
     if not isinstance(draft_budget, _Keep):
@@ -316,13 +331,16 @@ def _list_experiences(
     active: bool | None = None,
     cursor: str | None = None,
     external_id: str | None = None,
+    status: str | None = None,
 ) -> Sent[ExperienceList]:
+    """One page of the agent's experiences (``status``: only ``active``, ``quarantined`` or ``retired`` ones)."""
     params = _params(
         limit=limit,
         offset=offset or None,
         cursor=cursor,
         active=None if active is None else str(active).lower(),
         external_id=external_id,
+        status=status,
     )
     return Sent(ExperienceList, params=params)
 
@@ -343,6 +361,32 @@ def _delete_experience(agent_id: str, experience_id: str) -> Sent[None]:
     return Sent(type(None))
 
 
+def _rank_experiences(
+    agent_id: str,
+    *,
+    k: int,
+    candidate_ids: Sequence[str] | None = None,
+    candidate_external_ids: Sequence[str] | None = None,
+    similarities: Sequence[float] | None = None,
+) -> Sent[RankResult]:
+    """The k of your candidates (by id or by external id) to use, best first, by the agent's retrieval;
+    ``similarities``: one per candidate, higher is closer (without them the given order is the similarity
+    order). Quarantined candidates are never picked (:class:`~service.api_types.RankResult`)."""
+    body: dict[str, Any] = {"k": k}
+    if candidate_ids is not None:
+        body["candidate_ids"] = list(candidate_ids)
+    if candidate_external_ids is not None:
+        body["candidate_external_ids"] = list(candidate_external_ids)
+    if similarities is not None:
+        body["similarities"] = [float(s) for s in similarities]
+    return Sent(RankResult, body)
+
+
+def _release_experience(agent_id: str, experience_id: str, *, reason: str) -> Sent[ExperiencePublic]:
+    """Release a quarantined experience (a ``release`` log entry keeps the evidence and the reason)."""
+    return Sent(ExperiencePublic, {"reason": reason})
+
+
 def _search_experiences(agent_id: str, query: str, k: int = 4) -> Sent[SearchResult]:
     return Sent(SearchResult, {"query": query, "k": k})
 
@@ -359,12 +403,17 @@ def _create_decision(
     drafting: str = "client",
     retrieved_ids: Sequence[str] | None = None,
     retrieved_external_ids: Sequence[str] | None = None,
+    candidate_ids: Sequence[str] | None = None,
+    candidate_external_ids: Sequence[str] | None = None,
+    similarities: Sequence[float] | None = None,
 ) -> Sent[PlanPublic | DecisionPublic]:
     """Plan a decision: the plan (:class:`~service.api_types.PlanPublic`) with client drafting, the
     decision (:class:`~service.api_types.DecisionPublic`) with server drafting.
 
     ``retrieved_ids`` (or ``retrieved_external_ids``) brings your own retrieval: the plan uses exactly
-    those experiences, in that order, and the server does not search."""
+    those experiences, in that order, and the server does not search. ``candidate_ids`` (or
+    ``candidate_external_ids``, with optional ``similarities``) brings your own candidates: the engine
+    picks k of them by the agent's retrieval."""
     body: dict[str, Any] = {
         "decision_time": _time(decision_time),
         "maturity": _time(maturity),
@@ -379,6 +428,12 @@ def _create_decision(
         body["retrieved_ids"] = list(retrieved_ids)
     if retrieved_external_ids is not None:
         body["retrieved_external_ids"] = list(retrieved_external_ids)
+    if candidate_ids is not None:
+        body["candidate_ids"] = list(candidate_ids)
+    if candidate_external_ids is not None:
+        body["candidate_external_ids"] = list(candidate_external_ids)
+    if similarities is not None:
+        body["similarities"] = [float(s) for s in similarities]
     answer: type[PlanPublic | DecisionPublic] = PlanPublic if drafting == "client" else DecisionPublic
     return Sent(answer, body)
 
@@ -502,6 +557,8 @@ class Operations:
     retire_experience = Operation("POST", _EXPERIENCE + "/retire", _retire_experience)
     delete_experience = Operation("DELETE", _EXPERIENCE, _delete_experience)
     search_experiences = Operation("POST", _AGENT + "/experiences/search", _search_experiences)
+    rank_experiences = Operation("POST", _AGENT + "/experiences/rank", _rank_experiences)
+    release_experience = Operation("POST", _EXPERIENCE + "/release", _release_experience)
     # -- decisions ------------------------------------------------------------------------------------
     create_decision = Operation("POST", _AGENT + "/decisions", _create_decision, creates=True)
     submit_drafts = Operation("POST", _DECISION + "/drafts", _submit_drafts, creates=True)

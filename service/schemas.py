@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -23,8 +24,9 @@ from pydantic import (
 from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.design import DesignKind
+from memtrial.curation import QuarantineConfig, RetrievalMode
 from memtrial.drafting.answers import AnswerKind
-from memtrial.engine.config import ReferenceSource
+from memtrial.engine.config import EngineConfig, ReferenceSource
 from memtrial.outcomes.scoring import Rule
 from memtrial.records import DecisionKind
 from memtrial.trust import GateTest
@@ -50,6 +52,10 @@ from service.api_types import (
     LogEntryPublic,
     LogPage,
     PlanPublic,
+    QuarantinePublic,
+    QuarantineStatePublic,
+    RankedPublic,
+    RankResult,
     RetrievedPublic,
     ScorePublic,
     SearchHit,
@@ -64,7 +70,7 @@ from service.api_types import (
     VerifyPublic,
     WarningPublic,
 )
-from service.modes import Listed, listed_in_order
+from service.modes import ExperienceStatus, Listed, listed_in_order
 from service.settings import MAX_DRAFTS_CEILING
 from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
@@ -99,6 +105,7 @@ __all__ = [
     "ExperienceList",
     "ExperiencePatch",
     "ExperiencePublic",
+    "ExperienceStatus",
     "GatePublic",
     "GateSettings",
     "LogEntryPublic",
@@ -108,6 +115,13 @@ __all__ = [
     "NameQuery",
     "PlanPublic",
     "PortfolioDrafts",
+    "QuarantinePublic",
+    "QuarantineStatePublic",
+    "QuarantineSettings",
+    "RankRequest",
+    "RankResult",
+    "RankedPublic",
+    "ReleaseRequest",
     "RISKY_CLASSES",
     "RetrievedPublic",
     "ScorePublic",
@@ -158,6 +172,39 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def core_default(name: str) -> Any:
+    """The core's default for an engine setting (:class:`~memtrial.engine.config.EngineConfig`'s field)."""
+    field = {f.name: f for f in dataclasses.fields(EngineConfig)}[name]
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return field.default
+
+
+#: the core's defaults of the curation settings (method 4.12-4.14)
+RETRIEVAL_DEFAULT: RetrievalMode = core_default("retrieval")
+QUARANTINE_DEFAULT: QuarantineConfig = core_default("quarantine")
+
+
+class QuarantineSettings(Strict):
+    """The quarantine of credibly harmful experiences (method 4.13) and the detection of stale lessons (4.14)."""
+
+    enabled: StrictBool = Field(
+        QUARANTINE_DEFAULT.enabled,
+        description="test every experience after each settlement and keep those credibly harmful out of retrieval and rank",
+    )
+    level: Weight = Field(
+        QUARANTINE_DEFAULT.level,
+        gt=0,
+        lt=1,
+        description="the bound on the probability that any experience whose value is >= 0 is ever quarantined (so also on the expected share of wrongly quarantined ones)",
+    )
+    change_threshold: Weight = Field(
+        QUARANTINE_DEFAULT.change_threshold,
+        gt=1,
+        description="the e-value at which a change of sign of an experience's contributions is detected (its value is then learnt from the change on); above 1",
+    )
+
+
 # -- agents ---------------------------------------------------------------
 class GateSettings(Strict):
     test: Listed[GateTest] = GateTest.PREQUENTIAL
@@ -203,6 +250,12 @@ class AnswerSettings(Strict):
     instructions: bounded_text(2_000) | None = Field(  # type: ignore[valid-type]
         None, description="what the answer is, in words every prompt opens with"
     )
+
+
+_RETRIEVAL = (
+    "similarity: plans retrieve the k experiences closest to the context; value_aware: by similarity and learned "
+    "value, acting on values only as much as the trust evidence allows (with none, exactly the similarity ranking)"
+)
 
 
 class AgentCreate(Strict):
@@ -268,6 +321,14 @@ class AgentCreate(Strict):
         ReferenceSource.GIVEN,
         description="portfolio agents: the conservative reference is the decision's reference_weights (equal weight when none) or its own memory-free draft",
     )
+    retrieval: Listed[RetrievalMode] = Field(
+        RETRIEVAL_DEFAULT,
+        description=_RETRIEVAL,
+    )
+    quarantine: QuarantineSettings = Field(
+        QuarantineSettings(),  # type: ignore[call-arg]  # pydantic fills the defaults
+        description="keep credibly harmful experiences out of retrieval (GET .../experiences?status=quarantined lists them, POST .../experiences/{id}/release releases one)",
+    )
 
     @field_validator("outcomes")
     @classmethod
@@ -289,8 +350,8 @@ class AgentCreate(Strict):
 
 
 class AgentPatch(Strict):
-    """What can change after creation: the name, the drafter and the draft budget with its horizon. Every
-    other setting is fixed at creation (:data:`FIXED_AGENT_SETTINGS` says why)."""
+    """What can change after creation: the name, the drafter, the draft budget with its horizon, the retrieval
+    mode and the quarantine. Every other setting is fixed at creation (:data:`FIXED_AGENT_SETTINGS` says why)."""
 
     name: Name | None = None
     drafter: DrafterSettings | None = None
@@ -307,6 +368,18 @@ class AgentPatch(Strict):
         le=10_000_000,
         description="the number of decisions planned under a budget that it covers, counted from the first (null: open-ended)",
     )
+    retrieval: Listed[RetrievalMode] | None = Field(None, description=_RETRIEVAL + "; from the next plan on")
+    quarantine: QuarantineSettings | None = Field(
+        None,
+        description="the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement",
+    )
+
+    @field_validator("retrieval", "quarantine")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("cannot be null: give a value, or leave it out to keep it")
+        return value
 
 
 #: the settings fixed at an agent's creation, and why (a PATCH naming one is refused naming it)
@@ -387,6 +460,86 @@ class ExperiencePatch(Strict):
     metadata: JsonDocument
 
 
+#: the most candidates one rank or plan may hold
+MAX_CANDIDATES = 100
+
+
+def _distinct_ids(ids: list[str] | None) -> list[str] | None:
+    if ids is not None and len(set(ids)) != len(ids):
+        repeated = sorted({i for i in ids if ids.count(i) > 1})
+        raise ValueError(f"ids must be distinct, repeated: {repeated}")
+    return ids
+
+
+def _one_candidate_list(ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    if ids is not None and info.data.get("candidate_ids") is not None:
+        raise ValueError("give candidate_ids or candidate_external_ids, not both")
+    return ids
+
+
+def _one_score_each(similarities: list[float] | None, info: ValidationInfo) -> list[float] | None:
+    """Similarities only with candidates, one per candidate."""
+    if similarities is None:
+        return None
+    given = info.data.get("candidate_ids") or info.data.get("candidate_external_ids")
+    if given is None:
+        if "candidate_ids" in info.data and "candidate_external_ids" in info.data:
+            raise ValueError("similarities score candidates: give candidate_ids or candidate_external_ids with them")
+        return similarities
+    if len(similarities) != len(given):
+        raise ValueError(f"must hold one score per candidate ({len(given)}), got {len(similarities)}")
+    return similarities
+
+
+class RankRequest(Strict):
+    """Candidates from your own store, by id or by external id (one of the two), and how many to use."""
+
+    candidate_ids: list[Name] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        description="ids of this agent's active experiences, 1 to 100, distinct (in your similarity order when no similarities are given)",
+    )
+    candidate_external_ids: list[ExternalId] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        validate_default=True,
+        description="as candidate_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
+    )
+    similarities: list[Weight] | None = Field(
+        None,
+        max_length=MAX_CANDIDATES,
+        description="one finite score per candidate, higher is closer (null: the given order is the similarity order)",
+    )
+    k: StrictInt = Field(ge=1, le=MAX_CANDIDATES, description="how many to pick, 1 to 100 and at most the candidates")
+
+    _distinct = field_validator("candidate_ids", "candidate_external_ids")(_distinct_ids)
+
+    @field_validator("candidate_external_ids")
+    @classmethod
+    def _one_list(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        if "candidate_ids" in info.data and info.data["candidate_ids"] is None and ids is None:
+            raise ValueError("give candidate_ids or candidate_external_ids")
+        return _one_candidate_list(ids, info)
+
+    _scores = field_validator("similarities")(_one_score_each)
+
+    @field_validator("k")
+    @classmethod
+    def _at_most_candidates(cls, k: int, info: ValidationInfo) -> int:
+        given = info.data.get("candidate_ids") or info.data.get("candidate_external_ids")
+        if given is not None and k > len(given):
+            raise ValueError(f"must be at most the number of candidates ({len(given)}), got {k}")
+        return k
+
+
+class ReleaseRequest(Strict):
+    reason: bounded_text(2_000) = Field(  # type: ignore[valid-type]
+        description="why the experience is released from quarantine (kept in the log with the evidence)"
+    )
+
+
 class SearchRequest(Strict):
     query: bounded_text(20_000)  # type: ignore[valid-type]
     k: StrictInt = Field(4, ge=1, le=100)
@@ -424,14 +577,44 @@ class DecisionCreate(Strict):
         max_length=8,
         description="as retrieved_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
     )
+    candidate_ids: list[Name] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        description="bring your own candidates: ids of this agent's active experiences (1 to 100, distinct), of which the engine picks k by the agent's retrieval mode (quarantined ones left out); the server does not search",
+    )
+    candidate_external_ids: list[ExternalId] | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_CANDIDATES,
+        description="as candidate_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
+    )
+    similarities: list[Weight] | None = Field(
+        None,
+        max_length=MAX_CANDIDATES,
+        description="with candidates: one finite score per candidate, higher is closer (null: the given order is the similarity order)",
+    )
 
-    @field_validator("retrieved_ids", "retrieved_external_ids")
+    _distinct = field_validator("retrieved_ids", "retrieved_external_ids", "candidate_ids", "candidate_external_ids")(
+        _distinct_ids
+    )
+    _scores = field_validator("similarities")(_one_score_each)
+
+    @field_validator("candidate_ids")
     @classmethod
-    def _distinct(cls, ids: list[str] | None) -> list[str] | None:
-        if ids is not None and len(set(ids)) != len(ids):
-            repeated = sorted({i for i in ids if ids.count(i) > 1})
-            raise ValueError(f"ids must be distinct, repeated: {repeated}")
+    def _retrieved_or_candidates(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        retrieved = info.data.get("retrieved_ids") is not None or info.data.get("retrieved_external_ids") is not None
+        if ids is not None and retrieved:
+            raise ValueError("give retrieved ids (your own retrieval) or candidates (the engine picks), not both")
         return ids
+
+    @field_validator("candidate_external_ids")
+    @classmethod
+    def _one_candidate_list(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        retrieved = info.data.get("retrieved_ids") is not None or info.data.get("retrieved_external_ids") is not None
+        if ids is not None and retrieved:
+            raise ValueError("give retrieved ids (your own retrieval) or candidates (the engine picks), not both")
+        return _one_candidate_list(ids, info)
 
     @field_validator("reference_weights")
     @classmethod

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
+from memtrial.curation import RetrievalMode
 from memtrial.engine.lifecycle import MemTrial
 from memtrial.outcomes.display import experience_label
 from memtrial.trust.gate import GateTest, TrustDecision, TrustGate
 from service.models import Agent, Experience
-from service.schemas import AgentPublic, ExperiencePublic, GatePublic, TrustStatePublic, ValuePublic
+from service.modes import ExperienceStatus
+from service.schemas import (
+    AgentPublic,
+    ExperiencePublic,
+    GatePublic,
+    QuarantinePublic,
+    QuarantineStatePublic,
+    TrustStatePublic,
+    ValuePublic,
+)
 from service.store import as_utc
 
 __all__ = [
     "Z90",
     "agent_public",
     "experience_public",
+    "experience_status",
     "gate_statistic",
     "plan_labels",
     "trust_public",
@@ -46,6 +58,9 @@ def agent_public(agent: Agent) -> AgentPublic:
         draft_horizon=settings.get("draft_horizon"),
         reference=settings.get("reference", "given"),
         answer=settings.get("answer"),
+        # agents made before the settings existed retrieve by similarity, without quarantine
+        retrieval=settings.get("retrieval", RetrievalMode.SIMILARITY.value),
+        quarantine=None if settings.get("quarantine") is None else QuarantineStatePublic(**settings["quarantine"]),
         drafter=None if drafter is None else {k: v for k, v in drafter.items() if k != "api_key"},
         created_at=as_utc(agent.created_at),
     )
@@ -85,8 +100,24 @@ def value_public(engine: MemTrial, experience_id: str) -> ValuePublic:
     )
 
 
-def experience_public(row: Experience, engine: MemTrial) -> ExperiencePublic:
+def experience_status(active: bool, experience_id: str, engine: MemTrial) -> ExperienceStatus:
+    """Retired (by hand) first, then quarantined (by its evidence), else active."""
+    if not active:
+        return ExperienceStatus.RETIRED
+    if experience_id in engine.quarantined:
+        return ExperienceStatus.QUARANTINED
+    return ExperienceStatus.ACTIVE
+
+
+def experience_public(
+    row: Experience, engine: MemTrial, evidence: Mapping[str, QuarantinePublic] | None = None
+) -> ExperiencePublic:
+    """An experience with its value and status (``evidence``: the quarantine entries of quarantined ones)."""
+    status = experience_status(row.active, row.id, engine)
+    quarantined = row.id in engine.quarantined
     return ExperiencePublic(
+        status=status.value,
+        quarantine=(evidence or {}).get(row.id) if quarantined else None,
         id=row.id,
         external_id=row.external_id,
         text=row.text,

@@ -32,7 +32,7 @@ from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
 from memtrial.credit import design as design_module
-from memtrial.curation import Curator, Event, Posterior, Ranked, RetrievalMode, rank, replay
+from memtrial.curation import Curator, Event, Posterior, QuarantineConfig, Ranked, RetrievalMode, rank, replay
 from memtrial.drafting.retrieval import cosine_similarities, top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
@@ -97,6 +97,17 @@ class _LogSink:
         engine = self._engine()
         if engine is not None:
             engine.history.append_log(entry)
+
+
+def _book_start(log: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+    """Where the quarantine book in force began: after the last ``settings`` entry that turned it on (0
+    for an engine created with it on)."""
+    start = 0
+    for position, (kind, payload) in enumerate(log):
+        change = payload.get("changes", {}).get("quarantine") if kind == LogKind.SETTINGS else None
+        if change is not None and change["new"]["enabled"] and not change["old"]["enabled"]:
+            start = position + 1
+    return start
 
 
 class MemTrial:
@@ -204,6 +215,8 @@ class MemTrial:
         *,
         retrieved: Sequence[ExperienceId] | None = None,
         context_embedding: ArrayLike | None = None,
+        candidates: Sequence[ExperienceId] | None = None,
+        similarities: Sequence[float] | None = None,
         reference: ArrayLike | None = None,
         previous: ArrayLike | None = None,
         n_assets: int | None = None,
@@ -213,8 +226,12 @@ class MemTrial:
     ) -> Plan:
         """Retrieve, design and freeze predictions for one decision.
 
-        Give ``retrieved`` (ids in rank order, at most k) or a
-        ``context_embedding`` for cosine retrieval over active experiences.
+        Give exactly one of ``retrieved`` (ids in rank order, at most k), a
+        ``context_embedding`` for retrieval over the active experiences, or
+        ``candidates`` (bring-your-own: distinct ids of active experiences, with
+        optional ``similarities``, one per candidate, higher is closer; without
+        them the given order is the similarity order), of which the engine picks
+        k by its ``retrieval`` mode (method 4.12), quarantined ones left out.
         reference: (n,) the fallback's anchor (default equal weight);
         previous: (n,) the book before entry, for fees (default equal weight).
         risky/defensive: (n,) asset groups; drafts are then projected onto the
@@ -224,7 +241,7 @@ class MemTrial:
         :meth:`decide_scored`, settle with :meth:`settle_scored`; no universe).
         """
         check_plan_times(decision_id, time, maturity, self.clock)
-        ids = self._retrieve(retrieved, context_embedding)
+        ids = self._retrieve(retrieved, context_embedding, candidates, similarities)
         kind = parse_choice(DecisionKind, kind, "kind")
         reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
             kind, reference, previous, n_assets, risky, defensive
@@ -344,9 +361,29 @@ class MemTrial:
                 {"date": decision_id, "draft_calls": len(budgeted.masks), "memory_share": budgeted.memory_share},
             )
 
-    def _retrieve(self, retrieved: Sequence[ExperienceId] | None, context: ArrayLike | None) -> list[ExperienceId]:
-        if (retrieved is None) == (context is None):
-            raise InputError("give exactly one of retrieved or context_embedding", field="retrieved")
+    def _retrieve(
+        self,
+        retrieved: Sequence[ExperienceId] | None,
+        context: ArrayLike | None,
+        candidates: Sequence[ExperienceId] | None,
+        similarities: Sequence[float] | None,
+    ) -> list[ExperienceId]:
+        given = [
+            name
+            for name, value in (("retrieved", retrieved), ("context_embedding", context), ("candidates", candidates))
+            if value is not None
+        ]
+        if len(given) != 1:
+            raise InputError(
+                f"give exactly one of retrieved, context_embedding or candidates, got {given or 'none'}",
+                field=given[1] if len(given) > 1 else "retrieved",
+            )
+        if similarities is not None and candidates is None:
+            raise InputError("similarities score candidates: give them with candidates", field="similarities")
+        if candidates is not None:
+            return [
+                p.experience_id for p in self._rank_candidates(candidates, self.config.k, similarities, "candidates")
+            ]
         if retrieved is not None:
             ids = [check_experience_id(e, "retrieved") for e in retrieved]
             if len(set(ids)) != len(ids) or len(ids) > self.config.k:
@@ -359,15 +396,15 @@ class MemTrial:
                 if self.curator is not None and self.curator.is_quarantined(experience_id):
                     raise InputError(f"experience {experience_id!r} is quarantined", field="retrieved")
             return ids
-        candidates = [
+        pool = [
             (e, x.embedding)
             for e, x in self.experiences.items()
             if x.active and x.embedding is not None and not (self.curator and self.curator.is_quarantined(e))
         ]
         vector = np.asarray(context, dtype=np.float64)
         if self.config.retrieval is RetrievalMode.SIMILARITY:
-            return top_k(vector, candidates, self.config.k)
-        ids, similarity = cosine_similarities(vector, candidates)
+            return top_k(vector, pool, self.config.k)
+        ids, similarity = cosine_similarities(vector, pool)
         picks = rank(ids, list(similarity), self._posteriors(ids), self.retrieval_trust(), self.config.k)
         return [p.experience_id for p in picks]
 
@@ -393,12 +430,28 @@ class MemTrial:
     def rank(
         self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None = None
     ) -> list[Ranked]:
-        """Rank bring-your-own candidates (method 4.12): the k best of ``candidate_ids`` (known experiences,
-        quarantined ones left out) by ``similarities`` (one per candidate; without them the given order is
-        the similarity order) and, under ``value_aware`` retrieval, their learned values."""
-        ids = [check_experience_id(e, "candidate_ids") for e in candidate_ids]
-        for experience_id in ids:
-            self._experience(experience_id)
+        """Rank bring-your-own candidates (method 4.12): the k best of ``candidate_ids`` (distinct ids of
+        active experiences; quarantined ones are never picked) by ``similarities`` (one per candidate, higher
+        is closer; without them the given order is the similarity order) and, under ``value_aware``
+        retrieval, their learned values. An unknown, retired or repeated id, or similarities that do not
+        match the candidates, is an InputError naming ``candidate_ids`` or ``similarities``."""
+        return self._rank_candidates(candidate_ids, k, similarities, "candidate_ids")
+
+    def _rank_candidates(
+        self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None, field: str
+    ) -> list[Ranked]:
+        if isinstance(candidate_ids, (str, bytes)):
+            raise InputError(f"{field} must be a sequence of experience ids, got {candidate_ids!r}", field=field)
+        ids = [check_experience_id(e, field) for e in candidate_ids]
+        repeated = sorted({e for e in ids if ids.count(e) > 1})
+        if repeated:
+            raise InputError(f"{field} must be distinct ids, repeated: {repeated!r}", field=field)
+        unknown = [e for e in ids if e not in self.experiences]
+        if unknown:
+            raise InputError(f"{field}: unknown experiences {unknown!r}", field=field)
+        retired = [e for e in ids if not self.experiences[e].active]
+        if retired:
+            raise InputError(f"{field}: experiences {retired!r} are retired and cannot be retrieved", field=field)
         if similarities is None:
             scores = [-float(i) for i in range(len(ids))]
         else:
@@ -460,9 +513,12 @@ class MemTrial:
     def change_settings(
         self, changes: Mapping[str, Any], *, recorded: Mapping[str, tuple[Any, Any]] | None = None
     ) -> LogEntry | None:
-        """Change the draft budget or its horizon from the next plan on (:mod:`memtrial.engine.reconfigure`).
+        """Change the draft budget or its horizon, the retrieval mode or the quarantine from the next plan
+        or settlement on (:mod:`memtrial.engine.reconfigure`).
 
-        changes: ``{"draft_budget": ..., "draft_horizon": ...}`` (either or both). recorded: settings
+        changes: ``{"draft_budget": ..., "draft_horizon": ..., "retrieval": ..., "quarantine": ...}`` (any
+        of them; ``quarantine`` a :class:`~memtrial.curation.QuarantineConfig` or a mapping of the fields
+        that change). recorded: settings
         kept outside the engine (a service's drafter, say) as ``{name: (old, new)}``, logged beside them.
         Every change is a ``settings`` entry of the hash-chained log with the old and new values and the
         number of decisions planned under a budget before it; the entry that changes nothing is not
@@ -478,7 +534,19 @@ class MemTrial:
         payload = {"changes": changed, "decisions_budgeted": self.credit.decisions}
         entry = self.gate.log.append(LogKind.SETTINGS, payload)
         self.config = config
+        if "quarantine" in changed:
+            self._requarantine(config.quarantine)
         return entry
+
+    def _requarantine(self, quarantine: QuarantineConfig) -> None:
+        """The quarantine book after a change of its setting: a fresh one when it is turned on, none when
+        off, the running one with the new level and threshold otherwise."""
+        if not quarantine.enabled:
+            self.curator = None
+        elif self.curator is None:
+            self.curator = Curator(quarantine)
+        else:
+            self.curator.config = quarantine
 
     def reserve_calls(self, wanted: int) -> int:
         """Calls beyond its plan's drafts (retries of malformed answers) that the decision just planned may
@@ -738,8 +806,9 @@ class MemTrial:
         return corrected
 
     def _recurate(self) -> None:
-        """After a correction, the quarantine book replayed along the whole log (its full path: checkpoints
-        hold no book); quarantines the replay finds and the log lacks are logged now."""
+        """After a correction, the quarantine book replayed along the log since it was turned on (its full
+        path: checkpoints hold no book), under the quarantine setting in force now; quarantines the replay
+        finds and the log lacks are logged now."""
         if self.curator is None:
             return
 
@@ -748,7 +817,7 @@ class MemTrial:
             return {} if settled is None else settled.contributions
 
         log = [(entry.kind, entry.payload) for entry in self.history.log_entries()]
-        self.curator, events = replay(self.config.quarantine, log, contributions_of)
+        self.curator, events = replay(self.config.quarantine, log[_book_start(log) :], contributions_of)
         self._log_events(events)
 
     def _decided(self, entry: DecisionEntry, advice: str) -> Decision:

@@ -1,4 +1,5 @@
-"""Settings an engine may change mid-life: the draft budget and its horizon (method 4.11).
+"""Settings an engine may change mid-life: the draft budget and its horizon (method 4.11), the retrieval
+mode (4.12) and the quarantine (4.13, 4.14).
 
 Every other setting is fixed for the engine's life: the gate is pre-registered (its hash anchors the
 log), and ``k``, the design, the learner, the credit basis, the action rule, the fallback, the
@@ -13,6 +14,14 @@ budget keeps the budget's bets without it. The running credit carries over uncha
 under the old budget stay saved, calls borrowed on the horizon stay owed, and each later plan adds
 the new budget, so the calls made never exceed the sum of the budgets in force at each plan (plus
 what a horizon lends). ``draft_horizon`` counts the decisions planned under a budget, from the first.
+
+The retrieval mode and the quarantine change only which experiences later plans retrieve. Which
+experiences a plan holds is fixed at plan time, before any outcome it is scored on, and the design,
+the predictions and the gate's bets are the same whatever chose them, so every decision already
+planned, and the gate's guarantee, stay as they were. Turning the quarantine on starts a fresh test
+for every experience from the next settlement; turning it off drops the book (quarantined experiences
+are retrieved again); a new ``level`` or ``change_threshold`` applies to the running tests from the
+next settlement (each test's e-process is valid whatever threshold it is later compared with).
 """
 
 from __future__ import annotations
@@ -21,13 +30,36 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from memtrial.curation import QuarantineConfig
 from memtrial.engine.config import EngineConfig
 from memtrial.errors import ConfigError
 
 __all__ = ["MUTABLE_SETTINGS", "reconfigured"]
 
 #: the settings :meth:`memtrial.engine.lifecycle.MemTrial.change_settings` may change
-MUTABLE_SETTINGS: tuple[str, ...] = ("draft_budget", "draft_horizon")
+MUTABLE_SETTINGS: tuple[str, ...] = ("draft_budget", "draft_horizon", "retrieval", "quarantine")
+
+
+def _quarantine(current: QuarantineConfig, value: Any) -> QuarantineConfig:
+    """A new quarantine setting: a :class:`QuarantineConfig`, or a mapping of the fields that change."""
+    if isinstance(value, QuarantineConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"quarantine must be a QuarantineConfig or a mapping of its fields, got {value!r}", field="quarantine"
+        )
+    unknown = sorted(set(value) - set(current.to_dict()))
+    if unknown:
+        raise ConfigError(
+            f"quarantine.{unknown[0]} is not a quarantine setting (enabled, level, change_threshold)",
+            field=f"quarantine.{unknown[0]}",
+        )
+    return replace(current, **value)
+
+
+def _logged(value: Any) -> Any:
+    """A setting as the log records it (JSON)."""
+    return value.to_dict() if isinstance(value, QuarantineConfig) else value
 
 
 def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[EngineConfig, dict[str, dict[str, Any]]]:
@@ -42,9 +74,12 @@ def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[Engi
             f"{fixed[0]} is fixed for the engine's life; only {', '.join(MUTABLE_SETTINGS)} may change",
             field=fixed[0],
         )
-    updated = replace(config, **changes)
+    given = dict(changes)
+    if "quarantine" in given:
+        given["quarantine"] = _quarantine(config.quarantine, given["quarantine"])
+    updated = replace(config, **given)
     changed = {
-        name: {"old": getattr(config, name), "new": getattr(updated, name)}
+        name: {"old": _logged(getattr(config, name)), "new": _logged(getattr(updated, name))}
         for name in MUTABLE_SETTINGS
         if getattr(config, name) != getattr(updated, name)
     }

@@ -1,4 +1,4 @@
-"""Experiences: add (one or a batch), list, get, search, update metadata, retire, delete."""
+"""Experiences: add (one or a batch), list, get, search, rank, update metadata, retire, release, delete."""
 
 from __future__ import annotations
 
@@ -17,10 +17,14 @@ from service.schemas import (
     ExperienceList,
     ExperiencePatch,
     ExperiencePublic,
+    ExperienceStatus,
+    RankRequest,
+    RankResult,
+    ReleaseRequest,
     SearchRequest,
     SearchResult,
 )
-from service.usecases import experiences
+from service.usecases import curation, experiences
 
 router = APIRouter(prefix="/v1/agents/{agent_id}/experiences", tags=["experiences"], route_class=StrictJSONRoute)
 MAX_OFFSET = 1_000_000_000
@@ -51,6 +55,12 @@ def list_experiences(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="legacy paging; prefer cursor")] = 0,
     cursor: CursorQuery = None,
     active: bool | None = None,
+    status: Annotated[
+        ExperienceStatus | None,
+        Query(
+            description="only experiences in this state: active (retrieved), quarantined (kept out of retrieval by their evidence) or retired"
+        ),
+    ] = None,
     external_id: Annotated[
         str | None,
         Query(
@@ -60,8 +70,10 @@ def list_experiences(
         ),
     ] = None,
 ) -> ExperienceList:
+    """A page of the agent's experiences in insertion order; each says its ``status``, and a quarantined one
+    the evidence it was quarantined on (``quarantine``)."""
     wanted = None if external_id is None else unicodedata.normalize("NFC", external_id)
-    return experiences.list_page(services, tenant_id, agent_id, limit, offset, cursor, active, wanted)
+    return experiences.list_page(services, tenant_id, agent_id, limit, offset, cursor, active, wanted, status)
 
 
 @router.get("/{experience_id}")
@@ -95,3 +107,21 @@ def delete_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, s
 @router.post("/search")
 def search_experiences(agent_id: str, body: SearchRequest, tenant_id: TenantDep, services: ServicesDep) -> SearchResult:
     return experiences.search(services, tenant_id, agent_id, body.query, body.k)
+
+
+@router.post("/rank")
+def rank_experiences(agent_id: str, body: RankRequest, tenant_id: TenantDep, services: ServicesDep) -> RankResult:
+    """Rank candidates from your own store: the k to use, best first, by the agent's ``retrieval`` (by
+    similarity, or ``value_aware``: similarity and learned value, weighed by the trust evidence), each with
+    why it was picked and its value now. Quarantined candidates are never picked; nothing is written."""
+    return curation.rank(services, tenant_id, agent_id, body)
+
+
+@router.post("/{experience_id}/release")
+def release_experience(
+    agent_id: str, experience_id: str, body: ReleaseRequest, tenant_id: TenantDep, services: ServicesDep
+) -> ExperiencePublic:
+    """Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
+    ``release`` entry of the agent's log records the evidence at this moment and the reason; 409
+    ``not_quarantined`` for an experience that is not quarantined."""
+    return curation.release(services, tenant_id, agent_id, experience_id, body.reason)

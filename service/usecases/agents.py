@@ -1,9 +1,10 @@
 """Agent use cases: the engine configuration an agent's settings freeze, creating the agent, and the
-settings that may change after (name, drafter, draft budget and horizon)."""
+settings that may change after (name, drafter, draft budget and horizon, retrieval, quarantine)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from sqlalchemy import select
 
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind, max_drafts
+from memtrial.curation import QuarantineConfig
 from memtrial.drafting.answers import AnswerSpec
 from memtrial.engine.config import EngineConfig, ReferenceSource
 from memtrial.engine.lifecycle import MemTrial
@@ -151,6 +153,8 @@ def engine_config(body: AgentCreate) -> tuple[EngineConfig, GateConfig]:
         "robust": body.robust,
         "draft_budget": body.draft_budget,
         "draft_horizon": body.draft_horizon,
+        "retrieval": body.retrieval,
+        "quarantine": QuarantineConfig(**body.quarantine.model_dump()),
     }
     if body.kind is not DecisionKind.PORTFOLIO:
         if body.reference is not ReferenceSource.GIVEN:
@@ -204,17 +208,31 @@ def create(services: Services, tenant_id: str, body: AgentCreate, guard: Idempot
         return public
 
 
+def _engine_changes(body: AgentPatch) -> dict[str, Any]:
+    """The engine settings a PATCH changes: of the quarantine, only the fields it gives."""
+    changes: dict[str, Any] = {name: getattr(body, name) for name in MUTABLE_SETTINGS if name in body.model_fields_set}
+    if body.quarantine is not None:
+        changes["quarantine"] = {name: getattr(body.quarantine, name) for name in body.quarantine.model_fields_set}
+    return changes
+
+
+def _stored(value: Any) -> Any:
+    """An engine setting as the agent's settings (JSON) hold it."""
+    if isinstance(value, QuarantineConfig):
+        return value.to_dict()
+    return value.value if isinstance(value, StrEnum) else value
+
+
 def update(services: Services, tenant_id: str, agent_id: str, body: AgentPatch) -> AgentPublic:
-    """Rename the agent, change its drafter (``remove_drafter`` turns server drafting off) or its draft
-    budget and horizon, from the next plan on. A change of drafter, budget or horizon is a ``settings``
-    entry of the agent's log with the old and new values (:meth:`memtrial.engine.lifecycle.MemTrial.change_settings`);
-    a value the engine refuses is a 422 naming the field, and nothing changes."""
+    """Rename the agent, change its drafter (``remove_drafter`` turns server drafting off), its draft
+    budget and horizon, its retrieval or its quarantine, from the next plan (or settlement) on. A change of
+    drafter, budget, horizon, retrieval or quarantine is a ``settings`` entry of the agent's log with the
+    old and new values (:meth:`memtrial.engine.lifecycle.MemTrial.change_settings`); a value the engine
+    refuses is a 422 naming the field, and nothing changes."""
     if body.drafter is not None and body.remove_drafter:
         raise ApiError(422, "invalid", "remove_drafter: give a drafter or remove_drafter, not both", "remove_drafter")
     check_drafter(services, body.drafter)
-    engine_changes: dict[str, Any] = {
-        name: getattr(body, name) for name in MUTABLE_SETTINGS if name in body.model_fields_set
-    }
+    engine_changes = _engine_changes(body)
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         if body.name is not None:
@@ -233,7 +251,7 @@ def update(services: Services, tenant_id: str, agent_id: str, body: AgentPatch) 
                 entry = engine.change_settings(engine_changes, recorded=recorded)
             except ConfigError as error:
                 raise ApiError(422, "invalid", error.message, error.field) from None
-            settings.update({name: getattr(engine.config, name) for name in engine_changes})
+            settings.update({name: _stored(getattr(engine.config, name)) for name in engine_changes})
             agent.settings = settings
             if entry is None:
                 return_engine(session, agent, engine, services.engines)

@@ -22,6 +22,7 @@ from service.deps import Services
 from service.errors import ApiError
 from service.idempotency import Idempotency, serialised
 from service.models import Contribution, Experience
+from service.modes import ExperienceStatus
 from service.pagination import decode_cursor, encode_cursor
 from service.schemas import (
     ContributionPublic,
@@ -35,6 +36,7 @@ from service.schemas import (
 )
 from service.store import as_utc, load_agent, owned_row, return_engine, save_engine
 from service.tracing import span
+from service.usecases.curation import quarantine_evidence
 from service.usecases.unit import agent_write, check_replay
 from service.views import experience_public
 
@@ -130,8 +132,9 @@ def add(
         if index_changed:
             agent.index_version += 1
         save_engine(session, agent, engine, services.engines)
+        evidence = quarantine_evidence(session, agent.id, [r.id for r in rows if r.id in engine.quarantined])
         public = [
-            experience_public(row, engine).model_copy(update={"write": write})
+            experience_public(row, engine, evidence).model_copy(update={"write": write})
             for row, write in zip(rows, writes, strict=True)
         ]
         answer: ExperiencePublic | ExperienceList = (
@@ -171,25 +174,34 @@ def list_page(
     cursor: str | None,
     active: bool | None,
     external_id: str | None,
+    status: ExperienceStatus | None = None,
 ) -> ExperienceList:
-    """A page of the agent's experiences in insertion order, filtered by state and external id."""
+    """A page of the agent's experiences in insertion order, filtered by state, status and external id."""
     if cursor is not None and offset:
         raise ApiError(422, "invalid", "offset: give a cursor or an offset, not both", "offset")
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
+        engine = services.engines.checkout(session, agent)
+        quarantined = [str(e) for e in engine.quarantined]
         condition = [Experience.agent_id == agent.id]
         if active is not None:
             condition.append(Experience.active.is_(active))
         if external_id is not None:
             condition.append(Experience.external_id == external_id)
+        if status is ExperienceStatus.RETIRED:
+            condition.append(Experience.active.is_(False))
+        elif status is ExperienceStatus.QUARANTINED:
+            condition += [Experience.active.is_(True), Experience.id.in_(quarantined)]
+        elif status is ExperienceStatus.ACTIVE:
+            condition += [Experience.active.is_(True), Experience.id.not_in(quarantined)]
         total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
         if cursor is not None:
             condition.append(Experience.seq > decode_cursor(cursor, "experiences", int))
         rows = session.scalars(
             select(Experience).where(*condition).order_by(Experience.seq).limit(limit + 1).offset(offset)
         ).all()
-        engine = services.engines.checkout(session, agent)
-        items = [experience_public(row, engine) for row in rows[:limit]]
+        evidence = quarantine_evidence(session, agent.id, [r.id for r in rows[:limit] if r.id in quarantined])
+        items = [experience_public(row, engine, evidence) for row in rows[:limit]]
         return_engine(session, agent, engine, services.engines)
         next_cursor = encode_cursor("experiences", rows[limit - 1].seq) if len(rows) > limit else None
         return ExperienceList(items=items, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
@@ -206,7 +218,7 @@ def detail(services: Services, tenant_id: str, agent_id: str, experience_id: str
             .order_by(Contribution.seq)
         ).all()
         engine = services.engines.checkout(session, agent)
-        public = experience_public(row, engine)
+        public = experience_public(row, engine, quarantine_evidence(session, agent.id, [row.id]))
         return_engine(session, agent, engine, services.engines)
         contributions = [
             ContributionPublic(
@@ -230,7 +242,7 @@ def update_metadata(
         row.meta = metadata
         session.flush()
         engine = services.engines.checkout(session, agent)
-        public = experience_public(row, engine)
+        public = experience_public(row, engine, quarantine_evidence(session, agent.id, [row.id]))
         return_engine(session, agent, engine, services.engines)
         serialised(public)
         return public
@@ -251,7 +263,7 @@ def change(
         else:
             engine.retire_experience(row.id)
             row.active = False
-            public = experience_public(row, engine)
+            public = experience_public(row, engine, quarantine_evidence(session, agent.id, [row.id]))
         agent.index_version += 1
         save_engine(session, agent, engine, services.engines)
         return public

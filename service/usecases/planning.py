@@ -1,5 +1,9 @@
-"""Planning a decision: retrieve (or take the request's chosen experiences), design the subsets,
-freeze the predictions and register the plan.
+"""Planning a decision: retrieve (or take the request's chosen experiences, or let the engine pick k of
+the request's candidates), design the subsets, freeze the predictions and register the plan.
+
+Server retrieval follows the agent's ``retrieval``: by similarity, the k closest experiences not in
+quarantine; ``value_aware``, the engine picks k of the :data:`POOL` closest by similarity and learned
+value (method 4.12; with no trust evidence, exactly the similarity ranking).
 
 With server drafting the plan also reserves the retries its drafts may send
 (:func:`plan`'s ``Retries``) and leases the decision to the request drafting it
@@ -14,6 +18,7 @@ from typing import Any, Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from memtrial.curation import RetrievalMode
 from memtrial.engine import MemTrial
 from memtrial.engine.config import ReferenceSource
 from memtrial.outcomes.mandates import INVESTORS
@@ -26,6 +31,7 @@ from service.idempotency import Idempotency
 from service.models import Agent, Experience, new_id, utcnow
 from service.modes import DecisionStatus
 from service.schemas import (
+    MAX_CANDIDATES,
     DecisionCreate,
     DialPublic,
     PlanPublic,
@@ -36,8 +42,15 @@ from service.store import save_engine
 from service.tracing import span
 from service.universe import Universe
 from service.usecases.agents import check_draft_limit
+from service.usecases.curation import candidate_rows
 from service.usecases.unit import agent_write
 from service.views import trust_public
+
+#: how many of the closest experiences server retrieval hands value-aware retrieval to pick k from
+POOL = MAX_CANDIDATES
+
+#: what the engine plans on: ``{"retrieved": ids}`` or ``{"candidates": ids, "similarities": scores}``
+Selection = dict[str, Any]
 
 
 def agent_kind(settings: dict[str, object]) -> DecisionKind:
@@ -51,26 +64,32 @@ def plan(
     """Plan a decision: retrieve, design, freeze the predictions; the plan, the agent's settings and the
     retries server drafting may send (reserved now: :func:`_retries`)."""
     _check_decision_time(services, body)
-    chosen = body.retrieved_ids is not None or body.retrieved_external_ids is not None
+    candidates = body.candidate_ids is not None or body.candidate_external_ids is not None
+    chosen = candidates or body.retrieved_ids is not None or body.retrieved_external_ids is not None
     with span("embedding.encode", texts=0 if chosen else 1):
         context = None if chosen else services.embedder.encode([body.context_text])[0]
     lease = services.settings.idempotency_lease_seconds if body.drafting == "server" else None
     with agent_write(services, tenant_id, agent_id, guard, lease=lease) as (session, agent):
         check_draft_limit(agent.settings, services.settings.max_drafts_per_decision)
         universe, reference = _universe_and_reference(agent, body)
-        if context is None:
-            hits: list[tuple[str, float | None]] = list(_chosen_experiences(session, agent, body))
-        else:
-            k = _retrieval_k(agent)
-            with span("retrieval.search", k=k):
-                hits = list(services.indexes.search(session, agent, context, k))
+        if candidates:
+            given = candidate_rows(session, agent, body.candidate_ids, body.candidate_external_ids, "candidate")
+            scores: list[float | None] = [None] * len(given) if body.similarities is None else [*body.similarities]
+            selection: Selection = {"candidates": [i for i, _ in given], "similarities": body.similarities}
+            similarity: dict[str, float | None] = {i: s for (i, _), s in zip(given, scores, strict=True)}
+        elif context is None:
+            similarity = dict(_chosen_experiences(session, agent, body))
+            selection = {"retrieved": list(similarity)}
         engine = services.engines.checkout(session, agent)
+        if context is not None:
+            selection, similarity = _server_selection(services, session, agent, engine, context)
         history = engine.history
         assert isinstance(history, SqlHistory)
         decision_id = new_id()
         history.expect_new(decision_id)
-        with span("engine.plan", experiences=len(hits)):
-            plan = _engine_plan(engine, decision_id, body, hits, universe, reference)
+        with span("engine.plan", experiences=len(similarity)):
+            plan = _engine_plan(engine, decision_id, body, selection, universe, reference)
+        hits = [(str(e), similarity[str(e)]) for e in plan.experience_ids]
         public = _plan_public(session, decision_id, plan, hits, "server" if context is not None else "client")
         row = history.rows[decision_id]
         # decisions planned before settle checked the horizon keep being settled as they were
@@ -194,25 +213,40 @@ def _retries(services: Services, agent: Agent, engine: MemTrial, runs: int) -> R
     return Retries(reserved, bound)
 
 
+def _server_selection(
+    services: Services, session: Session, agent: Agent, engine: MemTrial, context: Any
+) -> tuple[Selection, dict[str, float | None]]:
+    """Server retrieval by the agent's retrieval mode: by similarity, the k closest experiences not in
+    quarantine, in the index's order; value-aware, the :data:`POOL` closest for the engine to pick k of."""
+    k = _retrieval_k(agent)
+    quarantined = {str(e) for e in engine.quarantined}
+    value_aware = engine.config.retrieval is RetrievalMode.VALUE_AWARE
+    wanted = POOL if value_aware else k + len(quarantined)
+    with span("retrieval.search", k=wanted):
+        found = [(h, s) for h, s in services.indexes.search(session, agent, context, wanted) if h not in quarantined]
+    similarity: dict[str, float | None] = dict(found)
+    if value_aware:
+        return {"candidates": [h for h, _ in found], "similarities": [s for _, s in found]}, similarity
+    return {"retrieved": [h for h, _ in found[:k]]}, similarity
+
+
 def _engine_plan(
     engine: MemTrial,
     decision_id: str,
     body: DecisionCreate,
-    hits: list[tuple[str, float | None]],
+    selection: Selection,
     universe: Universe | None,
     reference: Any,
 ) -> Plan:
-    """The engine's plan over the retrieved experiences: a scored one, or a portfolio over the universe."""
-    retrieved = [h for h, _ in hits]
+    """The engine's plan over the selected experiences (retrieved, or candidates it picks k of): a scored
+    one, or a portfolio over the universe."""
     if universe is None:
-        return engine.plan(
-            decision_id, body.decision_time, body.maturity, retrieved=retrieved, kind=DecisionKind.SCORED
-        )
+        return engine.plan(decision_id, body.decision_time, body.maturity, **selection, kind=DecisionKind.SCORED)
     return engine.plan(
         decision_id,
         body.decision_time,
         body.maturity,
-        retrieved=retrieved,
+        **selection,
         reference=reference,
         n_assets=universe.size,
         risky=universe.risky,

@@ -11,14 +11,15 @@ from service.models import Experience
 from service.schemas import ValueEntryPublic, ValuesPublic
 from service.store import load_agent, return_engine
 from service.usecases.refit import latest_posterior
-from service.views import value_public
+from service.views import experience_status, value_public
 
 __all__ = ["read"]
 
 
 def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
     """Every valued experience, best first: the empirical-Bayes value and interval, or the interval of the
-    newest full-Bayes refit where there is one, with the experience's text, external id and state."""
+    newest full-Bayes refit where there is one, with the experience's text, external id and state, its
+    status (active, quarantined, retired) and where a change of sign was detected (``changed_at``)."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
@@ -42,6 +43,8 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
             )
         }
         mode = engine.learner.selected_mode.value
+        status = {e: experience_status(rows[e].active, e, engine).value for e in values if e in rows}
+        changed = {e: engine.changed_at(e) for e in values}
         return_engine(session, agent, engine, services.engines)
     entries = {
         e: ValueEntryPublic(
@@ -49,6 +52,8 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
             text=rows[e].text if e in rows else None,
             external_id=rows[e].external_id if e in rows else None,
             active=rows[e].active if e in rows else None,
+            status=status.get(e),
+            changed_at=changed[e],
             label=experience_label(rows[e].text, e, rows[e].external_id) if e in rows else e,
         )
         for e, value in sorted(values.items(), key=lambda item: -item[1].mean)

@@ -53,6 +53,7 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
                 "create_agent",
                 "add_experiences",
                 "search_experiences",
+                "rank_experiences",
                 "plan_decision",
                 "submit_drafts",
                 "settle",
@@ -78,6 +79,17 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
                 )
             )["hits"]
             assert hits[0]["id"] == ids[0]
+            ranked = payload(
+                await session.call_tool(
+                    "rank_experiences", {"agent_id": agent["id"], "k": 2, "candidate_ids": [ids[2], ids[0], ids[1]]}
+                )
+            )["items"]
+            # no trust evidence yet: the given order is the similarity order
+            assert [(r["id"], r["reason"]) for r in ranked] == [(ids[2], "similarity"), (ids[0], "similarity")]
+            refused = await session.call_tool(
+                "rank_experiences", {"agent_id": agent["id"], "k": 3, "candidate_ids": [ids[0]]}
+            )
+            assert refused.isError and "memtrial refused (422 invalid): k: " in refused.content[0].text
             scored = 0
             for day in range(3):
                 when = f"2024-01-0{day + 1}T12:00:00+00:00"

@@ -90,7 +90,7 @@ def test_a_patch_of_a_setting_fixed_at_creation_is_422_naming_it_and_writes_noth
     agent = client.create_agent("fund", "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial")
     response = raw(http, client, "PATCH", f"/v1/agents/{agent['id']}", json.dumps({"draft_budget": 3, **body}))
     assert response.status_code == 422
-    message = f"{field}: fixed when the agent was created ({why}); PATCH changes name, drafter, draft_budget and draft_horizon"
+    message = f"{field}: fixed when the agent was created ({why}); PATCH changes name, drafter, draft_budget, draft_horizon, retrieval and quarantine"
     assert response.json()["error"] == {
         "code": "invalid",
         "message": message,

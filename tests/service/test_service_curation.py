@@ -1,0 +1,267 @@
+"""Service: values that curate memory (method 4.12-4.14). The retrieval and quarantine settings, rank of a
+client's candidates, plans on candidates, a harmful experience quarantined through settlements, listed,
+kept out of rank and retrieval and released by hand, every refusal naming its field and writing nothing."""
+
+import datetime as dt
+import json
+
+import numpy as np
+import pytest
+from support import UNIVERSE, raw
+
+from memtrial.curation import QuarantineConfig
+from service.client import ServiceError
+from service.schemas import QUARANTINE_DEFAULT, RETRIEVAL_DEFAULT, core_default
+
+START = dt.datetime(2024, 1, 1, 12, 0, tzinfo=dt.UTC)
+# what each lesson adds to a draft's utility: one is harmful, the others help
+VALUES = {"harmful": -1.0, "a": 0.3, "b": 0.3, "c": 0.3, "d": 0.3, "e": 0.3}
+TEXTS = {
+    "harmful": "Buy every dip on margin, whatever the news.",
+    "a": "Rate cuts were followed by rallies.",
+    "b": "Inflation surprises hurt bonds.",
+    "c": "Quiet months stayed flat.",
+    "d": "Earnings beats lifted prices.",
+    "e": "Credit spreads lead equities.",
+}
+
+
+def scored_agent(client, name="curator", **settings):
+    agent = client.create_agent(name, kind="scored", **settings)
+    added = client.add_experiences(agent["id"], [{"text": TEXTS[n], "external_id": n} for n in VALUES])["items"]
+    return agent, {item["external_id"]: item["id"] for item in added}
+
+
+def send(http, client, method, path, body):
+    return raw(http, client, method, path, json.dumps(body))
+
+
+def written(client, agent_id):
+    """What an agent holds, as its reader sees it: the log, the values, the experiences, the decisions."""
+    return (
+        client.trust_log(agent_id, limit=1000).model_dump(),
+        client.values(agent_id).model_dump(),
+        client.list_experiences(agent_id, limit=500).model_dump(),
+        client.list_decisions(agent_id, limit=200).model_dump(),
+    )
+
+
+def settle_by_values(client, agent_id, plan, names, rng, t):
+    """Decide and settle a scored plan: each draft's utility is the sum of its subset's values plus noise."""
+    by_id = {i: n for n, i in names.items()}
+    utilities = [
+        sum(VALUES[by_id[e]] for e in subset["experience_ids"]) + rng.normal(0.0, 0.05) for subset in plan["subsets"]
+    ]
+    client.submit_drafts(agent_id, plan["decision_id"], [f"draft {i}" for i in range(len(utilities))])
+    client.settle(agent_id, plan["decision_id"], utilities=utilities, settled_at=START + dt.timedelta(days=t))
+
+
+def drive_until_quarantined(client, agent_id, names, limit):
+    """Plan on candidates (the harmful lesson first, the others rotating), settle, until a quarantine;
+    the number of decisions it took."""
+    rng = np.random.default_rng(4)
+    others = [n for n in VALUES if n != "harmful"]
+    for t in range(limit):
+        order = ["harmful", *others[t % 5 :], *others[: t % 5]]
+        when = START + dt.timedelta(days=t)
+        plan = client.create_decision(agent_id, when, when, f"day {t}", candidate_ids=[names[n] for n in order])
+        settle_by_values(client, agent_id, plan, names, rng, t)
+        if client.list_experiences(agent_id, status="quarantined")["items"]:
+            return t + 1
+    return limit
+
+
+def test_new_agents_take_the_cores_curation_defaults_and_show_them(client):
+    assert core_default("retrieval") == RETRIEVAL_DEFAULT and core_default("quarantine") == QUARANTINE_DEFAULT
+    agent = client.create_agent("plain", kind="scored")
+    assert agent["retrieval"] == RETRIEVAL_DEFAULT.value
+    assert agent["quarantine"].model_dump() == QUARANTINE_DEFAULT.to_dict()
+    chosen = client.create_agent(
+        "curated", kind="scored", retrieval="value_aware", quarantine={"enabled": True, "level": 0.1}
+    )
+    assert chosen["retrieval"] == "value_aware"
+    assert chosen["quarantine"].model_dump() == QuarantineConfig(enabled=True, level=0.1).to_dict()
+
+
+def test_retrieval_and_quarantine_change_mid_life_logged_and_kept_across_restarts(client, app):
+    agent = client.create_agent("fund", "balanced", UNIVERSE)
+    updated = client.update_agent(agent["id"], retrieval="value_aware", quarantine={"enabled": True})
+    assert updated["retrieval"] == "value_aware" and updated["gate_hash"] == agent["gate_hash"]
+    assert updated["quarantine"].model_dump() == QuarantineConfig(enabled=True).to_dict()
+    updated = client.update_agent(agent["id"], quarantine={"level": 0.2})  # the other fields stay
+    assert updated["quarantine"].model_dump() == QuarantineConfig(enabled=True, level=0.2).to_dict()
+    client.update_agent(agent["id"], retrieval="value_aware")  # unchanged: nothing to log
+    log = client.trust_log(agent["id"])["items"]
+    assert [entry["payload"]["changes"] for entry in log if entry["kind"] == "settings"] == [
+        {
+            "retrieval": {"old": "similarity", "new": "value_aware"},
+            "quarantine": {"old": QuarantineConfig().to_dict(), "new": QuarantineConfig(enabled=True).to_dict()},
+        },
+        {
+            "quarantine": {
+                "old": QuarantineConfig(enabled=True).to_dict(),
+                "new": QuarantineConfig(enabled=True, level=0.2).to_dict(),
+            }
+        },
+    ]
+    app.state.services.engines.forget(agent["id"])  # the engine comes back from the stored state
+    assert client.get_agent(agent["id"])["quarantine"]["level"] == 0.2
+    from service.db import transaction
+    from service.models import Agent
+
+    with transaction(app.state.services.sessions) as session:
+        engine = app.state.services.engines.checkout(session, session.get(Agent, agent["id"]))
+        assert engine.config.quarantine == QuarantineConfig(enabled=True, level=0.2)
+        assert engine.config.retrieval == "value_aware" and engine.curator is not None
+    assert client.verify(agent["id"])["ok"]
+
+
+def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_verified_log_entries(client, app):
+    agent, names = scored_agent(client, quarantine={"enabled": True, "level": 0.2})
+    harmful = names["harmful"]
+    taken = drive_until_quarantined(client, agent["id"], names, limit=40)
+    assert taken < 40, taken
+    app.state.services.engines.forget(agent["id"])  # the book comes back from the stored state
+    listed = client.list_experiences(agent["id"], status="quarantined")["items"]
+    assert [item["id"] for item in listed] == [harmful]
+    evidence = listed[0]["quarantine"]
+    assert listed[0]["status"] == "quarantined" and evidence["e_value"] >= evidence["threshold"]
+    assert evidence["mean"] < 0 and evidence["n"] >= 1
+    active = client.list_experiences(agent["id"], status="active")["items"]
+    assert harmful not in {item["id"] for item in active} and len(active) == 5
+    assert client.values(agent["id"])["values"][harmful]["status"] == "quarantined"
+    log = client.trust_log(agent["id"], limit=1000)["items"]
+    quarantines = [entry for entry in log if entry["kind"] == "quarantine"]
+    assert [q["payload"]["experience_id"] for q in quarantines] == [harmful]
+    assert quarantines[0]["index"] == evidence["log_index"] and quarantines[0]["payload"]["date"] == evidence["date"]
+    assert client.verify(agent["id"])["ok"]
+
+    # kept out of rank, of plans on candidates and of server retrieval (the context is its own text)
+    everyone = [names[n] for n in VALUES]
+    ranked = client.rank_experiences(agent["id"], k=6, candidate_ids=everyone)["items"]
+    assert harmful not in {r["id"] for r in ranked} and len(ranked) == 5
+    when = START + dt.timedelta(days=100)
+    on_candidates = client.create_decision(agent["id"], when, when, "candidates", candidate_ids=everyone)
+    searched = client.create_decision(agent["id"], when, when, TEXTS["harmful"])
+    for plan in (on_candidates, searched):
+        assert harmful not in {r["id"] for r in plan["retrieved"]} and len(plan["retrieved"]) == 4
+
+    released = client.release_experience(agent["id"], harmful, reason="reviewed: the lesson was rewritten")
+    assert released["status"] == "active" and released["quarantine"] is None
+    log = client.trust_log(agent["id"], limit=1000)["items"]
+    release = log[-1]
+    assert release["kind"] == "release" and release["payload"]["experience_id"] == harmful
+    assert release["payload"]["reason"] == "reviewed: the lesson was rewritten"
+    assert release["payload"]["e_value"] >= release["payload"]["threshold"]
+    assert client.verify(agent["id"])["ok"]
+    assert client.list_experiences(agent["id"], status="quarantined")["items"] == []
+    ranked = client.rank_experiences(agent["id"], k=6, candidate_ids=everyone)["items"]
+    assert ranked[0]["id"] == harmful  # retrieved again: first in the given order
+
+    before = written(client, agent["id"])
+    with pytest.raises(ServiceError) as error:
+        client.release_experience(agent["id"], harmful, reason="again")
+    assert (error.value.status, error.value.code, error.value.field) == (409, "not_quarantined", "experience_id")
+    assert written(client, agent["id"]) == before
+
+
+def test_rank_under_similarity_follows_the_given_similarities_and_value_aware_without_evidence_equals_it(client):
+    rng = np.random.default_rng(2)
+    similarities = list(rng.normal(size=6))
+    ranked = {}
+    for retrieval in ("similarity", "value_aware"):
+        agent, names = scored_agent(client, name=retrieval, retrieval=retrieval)
+        ids = [names[n] for n in VALUES]
+        items = client.rank_experiences(agent["id"], k=6, candidate_ids=ids, similarities=similarities)["items"]
+        assert all(item["reason"] == "similarity" and item["interval"] is None for item in items)
+        assert [item["similarity"] for item in items] == sorted(similarities, reverse=True)
+        ranked[retrieval] = [item["external_id"] for item in items]
+        by_external = client.rank_experiences(agent["id"], k=2, candidate_external_ids=["e", "a", "b"])["items"]
+        assert [(item["external_id"], item["id"]) for item in by_external] == [("e", names["e"]), ("a", names["a"])]
+    order = sorted(range(6), key=lambda i: -similarities[i])
+    assert ranked["similarity"] == ranked["value_aware"] == [list(VALUES)[i] for i in order]
+
+
+def test_a_value_aware_agent_without_trust_evidence_retrieves_as_a_similarity_agent(client):
+    plans = {}
+    for retrieval in ("similarity", "value_aware"):
+        agent, names = scored_agent(client, name=retrieval, retrieval=retrieval)
+        plan = client.create_decision(agent["id"], START, START, "prices rallied after the rate cut")
+        by_id = {i: n for n, i in names.items()}
+        plans[retrieval] = [(by_id[r["id"]], r["score"]) for r in plan["retrieved"]]
+    assert plans["similarity"] == plans["value_aware"] and len(plans["similarity"]) == 4
+
+
+def _rank_refusals(names, other):
+    ids = [names[n] for n in VALUES]
+    return [
+        ({"candidate_ids": [ids[0], "f" * 32], "k": 1}, "candidate_ids"),  # unknown
+        ({"candidate_ids": [ids[0], names["a"]], "k": 1, "_retire": True}, "candidate_ids"),  # retired
+        ({"candidate_ids": [ids[0], other], "k": 1}, "candidate_ids"),  # another agent's
+        ({"candidate_ids": [ids[0], ids[0]], "k": 1}, "candidate_ids"),  # repeated
+        ({"candidate_external_ids": ["a", "nope"], "k": 1}, "candidate_external_ids"),
+        ({"candidate_ids": [f"{i:032x}" for i in range(101)], "k": 1}, "candidate_ids"),  # more than 100
+        ({"candidate_ids": ids, "k": 0}, "k"),
+        ({"candidate_ids": ids, "k": 101}, "k"),
+        ({"candidate_ids": ids[:2], "k": 3}, "k"),  # more than the candidates
+        ({"candidate_ids": ids[:2], "similarities": [1.0], "k": 1}, "similarities"),
+        ({"candidate_ids": ids[:2], "candidate_external_ids": ["a"], "k": 1}, "candidate_external_ids"),
+        ({"k": 1}, "candidate_external_ids"),
+        ({"candidate_ids": [], "k": 1}, "candidate_ids"),
+    ]
+
+
+def test_every_bad_rank_is_refused_naming_the_field_and_writes_nothing(client, http):
+    agent, names = scored_agent(client, quarantine={"enabled": True})
+    other, _ = scored_agent(client, name="other")
+    other_id = client.list_experiences(other["id"])["items"][0]["id"]
+    client.retire_experience(agent["id"], names["a"])
+    path = f"/v1/agents/{agent['id']}/experiences/rank"
+    before = written(client, agent["id"])
+    for body, field in _rank_refusals(names, other_id):
+        body.pop("_retire", None)
+        response = send(http, client, "POST", path, body)
+        assert response.status_code == 422, (body, response.text)
+        error = response.json()["error"]
+        assert error["field"] == field and error["message"].startswith(f"{field}: "), (body, error)
+    assert written(client, agent["id"]) == before
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"candidate_ids": ["f" * 32]}, "candidate_ids"),
+        ({"candidate_external_ids": ["a", "a"]}, "candidate_external_ids"),
+        ({"candidate_external_ids": ["a"], "similarities": [0.1, 0.2]}, "similarities"),
+        ({"similarities": [0.1]}, "similarities"),
+        ({"candidate_external_ids": ["a"], "retrieved_external_ids": ["b"]}, "candidate_external_ids"),
+    ],
+)
+def test_a_plan_on_bad_candidates_is_refused_naming_the_field_and_writes_nothing(client, http, extra, field):
+    agent, _ = scored_agent(client)
+    before = written(client, agent["id"])
+    body = {"decision_time": START.isoformat(), "maturity": START.isoformat(), "context_text": "x", **extra}
+    response = send(http, client, "POST", f"/v1/agents/{agent['id']}/decisions", body)
+    assert response.status_code == 422 and response.json()["error"]["field"] == field, response.text
+    assert written(client, agent["id"]) == before
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"retrieval": "nearest"}, "retrieval"),
+        ({"retrieval": None}, "retrieval"),
+        ({"quarantine": {"level": 1.5}}, "quarantine.level"),
+        ({"quarantine": {"change_threshold": 1.0}}, "quarantine.change_threshold"),
+        ({"quarantine": {"enabled": "yes"}}, "quarantine.enabled"),
+        ({"quarantine": None}, "quarantine"),
+    ],
+)
+def test_a_bad_curation_setting_is_refused_naming_the_field_and_changes_nothing(client, http, body, field):
+    agent, _ = scored_agent(client)
+    before = (written(client, agent["id"]), client.get_agent(agent["id"]).model_dump())
+    response = send(http, client, "PATCH", f"/v1/agents/{agent['id']}", body)
+    assert response.status_code == 422 and response.json()["error"]["field"] == field, response.text
+    assert (written(client, agent["id"]), client.get_agent(agent["id"]).model_dump()) == before
+    created = send(http, client, "POST", "/v1/agents", {"name": "x", "kind": "scored", **body})
+    assert created.status_code == 422 and created.json()["error"]["field"] == field, created.text
