@@ -94,11 +94,6 @@ def decision_graph(
     if rank_k is not None and retrieve is None:
         raise ValueError("rank_k: memtrial ranks the candidates retrieve finds; give retrieve too")
 
-    def find(state: DecisionState) -> dict[str, Any]:
-        assert retrieve is not None
-        candidates, similarities = _split(retrieve(state["context_text"]))
-        return {"candidates": candidates, "similarities": similarities}
-
     def plan(state: DecisionState) -> dict[str, Any]:
         options = dict(state.get("options") or {})
         if rank_k is not None:
@@ -145,7 +140,8 @@ def decision_graph(
     if rank_k is None:
         builder.add_edge(graph_module.START, "plan")
     else:
-        builder.add_node("retrieve", find)
+        assert retrieve is not None
+        builder.add_node("retrieve", _retrieve_node(retrieve))
         builder.add_node("rank", rank_node(client, agent_id, k=rank_k, by_external_id=by_external_id))
         builder.add_edge(graph_module.START, "retrieve")
         builder.add_edge("retrieve", "rank")
@@ -199,6 +195,18 @@ def rank_node(
         return {"ranked": [_as_json(item) for item in answer["items"]]}
 
     return rank
+
+
+def _retrieve_node(
+    retrieve: Callable[[str], Sequence[str] | Sequence[tuple[str, float]]],
+) -> Callable[[DecisionState], dict[str, Any]]:
+    """The node putting what ``retrieve`` finds for the context into ``candidates`` and ``similarities``."""
+
+    def find(state: DecisionState) -> dict[str, Any]:
+        candidates, similarities = _split(retrieve(state["context_text"]))
+        return {"candidates": candidates, "similarities": similarities}
+
+    return find
 
 
 def _as_json(item: Any) -> dict[str, Any]:
