@@ -165,7 +165,8 @@ class AgentPublic(Public):
         "similarity", description="how plans retrieve: by similarity alone, or by similarity and learned value"
     )
     quarantine: QuarantineStatePublic | None = Field(
-        None, description="the quarantine of credibly harmful experiences (enabled, level, change_threshold)"
+        None,
+        description="the quarantine of credibly harmful experiences (null: an agent made before the setting existed, which runs without one)",
     )
     created_at: dt.datetime
 

@@ -610,7 +610,7 @@ class DecisionCreate(Strict):
 
     @field_validator("candidate_external_ids")
     @classmethod
-    def _one_candidate_list(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
+    def _candidates_alone(cls, ids: list[str] | None, info: ValidationInfo) -> list[str] | None:
         retrieved = info.data.get("retrieved_ids") is not None or info.data.get("retrieved_external_ids") is not None
         if ids is not None and retrieved:
             raise ValueError("give retrieved ids (your own retrieval) or candidates (the engine picks), not both")

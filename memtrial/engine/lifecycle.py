@@ -226,12 +226,9 @@ class MemTrial:
     ) -> Plan:
         """Retrieve, design and freeze predictions for one decision.
 
-        Give exactly one of ``retrieved`` (ids in rank order, at most k), a
-        ``context_embedding`` for retrieval over the active experiences, or
-        ``candidates`` (bring-your-own: distinct ids of active experiences, with
-        optional ``similarities``, one per candidate, higher is closer; without
-        them the given order is the similarity order), of which the engine picks
-        k by its ``retrieval`` mode (method 4.12), quarantined ones left out.
+        Give one of ``retrieved`` (ids in rank order, at most k), a ``context_embedding``
+        (retrieval over the active experiences) or ``candidates`` with optional
+        ``similarities``, of which the engine picks k as :meth:`rank` does (method 4.12).
         reference: (n,) the fallback's anchor (default equal weight);
         previous: (n,) the book before entry, for fees (default equal weight).
         risky/defensive: (n,) asset groups; drafts are then projected onto the

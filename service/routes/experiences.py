@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from service.deps import ServicesDep, TenantDep
 from service.idempotency import Idempotency, IdempotencyKey
+from service.modes import Listed
 from service.pagination import CursorQuery
 from service.requests import StrictJSONRoute
 from service.schemas import (
@@ -56,7 +57,7 @@ def list_experiences(
     cursor: CursorQuery = None,
     active: bool | None = None,
     status: Annotated[
-        ExperienceStatus | None,
+        Listed[ExperienceStatus] | None,
         Query(
             description="only experiences in this state: active (retrieved), quarantined (kept out of retrieval by their evidence) or retired"
         ),

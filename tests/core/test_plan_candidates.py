@@ -80,7 +80,11 @@ def test_value_aware_plan_with_candidates_and_no_trust_evidence_equals_the_simil
             "similarities",
             "similarities must hold one score per candidate (2), got 1",
         ),
-        ({"candidates": ["x1", "x2"], "similarities": [1.0, float("nan")]}, "similarities", "similarities must be finite"),
+        (
+            {"candidates": ["x1", "x2"], "similarities": [1.0, float("nan")]},
+            "similarities",
+            "similarities must be finite",
+        ),
         (
             {"retrieved": ["x1"], "similarities": [1.0]},
             "similarities",
@@ -161,3 +165,28 @@ def test_a_bad_curation_setting_names_the_field_and_changes_nothing(changes, fie
         engine.change_settings(changes)
     assert error.value.field == field
     assert _snapshot(engine) == before
+
+
+def test_a_correction_replays_the_quarantine_book_only_from_where_it_was_turned_on():
+    values = {"bad": -1.0, "g1": 0.3, "g2": 0.3, "g3": 0.3}
+    engine = MemTrial(gamma=5.0)
+    for name in values:
+        engine.add_experience(name)
+    rng = np.random.default_rng(0)
+
+    def trial(t: int) -> None:
+        plan = engine.plan(f"d{t}", t, t, retrieved=list(values), kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        utilities = [sum(values[e] for e in s) + rng.normal(0.0, 0.05) for s in plan.subsets]
+        engine.settle_scored(f"d{t}", utilities=utilities)
+
+    for t in range(10):
+        trial(t)
+    engine.change_settings({"quarantine": {"enabled": True, "level": 0.01}})
+    for t in range(10, 13):
+        trial(t)
+    book = engine.curator.to_dict()
+    assert book["evidence"] and engine.quarantined == ()  # three trials are not enough evidence at 0.01
+    engine.correct("d2", reason="mis-graded", utilities=[0.0] * 8)  # a decision before the quarantine was on
+    assert engine.curator.to_dict() == book and engine.quarantined == ()
+    assert engine.verify().ok

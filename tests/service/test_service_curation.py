@@ -116,6 +116,26 @@ def test_retrieval_and_quarantine_change_mid_life_logged_and_kept_across_restart
     assert client.verify(agent["id"])["ok"]
 
 
+def test_curation_settings_chosen_at_creation_come_back_from_the_stored_state(client, app):
+    from service.db import transaction
+    from service.models import Agent
+
+    chosen = {
+        "off": ("similarity", QuarantineConfig(enabled=False)),
+        "on": ("value_aware", QuarantineConfig(enabled=True, level=0.1, change_threshold=50.0)),
+    }
+    agents = {
+        name: client.create_agent(name, kind="scored", retrieval=retrieval, quarantine=quarantine.to_dict())
+        for name, (retrieval, quarantine) in chosen.items()
+    }
+    for name, agent in agents.items():
+        app.state.services.engines.forget(agent["id"])
+        with transaction(app.state.services.sessions) as session:
+            engine = app.state.services.engines.checkout(session, session.get(Agent, agent["id"]))
+            assert (engine.config.retrieval, engine.config.quarantine) == chosen[name]
+            assert (engine.curator is not None) == chosen[name][1].enabled
+
+
 def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_verified_log_entries(client, app):
     agent, names = scored_agent(client, quarantine={"enabled": True, "level": 0.2})
     harmful = names["harmful"]

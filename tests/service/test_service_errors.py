@@ -10,7 +10,7 @@ def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, clie
 
     client.add_experience(agent["id"], "a private lesson text")
 
-    def explode(row, engine):
+    def explode(row, engine, evidence=None):
         raise RuntimeError(f"leaking {row.text}")
 
     monkeypatch.setattr(experiences, "experience_public", explode)
