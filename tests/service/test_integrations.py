@@ -80,6 +80,20 @@ def test_mem0_plans_on_memtrials_picks_among_mem0s_hits_mirrored_once_by_externa
     ]
 
 
+def test_mem0_search_leaves_out_a_memory_retired_in_memtrial_after_it_was_mirrored(client, agent, memory):
+    from service.integrations.mem0 import Mem0Credit
+
+    credit = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
+    query = "The central bank cut interest rates."
+    first = credit.search(query)
+    client.retire_experience(agent["id"], first[0]["memtrial"]["experience_id"])
+    again = credit.search(query)  # rank refuses the retired id (422): the adapter learns it and ranks the rest
+    assert [h["id"] for h in again] == [h["id"] for h in credit.hits(query) if h["id"] != first[0]["id"]][:4]
+    fresh = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
+    assert [h["id"] for h in fresh.search(query)] == [h["id"] for h in again]  # a new adapter learns it at its mirror
+    assert client.list_experiences(agent["id"]).total == 5
+
+
 def test_mem0_write_back_puts_each_value_interval_and_use_count_into_its_metadata(client, agent, memory):
     from service.integrations.mem0 import Mem0Credit
 
