@@ -37,7 +37,7 @@ class Element {
 
 const byId = {};
 const element = (id, tag) => (byId[id] = byId[id] || new Element(tag || "div", id));
-const tables = { experiences: new Element("tbody"), decisions: new Element("tbody") };
+const tables = { experiences: new Element("tbody"), quarantine: new Element("tbody"), decisions: new Element("tbody") };
 const body = new Element("body");
 const storage = { "memtrial-key": key };
 const document = {
@@ -50,7 +50,7 @@ const document = {
 };
 const context = {
   document,
-  location: { pathname: "/dashboard/" + encodeURIComponent(agentId), hash: "" },
+  location: { pathname: "/dashboard/" + encodeURIComponent(agentId), hash: "", origin: base },
   sessionStorage: { getItem: (k) => storage[k] ?? null, setItem: (k, v) => { storage[k] = v; } },
   history: { replaceState() {} },
   fetch: (path, options) => fetch(base + path, options),
@@ -67,7 +67,7 @@ vm.runInNewContext(fs.readFileSync(script, "utf8"), context);
 const deadline = Date.now() + 60000;
 (function poll() {
   if (body.dataset.ready) {
-    const shown = ["agent-name", "error", "chain-status"].map((id) => element(id).html());
+    const shown = ["agent-name", "error", "chain-status", "quarantine-empty"].map((id) => element(id).html());
     const rows = Object.entries(tables).map(([name, tbody]) => `<table id="${name}">${tbody.html()}</table>`);
     process.stdout.write(`<body data-ready="${body.dataset.ready}">${shown.join("")}${rows.join("")}</body>\n`);
   } else if (Date.now() > deadline) {

@@ -12,19 +12,26 @@
 The state (:class:`DecisionState`) holds ``decision_time``, ``maturity`` and ``context_text`` in, and
 ``plan`` and ``decision`` (answers as JSON dicts; utilities and values in utility per decision) out. :func:`settle_node` is the node that settles a
 decision once its outcome is known (state ``decision_id`` and ``outcome``: the settle body's fields).
+
+:func:`rank_node` is the node that lets memtrial choose among the memories your own store found
+(method 4.12): it reads the state's ``candidates`` (ids, or external ids) and optional ``similarities``
+(your store's scores, higher is closer), asks ``POST .../experiences/rank`` for the k best, and puts
+memtrial's picks in the state (``ranked``: best first, each with why it was picked and its value;
+quarantined memories are never picked, method 4.13). With ``rank_k``, :func:`decision_graph` runs it
+between your ``retrieve`` and the plan: ``retrieve -> rank -> plan -> draft -> decide``.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from memtrial.errors import import_extra
 from service.client import MemtrialClient
 
-__all__ = ["DecisionState", "DraftTask", "SettleState", "decision_graph", "settle_node"]
+__all__ = ["DecisionState", "DraftTask", "RankState", "SettleState", "decision_graph", "rank_node", "settle_node"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,15 @@ class DecisionState(TypedDict, total=False):
     plan: dict[str, Any]
     drafts: Annotated[list[tuple[int, Any]], operator.add]  # (subset index, draft), merged from the branches
     decision: dict[str, Any]
+    candidates: list[str]  # with rank_k: what retrieve found, best first
+    similarities: list[float] | None  # with rank_k: its scores, one per candidate (None: the given order)
+    ranked: list[dict[str, Any]]  # with rank_k: memtrial's picks, the plan's experiences
+
+
+class RankState(TypedDict, total=False):
+    candidates: list[str]  # ids (or, by external id, your store's ids) of candidate memories, best first
+    similarities: list[float] | None  # optional: one score per candidate, higher is closer
+    ranked: list[dict[str, Any]]  # memtrial's picks, best first: the rank answer's items as JSON dicts
 
 
 class SettleState(TypedDict, total=False):
@@ -59,21 +75,32 @@ def decision_graph(
     agent_id: str,
     draft: Callable[[DraftTask], Any],
     *,
-    retrieve: Callable[[str], Sequence[str]] | None = None,
+    retrieve: Callable[[str], Sequence[str] | Sequence[tuple[str, float]]] | None = None,
     by_external_id: bool = False,
+    rank_k: int | None = None,
 ) -> Any:
     """The compiled graph of one decision (invoke it with a :class:`DecisionState`).
 
     draft: your model call for one :class:`DraftTask`, returning the draft (weights by asset, a
     forecast, a number or an answer). retrieve: optional; from the context, the ids (or, with
-    ``by_external_id``, the external ids) of the experiences to plan on, best first.
+    ``by_external_id``, the external ids) of the experiences to plan on, best first. rank_k: optional;
+    ``retrieve`` then names candidates (ids, or (id, similarity) pairs) and memtrial picks the
+    ``rank_k`` to plan on (:func:`rank_node`); the state keeps ``candidates``, ``similarities`` and
+    ``ranked``. A plan names 1 to k experiences, so with no pick (no candidate, or all quarantined) it
+    retrieves as a plan without ``retrieve`` does.
     """
     graph_module = import_extra("langgraph.graph", "langgraph", "the LangGraph decision graph")
     types = import_extra("langgraph.types", "langgraph", "the LangGraph decision graph")
+    if rank_k is not None and retrieve is None:
+        raise ValueError("rank_k: memtrial ranks the candidates retrieve finds; give retrieve too")
 
     def plan(state: DecisionState) -> dict[str, Any]:
         options = dict(state.get("options") or {})
-        if retrieve is not None:
+        if rank_k is not None:
+            picked = [item["id"] for item in state.get("ranked") or []]
+            if picked:
+                options["retrieved_ids"] = picked
+        elif retrieve is not None:
             chosen = list(retrieve(state["context_text"]))
             if chosen:
                 options["retrieved_external_ids" if by_external_id else "retrieved_ids"] = chosen
@@ -110,7 +137,15 @@ def decision_graph(
     builder.add_node("plan", plan)
     builder.add_node("draft", write)
     builder.add_node("decide", decide)
-    builder.add_edge(graph_module.START, "plan")
+    if rank_k is None:
+        builder.add_edge(graph_module.START, "plan")
+    else:
+        assert retrieve is not None
+        builder.add_node("retrieve", _retrieve_node(retrieve))
+        builder.add_node("rank", rank_node(client, agent_id, k=rank_k, by_external_id=by_external_id))
+        builder.add_edge(graph_module.START, "retrieve")
+        builder.add_edge("retrieve", "rank")
+        builder.add_edge("rank", "plan")
     builder.add_conditional_edges("plan", fan_out, ["draft"])
     builder.add_edge("draft", "decide")
     builder.add_edge("decide", graph_module.END)
@@ -125,3 +160,65 @@ def settle_node(client: MemtrialClient, agent_id: str) -> Callable[[SettleState]
         return {"settlement": settled.model_dump(mode="json")}
 
     return settle
+
+
+def rank_node(
+    client: MemtrialClient, agent_id: str, *, k: int, by_external_id: bool = False
+) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A node putting memtrial's k picks among ``state["candidates"]`` into ``state["ranked"]``.
+
+    candidates: ids (with ``by_external_id``, the external ids your store gave them), at most 100,
+    distinct; ``state["similarities"]``: optional, one score per candidate, higher is closer (without
+    them the candidates' order is the similarity order). ``ranked``: ``POST .../experiences/rank``'s
+    items as JSON dicts, best first, at most k (fewer when fewer candidates come): ``id``,
+    ``external_id``, ``reason`` (``similarity``, ``value`` or ``exploration``), ``similarity``,
+    ``value`` (utility per decision), ``interval``, ``n`` and ``score``. Quarantined candidates are
+    never picked; with no candidate the node asks nothing and ``ranked`` is empty. The service's
+    refusals (an unknown or retired id, a duplicate, k out of range) raise
+    :class:`~service.client.ServiceError` naming the field.
+    """
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k: the number of memories to pick must be an integer >= 1, got {k!r}")
+
+    def rank(state: Mapping[str, Any]) -> dict[str, Any]:
+        candidates = list(state.get("candidates") or [])
+        if not candidates:
+            return {"ranked": []}
+        similarities = state.get("similarities")
+        answer = client.rank_experiences(
+            agent_id,
+            k=min(k, len(candidates)),
+            candidate_external_ids=candidates if by_external_id else None,
+            candidate_ids=None if by_external_id else candidates,
+            similarities=None if similarities is None else [float(s) for s in similarities],
+        )
+        return {"ranked": [_as_json(item) for item in answer["items"]]}
+
+    return rank
+
+
+def _retrieve_node(
+    retrieve: Callable[[str], Sequence[str] | Sequence[tuple[str, float]]],
+) -> Callable[[DecisionState], dict[str, Any]]:
+    """The node putting what ``retrieve`` finds for the context into ``candidates`` and ``similarities``."""
+
+    def find(state: DecisionState) -> dict[str, Any]:
+        candidates, similarities = _split(retrieve(state["context_text"]))
+        return {"candidates": candidates, "similarities": similarities}
+
+    return find
+
+
+def _as_json(item: Any) -> dict[str, Any]:
+    dumped = item.model_dump(mode="json") if hasattr(item, "model_dump") else dict(item)
+    return dict(dumped)
+
+
+def _split(found: Sequence[str] | Sequence[tuple[str, float]]) -> tuple[list[str], list[float] | None]:
+    """A retriever's answer as (candidates, similarities): ids alone (None: their order is the
+    similarity order), or (id, similarity) pairs."""
+    items = list(found)
+    if not items or isinstance(items[0], str):
+        return [str(i) for i in items], None
+    pairs = [(str(i), float(s)) for i, s in items]
+    return [i for i, _ in pairs], [s for _, s in pairs]

@@ -1,11 +1,20 @@
-"""Mem0: credit the memories a Mem0 store retrieves, and write their measured value back into it.
+"""Mem0: rank a Mem0 store's memories by what memtrial measured, quarantine the harmful ones, and write
+their measured value and status back into Mem0.
 
-Mem0 keeps the memories and retrieves them; memtrial measures them. For each decision,
-:meth:`Mem0Credit.plan` searches Mem0 with the decision's context, mirrors the hits into the agent by
-``external_id`` (the Mem0 memory id: a hit mirrored before is not copied again, a rewritten one is
-updated) and plans on exactly those hits (``retrieved_external_ids``), so the designed drafts are
-conditioned on what Mem0 retrieved, in Mem0's order. After settlements, :meth:`Mem0Credit.write_back`
-writes each memory's value into its Mem0 metadata:
+Mem0 keeps the memories and finds candidates; memtrial measures them and picks among them. For each
+decision, :meth:`Mem0Credit.search` asks Mem0 for ``candidates`` hits of the query in the scope, leaves
+out those whose metadata says ``memtrial_status: "quarantined"`` (and those the agent retired), mirrors
+the rest into the agent by ``external_id`` (the Mem0 memory id: a hit mirrored before is not copied
+again, a rewritten one is updated) and ranks them through ``POST .../experiences/rank`` with Mem0's
+scores as the similarities: the k picked come back in memtrial's order, each with why it was picked and
+its value (method 4.12; under ``similarity`` retrieval, and for any agent without trust evidence yet,
+memtrial's order is Mem0's own). :meth:`Mem0Credit.plan` plans on exactly those picks
+(``retrieved_external_ids``), so the designed drafts are conditioned on what memtrial picked.
+
+After settlements, :meth:`Mem0Credit.sync_status` writes each mirrored memory's status into its Mem0
+metadata (``memtrial_status``: ``"active"`` or ``"quarantined"``, method 4.13), so a quarantined memory
+leaves Mem0's searches here at once; :meth:`Mem0Credit.release` releases one by hand and marks it active
+again. :meth:`Mem0Credit.write_back` writes each memory's value:
 
 - ``memtrial_value``: the posterior mean, in utility per decision (``memtrial_unit``; for a portfolio
   a fraction of the book, 0.01 = 1 percentage point; higher helps);
@@ -24,9 +33,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memtrial.outcomes.display import UTILITY_UNIT
-from service.client import MemtrialClient
+from service.client import MemtrialClient, ServiceError
 
-__all__ = ["METADATA_KEYS", "Mem0Credit", "WriteBack", "offline_config"]
+__all__ = ["METADATA_KEYS", "STATUS_KEY", "Mem0Credit", "StatusSync", "WriteBack", "offline_config"]
 
 METADATA_KEYS = (
     "memtrial_value",
@@ -38,6 +47,8 @@ METADATA_KEYS = (
     "memtrial_agent",
     "memtrial_unit",
 )
+STATUS_KEY = "memtrial_status"  # "active" or "quarantined", as memtrial last said (sync_status, release)
+MAX_CANDIDATES = 100  # the most candidates one rank request takes
 
 
 def offline_config(folder: str, collection: str = "memories") -> dict[str, Any]:
@@ -66,11 +77,32 @@ class WriteBack:
     missing: list[str] = field(default_factory=list)
 
 
-class Mem0Credit:
-    """One memtrial agent measuring the memories of one Mem0 scope (``filters``, e.g. ``{"user_id": ...}``).
+@dataclass
+class StatusSync:
+    """What :meth:`Mem0Credit.sync_status` wrote: the memories it marked ``quarantined``, those it marked
+    ``active`` (released, or marked for the first time), and mirrored ids Mem0 no longer holds."""
 
-    memory: a ``mem0.Memory``; client: a :class:`~service.client.MemtrialClient`; k: hits per decision
-    (1 to 8, at most the agent's ``k``); search_options: passed to ``Memory.search`` (``threshold``, ...).
+    quarantined: list[str] = field(default_factory=list)
+    active: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+
+
+def _nfc(memory_id: Any) -> str:
+    """A Mem0 id as the service stores an external id: Unicode normal form C."""
+    return unicodedata.normalize("NFC", str(memory_id))
+
+
+def _status_of(hit: Mapping[str, Any]) -> Any:
+    return (hit.get("metadata") or {}).get(STATUS_KEY)
+
+
+class Mem0Credit:
+    """One memtrial agent measuring and ranking the memories of one Mem0 scope (``filters``, e.g.
+    ``{"user_id": ...}``).
+
+    memory: a ``mem0.Memory``; client: a :class:`~service.client.MemtrialClient`; k: memories picked
+    per search and planned on per decision (1 to 8, at most the agent's ``k``); candidates: Mem0 hits
+    memtrial ranks per search (k to 100); search_options: passed to ``Memory.search`` (``threshold``, ...).
     """
 
     def __init__(
@@ -81,40 +113,98 @@ class Mem0Credit:
         *,
         filters: Mapping[str, Any],
         k: int = 4,
+        candidates: int = 20,
         search_options: Mapping[str, Any] | None = None,
     ) -> None:
         if not 1 <= k <= 8:
             raise ValueError(f"k: a plan designs over 1 to 8 experiences (at most the agent's k), got {k}")
+        if not k <= candidates <= MAX_CANDIDATES:
+            raise ValueError(
+                f"candidates: the Mem0 hits ranked per search must be from k ({k}) to {MAX_CANDIDATES}, got {candidates}"
+            )
         if not filters:
             raise ValueError("filters: name the Mem0 scope to credit, e.g. {'user_id': 'alice'}")
         self.memory, self.client, self.agent_id, self.k = memory, client, agent_id, k
+        self.candidates = candidates
         self.filters = dict(filters)
         self.search_options = dict(search_options or {})
         self._mirrored: dict[str, str] = {}  # Mem0 id (NFC) -> the text last mirrored
         self._mem0_ids: dict[str, str] = {}  # Mem0 id (NFC, as memtrial stores it) -> Mem0's own spelling
+        self._retired: set[str] = set()  # Mem0 ids (NFC) whose experience the agent retired
+
+    def hits(self, query: str) -> list[dict[str, Any]]:
+        """Mem0's own hits for ``query`` in this scope, best first (at most ``candidates``), quarantined
+        memories (``memtrial_status``) left out; nothing is sent to memtrial."""
+        found = self.memory.search(query, filters=self.filters, top_k=self.candidates, **self.search_options)
+        hits = found.get("results", found) if isinstance(found, dict) else found
+        return [dict(h) for h in list(hits)[: self.candidates] if _status_of(h) != "quarantined"]
 
     def search(self, query: str) -> list[dict[str, Any]]:
-        """Mem0's hits for ``query`` in this scope, best first (at most k)."""
-        found = self.memory.search(query, filters=self.filters, top_k=self.k, **self.search_options)
-        hits = found.get("results", found) if isinstance(found, dict) else found
-        return list(hits)[: self.k]
+        """The k memories memtrial picks among Mem0's hits for ``query``, in memtrial's order (best first).
+
+        Mem0's hits (:meth:`hits`), without those the agent retired, are mirrored and ranked through
+        ``POST .../experiences/rank`` (``candidate_external_ids``: their Mem0 ids; ``similarities``:
+        Mem0's scores, or Mem0's order where a hit has no score). Each hit comes back with a
+        ``"memtrial"`` entry: ``experience_id``, ``reason`` (``similarity``, ``value`` or
+        ``exploration``), ``value`` (the posterior mean, in utility per decision), ``interval``
+        ([lower, upper] or None), ``n`` (contributions), ``similarity`` and ``score``, as rank answered.
+        Memtrial never picks a quarantined memory, whatever Mem0's metadata says.
+        """
+        hits = [h for h in self.hits(query) if _nfc(h["id"]) not in self._retired]
+        if not hits:
+            return []
+        self.mirror(hits)
+        hits = [h for h in hits if _nfc(h["id"]) not in self._retired]  # the mirror's answer names retired ones
+        try:
+            picked = self._rank(hits)
+        except ServiceError as error:  # retired since it was mirrored: learn which, and rank the rest once
+            if error.status != 422 or not self._refresh_retired(hits):
+                raise
+            hits = [h for h in hits if _nfc(h["id"]) not in self._retired]
+            picked = self._rank(hits) if hits else []
+        by_id = {_nfc(h["id"]): h for h in hits}
+        return [{**by_id[str(item["external_id"])], "memtrial": _pick(item)} for item in picked]
+
+    def _rank(self, hits: Sequence[Mapping[str, Any]]) -> list[Any]:
+        """The rank answer's items for these (mirrored, not retired) hits."""
+        scores = [h.get("score") for h in hits]
+        known = [float(s) for s in scores if s is not None]
+        similarities = known if len(known) == len(scores) else None
+        answer = self.client.rank_experiences(
+            self.agent_id,
+            k=min(self.k, len(hits)),
+            candidate_external_ids=[_nfc(h["id"]) for h in hits],
+            similarities=similarities,
+        )
+        return list(answer["items"])
+
+    def _refresh_retired(self, hits: Sequence[Mapping[str, Any]]) -> bool:
+        """Read which experiences the agent retired; whether any of ``hits`` is among them."""
+        self._retired = {
+            _nfc(e.external_id)
+            for e in self.client.iter_experiences(self.agent_id, status="retired")
+            if e.external_id is not None
+        }
+        return any(_nfc(h["id"]) in self._retired for h in hits)
 
     def mirror(self, hits: Sequence[Mapping[str, Any]]) -> list[str]:
         """Copy hits into the agent by external id (only those new or rewritten since); their ids, in order.
 
         External ids are in Unicode normal form C, as the service stores them; write-back reaches each
-        memory by Mem0's own spelling of its id."""
-        ids = [unicodedata.normalize("NFC", str(h["id"])) for h in hits]
+        memory by Mem0's own spelling of its id. A hit whose experience the agent retired is noted, and
+        :meth:`search` leaves it out from then on."""
+        ids = [_nfc(h["id"]) for h in hits]
         for original, normal in zip(hits, ids, strict=True):
             self._mem0_ids[normal] = str(original["id"])
         changed = [(i, h) for i, h in zip(ids, hits, strict=True) if self._mirrored.get(i) != h["memory"]]
         if changed:
-            self.client.add_experiences(
+            added = self.client.add_experiences(
                 self.agent_id,
                 [{"text": h["memory"], "external_id": i, "metadata": {"source": "mem0"}} for i, h in changed],
             )
             for i, h in changed:
                 self._mirrored[i] = h["memory"]
+            self._retired.update(_nfc(e.external_id) for e in added.items if not e.active and e.external_id)
         return ids
 
     def plan(
@@ -126,17 +216,66 @@ class Mem0Credit:
         query: str | None = None,
         **decision: Any,
     ) -> Any:
-        """Search Mem0 (with ``query``, default the context), mirror the hits, plan on exactly them.
+        """Search (:meth:`search`, with ``query``, default the context) and plan on exactly the memories
+        memtrial picked, in its order.
 
         The other keywords go to :meth:`~service.client.MemtrialClient.create_decision`. With no hit,
         the plan has the memory-free draft only.
         """
-        ids = self.mirror(self.search(query if query is not None else context_text))
+        ids = [_nfc(h["id"]) for h in self.search(query if query is not None else context_text)]
         if not ids:
             return self.client.create_decision(self.agent_id, decision_time, maturity, context_text, **decision)
         return self.client.create_decision(
             self.agent_id, decision_time, maturity, context_text, retrieved_external_ids=ids, **decision
         )
+
+    def sync_status(self) -> StatusSync:
+        """Write ``memtrial_status`` into the Mem0 metadata of every memory mirrored into the agent whose
+        status there differs from memtrial's: ``"quarantined"`` for those in quarantine, ``"active"`` for
+        the rest (released ones included). Call it after settling (a settlement may quarantine) and after
+        a release made elsewhere (the dashboard shows the request). Retired experiences are noted, not
+        written."""
+        result = StatusSync()
+        for experience in self.client.iter_experiences(self.agent_id):
+            if experience.external_id is None:
+                continue
+            status = experience["status"]
+            if status == "retired":
+                self._retired.add(_nfc(experience.external_id))
+                continue
+            self._retired.discard(_nfc(experience.external_id))
+            written = self._write_status(experience.external_id, status)
+            if written is None:
+                result.missing.append(self._mem0_ids.get(experience.external_id, experience.external_id))
+            elif written:
+                (result.quarantined if status == "quarantined" else result.active).append(written)
+        return result
+
+    def _write_status(self, external_id: str, status: str) -> str | None:
+        """Set one memory's ``memtrial_status``: its Mem0 id if written, "" if it already read so, None if
+        Mem0 no longer holds it."""
+        memory_id = self._mem0_ids.get(external_id, external_id)
+        current = self.memory.get(memory_id)
+        if current is None:
+            return None
+        if _status_of(current) == status:
+            return ""
+        self.memory.update(memory_id, text=current["memory"], metadata={STATUS_KEY: status})
+        return memory_id
+
+    def release(self, memory_id: str, reason: str) -> Any:
+        """Release a quarantined memory by hand (``POST .../experiences/{id}/release`` with ``reason``,
+        written in the agent's log with the evidence) and mark it ``active`` in Mem0. The service answers
+        409 ``not_quarantined`` (a :class:`~service.client.ServiceError`) for one not in quarantine, and
+        nothing changes. Answers the experience as the service does."""
+        external_id = _nfc(memory_id)
+        found = self.client.list_experiences(self.agent_id, external_id=external_id).items
+        if not found:
+            raise ValueError(f"memory_id: {memory_id!r} was never mirrored into agent {self.agent_id!r}")
+        released = self.client.release_experience(self.agent_id, found[0].id, reason=reason)
+        self._mem0_ids.setdefault(external_id, str(memory_id))
+        self._write_status(external_id, "active")
+        return released
 
     def write_back(self) -> WriteBack:
         """Write every mirrored memory's value, interval and use count into its Mem0 metadata."""
@@ -188,3 +327,16 @@ class Mem0Credit:
             if p is not None and uses >= min_uses and p < p_positive_below:
                 out.append(memory)
         return out
+
+
+def _pick(item: Any) -> dict[str, Any]:
+    """One rank item as the ``"memtrial"`` entry of a hit."""
+    return {
+        "experience_id": item["id"],
+        "reason": str(item["reason"]),
+        "value": item["value"],
+        "interval": None if item["interval"] is None else list(item["interval"]),
+        "n": item["n"],
+        "similarity": item["similarity"],
+        "score": item["score"],
+    }

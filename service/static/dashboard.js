@@ -65,7 +65,7 @@
       const sd = v.sd || 0;
       const lower = v.lower != null ? v.lower : v.mean - Z90 * sd;
       const upper = v.upper != null ? v.upper : v.mean + Z90 * sd;
-      return { id, text: texts[id] || v.text || v.label || id, n: v.n, mean: v.mean, lower, upper };
+      return { id, text: texts[id] || v.text || v.label || id, n: v.n, mean: v.mean, lower, upper, status: v.status };
     }).sort((a, b) => b.mean - a.mean);
     const span = Math.max(1e-12, ...rows.map((r) => Math.max(Math.abs(r.lower), Math.abs(r.upper))));
     const body = document.querySelector("#experiences tbody");
@@ -74,7 +74,13 @@
       const row = document.createElement("tr");
       row.dataset.experience = r.id;
       cell(row, String(i + 1), "num");
-      cell(row, r.text);
+      const text = cell(row, r.text);
+      if (r.status === "quarantined") {
+        const tag = document.createElement("span");
+        tag.className = "tag";
+        tag.textContent = "quarantined";
+        text.appendChild(tag);
+      }
       cell(row, String(r.n), "num");
       cell(row, utility(r.mean), "num " + sign(r.mean));
       cell(row, "[" + utility(r.lower) + ", " + utility(r.upper) + "]", "num");
@@ -86,6 +92,53 @@
       chart.appendChild(svg("circle", { cx: x(r.mean), cy: 8, r: 4, fill: r.mean >= 0 ? "#1a7f37" : "#b42318" }));
       bar.appendChild(chart);
       body.appendChild(row);
+    });
+  }
+
+  // an e-value or threshold: whole above 100, else three significant digits
+  function evidence(value) {
+    if (value == null) return "–";
+    return value >= 100 ? value.toFixed(0) : String(Number(value.toPrecision(3)));
+  }
+
+  // the request that releases a quarantined experience: this page only shows it (it stays read-only)
+  function releaseRequest(experienceId) {
+    const path = "/v1/agents/" + encodeURIComponent(agentId) + "/experiences/" + encodeURIComponent(experienceId) + "/release";
+    return "curl -X POST " + (location.origin || "") + path + ' -H "Authorization: Bearer $MEMTRIAL_API_KEY"' +
+      " -H 'Content-Type: application/json' -d '{\"reason\": \"why it may be retrieved again\"}'";
+  }
+
+  function renderQuarantine(agent, experiences, decisions) {
+    const quarantined = experiences.filter((e) => e.status === "quarantined");
+    const when = Object.fromEntries(decisions.map((d) => [d.decision_id, d.decision_time]));
+    const empty = document.getElementById("quarantine-empty");
+    empty.hidden = quarantined.length > 0;
+    if (agent.quarantine && !agent.quarantine.enabled) {
+      empty.textContent = "Quarantine is off for this agent (setting quarantine.enabled): no experience is tested.";
+    } else if (agent.quarantine) {
+      empty.textContent = "No experience is in quarantine (level " + agent.quarantine.level + ").";
+    }
+    const body = document.querySelector("#quarantine tbody");
+    quarantined.forEach((e) => {
+      const q = e.quarantine || {};
+      const row = document.createElement("tr");
+      row.dataset.quarantined = e.id;
+      cell(row, e.text);
+      cell(row, evidence(q.e_value), "num");
+      cell(row, evidence(q.threshold), "num");
+      cell(row, q.n == null ? "–" : String(q.n), "num");
+      cell(row, q.mean == null ? "–" : utility(q.mean), "num " + (q.mean == null ? "" : sign(q.mean)));
+      const at = q.date == null ? "–" : (when[q.date] ? when[q.date].replace("T", " ").slice(0, 16) + " · " : "") + q.date;
+      cell(row, at, "id");
+      body.appendChild(row);
+      const release = document.createElement("tr");
+      release.className = "release";
+      const td = cell(release, "release by hand: ");
+      td.setAttribute("colspan", 6);
+      const code = document.createElement("code");
+      code.textContent = releaseRequest(e.id);
+      td.appendChild(code);
+      body.appendChild(release);
     });
   }
 
@@ -149,9 +202,10 @@
       document.getElementById("agent-summary").textContent =
         (agent.kind === "scored" ? "scored decisions" : agent.investor + " portfolio of " + agent.universe.length + " assets") +
         " · design " + agent.design + " · learner " + agent.learner + " · credit " + agent.credit;
-      const [values, experiences, trust, decisions, verified] = await Promise.all([
+      const [values, experiences, quarantined, trust, decisions, verified] = await Promise.all([
         api("/v1/agents/" + agentId + "/values"),
         all("/v1/agents/" + agentId + "/experiences", 200),
+        all("/v1/agents/" + agentId + "/experiences?status=quarantined", 200),
         api("/v1/agents/" + agentId + "/trust?limit=1000"),
         all("/v1/agents/" + agentId + "/decisions", 200),
         api("/v1/agents/" + agentId + "/trust/verify"),
@@ -162,6 +216,7 @@
       badge.className = "badge " + (verified.ok ? "ok" : "broken");
       renderTrust(agent, trust);
       renderExperiences(values, texts);
+      renderQuarantine(agent, quarantined, decisions);
       renderDecisions(decisions);
       loading.hidden = true;
       document.getElementById("content").hidden = false;

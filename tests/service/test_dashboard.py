@@ -1,8 +1,10 @@
 """The agent dashboard: served without a CDN, reads only with a key, and renders in a real headless Chromium."""
 
 import datetime as dt
+import os
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,23 +20,41 @@ LESSONS = [
     "Tariff news caused selloffs.",
     "Holidays were calm.",
 ]
+MISLEADING = "Analysts' consensus calls always came true."  # drafts that read it lean to a wrong outcome
 START = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+ROOT = Path(__file__).resolve().parents[2]
 BROWSER = next(
     (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
 )
 
 
 def populate(client, n_decisions=30, seed=0):
-    """A scored agent with a useful lesson, after n decisions (the dial has evidence, values have intervals)."""
+    """A scored agent with a useful and a misleading lesson, after n decisions (the dial has evidence, values
+    have intervals, the misleading lesson is quarantined). Each decision brings its candidates (the useful,
+    the misleading and two of the others) and plans on the three that rank picks: after the quarantine the
+    misleading one is never picked again."""
     agent = client.create_agent(
-        "dashboard-demo", kind="scored", outcomes=OUTCOMES, gate={"test": "anytime"}, action="dial", credit="raw"
+        "dashboard-demo",
+        kind="scored",
+        outcomes=OUTCOMES,
+        gate={"test": "anytime"},
+        action="dial",
+        credit="raw",
+        quarantine={"enabled": True, "level": 0.05},
     )
-    client.add_experiences(agent.id, LESSONS)
+    added = client.add_experiences(agent.id, [*LESSONS, MISLEADING])["items"]
+    ids = [item.id for item in added]
     rng = np.random.default_rng(seed)
     for t in range(n_decisions):
         when = START + dt.timedelta(days=t)
+        candidates = [ids[0], ids[-1], ids[1 + t % 4], ids[1 + (t + 1) % 4]]
+        picked = client.rank_experiences(agent.id, k=3, candidate_ids=candidates)["items"]
         plan = client.create_decision(
-            agent.id, when, when + dt.timedelta(hours=1), f"question {t}: {LESSONS[t % len(LESSONS)]}"
+            agent.id,
+            when,
+            when + dt.timedelta(hours=1),
+            f"question {t}: {LESSONS[t % len(LESSONS)]}",
+            retrieved_ids=[item["id"] for item in picked],
         )
         truth = int(rng.integers(3))
         drafts = []
@@ -42,6 +62,8 @@ def populate(client, n_decisions=30, seed=0):
             p = rng.dirichlet(np.full(3, 4.0))
             if LESSONS[0] in subset.texts:
                 p = 0.5 * p + 0.5 * np.eye(3)[truth]
+            if MISLEADING in subset.texts:
+                p = 0.5 * p + 0.5 * np.eye(3)[(truth + 1) % 3]
             drafts.append(dict(zip(OUTCOMES, (p / p.sum()).tolist(), strict=True)))
         client.submit_drafts(agent.id, plan.decision_id, drafts)
         client.settle(
@@ -104,7 +126,7 @@ def test_the_dashboard_renders_values_trust_decisions_and_the_chain_in_headless_
         key = make_tenant(url, "dashboard")
         with MemtrialClient(server.url, key) as client:
             agent = populate(client)
-            n_experiences, n_decisions = len(LESSONS), 30
+            n_experiences, n_decisions = len(LESSONS) + 1, 30
             top = max(client.values(agent.id).values.items(), key=lambda item: item[1].mean)[0]
             client_decisions = [d.decision_id for d in client.iter_decisions(agent.id)]
             empty = client.create_agent(
@@ -133,5 +155,66 @@ def test_the_dashboard_renders_values_trust_decisions_and_the_chain_in_headless_
             assert f'<p id="{note}" class="muted">' in fresh, note  # shown, not hidden
         wrong, _ = render(f"{server.url}/dashboard/{agent.id}#key=mt_not_a_key", tmp_path)
         assert 'data-ready="error"' in wrong and "This key is not valid here" in wrong and "Rate cuts" not in wrong
+    finally:
+        server.stop()
+
+
+def render_with_node(url, agent_id, key):
+    """The page's tables after its script ran under Node with a small DOM (tests/render_dashboard.js)."""
+    script = ROOT / "service" / "static" / "dashboard.js"
+    command = ["node", str(ROOT / "tests" / "render_dashboard.js"), str(script), url, agent_id, key]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+
+
+def test_the_dashboard_script_only_reads():
+    script = (ROOT / "service" / "static" / "dashboard.js").read_text()
+    page = (ROOT / "service" / "static" / "dashboard.html").read_text()
+    assert "method:" not in script and "method" not in script.split("fetch(")[1].split(")")[0]  # every fetch a GET
+    assert page.count("<button") == 1 and "Show the agent" in page  # the key form's, which sends nothing
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="NODE NOT INSTALLED: the dashboard script is not run")
+@pytest.mark.slow  # a live server and a JavaScript runtime
+def test_the_dashboard_lists_each_quarantined_experience_with_its_evidence_and_the_request_that_releases_it(
+    tmp_path,
+):
+    from live_server import Server
+
+    url = f"sqlite:///{tmp_path / 'quarantine.db'}"
+    server = Server(url)
+    try:
+        key = make_tenant(url, "quarantine")
+        with MemtrialClient(server.url, key) as client:
+            agent = populate(client)
+            quarantined = client.list_experiences(agent.id, status="quarantined").items
+            assert [e.text for e in quarantined] == [MISLEADING]
+            experience, evidence = quarantined[0], quarantined[0]["quarantine"]
+            when = next(d.decision_time for d in client.iter_decisions(agent.id) if d.decision_id == evidence.date)
+            dom = render_with_node(server.url, agent.id, key)
+            assert 'data-ready="true"' in dom, dom[-2000:]
+            table = dom.split('<table id="quarantine">')[1].split("</table>")[0]
+            row = table.split(f'<tr data-quarantined="{experience.id}">')[1].split("</tr>")[0]
+            assert f"<td>{MISLEADING}</td>" in row
+            cells = [c.split(">", 1)[1] for c in row.split("</td>")[:-1]]
+            assert cells[1] == (f"{evidence.e_value:.0f}" if evidence.e_value >= 100 else f"{evidence.e_value:.3g}")
+            assert cells[2] == f"{evidence.threshold:.0f}" and cells[3] == str(evidence.n)
+            assert cells[4] == f"{evidence.mean:.5f}" and evidence.mean < 0 and evidence.e_value >= evidence.threshold
+            assert cells[5] == f"{when:%Y-%m-%d %H:%M} · {evidence.date}"
+            shown = table.split("<code>")[1].split("</code>")[0]
+            path = f"/v1/agents/{agent.id}/experiences/{experience.id}/release"
+            assert shown.startswith(f"curl -X POST {server.url}{path} ")
+            assert table.count("<code>") == 1 and dom.count("<tr data-experience=") == len(LESSONS) + 1
+            assert client.list_experiences(agent.id, status="quarantined").total == 1  # showing it wrote nothing
+            # the request shown is the request that releases it: run it as written, with the key in the variable
+            command = shown.replace("curl ", "curl -s -f ", 1)
+            environment = {"PATH": os.environ["PATH"], "MEMTRIAL_API_KEY": key}
+            sent = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=60, env=environment)
+            assert sent.returncode == 0, sent.stderr
+            assert client.get_experience(agent.id, experience.id)["status"] == "active"
+            kinds = [entry.kind for entry in client.iter_log(agent.id)]
+            assert kinds[-1] == "release" and kinds.count("quarantine") == 1
+            after = render_with_node(server.url, agent.id, key)
+        assert '<div id="quarantine-empty">No experience is in quarantine (level 0.05).</div>' in after
+        assert "<code>" not in after.split('<table id="quarantine">')[1].split("</table>")[0]
     finally:
         server.stop()

@@ -3,11 +3,16 @@ embedder and a FAISS store; a compiled LangGraph graph) and the service over its
 
 import datetime as dt
 import os
+import re
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
-from support import UNIVERSE
+from support import UNIVERSE, make_tenant
 
+ROOT = Path(__file__).resolve().parents[2]
 START = dt.datetime(2022, 1, 31, 21, tzinfo=dt.UTC)
 MEMORIES = [
     "When the central bank cut rates, overweight TLT: long bonds rallied.",
@@ -44,29 +49,49 @@ def month(t):
     return time, time + dt.timedelta(days=7)
 
 
-def test_mem0_plans_on_exactly_mem0s_hits_mirrored_once_by_external_id(client, agent, memory):
+def test_mem0_plans_on_memtrials_picks_among_mem0s_hits_mirrored_once_by_external_id(client, agent, memory):
     from service.integrations.mem0 import Mem0Credit
 
     credit = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
     query = "The central bank cut interest rates."
+    found = credit.hits(query)  # Mem0's own hits: nothing sent to memtrial
+    assert len(found) == 5 and client.list_experiences(agent["id"]).total == 0
     hits = credit.search(query)
-    assert len(hits) == 4
+    assert client.list_experiences(agent["id"]).total == 5  # every candidate mirrored, once
+    # similarity retrieval: memtrial's picks are Mem0's top k in Mem0's order, each with Mem0's score
+    assert [h["id"] for h in hits] == [h["id"] for h in found[:4]]
+    assert [h["memtrial"]["similarity"] for h in hits] == [h["score"] for h in found[:4]]
+    assert {h["memtrial"]["reason"] for h in hits} == {"similarity"}
     plan = credit.plan(*month(0), query, horizon=2)
     assert plan.retrieval == "client"
     assert [r.external_id for r in plan.retrieved] == [h["id"] for h in hits]
     assert [r.text for r in plan.retrieved] == [h["memory"] for h in hits]
-    assert client.list_experiences(agent["id"]).total == 4
+    assert client.list_experiences(agent["id"]).total == 5
     client.submit_drafts(agent["id"], plan.decision_id, [EVEN] * len(plan.subsets))
     client.settle(agent["id"], plan.decision_id, returns=RETURNS)
     again = credit.plan(*month(1), query, horizon=2)  # the same hits: nothing copied again
     assert [r.id for r in again.retrieved] == [r.id for r in plan.retrieved]
-    assert client.list_experiences(agent["id"]).total == 4
+    assert client.list_experiences(agent["id"]).total == 5
     memory.update(hits[0]["id"], text="When the central bank cut rates, overweight TLT and GLD.")
     credit.plan(*month(2), query, horizon=2)  # a rewritten memory updates its mirror, keeping its id
     mirrored = client.list_experiences(agent["id"], external_id=hits[0]["id"]).items
     assert [(m.id, m.text) for m in mirrored] == [
         (plan.retrieved[0].id, "When the central bank cut rates, overweight TLT and GLD.")
     ]
+
+
+def test_mem0_search_leaves_out_a_memory_retired_in_memtrial_after_it_was_mirrored(client, agent, memory):
+    from service.integrations.mem0 import Mem0Credit
+
+    credit = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
+    query = "The central bank cut interest rates."
+    first = credit.search(query)
+    client.retire_experience(agent["id"], first[0]["memtrial"]["experience_id"])
+    again = credit.search(query)  # rank refuses the retired id (422): the adapter learns it and ranks the rest
+    assert [h["id"] for h in again] == [h["id"] for h in credit.hits(query) if h["id"] != first[0]["id"]][:4]
+    fresh = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
+    assert [h["id"] for h in fresh.search(query)] == [h["id"] for h in again]  # a new adapter learns it at its mirror
+    assert client.list_experiences(agent["id"]).total == 5
 
 
 def test_mem0_write_back_puts_each_value_interval_and_use_count_into_its_metadata(client, agent, memory):
@@ -81,11 +106,12 @@ def test_mem0_write_back_puts_each_value_interval_and_use_count_into_its_metadat
     result = credit.write_back()
     values = client.values(agent["id"]).values
     assert sorted(result.updated) == sorted(v.external_id for v in values.values()) and result.missing == []
+    assert sorted(v.n for v in values.values()) == [0, 3, 3, 3, 3]  # five candidates mirrored, the same four picked
     for value in values.values():
         meta = memory.get(value.external_id)["metadata"]
         assert meta["memtrial_value"] == value.mean and meta["memtrial_sd"] == value.sd
         assert (meta["memtrial_lower_90"], meta["memtrial_upper_90"]) == (value.lower, value.upper)
-        assert meta["memtrial_p_positive"] == value.p_positive and meta["memtrial_uses"] == value.n == 3
+        assert meta["memtrial_p_positive"] == value.p_positive and meta["memtrial_uses"] == value.n
         assert meta["memtrial_agent"] == agent["id"]
         assert memory.get(value.external_id)["memory"] == value.text  # the text is left as it was
     ranked = [m for m in credit.ranked() if (m.get("metadata") or {}).get("memtrial_value") is not None]
@@ -171,3 +197,204 @@ def test_langgraph_with_your_own_retrieval_and_a_budget_makes_only_the_listed_ca
         made.append(len(state["plan"]["subsets"]))
         assert state["decision"]["draft_calls"] == made[-1]
     assert len(calls) == sum(made) <= 2 * 4 and 1 in made
+
+
+LESSONS = {  # a lesson in a draft moves the forecast of a number whose outcome is 1 by exactly this
+    "Release dates slip when the design review is skipped.": 0.125,
+    "Small teams ship on time.": 0.125,
+    "Ship on Fridays: nothing ever breaks.": -0.25,
+}
+HARMFUL = "Ship on Fridays: nothing ever breaks."
+QUESTION = "Will the release ship on time?"
+DAY_ZERO = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+
+
+@pytest.fixture
+def lessons(mem0_memory_class, tmp_path):
+    """A Mem0 store of the three lessons (scope user "team") and their Mem0 ids by text."""
+    from service.integrations.mem0 import offline_config
+
+    store = mem0_memory_class.from_config(offline_config(str(tmp_path / "lessons")))
+    ids = {text: store.add(text, user_id="team", infer=False)["results"][0]["id"] for text in LESSONS}
+    return store, ids
+
+
+def forecast(texts):
+    """0.5 plus the effects of the lessons given: always <= 1, so abs_error's utility is the forecast - 1 and
+    every contrast is exactly a lesson's effect (binary fractions)."""
+    return 0.5 + sum(LESSONS[text] for text in texts)
+
+
+def settle_day(credit, client, agent_id, t, **decision):
+    """One decision planned on the Mem0 picks, drafted, decided and settled; the plan."""
+    when = DAY_ZERO + dt.timedelta(days=t)
+    plan = credit.plan(when, when + dt.timedelta(hours=1), QUESTION, **decision)
+    client.submit_drafts(agent_id, plan.decision_id, [forecast(s.texts) for s in plan.subsets])
+    client.settle(agent_id, plan.decision_id, outcome=1.0, rule="abs_error", settled_at=when + dt.timedelta(hours=1))
+    return plan
+
+
+def test_mem0_quarantined_memory_is_marked_in_mem0_left_out_of_searches_and_released_by_hand(client, lessons):
+    from service.client import ServiceError
+    from service.integrations.mem0 import STATUS_KEY, Mem0Credit, StatusSync
+
+    memory, ids = lessons
+    agent = client.create_agent("curated", kind="scored", credit="raw", quarantine={"enabled": True, "level": 0.05})
+    credit = Mem0Credit(memory, client, agent.id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
+    for t in range(16):
+        plan = settle_day(credit, client, agent.id, t)
+        assert sorted(r.text for r in plan.retrieved) == sorted(LESSONS)  # k = 4 >= 3: every lesson, every day
+        quarantined = client.list_experiences(agent.id, status="quarantined").items
+        if quarantined:
+            break
+    # slot j needs an e-value of j (j + 1) / 0.05; a sign of +1 every day reaches slot 3's 240 on day 11
+    assert [e.external_id for e in quarantined] == [ids[HARMFUL]] and t <= 10
+    evidence = quarantined[0]["quarantine"]
+    assert evidence["e_value"] >= evidence["threshold"] and evidence["n"] == t + 1 and evidence["mean"] == -0.25
+    assert evidence["date"] == plan.decision_id
+    assert STATUS_KEY not in (memory.get(ids[HARMFUL]).get("metadata") or {})  # Mem0 does not know yet...
+    assert ids[HARMFUL] in [h["id"] for h in credit.hits(QUESTION)]
+    assert ids[HARMFUL] not in [h["id"] for h in credit.search(QUESTION)]  # ...but memtrial never picks it
+
+    synced = credit.sync_status()
+    assert synced.quarantined == [ids[HARMFUL]] and synced.missing == []
+    assert sorted(synced.active) == sorted(i for text, i in ids.items() if text != HARMFUL)
+    assert {text: memory.get(i)["metadata"][STATUS_KEY] for text, i in ids.items()} == {
+        text: "quarantined" if text == HARMFUL else "active" for text in LESSONS
+    }
+    assert credit.sync_status() == StatusSync()  # nothing changed since: nothing written
+    assert ids[HARMFUL] not in [h["id"] for h in credit.hits(QUESTION)]  # Mem0's own search leaves it out now
+    plan = settle_day(credit, client, agent.id, t + 1)
+    assert sorted(r.text for r in plan.retrieved) == sorted(text for text in LESSONS if text != HARMFUL)
+
+    released = credit.release(ids[HARMFUL], reason="we stopped shipping on Fridays")
+    assert released["status"] == "active" and memory.get(ids[HARMFUL])["metadata"][STATUS_KEY] == "active"
+    assert ids[HARMFUL] in [h["id"] for h in credit.search(QUESTION)]
+    with pytest.raises(ServiceError) as refused:
+        credit.release(ids[HARMFUL], reason="again")
+    assert (refused.value.status, refused.value.code) == (409, "not_quarantined")
+    assert memory.get(ids[HARMFUL])["metadata"][STATUS_KEY] == "active"
+    kinds = [entry.kind for entry in client.iter_log(agent.id)]
+    assert (kinds.count("quarantine"), kinds.count("release")) == (1, 1)
+    with pytest.raises(ValueError, match="memory_id: 'no-such-memory' was never mirrored"):
+        credit.release("no-such-memory", reason="x")
+
+
+def test_mem0_search_under_value_aware_retrieval_drops_the_harmful_nearest_memory_for_a_useful_one(client, lessons):
+    from service.integrations.mem0 import Mem0Credit
+
+    memory, ids = lessons
+    agent = client.create_agent("valued", kind="scored", credit="raw", retrieval="value_aware", gate={"test": "none"})
+    credit = Mem0Credit(memory, client, agent.id, filters={"user_id": "team"}, k=2, search_options={"threshold": 0.0})
+    found = credit.hits(HARMFUL)  # the harmful lesson is its own nearest memory
+    assert found[0]["id"] == ids[HARMFUL] and len(found) == 3
+    first = credit.search(HARMFUL)  # no value learnt yet: Mem0's top two, in its order
+    assert [h["id"] for h in first] == [h["id"] for h in found[:2]]
+    assert [h["memtrial"]["reason"] for h in first] == ["similarity", "similarity"]
+    for t in range(8):
+        picked = credit.search(HARMFUL)
+        if ids[HARMFUL] not in [h["id"] for h in picked]:
+            break
+        settle_day(credit, client, agent.id, t, query=HARMFUL)
+    third = found[2]["id"]
+    assert ids[HARMFUL] not in [h["id"] for h in picked] and third in [h["id"] for h in picked], picked
+    by_id = {h["id"]: h["memtrial"] for h in picked}
+    assert by_id[third]["reason"] in ("value", "exploration")  # similarity alone would not pick it
+    assert by_id[third]["similarity"] == found[2]["score"]  # Mem0's score is the similarity memtrial ranked
+    answer = client.rank_experiences(
+        agent.id, k=2, candidate_external_ids=[h["id"] for h in found], similarities=[h["score"] for h in found]
+    )
+    assert [item["external_id"] for item in answer["items"]] == [h["id"] for h in picked]
+
+
+def test_langgraph_rank_node_puts_memtrials_picks_into_the_state_of_a_real_graph(client, agent):
+    graph_module = pytest.importorskip("langgraph.graph", reason="the [langgraph] extra is not installed")
+    from service.client import ServiceError
+    from service.integrations.langgraph import RankState, rank_node
+
+    client.add_experiences(agent["id"], [{"text": t, "external_id": f"m{i}"} for i, t in enumerate(MEMORIES)])
+    found = {"candidates": ["m3", "m0", "m4"], "similarities": [0.2, 0.9, 0.5]}
+    builder = graph_module.StateGraph(RankState)
+    builder.add_node("search", lambda state: found)
+    builder.add_node("rank", rank_node(client, agent["id"], k=2, by_external_id=True))
+    builder.add_edge(graph_module.START, "search")
+    builder.add_edge("search", "rank")
+    builder.add_edge("rank", graph_module.END)
+    state = builder.compile().invoke({})
+    assert [item["external_id"] for item in state["ranked"]] == ["m0", "m4"]  # by the scores, not the given order
+    answer = client.rank_experiences(
+        agent["id"], k=2, candidate_external_ids=found["candidates"], similarities=found["similarities"]
+    )
+    assert state["ranked"] == [item.model_dump(mode="json") for item in answer["items"]]
+    assert {item["reason"] for item in state["ranked"]} == {"similarity"}
+    assert [item["similarity"] for item in state["ranked"]] == [0.9, 0.5]
+
+    by_id = rank_node(client, agent["id"], k=8)  # fewer candidates than k: all of them, in the given order
+    ids = [item["id"] for item in state["ranked"]]
+    assert [item["id"] for item in by_id({"candidates": ids})["ranked"]] == ids
+    assert by_id({"candidates": []}) == {"ranked": []}
+    found["candidates"] = ["m3", "m0", "nowhere"]
+    with pytest.raises(ServiceError) as refused:
+        builder.compile().invoke({})
+    assert refused.value.status == 422 and refused.value.field.startswith("candidate_external_ids")
+    with pytest.raises(ValueError, match="k: the number of memories to pick must be an integer >= 1, got 0"):
+        rank_node(client, agent["id"], k=0)
+
+
+def test_langgraph_decision_graph_with_rank_k_plans_on_memtrials_picks_of_your_candidates(client, agent):
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from service.integrations.langgraph import decision_graph
+
+    client.add_experiences(agent["id"], [{"text": t, "external_id": f"m{i}"} for i, t in enumerate(MEMORIES)])
+    calls = []
+    graph = decision_graph(
+        client,
+        agent["id"],
+        lambda task: calls.append(task) or draft_for(task.lessons),
+        retrieve=lambda context: [("m1", 0.3), ("m2", 0.8), ("m4", 0.6)],
+        by_external_id=True,
+        rank_k=2,
+    )
+    decision_time, maturity = month(0)
+    state = graph.invoke(
+        {
+            "decision_time": decision_time.isoformat(),
+            "maturity": maturity.isoformat(),
+            "context_text": "x",
+            "options": {"horizon": 2},
+        }
+    )
+    assert state["candidates"] == ["m1", "m2", "m4"] and state["similarities"] == [0.3, 0.8, 0.6]
+    assert [item["external_id"] for item in state["ranked"]] == ["m2", "m4"]
+    assert [r["external_id"] for r in state["plan"]["retrieved"]] == ["m2", "m4"]
+    assert state["decision"]["status"] == "decided" and len(calls) == len(state["plan"]["subsets"])
+    with pytest.raises(ValueError, match="rank_k: memtrial ranks the candidates retrieve finds; give retrieve too"):
+        decision_graph(client, agent["id"], draft_for, rank_k=2)
+
+
+@pytest.mark.slow  # a live server, Mem0 with the embedding model, LangGraph
+def test_the_curation_guide_examples_run_against_a_live_service(tmp_path, mem0_memory_class):
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from live_server import Server
+
+    guide = (ROOT / "docs" / "integrations-curation.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", guide, re.DOTALL)
+    assert len(blocks) == 2
+    url = f"sqlite:///{tmp_path / 'guide.db'}"
+    server = Server(url)
+    try:
+        env = {**os.environ, "MEMTRIAL_URL": server.url, "MEMTRIAL_API_KEY": make_tenant(url, "guide")}
+        outputs = []
+        for block in blocks:
+            run = subprocess.run(
+                [sys.executable, "-c", block], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+            )
+            assert run.returncode == 0, run.stderr[-3000:]
+            outputs.append(run.stdout)
+    finally:
+        server.stop()
+    mem0_lines, graph_lines = (out.splitlines() for out in outputs)
+    picked = sorted(line.rsplit(" ", 2)[0] for line in mem0_lines[:2])  # "text reason value"
+    assert picked == sorted(text for text in LESSONS if text != HARMFUL), outputs[0]
+    assert len(mem0_lines) == 3 and mem0_lines[-1].startswith(f"quarantined: {HARMFUL} ")
+    assert graph_lines == ["[('m3', 'similarity'), ('m1', 'similarity')]", "['m3', 'm1'] decided"], outputs[1]
