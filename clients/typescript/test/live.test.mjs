@@ -2,7 +2,7 @@
 // loop, a correction, errors, paging, and retries that reuse one Idempotency-Key.
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
-import { MemtrialClient, MemtrialConnectionError, MemtrialError, isPlan } from "../dist/index.js";
+import { MemtrialClient, MemtrialConnectionError, MemtrialError, isPlan, operations } from "../dist/index.js";
 import { startProxy } from "./proxy.mjs";
 import { startServer } from "./live.mjs";
 
@@ -210,5 +210,22 @@ describe("retries", () => {
     } finally {
       await proxy.close();
     }
+  });
+});
+
+describe("the table of operations", () => {
+  test("covers every operation of the service's OpenAPI document, keying exactly those that take an Idempotency-Key", async () => {
+    const document = await (await fetch(`${live.url}/openapi.json`)).json();
+    const served = [];
+    for (const [path, methods] of Object.entries(document.paths)) {
+      for (const [method, spec] of Object.entries(methods)) {
+        const keyed = (spec.parameters ?? []).some((p) => p.in === "header" && p.name === "Idempotency-Key");
+        served.push(`${method.toUpperCase()} ${path}${keyed ? " (keyed)" : ""}`);
+      }
+    }
+    const rows = new Set(Object.values(operations).map((row) => `${row.method} ${row.path}${row.creates ? " (keyed)" : ""}`));
+    const missing = served.filter((s) => !rows.has(s));
+    assert.deepEqual(missing, [], "add one row per operation to src/operations.ts (creates: true where it takes an Idempotency-Key)");
+    assert.deepEqual([...rows].filter((r) => !served.includes(r)), [], "rows the service does not serve");
   });
 });
