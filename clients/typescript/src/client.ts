@@ -15,7 +15,7 @@
  * `Retry-After` it names, for up to `inProgressWaitMs` in all.
  */
 import { MemtrialConnectionError, MemtrialError, errorFromAnswer } from "./errors.js";
-import { type Operation, type OperationMethods, type Schemas, type Shape, operations } from "./operations.js";
+import { type Operation, type OperationMethods, type Operations, type Schemas, type Shape, operations } from "./operations.js";
 import { type Page, Paged } from "./paging.js";
 
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
@@ -238,7 +238,8 @@ class ClientBase {
   }
 }
 
-type ListQuery<K extends keyof OperationMethods> = NonNullable<Parameters<OperationMethods[K]> extends [...infer _, infer Q] ? Q : never>;
+/** The query parameters of a listing's row. */
+type ListQuery<K extends keyof Operations> = Operations[K] extends Operation<string, infer S> ? NonNullable<S["query"]> : never;
 
 /** The memtrial REST client: every operation of the table as a method, plus `iter*` listings and `request`. */
 export interface MemtrialClient extends OperationMethods {}

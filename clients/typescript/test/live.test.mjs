@@ -1,10 +1,17 @@
 // The client against a live `memtrial serve` (SQLite in a temporary folder) that this file starts: the whole
 // loop, a correction, errors, paging, and retries that reuse one Idempotency-Key.
 import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
 import { MemtrialClient, MemtrialConnectionError, MemtrialError, isPlan, operations } from "../dist/index.js";
 import { startProxy } from "./proxy.mjs";
-import { startServer } from "./live.mjs";
+import { ROOT, startServer } from "./live.mjs";
+
+const CLIENT = join(ROOT, "clients", "typescript");
+const run = promisify(execFile);
 
 const UNIVERSE = [
   { asset: "SPY", asset_class: "equities" },
@@ -227,5 +234,29 @@ describe("the table of operations", () => {
     const missing = served.filter((s) => !rows.has(s));
     assert.deepEqual(missing, [], "add one row per operation to src/operations.ts (creates: true where it takes an Idempotency-Key)");
     assert.deepEqual([...rows].filter((r) => !served.includes(r)), [], "rows the service does not serve");
+  });
+});
+
+describe("the guide", () => {
+  test("the TypeScript blocks of docs/typescript.md compile and run in order, as one program", async () => {
+    const guide = readFileSync(join(ROOT, "docs", "typescript.md"), "utf8");
+    const blocks = [...guide.matchAll(/```ts\n(.*?)```/gs)].map((match) => match[1]);
+    assert.ok(blocks.length >= 4, "the guide has its examples");
+    const folder = join(CLIENT, ".docs-build"); // inside the package: `from "memtrial"` resolves to it
+    rmSync(folder, { recursive: true, force: true });
+    mkdirSync(folder);
+    writeFileSync(join(folder, "guide.ts"), blocks.join("\n"));
+    const tsc = join(CLIENT, "node_modules", ".bin", "tsc");
+    const flags = ["--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--strict", "--types", "node", "--rootDir", folder];
+    await run(tsc, [...flags, "--outDir", join(folder, "out"), join(folder, "guide.ts")], { cwd: CLIENT });
+    const { stdout } = await run(process.execPath, [join(folder, "out", "guide.js")], {
+      env: { ...process.env, MEMTRIAL_URL: live.url, MEMTRIAL_API_KEY: live.apiKey },
+    });
+    assert.match(stdout, /^contributions in utility per decision, largest first: /m);
+    assert.match(stdout, /ok: true,\s+n_entries: 2/);
+    assert.match(stdout, /^422 invalid k$/m);
+    assert.match(stdout, /^ok$/m);
+    assert.match(stdout, /^1 agents named fund$/m);
+    rmSync(folder, { recursive: true, force: true });
   });
 });
