@@ -45,7 +45,7 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-def test_typescript_table_has_every_operation_of_the_python_client_with_the_same_route():
+def test_typescript_table_has_every_operation_of_the_python_client_with_the_same_route() -> None:
     from service.operations import Operation, Operations
 
     python = {
@@ -60,7 +60,7 @@ def test_typescript_table_has_every_operation_of_the_python_client_with_the_same
     assert typescript == python
 
 
-def test_typescript_package_is_committed_with_its_lock_files_and_without_build_outputs():
+def test_typescript_package_is_committed_with_its_lock_files_and_without_build_outputs() -> None:
     for folder in (CLIENT, EXAMPLE):
         assert (folder / "package-lock.json").is_file()
     tracked = subprocess.run(
@@ -70,18 +70,18 @@ def test_typescript_package_is_committed_with_its_lock_files_and_without_build_o
 
 
 @pytest.mark.slow  # npm ci, and the OpenAPI document regenerated
-def test_typescript_types_are_generated_from_the_current_openapi_document(installed_client):
+def test_typescript_types_are_generated_from_the_current_openapi_document(installed_client: Path) -> None:
     assert "src/schema.d.ts is up to date" in npm(installed_client, "run", "check-types")
 
 
 @pytest.mark.slow  # npm ci, and node tests against a live server
-def test_typescript_client_tests_pass_against_a_live_server(installed_client):
+def test_typescript_client_tests_pass_against_a_live_server(installed_client: Path) -> None:
     output = npm(installed_client, "test")
     assert re.search(r"^# fail 0$", output, re.MULTILINE) and not re.search(r"^# pass 0$", output, re.MULTILINE)
 
 
 @pytest.mark.slow  # npm ci, a live server and the fake model server
-def test_typescript_example_agent_runs_against_a_live_server(installed_client):
+def test_typescript_example_agent_runs_against_a_live_server(installed_client: Path) -> None:
     npm(EXAMPLE, "ci", "--no-audit", "--no-fund")
     output = npm(EXAMPLE, "test")
     assert re.search(r"^# pass 1$", output, re.MULTILINE) and re.search(r"^# fail 0$", output, re.MULTILINE)
