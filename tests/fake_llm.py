@@ -6,7 +6,9 @@ repeat exactly. ``delay`` makes each answer slow (to observe concurrency and tim
 ``malformed`` makes every answer unusable; ``partial`` cuts every answer's
 JSON short; ``flaky`` answers malformed and valid in turn (first malformed);
 ``status`` answers every call with that HTTP status and ``error_body``;
-``hold`` (an event) keeps every answer until it is set (a request caught mid-drafting).
+``hold`` (an event) keeps every answer until it is set (a request caught mid-drafting); ``follow``
+answers an even book tilted toward each asset a lesson in the prompt says to overweight ("Overweight TLT:
+..."), so a draft depends on its lessons as a model's would.
 A scored prompt (one that asks for a forecast, a number or a choice) is answered
 in the form it asks for.
 Every request body is kept in ``requests`` and its headers in ``headers``.
@@ -32,9 +34,10 @@ class FakeLLM:
         status: int = 200,
         error_body: str = "",
         hold: threading.Event | None = None,
+        follow: bool = False,
     ) -> None:
         self.delay, self.malformed, self.partial, self.flaky = delay, malformed, partial, flaky
-        self.status, self.error_body, self.hold = status, error_body, hold
+        self.status, self.error_body, self.hold, self.follow = status, error_body, hold, follow
         self.requests: list[dict[str, object]] = []
         self.headers: list[dict[str, str]] = []
         self.calls = 0
@@ -66,6 +69,8 @@ class FakeLLM:
         assets = re.findall(r"^- (\S+) \(", prompt, re.MULTILINE)
         digest = hashlib.sha256(prompt.encode()).digest()
         raw = [1 + digest[i % len(digest)] for i in range(len(assets))]
+        if self.follow:
+            raw = [2 + 3 * len(re.findall(rf"Overweight {re.escape(a)}\b", prompt)) for a in assets]
         text = json.dumps({"weights": {a: r / sum(raw) for a, r in zip(assets, raw, strict=True)}})
         return text[: len(text) // 2] if self.partial else text
 
@@ -135,3 +140,18 @@ class FakeLLM:
                     pass  # the client gave up (a timeout under test)
 
         return Handler
+
+
+if __name__ == "__main__":
+    # `python tests/fake_llm.py [--follow]`: serve on a free 127.0.0.1 port until stopped; the first line
+    # printed is the OpenAI-compatible base URL (for agents in other languages that use it as their stand-in model)
+    import sys
+
+    fake = FakeLLM(follow="--follow" in sys.argv[1:])
+    print(fake.api_base, flush=True)
+    try:
+        fake.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        fake.server.server_close()

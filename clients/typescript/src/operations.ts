@@ -1,0 +1,123 @@
+/**
+ * Every operation of the REST API, once: a table of rows (the HTTP method and the path template) that the
+ * client binds as methods. Each row's argument and answer types come from the generated `schema.d.ts`
+ * (the service's OpenAPI document), so a row is one line:
+ *
+ *     rankExperiences: op("post", "/v1/agents/{agent_id}/experiences/rank"),
+ *
+ * A method takes the path's ids first, in order (each a single id), then the JSON body (POST and PATCH),
+ * then the query parameters (GET): `client.getExperience(agentId, experienceId)`,
+ * `client.addExperience(agentId, { text })`, `client.listDecisions(agentId, { status: "open" })`.
+ * A creating row (`creates: true`: the service accepts an `Idempotency-Key` on it) carries a key that its
+ * retries reuse. `.as<Body, Answer>()` narrows a row whose request or answer is a union (one endpoint, two
+ * operations).
+ */
+import type { components, paths } from "./schema.js";
+
+export type Schemas = components["schemas"];
+export type HttpMethod = "get" | "post" | "patch" | "delete";
+type Path = keyof paths;
+
+/** The OpenAPI operation object of `method` on `path`. */
+type Spec<P extends Path, M extends HttpMethod> = NonNullable<paths[P][M]>;
+type Json<C> = C extends { content: { "application/json": infer J } } ? J : never;
+type BodyOf<O> = O extends { requestBody: infer R } ? Json<R> : O extends { requestBody?: infer R } ? Json<NonNullable<R>> : never;
+type BodyRequired<O> = O extends { requestBody: object } ? true : false;
+type QueryOf<O> = O extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
+type Success<R> = R extends { 200: infer S } ? S : R extends { 201: infer S } ? S : R extends { 202: infer S } ? S : R extends { 204: infer S } ? S : unknown;
+type Decoded<S> = S extends { content: { "application/json": infer J } }
+  ? J
+  : S extends { content: { "text/plain": infer T } }
+    ? T
+    : null;
+type AnswerOf<O> = O extends { responses: infer R } ? Decoded<Success<R>> : never;
+
+/** One string per `{field}` of a path template, in order. */
+type Ids<S extends string> = S extends `${string}{${string}}${infer R}` ? [string, ...Ids<R>] : [];
+
+/** What a row sends and answers: the body (and whether it is required), the query, the answer. */
+export interface Shape {
+  body: unknown;
+  required: boolean;
+  query: unknown;
+  answer: unknown;
+}
+
+type ShapeOf<O> = { body: BodyOf<O>; required: BodyRequired<O>; query: QueryOf<O>; answer: AnswerOf<O> };
+type BodyArgs<S extends Shape> = [S["body"]] extends [never] ? [] : S["required"] extends true ? [body: S["body"]] : [body?: S["body"]];
+type QueryArgs<S extends Shape> = [S["query"]] extends [never] ? [] : [query?: S["query"]];
+
+/** The arguments of a row's method: the path's ids, then the body, then the query. */
+export type Args<P extends string, S extends Shape> = [...Ids<P>, ...BodyArgs<S>, ...QueryArgs<S>];
+
+/** One row: method, path template, whether it creates; its types ride along in `P` and `S`. */
+export interface Operation<P extends string, S extends Shape> {
+  readonly method: Uppercase<HttpMethod>;
+  readonly path: P;
+  readonly creates: boolean;
+  /** The same row with a narrower body and answer (each must be a part of the row's own). */
+  as<B extends S["body"], A extends S["answer"]>(): Operation<P, { body: B; required: S["required"]; query: S["query"]; answer: A }>;
+}
+
+/** A row of the table: `method` on `path` (a path of the OpenAPI document), typed from the schema. */
+export function op<const P extends Path, const M extends HttpMethod & keyof paths[P]>(
+  method: M,
+  path: P,
+  options: { creates?: boolean } = {},
+): Operation<P, ShapeOf<Spec<P, M>>> {
+  const row = {
+    method: method.toUpperCase() as Uppercase<HttpMethod>,
+    path,
+    creates: options.creates ?? false,
+    as() {
+      return row;
+    },
+  };
+  return row as Operation<P, ShapeOf<Spec<P, M>>>;
+}
+
+/** Every operation of the Python client (`service/operations.py`), by the same names in camelCase. */
+export const operations = {
+  // -- service ------------------------------------------------------------------------------------------
+  health: op("get", "/healthz"),
+  ready: op("get", "/readyz"),
+  metrics: op("get", "/metrics"),
+  providers: op("get", "/v1/llm/providers"),
+  // -- agents -------------------------------------------------------------------------------------------
+  createAgent: op("post", "/v1/agents", { creates: true }),
+  getAgent: op("get", "/v1/agents/{agent_id}"),
+  updateAgent: op("patch", "/v1/agents/{agent_id}"),
+  listAgents: op("get", "/v1/agents"),
+  deleteAgent: op("delete", "/v1/agents/{agent_id}"),
+  // -- experiences --------------------------------------------------------------------------------------
+  addExperience: op("post", "/v1/agents/{agent_id}/experiences", { creates: true }).as<Schemas["ExperienceCreate"], Schemas["ExperiencePublic"]>(),
+  addExperiences: op("post", "/v1/agents/{agent_id}/experiences", { creates: true }).as<Schemas["ExperienceBatch"], Schemas["ExperienceList"]>(),
+  listExperiences: op("get", "/v1/agents/{agent_id}/experiences"),
+  getExperience: op("get", "/v1/agents/{agent_id}/experiences/{experience_id}"),
+  updateExperience: op("patch", "/v1/agents/{agent_id}/experiences/{experience_id}"),
+  retireExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/retire"),
+  deleteExperience: op("delete", "/v1/agents/{agent_id}/experiences/{experience_id}"),
+  searchExperiences: op("post", "/v1/agents/{agent_id}/experiences/search"),
+  // -- decisions ----------------------------------------------------------------------------------------
+  createDecision: op("post", "/v1/agents/{agent_id}/decisions", { creates: true }),
+  submitDrafts: op("post", "/v1/agents/{agent_id}/decisions/{decision_id}/drafts", { creates: true }),
+  settle: op("post", "/v1/agents/{agent_id}/decisions/{decision_id}/settle", { creates: true }),
+  correct: op("post", "/v1/agents/{agent_id}/decisions/{decision_id}/corrections", { creates: true }),
+  getDecision: op("get", "/v1/agents/{agent_id}/decisions/{decision_id}"),
+  listDecisions: op("get", "/v1/agents/{agent_id}/decisions"),
+  // -- trust and values ---------------------------------------------------------------------------------
+  trust: op("get", "/v1/agents/{agent_id}/trust"),
+  trustLog: op("get", "/v1/agents/{agent_id}/trust/log"),
+  verify: op("get", "/v1/agents/{agent_id}/trust/verify"),
+  values: op("get", "/v1/agents/{agent_id}/values"),
+  // -- full-Bayes refit ---------------------------------------------------------------------------------
+  startRefit: op("post", "/v1/agents/{agent_id}/refit", { creates: true }),
+  getRefit: op("get", "/v1/agents/{agent_id}/refit/{job_id}"),
+} as const;
+
+export type Operations = typeof operations;
+
+/** The methods the table gives a client: each row's arguments, answered with a promise of its answer. */
+export type OperationMethods = {
+  [K in keyof Operations]: Operations[K] extends Operation<infer P, infer S> ? (...args: Args<P, S>) => Promise<S["answer"]> : never;
+};

@@ -1,0 +1,59 @@
+// The retry policy on its own (no I/O): which outcomes are retried, after what pause, with which key.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { Attempts, callOf, operations } from "../dist/index.js";
+
+const answer = (status, headers = {}, body = "") => ({ response: new Response(body || null, { status, headers }), text: body });
+const lost = { lost: new TypeError("fetch failed") };
+const create = { method: "POST", path: "/v1/agents", creates: true };
+
+test("a creating call carries one key for all its attempts; a read carries none", () => {
+  let made = 0;
+  const attempts = new Attempts(create, 2, 2000, 0, () => `key-${++made}`);
+  assert.deepEqual(attempts.headers, { "Idempotency-Key": "key-1" });
+  assert.equal(attempts.waitAfter(lost), 250);
+  assert.deepEqual(attempts.headers, { "Idempotency-Key": "key-1" });
+  assert.deepEqual(new Attempts({ method: "GET", path: "/v1/agents", creates: false }, 2, 2000, 0).headers, {});
+});
+
+test("lost answers and 429/502/503/504 are retried with a doubling pause, up to `retries` times", () => {
+  const attempts = new Attempts(create, 3, 2000, 0);
+  assert.deepEqual([lost, answer(502), answer(504)].map((o) => attempts.waitAfter(o)), [250, 500, 1000]);
+  assert.equal(attempts.waitAfter(answer(503)), null, "the retries are spent");
+  const capped = new Attempts(create, 5, 300, 0);
+  assert.deepEqual([lost, lost, lost].map((o) => capped.waitAfter(o)), [250, 300, 300]);
+});
+
+test("Retry-After is honoured up to maxWaitMs; a longer or unreadable one ends the call", () => {
+  assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(429, { "retry-after": "1.5" })), 1500);
+  assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": "3" })), null);
+  assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": "Wed, 21 Oct 2015" })), null);
+});
+
+test("a refusal is final, and so is a lost PATCH or DELETE (no key: the change may be done)", () => {
+  for (const status of [400, 401, 404, 409, 422, 500]) assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(status)), null);
+  for (const method of ["PATCH", "DELETE"]) {
+    assert.equal(new Attempts({ method, path: "/v1/agents/a", creates: false }, 2, 2000, 0).waitAfter(lost), null);
+  }
+  assert.equal(new Attempts({ method: "GET", path: "/healthz", creates: false }, 2, 2000, 0).waitAfter(lost), 250);
+});
+
+test("a retry that finds its own first attempt in progress waits for it, up to inProgressWaitMs in all", () => {
+  const busy = answer(409, { "retry-after": "1" }, JSON.stringify({ error: { code: "idempotency_in_progress", message: "m" } }));
+  const attempts = new Attempts(create, 1, 2000, 2500);
+  assert.equal(attempts.waitAfter(busy), null, "the first attempt's 409 is someone else's key: final");
+  const retried = new Attempts(create, 1, 2000, 2500);
+  assert.equal(retried.waitAfter(lost), 250);
+  assert.deepEqual([busy, busy, busy].map((o) => retried.waitAfter(o)), [1000, 1000, 500]);
+  assert.equal(retried.waitAfter(busy), null, "waited inProgressWaitMs in all");
+});
+
+test("a row fills its path with encoded ids, then takes the body, then the query", () => {
+  assert.deepEqual(callOf(operations.getExperience, ["a b", "é"]), {
+    method: "GET", path: "/v1/agents/a%20b/experiences/%C3%A9", body: undefined, query: undefined, creates: false,
+  });
+  assert.deepEqual(callOf(operations.listDecisions, ["a", { limit: 3 }]).query, { limit: 3 });
+  const settle = callOf(operations.settle, ["a", "d", { utilities: [1] }]);
+  assert.deepEqual([settle.method, settle.path, settle.body, settle.creates], ["POST", "/v1/agents/a/decisions/d/settle", { utilities: [1] }, true]);
+  assert.throws(() => callOf(operations.getAgent, ["a/b"]), /agent_id must be a single id, not a path/);
+});
