@@ -98,6 +98,8 @@ export const operations = {
   retireExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/retire"),
   deleteExperience: op("delete", "/v1/agents/{agent_id}/experiences/{experience_id}"),
   searchExperiences: op("post", "/v1/agents/{agent_id}/experiences/search"),
+  rankExperiences: op("post", "/v1/agents/{agent_id}/experiences/rank"),
+  releaseExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/release"),
   // -- decisions ----------------------------------------------------------------------------------------
   createDecision: op("post", "/v1/agents/{agent_id}/decisions", { creates: true }),
   submitDrafts: op("post", "/v1/agents/{agent_id}/decisions/{decision_id}/drafts", { creates: true }),

@@ -218,7 +218,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List Experiences */
+        /**
+         * List Experiences
+         * @description A page of the agent's experiences in insertion order; each says its ``status``, and a quarantined one
+         *     the evidence it was quarantined on (``quarantine``).
+         */
         get: operations["list_experiences_v1_agents__agent_id__experiences_get"];
         put?: never;
         /**
@@ -254,6 +258,28 @@ export interface paths {
         patch: operations["update_metadata_v1_agents__agent_id__experiences__experience_id__patch"];
         trace?: never;
     };
+    "/v1/agents/{agent_id}/experiences/{experience_id}/release": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Release Experience
+         * @description Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
+         *     ``release`` entry of the agent's log records the evidence at this moment and the reason; 409
+         *     ``not_quarantined`` for an experience that is not quarantined.
+         */
+        post: operations["release_experience_v1_agents__agent_id__experiences__experience_id__release_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/agents/{agent_id}/experiences/{experience_id}/retire": {
         parameters: {
             query?: never;
@@ -268,6 +294,28 @@ export interface paths {
          * @description Stop retrieving an experience; its value and history stay (retiring twice is harmless).
          */
         post: operations["retire_experience_v1_agents__agent_id__experiences__experience_id__retire_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents/{agent_id}/experiences/rank": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rank Experiences
+         * @description Rank candidates from your own store: the k to use, best first, by the agent's ``retrieval`` (by
+         *     similarity, or ``value_aware``: similarity and learned value, weighed by the trust evidence), each with
+         *     why it was picked and its value now. Quarantined candidates are never picked; nothing is written.
+         */
+        post: operations["rank_experiences_v1_agents__agent_id__experiences_rank_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -512,12 +560,28 @@ export interface components {
              */
             outcomes?: string[] | null;
             /**
+             * @description keep credibly harmful experiences out of retrieval (GET .../experiences?status=quarantined lists them, POST .../experiences/{id}/release releases one)
+             * @default {
+             *       "change_threshold": 1000,
+             *       "enabled": false,
+             *       "level": 0.05
+             *     }
+             */
+            quarantine?: components["schemas"]["QuarantineSettings"];
+            /**
              * Reference
              * @description portfolio agents: the conservative reference is the decision's reference_weights (equal weight when none) or its own memory-free draft
              * @default given
              * @enum {string}
              */
             reference?: "given" | "memory_free";
+            /**
+             * Retrieval
+             * @description similarity: plans retrieve the k experiences closest to the context; value_aware: by similarity and learned value, acting on values only as much as the trust evidence allows (with none, exactly the similarity ranking)
+             * @default similarity
+             * @enum {string}
+             */
+            retrieval?: "similarity" | "value_aware";
             /**
              * Robust
              * @description screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator
@@ -544,8 +608,8 @@ export interface components {
         };
         /**
          * AgentPatch
-         * @description What can change after creation: the name, the drafter and the draft budget with its horizon. Every
-         *     other setting is fixed at creation (:data:`FIXED_AGENT_SETTINGS` says why).
+         * @description What can change after creation: the name, the drafter, the draft budget with its horizon, the retrieval
+         *     mode and the quarantine. Every other setting is fixed at creation (:data:`FIXED_AGENT_SETTINGS` says why).
          */
         AgentPatch: {
             /**
@@ -561,11 +625,18 @@ export interface components {
             drafter?: components["schemas"]["DrafterSettings"] | null;
             /** Name */
             name?: string | null;
+            /** @description the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement */
+            quarantine?: components["schemas"]["QuarantineSettings"] | null;
             /**
              * Remove Drafter
              * @default false
              */
             remove_drafter?: boolean;
+            /**
+             * Retrieval
+             * @description similarity: plans retrieve the k experiences closest to the context; value_aware: by similarity and learned value, acting on values only as much as the trust evidence allows (with none, exactly the similarity ranking); from the next plan on
+             */
+            retrieval?: ("similarity" | "value_aware") | null;
         };
         /** AgentPublic */
         AgentPublic: {
@@ -629,12 +700,21 @@ export interface components {
             name: string;
             /** Outcomes */
             outcomes?: string[] | null;
+            /** @description the quarantine of credibly harmful experiences (null: an agent made before the setting existed, which runs without one) */
+            quarantine?: components["schemas"]["QuarantineStatePublic"] | null;
             /**
              * Reference
              * @description given (reference_weights, equal weight by default) or memory_free
              * @default given
              */
             reference?: string;
+            /**
+             * Retrieval
+             * @description how plans retrieve: by similarity alone, or by similarity and learned value
+             * @default similarity
+             * @enum {string}
+             */
+            retrieval?: "similarity" | "value_aware";
             /** Universe */
             universe: components["schemas"]["Asset"][] | null;
         };
@@ -767,6 +847,16 @@ export interface components {
         };
         /** DecisionCreate */
         DecisionCreate: {
+            /**
+             * Candidate External Ids
+             * @description as candidate_ids, by the external ids the experiences were added with (compared in Unicode normal form C)
+             */
+            candidate_external_ids?: string[] | null;
+            /**
+             * Candidate Ids
+             * @description bring your own candidates: ids of this agent's active experiences (1 to 100, distinct), of which the engine picks k by the agent's retrieval mode (quarantined ones left out); the server does not search
+             */
+            candidate_ids?: string[] | null;
             /** Context Features */
             context_features?: {
                 [key: string]: number;
@@ -811,6 +901,11 @@ export interface components {
              * @description bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches
              */
             retrieved_ids?: string[] | null;
+            /**
+             * Similarities
+             * @description with candidates: one finite score per candidate, higher is closer (null: the given order is the similarity order)
+             */
+            similarities?: number[] | null;
         };
         /**
          * DecisionList
@@ -1102,6 +1197,15 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description a quarantined experience: the evidence at quarantine */
+            quarantine?: components["schemas"]["QuarantinePublic"] | null;
+            /**
+             * Status
+             * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)
+             * @default active
+             * @enum {string}
+             */
+            status?: "active" | "quarantined" | "retired";
             /** Structured */
             structured: {
                 [key: string]: unknown;
@@ -1159,6 +1263,15 @@ export interface components {
             metadata: {
                 [key: string]: unknown;
             };
+            /** @description a quarantined experience: the evidence at quarantine */
+            quarantine?: components["schemas"]["QuarantinePublic"] | null;
+            /**
+             * Status
+             * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)
+             * @default active
+             * @enum {string}
+             */
+            status?: "active" | "quarantined" | "retired";
             /** Structured */
             structured: {
                 [key: string]: unknown;
@@ -1311,6 +1424,169 @@ export interface components {
             /** Providers */
             providers: components["schemas"]["ProviderPublic"][];
         };
+        /**
+         * QuarantinePublic
+         * @description The evidence of a quarantine, as its log entry recorded it (method 4.13).
+         */
+        QuarantinePublic: {
+            /**
+             * Changed At
+             * @description the decision at which a change of sign was detected, if any
+             */
+            changed_at: string | null;
+            /**
+             * Date
+             * @description the decision whose settlement quarantined the experience
+             */
+            date: string | null;
+            /**
+             * E Value
+             * @description the experience's e-value against 'its value is >= 0' at that moment
+             */
+            e_value: number;
+            /**
+             * Log Index
+             * @description the index of the quarantine entry in the agent's log
+             */
+            log_index?: number | null;
+            /**
+             * Mean
+             * @description their mean, in utility per decision
+             */
+            mean: number | null;
+            /**
+             * N
+             * @description contributions since the test started
+             */
+            n: number;
+            /**
+             * Slot
+             * @description j, the order in which the agent started this test
+             */
+            slot: number;
+            /**
+             * Threshold
+             * @description the e-value its test had to reach (its slot j: j (j + 1) / level)
+             */
+            threshold: number;
+        };
+        /**
+         * QuarantineSettings
+         * @description The quarantine of credibly harmful experiences (method 4.13) and the detection of stale lessons (4.14).
+         */
+        QuarantineSettings: {
+            /**
+             * Change Threshold
+             * @description the e-value at which a change of sign of an experience's contributions is detected (its value is then learnt from the change on); above 1
+             * @default 1000
+             */
+            change_threshold?: number;
+            /**
+             * Enabled
+             * @description test every experience after each settlement and keep those credibly harmful out of retrieval and rank
+             * @default false
+             */
+            enabled?: boolean;
+            /**
+             * Level
+             * @description the bound on the probability that any experience whose value is >= 0 is ever quarantined (so also on the expected share of wrongly quarantined ones)
+             * @default 0.05
+             */
+            level?: number;
+        };
+        /**
+         * QuarantineStatePublic
+         * @description An agent's quarantine setting.
+         */
+        QuarantineStatePublic: {
+            /**
+             * Change Threshold
+             * @description the e-value at which a change of sign is detected
+             */
+            change_threshold: number;
+            /** Enabled */
+            enabled: boolean;
+            /**
+             * Level
+             * @description the bound on the probability that an experience whose value is >= 0 is ever quarantined
+             */
+            level: number;
+        };
+        /**
+         * RankedPublic
+         * @description One pick of a rank, with why it was picked and its value now.
+         */
+        RankedPublic: {
+            /** External Id */
+            external_id?: string | null;
+            /** Id */
+            id: string;
+            /**
+             * Interval
+             * @description the value's 95% interval [lower, upper], in utility per decision (null: no estimate yet)
+             */
+            interval: number[] | null;
+            /**
+             * N
+             * @description the contributions its value was learnt from
+             */
+            n: number;
+            /**
+             * Reason
+             * @description similarity: its similarity alone would pick it; value: its learned value; exploration: its value's uncertainty (the optimism bonus)
+             * @enum {string}
+             */
+            reason: "similarity" | "value" | "exploration";
+            /**
+             * Score
+             * @description similarity plus the trust-weighted value term (equal to similarity with no trust evidence)
+             */
+            score: number;
+            /**
+             * Similarity
+             * @description the score it was ranked by (the given similarity, or minus its position when none were given)
+             */
+            similarity: number;
+            /**
+             * Value
+             * @description its value's posterior mean, in utility per decision
+             */
+            value: number;
+        };
+        /**
+         * RankRequest
+         * @description Candidates from your own store, by id or by external id (one of the two), and how many to use.
+         */
+        RankRequest: {
+            /**
+             * Candidate External Ids
+             * @description as candidate_ids, by the external ids the experiences were added with (compared in Unicode normal form C)
+             */
+            candidate_external_ids?: string[] | null;
+            /**
+             * Candidate Ids
+             * @description ids of this agent's active experiences, 1 to 100, distinct (in your similarity order when no similarities are given)
+             */
+            candidate_ids?: string[] | null;
+            /**
+             * K
+             * @description how many to pick, 1 to 100 and at most the candidates
+             */
+            k: number;
+            /**
+             * Similarities
+             * @description one finite score per candidate, higher is closer (null: the given order is the similarity order)
+             */
+            similarities?: number[] | null;
+        };
+        /**
+         * RankResult
+         * @description The candidates to use, best first, at most k; quarantined ones are never picked.
+         */
+        RankResult: {
+            /** Items */
+            items: components["schemas"]["RankedPublic"][];
+        };
         /** RefitCreate */
         RefitCreate: {
             /**
@@ -1346,6 +1622,14 @@ export interface components {
              * @enum {string}
              */
             status: "queued" | "running" | "done" | "failed";
+        };
+        /** ReleaseRequest */
+        ReleaseRequest: {
+            /**
+             * Reason
+             * @description why the experience is released from quarantine (kept in the log with the evidence)
+             */
+            reason: string;
         };
         /** RetrievedPublic */
         RetrievedPublic: {
@@ -1575,6 +1859,11 @@ export interface components {
             /** Active */
             active?: boolean | null;
             /**
+             * Changed At
+             * @description the decision at which a change of sign of the experience's contributions was detected (its value is learnt from there on); null: none
+             */
+            changed_at?: string | null;
+            /**
              * External Id
              * @description the experience's id in the client's memory store
              */
@@ -1614,6 +1903,11 @@ export interface components {
              * @description posterior sd, in utility per decision (null: no estimate yet)
              */
             sd: number | null;
+            /**
+             * Status
+             * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand) (null: deleted since)
+             */
+            status?: ("active" | "quarantined" | "retired") | null;
             /**
              * Text
              * @description the experience's text (null: deleted since)
@@ -3056,6 +3350,8 @@ export interface operations {
                 limit?: number;
                 /** @description legacy paging; prefer cursor */
                 offset?: number;
+                /** @description only experiences in this state: active (retrieved), quarantined (kept out of retrieval by their evidence) or retired */
+                status?: ("active" | "quarantined" | "retired") | null;
             };
             header?: never;
             path: {
@@ -3581,6 +3877,114 @@ export interface operations {
             };
         };
     };
+    release_experience_v1_agents__agent_id__experiences__experience_id__release_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+                experience_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReleaseRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExperiencePublic"];
+                };
+            };
+            /** @description missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request body paused too long (MEMTRIAL_BODY_TIMEOUT_SECONDS) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description conflict with the agent's state (time order, maturity, a different payload) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; the message names the field and the rule */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limit for this key reached */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the drafter failed or answered malformed drafts */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
     retire_experience_v1_agents__agent_id__experiences__experience_id__retire_post: {
         parameters: {
             query?: never;
@@ -3600,6 +4004,113 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ExperiencePublic"];
+                };
+            };
+            /** @description missing, unknown or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description no such resource for this tenant */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the request body paused too long (MEMTRIAL_BODY_TIMEOUT_SECONDS) */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description conflict with the agent's state (time order, maturity, a different payload) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description request body too large */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description invalid input; the message names the field and the rule */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description rate limit for this key reached */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the drafter failed or answered malformed drafts */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorBody"];
+                };
+            };
+        };
+    };
+    rank_experiences_v1_agents__agent_id__experiences_rank_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agent_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RankRequest"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RankResult"];
                 };
             };
             /** @description missing, unknown or revoked API key */
