@@ -39,12 +39,13 @@ from memtrial.engine.checks import (
     Universe,
     check_plan_times,
     check_scored,
+    check_scored_design,
     later_or_equal,
     same_scored,
     settled_at_or_after,
     universe_arrays,
 )
-from memtrial.engine.config import SCORED_DESIGN, EngineConfig, ReferenceSource
+from memtrial.engine.config import EngineConfig, ReferenceSource
 from memtrial.engine.corrections import corrected_outcome, correction_entry, recompute
 from memtrial.engine.history import DecisionEntry, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
@@ -232,11 +233,7 @@ class MemTrial:
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
-        if kind is DecisionKind.SCORED and 0 not in designed:
-            raise ConfigError(
-                f"design: a scored decision's reference is its memory-free draft, which the {self.config.design.value} design does not draft; use design {SCORED_DESIGN.value!r} or 'full'",
-                field="design",
-            )
+        check_scored_design(kind, self.config.design, designed)
         frozen = frozen_predictions(self.learner, ids)
         predictions = frozen["predictions"]
         trust = self.gate.decision()
