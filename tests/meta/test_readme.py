@@ -115,7 +115,7 @@ def test_readme_python_client_example_runs_against_a_live_server(tmp_path, capsy
         os.environ.pop("MEMTRIAL_API_KEY", None)
         server.stop()
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("gate prequential: insufficient evidence")
+    assert printed[0].startswith("gate anytime closed: ") and "trust weight" in printed[0]  # the default: the dial
     assert printed[1].startswith("contributions in utility per decision, largest first: "), printed
     contributions = re.findall(
         r"\" ([+-]?[0-9.]+)(?:;|$)", printed[1]
@@ -149,7 +149,7 @@ def test_readme_async_client_example_runs_against_a_live_server(tmp_path, capsys
         os.environ.pop("MEMTRIAL_API_KEY", None)
         server.stop()
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("mixture {") and printed[1].endswith(" decided")
+    assert printed[0].startswith("dial {") and printed[1].endswith(" decided")
 
 
 def test_readme_scored_decision_example_runs(capsys):
