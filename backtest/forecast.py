@@ -38,13 +38,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.action.budget import budget_gate
-from memtrial.action.rule import ActionRule
+from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.banzhaf import contributions
 from memtrial.credit.design import half_fraction
+from memtrial.engine.config import PAPER_RULE, SCORED_DESIGN, default_setting
 from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.outcomes.scoring import score
-from memtrial.trust.gate import GateConfig, GateTest
-from memtrial.values import CreditBasis
 
 __all__ = ["FORECAST_METHODS", "ForecastWorld", "run_forecast_world", "run_forecasts"]
 
@@ -85,24 +84,20 @@ DRAFT_CALLS = {
     "counterfactual_argmax": 8,
     "oracle": 1,
 }
+# the world drafts the even half, whose memory-free draft is a scored decision's reference; the dial's closed
+# share stays the learnt mixture, and the plain estimator, that these results were measured with
+SCORED = {"design": SCORED_DESIGN, "fallback": FallbackVariant.FTRL, "robust": False}
 CONFIGS = {
-    "memtrial": EngineConfig(
-        gamma=0.0,
-        action=ActionRule.DIAL,
-        credit=CreditBasis.RAW,
-        gate=GateConfig(test=GateTest.ANYTIME),
-        diagnostics=False,
-    ),
-    "memtrial_paper": EngineConfig(gamma=0.0, diagnostics=False),
+    "memtrial": EngineConfig(gamma=0.0, diagnostics=False, **SCORED),  # type: ignore[arg-type]
+    "memtrial_paper": EngineConfig(gamma=0.0, diagnostics=False, **PAPER_RULE),
     **{
         f"memtrial_budget_{budget}": EngineConfig(
             gamma=0.0,
-            action=ActionRule.DIAL,
-            credit=CreditBasis.RAW,
-            gate=budget_gate(GateConfig(test=GateTest.ANYTIME), float(budget)),
+            gate=budget_gate(default_setting("gate"), float(budget)),
             diagnostics=False,
             draft_budget=float(budget),
             draft_horizon=DATES,
+            **SCORED,  # type: ignore[arg-type]
         )
         for budget in (2, 3, 4)
     },

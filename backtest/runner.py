@@ -32,6 +32,7 @@ from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
 from memtrial.credit.design import odd_half
 from memtrial.drafting.drafts import AnalogicalDrafter, Drafter
+from memtrial.engine.config import default_setting
 from memtrial.errors import ConfigError
 from memtrial.outcomes.mandates import INVESTORS, nav_paths_by_date, utilities_by_date
 
@@ -102,6 +103,11 @@ def market_for(synthetic: bool) -> Market:
     return _MARKETS[synthetic]
 
 
+def _setting(method_id: str, name: str) -> Any:
+    """A MemTrial variant's setting: its own, else EngineConfig's default (what its engine runs)."""
+    return MEMTRIAL_VARIANTS[method_id].get(name, default_setting(name))
+
+
 def reference_draws(method_id: str, reference_calls: int, draft_budget: float | None = None) -> int:
     """The draws of the world's reference among ``method_id``'s draft calls per decision: ``reference_calls``
     when the method uses the world's reference, else 0. A MemTrial variant anchored on its own memory-free
@@ -110,7 +116,7 @@ def reference_draws(method_id: str, reference_calls: int, draft_budget: float | 
     if method_id.startswith("memtrial"):
         settings = MEMTRIAL_VARIANTS[method_id]
         budget = settings.get("draft_budget", draft_budget if method_id == "memtrial" else None)
-        own = settings.get("reference") == "memory_free" or budget is not None
+        own = _setting(method_id, "reference") == "memory_free" or budget is not None
         return 0 if own else reference_calls
     base = method_id.removesuffix("_anchored")
     _, uses_reference = DRAFT_CALLS[base]
@@ -125,10 +131,10 @@ def draft_calls(method: Method, reference_calls: int) -> float:
         if measured is not None:
             return float(measured)
     if method.id.startswith("memtrial"):  # a replayed variant: its whole design at every decision, and the reference
-        settings = MEMTRIAL_VARIANTS[method.id]
-        runs = 16 if settings.get("design") == "full" else 8
-        if settings.get("reference") == "memory_free":  # its own memory-free draft, a ninth beside the odd half
-            return float(runs + int(settings.get("design") == "fold"))
+        design = _setting(method.id, "design")
+        runs = 16 if design == "full" else 8
+        if _setting(method.id, "reference") == "memory_free":  # its own memory-free draft, a ninth beside the odd half
+            return float(runs + int(design == "fold"))
         return float(runs + reference_calls)
     base = method.id.removesuffix("_anchored")
     calls, uses_reference = DRAFT_CALLS[base]
@@ -223,9 +229,10 @@ def drafted_masks(method_ids: Sequence[str], draft_budget: float | None = None) 
         if settings is None:
             continue
         budget = settings.get("draft_budget", draft_budget if method_id == "memtrial" else None)
-        if settings.get("design") == "full" or budget is not None:
+        design = _setting(method_id, "design")
+        if design == "full" or budget is not None:
             return list(range(16))
-        if settings.get("design") == "fold":
+        if design == "fold":
             masks |= set(odd_half(4))
     return sorted(masks)
 

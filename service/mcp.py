@@ -40,10 +40,9 @@ import typer
 
 from memtrial.action.rule import ActionRule
 from memtrial.drafting.drafts import DraftError
+from memtrial.engine.config import PAPER_RULE
 from memtrial.errors import MissingExtraError, import_extra
 from memtrial.outcomes.display import UTILITY_UNIT
-from memtrial.trust.gate import GateTest
-from memtrial.values import CreditBasis
 from service.client import AsyncMemtrialClient, ServiceError
 from service.prompts import draft_prompts
 
@@ -107,12 +106,16 @@ async def create_agent(
 ) -> dict[str, Any]:
     """Create an agent. kind 'scored' (drafts are any JSON; give outcomes for probability forecasts) or
     'portfolio' (give investor and universe: [{asset, asset_class}]). action 'dial' weighs memory by the
-    evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes.
-    These defaults (scored, dial with the anytime test and raw credit) differ from the REST API's
-    (portfolio, gate with the prequential test and centred credit), which suit an agent loop."""
-    dial = action == ActionRule.DIAL
-    gate = {"test": GateTest.ANYTIME.value} if dial else None
-    credit = CreditBasis.RAW.value if dial else CreditBasis.CENTRED.value
+    evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes (the
+    paper's rule: the prequential test on date-centred credit over the even half fraction).
+    Every other setting is the REST API's default for a new agent; only the kind's default differs
+    (scored, which suits an agent loop)."""
+    paper = {
+        "design": PAPER_RULE["design"].value,
+        "fallback": PAPER_RULE["fallback"].value,
+        "gate": {"test": PAPER_RULE["gate"].test.value},
+        "credit": PAPER_RULE["credit"].value,
+    }
     created: dict[str, Any] = await _call(
         service,
         "create_agent",
@@ -121,9 +124,8 @@ async def create_agent(
         universe,
         kind=kind,
         outcomes=outcomes,
-        gate=gate,
         action=action,
-        credit=credit,
+        **({} if action == ActionRule.DIAL else paper),
     )
     return created
 

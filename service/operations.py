@@ -196,18 +196,18 @@ def _create_agent(
     *,
     kind: str = "portfolio",
     outcomes: Sequence[str] | None = None,
-    design: str = "half",
-    k: int = 4,
+    design: str | None = None,
+    k: int | None = None,
     gate: Mapping[str, Any] | None = None,
-    learner: str = "auto",
-    fallback: str = "ftrl",
-    fee_bp: float = 15.0,
+    learner: str | None = None,
+    fallback: str | None = None,
+    fee_bp: float | None = None,
     drafter: Mapping[str, Any] | None = None,
-    action: str = "gate",
-    credit: str = "centred",
-    robust: bool = True,
+    action: str | None = None,
+    credit: str | None = None,
+    robust: bool | None = None,
     draft_budget: float | None = None,
-    reference: str = "given",
+    reference: str | None = None,
     answer: Mapping[str, Any] | None = None,
     draft_horizon: int | None = None,
     retrieval: str | None = None,
@@ -215,28 +215,22 @@ def _create_agent(
 ) -> Sent[AgentPublic]:
     """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
     names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
+    A setting left at None is the server's default for a new agent (``POST /v1/agents``).
     ``draft_budget``: LLM draft calls per decision on average (each plan lists the drafts to make);
     ``draft_horizon``: the number of decisions it covers (trials then come first).
     ``answer``: a scored agent's drafts for server drafting (``{"type": "number", "minimum": 0}``, ...).
-    ``retrieval``: ``similarity`` or ``value_aware``; ``quarantine``: ``{"enabled": True, "level": 0.05}``
-    (left out, each is the server's default)."""
-    body: dict[str, Any] = {
-        "name": name,
-        "kind": kind,
+    ``retrieval``: ``similarity`` or ``value_aware``; ``quarantine``: ``{"enabled": True, "level": 0.05}``."""
+    body: dict[str, Any] = {"name": name, "kind": kind}
+    optional = {
         "design": design,
+        "k": k,
         "learner": learner,
         "fallback": fallback,
         "fee_bp": fee_bp,
         "action": action,
         "credit": credit,
-    }
-    if not robust:
-        body["robust"] = False
-    if k != 4:
-        body["k"] = k
-    if reference != "given":
-        body["reference"] = reference
-    optional = {
+        "robust": robust,
+        "reference": reference,
         "draft_budget": draft_budget,
         "draft_horizon": draft_horizon,
         "investor": investor,

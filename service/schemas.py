@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -26,7 +25,7 @@ from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.design import DesignKind
 from memtrial.curation import QuarantineConfig, RetrievalMode
 from memtrial.drafting.answers import AnswerKind
-from memtrial.engine.config import EngineConfig, ReferenceSource
+from memtrial.engine.config import SCORED_DESIGN, ReferenceSource, default_setting
 from memtrial.outcomes.scoring import Rule
 from memtrial.records import DecisionKind
 from memtrial.trust import GateTest
@@ -174,10 +173,7 @@ class Strict(BaseModel):
 
 def core_default(name: str) -> Any:
     """The core's default for an engine setting (:class:`~memtrial.engine.config.EngineConfig`'s field)."""
-    field = {f.name: f for f in dataclasses.fields(EngineConfig)}[name]
-    if field.default_factory is not dataclasses.MISSING:
-        return field.default_factory()
-    return field.default
+    return default_setting(name)
 
 
 #: the core's defaults of the curation settings (method 4.12-4.14)
@@ -206,9 +202,13 @@ class QuarantineSettings(Strict):
 
 
 # -- agents ---------------------------------------------------------------
+# every default of a new agent's engine settings is the core's (memtrial.engine.config.default_setting)
+_GATE = default_setting("gate")
+
+
 class GateSettings(Strict):
-    test: Listed[GateTest] = GateTest.PREQUENTIAL
-    alpha: Weight = Field(0.05, gt=0, lt=1)
+    test: Listed[GateTest] = _GATE.test
+    alpha: Weight = Field(_GATE.alpha, gt=0, lt=1)
     min_scores: StrictInt | None = Field(None, ge=1, le=10_000)
 
 
@@ -275,50 +275,53 @@ class AgentCreate(Strict):
         description="scored agents whose drafts are probability forecasts: the outcome names each draft gives a probability for",
     )
     design: Listed[DesignKind] = Field(
-        DesignKind.HALF,
-        description="half: the eight even-size subsets of the four retrieved (the memory-free draft first); fold: the eight odd-size ones (every experience alone, no memory-free run); full: all sixteen; saturated: up to seven retrieved (k) screened in eight runs (no memory-free run)",
+        default_setting("design"),
+        description="fold: the eight odd-size subsets of the four retrieved (every experience alone, no memory-free run); half: the eight even-size ones (the memory-free draft first); full: all sixteen; saturated: up to seven retrieved (k) screened in eight runs (no memory-free run). Default: fold for portfolio agents, half for scored agents (their reference is the memory-free draft)",
     )
     k: StrictInt = Field(
-        4,
+        default_setting("k"),
         ge=1,
         le=8,
         description="experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7; a setting that needs more drafts than the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION (default 64) is refused",
     )
     gate: GateSettings = GateSettings()  # type: ignore[call-arg]  # pydantic fills the defaults
-    learner: LearnerField = LearnerMode.AUTO
-    fallback: Listed[FallbackVariant] = FallbackVariant.FTRL
-    fee_bp: Weight = Field(15.0, ge=0, le=1000)
+    learner: LearnerField = default_setting("learner")
+    fallback: Listed[FallbackVariant] = Field(
+        default_setting("fallback"),
+        description="what a closed gate or a dial short of full trust plays: ref: the reference; ftrl: the KL-anchored mixture of the reference and the draft mean (a0 = 0.9); uniform: the same with a0 = 0.5; ens: the draft mean",
+    )
+    fee_bp: Weight = Field(default_setting("fee_bp"), ge=0, le=1000)
     drafter: DrafterSettings | None = None
     answer: AnswerSettings | None = Field(
         None,
         description="scored agents drafting on the server: what each draft is (default: probabilities over outcomes, else free text)",
     )
     action: Listed[ActionRule] = Field(
-        ActionRule.GATE,
-        description="gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')",
+        default_setting("action"),
+        description="dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none'); gate: act on the best designed draft once the gate opens (any gate.test)",
     )
     credit: Listed[CreditBasis] = Field(
-        CreditBasis.CENTRED,
-        description="what values are learned from: date-centred contributions or the raw same-day contrasts",
+        default_setting("credit"),
+        description="what values are learned from: the raw same-day contrasts or date-centred contributions",
     )
     robust: StrictBool = Field(
-        True,
+        default_setting("robust"),
         description="screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator",
     )
     draft_budget: Weight | None = Field(
-        None,
+        default_setting("draft_budget"),
         ge=1,
         le=16,
         description="LLM draft calls per decision on average (null: every designed subset every time); each plan lists exactly the drafts to make",
     )
     draft_horizon: StrictInt | None = Field(
-        None,
+        default_setting("draft_horizon"),
         ge=1,
         le=10_000_000,
         description="the number of decisions the draft budget covers (null: open-ended): trials then come first, on credit the later decisions lend, each keeping one call",
     )
     reference: Listed[ReferenceSource] = Field(
-        ReferenceSource.GIVEN,
+        default_setting("reference"),
         description="portfolio agents: the conservative reference is the decision's reference_weights (equal weight when none) or its own memory-free draft",
     )
     retrieval: Listed[RetrievalMode] = Field(
@@ -329,6 +332,15 @@ class AgentCreate(Strict):
         QuarantineSettings(),  # type: ignore[call-arg]  # pydantic fills the defaults
         description="keep credibly harmful experiences out of retrieval (GET .../experiences?status=quarantined lists them, POST .../experiences/{id}/release releases one)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scored_design(cls, data: Any) -> Any:
+        """A scored agent that names no design takes the core's scored design (its reference is the
+        memory-free draft, which the default odd half does not draft)."""
+        if isinstance(data, dict) and data.get("kind") == DecisionKind.SCORED and "design" not in data:
+            return {**data, "design": SCORED_DESIGN}
+        return data
 
     @field_validator("outcomes")
     @classmethod

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from memtrial.engine.config import PAPER_RULE
 from memtrial.engine.lifecycle import MemTrial
 
 N_ASSETS = 4
@@ -47,8 +48,15 @@ class World:
         return np.array(rows)
 
 
+def paper_rule(**settings):
+    """The paper's rule (``PAPER_RULE``: the binary prequential gate on centred values over the even half,
+    closed on the learnt mixture), with ``settings`` over it: what the tests of the gate rule are about."""
+    return {**PAPER_RULE, **settings}
+
+
 def new_engine(**settings) -> MemTrial:
-    engine = MemTrial(gamma=5.0, **settings)
+    """An engine of the planted world under the paper's rule, ``settings`` over it."""
+    engine = MemTrial(gamma=5.0, **paper_rule(**settings))
     for experience_id in TYPES:
         engine.add_experience(experience_id)
     return engine

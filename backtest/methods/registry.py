@@ -31,7 +31,7 @@ from backtest.methods.simple import (
 from backtest.world import World
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind
-from memtrial.engine.config import ReferenceSource
+from memtrial.engine.config import PAPER_RULE, ReferenceSource, default_setting
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.errors import ConfigError
 from memtrial.trust.gate import GateConfig, GateTest
@@ -44,6 +44,7 @@ __all__ = [
     "KNOWN_IDS",
     "MEMTRIAL_VARIANTS",
     "METHOD_IDS",
+    "PAPER",
     "REAL_METHOD_IDS",
     "build_methods",
     "memtrial_config",
@@ -51,36 +52,38 @@ __all__ = [
 
 Factory = Callable[[Any, Scoring, int], Method]
 
-#: The default ``memtrial`` acts by the trust dial (method 4.8) on values learned from the raw same-day
-#: contrasts, over the odd half fraction (every single experience drafted alone; chosen on the dev seeds),
-#: its closed share on the reference (fallback ``ref``: the mean of the odd half's drafts, all memory-tilted,
-#: cost 1.2% of utility against 1/N in PortBench; the dev seeds do not tell the two apart);
-#: ``memtrial_paper`` is the paper's rule (binary prequential gate, date-centred values),
-#: and the ablations after it vary one setting of the paper's rule each.
+#: The default ``memtrial`` is EngineConfig's defaults (every setting a new engine and a new REST agent
+#: take): the trust dial (method 4.8) on values learned from the raw same-day contrasts, over the odd half
+#: fraction (every single experience drafted alone; chosen on the dev seeds), its closed share on the
+#: reference (fallback ``ref``: the mean of the odd half's drafts, all memory-tilted, cost 1.2% of utility
+#: against 1/N in PortBench; the dev seeds do not tell the two apart). ``memtrial_paper`` is the paper's rule
+#: (binary prequential gate, date-centred values, the even half, the learnt mixture), spelled out so that it
+#: and the ablations after it, each varying one setting of it, do not move with those defaults.
+PAPER: dict[str, object] = dict(PAPER_RULE)
 DIAL = {"action": "dial", "credit": "raw", "gate": GateConfig(test=GateTest.ANYTIME)}
 MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
-    "memtrial": {**DIAL, "design": "fold", "fallback": "ref"},
-    "memtrial_paper": {},
-    "memtrial_anytime": {"gate": GateConfig(test=GateTest.ANYTIME)},
-    "memtrial_content": {"learner": "content"},
-    "memtrial_identity": {"learner": "identity"},
-    "memtrial_no_gate": {"gate": GateConfig(test=GateTest.NONE)},
-    "memtrial_closed_ens": {"fallback": "ens"},
-    "memtrial_closed_ref": {"fallback": "ref"},
-    "memtrial_uniform": {"fallback": "uniform"},
-    "memtrial_alpha_0.2": {"gate": GateConfig(alpha=0.2)},
-    "memtrial_alpha_0.01": {"gate": GateConfig(alpha=0.01)},
-    "memtrial_full": {"design": "full"},
-    "memtrial_dial_centred": {**DIAL, "credit": "centred"},
-    "memtrial_dial_identity": {**DIAL, "learner": "identity"},
-    "memtrial_dial_half": DIAL,  # the dial on the half fraction (the default before the odd half)
+    "memtrial": {},
+    "memtrial_paper": PAPER,
+    "memtrial_anytime": {**PAPER, "gate": GateConfig(test=GateTest.ANYTIME)},
+    "memtrial_content": {**PAPER, "learner": "content"},
+    "memtrial_identity": {**PAPER, "learner": "identity"},
+    "memtrial_no_gate": {**PAPER, "gate": GateConfig(test=GateTest.NONE)},
+    "memtrial_closed_ens": {**PAPER, "fallback": "ens"},
+    "memtrial_closed_ref": {**PAPER, "fallback": "ref"},
+    "memtrial_uniform": {**PAPER, "fallback": "uniform"},
+    "memtrial_alpha_0.2": {**PAPER, "gate": GateConfig(test=GateTest.PREQUENTIAL, alpha=0.2)},
+    "memtrial_alpha_0.01": {**PAPER, "gate": GateConfig(test=GateTest.PREQUENTIAL, alpha=0.01)},
+    "memtrial_full": {**PAPER, "design": "full"},
+    "memtrial_dial_centred": {**PAPER, **DIAL, "credit": "centred"},
+    "memtrial_dial_identity": {**PAPER, **DIAL, "learner": "identity"},
+    "memtrial_dial_half": {**PAPER, **DIAL},  # the dial on the half fraction (the default before the odd half)
     # the default anchored on each decision's memory-free draft (a ninth draft) instead of the world's reference
-    "memtrial_memory_free": {**DIAL, "design": "fold", "fallback": "ref", "reference": ReferenceSource.MEMORY_FREE},
+    "memtrial_memory_free": {"reference": ReferenceSource.MEMORY_FREE},
     # the default at a draft budget (method 4.11): calls per decision on average; where the world retrieves
     # more (PlantedMem) its trials screen seven experiences in the saturated eight runs (memtrial_config)
-    "memtrial_budget_2": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 2.0},
-    "memtrial_budget_3": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 3.0},
-    "memtrial_budget_4": {**DIAL, "design": "fold", "fallback": "ref", "draft_budget": 4.0},
+    "memtrial_budget_2": {"draft_budget": 2.0},
+    "memtrial_budget_3": {"draft_budget": 3.0},
+    "memtrial_budget_4": {"draft_budget": 4.0},
 }
 
 
@@ -97,7 +100,7 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
     if settings.get("draft_budget") is not None:
         # a budget covers the world's decisions (its trials come first) and bets on the wider grid
         settings["draft_horizon"] = world.presented
-        settings["gate"] = budget_gate(settings["gate"], settings["draft_budget"])
+        settings["gate"] = budget_gate(settings.get("gate", default_setting("gate")), settings["draft_budget"])
         if world.wide:  # a world that retrieves more: trials screen them all in the same eight runs
             settings["design"], settings["k"] = DesignKind.SATURATED, world.wide
         if world.reference_calls > 0:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from memtrial.engine.config import PAPER_RULE
 from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.trust.gate import GateConfig
 
@@ -41,7 +42,8 @@ def run_demo(n_decisions: int = 120, beta: float = 0.5, seed: int = 0, gate: str
     """Run the world for ``n_decisions`` monthly decisions and summarise."""
     world, drafts_rng, market_rng = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     types = {f"exp-{i:02d}": t for i, t in enumerate([1] * 3 + [0] * 6 + [-1] * 3)}
-    engine = MemTrial(EngineConfig(gamma=5.0, gate=GateConfig(test=gate)))  # type: ignore[arg-type]
+    # the paper's binary gate under the chosen test, so the open rate is what the demo reports
+    engine = MemTrial(EngineConfig(gamma=5.0, **{**PAPER_RULE, "gate": GateConfig(test=gate)}))  # type: ignore[arg-type]
     for experience_id in types:
         engine.add_experience(experience_id)
     equal = np.full(N_CLASSES, 1.0 / N_CLASSES)

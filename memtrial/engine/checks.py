@@ -8,20 +8,24 @@ read as the lifecycle itself.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from memtrial.credit.design import DesignKind
+from memtrial.engine.config import SCORED_DESIGN
 from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError
 from memtrial.outcomes.mandates import Investor, check_weights, project
 from memtrial.outcomes.scoring import rule as scoring_rule
-from memtrial.records import Plan, Settlement, Time, encode_time
+from memtrial.records import DecisionKind, Plan, Settlement, Time, encode_time
 
 __all__ = [
     "Universe",
     "check_plan_times",
     "check_scored",
+    "check_scored_design",
     "later_or_equal",
     "same_scored",
     "settled_at_or_after",
@@ -104,6 +108,16 @@ def universe_arrays(
     project(equal, risky_mask, defensive_mask, investor)
     weights["reference"] = project(weights["reference"], risky_mask, defensive_mask, investor)
     return weights["reference"], weights["previous"], risky_mask, defensive_mask
+
+
+def check_scored_design(kind: DecisionKind, design: DesignKind, masks: Sequence[int]) -> None:
+    """A scored decision's reference is its memory-free draft (mask 0): refuse a design that does not draft
+    it (the odd half, the saturated design), naming ``design``."""
+    if kind is DecisionKind.SCORED and 0 not in masks:
+        raise ConfigError(
+            f"design: a scored decision's reference is its memory-free draft, which the {design.value} design does not draft; use design {SCORED_DESIGN.value!r} or 'full'",
+            field="design",
+        )
 
 
 def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> NDArray[np.float64] | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from memtrial.outcomes.mandates import INVESTORS, Investor
 from memtrial.trust.gate import GateConfig, GateTest
 from memtrial.values import CreditBasis, LearnerMode
 
-__all__ = ["EngineConfig", "ReferenceSource"]
+__all__ = ["PAPER_RULE", "SCORED_DESIGN", "EngineConfig", "ReferenceSource", "default_setting"]
 
 
 class ReferenceSource(StrEnum):
@@ -30,23 +31,53 @@ class ReferenceSource(StrEnum):
     MEMORY_FREE = "memory_free"
 
 
+#: The paper's rule (method 4.1 to 4.8 as first specified): the binary prequential gate on date-centred
+#: values over the even half fraction, its closed share on the learnt anchored mixture (``ftrl``), the plain
+#: estimator. It was EngineConfig's default until the measured-best configuration replaced it, so a stored
+#: configuration that leaves one of these keys out was written under it (:meth:`EngineConfig.from_dict`).
+PAPER_RULE: Mapping[str, Any] = MappingProxyType(
+    {
+        "design": DesignKind.HALF,
+        "fallback": FallbackVariant.FTRL,
+        "gate": GateConfig(test=GateTest.PREQUENTIAL),
+        "action": ActionRule.GATE,
+        "credit": CreditBasis.CENTRED,
+        "robust": False,
+    }
+)
+
+#: The design a scored decision's engine takes by default: a scored decision designates a memory-free draft
+#: as its reference, which the odd half (the default) does not draft; the even half does, in the same 8 runs.
+SCORED_DESIGN = DesignKind.HALF
+
+
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     """Settings fixed for the life of an engine.
 
+    The defaults are the configuration the PlantedMem dev seeds measure best, the backtests' default
+    ``memtrial``: the trust dial (method 4.8) with the anytime gate, on values learnt from the raw
+    same-day contrasts, over the odd half fraction (``fold``: every retrieved experience drafted alone,
+    2**(k-1) = 8 drafts at k = 4), its closed share on the reference (``fallback="ref"``). A new REST
+    agent takes the same (:func:`default_setting`); :data:`PAPER_RULE` spells the paper's rule.
+
+    design: the fraction of the subsets drafted (method 4.1): ``fold`` (the odd half), ``half`` (the
+    even half, the memory-free draft first; the paper's), ``full`` or ``saturated``.
+    fallback: the closed action (method 4.6): ``ref`` (the reference), ``ftrl`` (the KL-anchored mixture
+    with a0 = 0.9; the paper's), ``uniform`` (a0 = 0.5) or ``ens`` (the draft mean).
     gamma: risk aversion of the utility; defaults to the investor's.
     investor: mandate used to project drafts when a plan names asset groups.
     diagnostics: compute the interaction contrasts of each settlement
     (diagnostics nobody acts on; a backtest turns them off).
-    action: ``gate`` (the method's binary gate) or ``dial`` (the trust dial of
-    method 4.8; needs the ``anytime`` gate, or ``none`` for a dial always at 1).
-    credit: what the learner learns from: ``centred`` (date-centred
-    contributions) or ``raw`` (the raw same-day contrasts).
+    action: ``dial`` (the trust dial of method 4.8; needs the ``anytime`` gate, or ``none`` for a dial
+    always at 1) or ``gate`` (the paper's binary gate, with any gate test).
+    credit: what the learner learns from: ``raw`` (the raw same-day contrasts) or ``centred``
+    (date-centred contributions, the paper's).
     robust: screen each settlement's contributions for outliers before
     learning (:class:`~memtrial.values.OutlierGuard`: clipped beyond 6 robust
     sds, set aside beyond 50), so one implausible outcome cannot dominate or
-    zero the values. Off by default (the method as specified); the service
-    turns it on for every new agent.
+    zero the values. Off by default (the method as specified), for a new REST
+    agent too: on the dev seeds it moves the default's utilities.
     draft_budget: LLM draft calls per decision on average (method 4.11; None: the whole design
     every time). Plans then draft the whole design on trial decisions only and one or two drafts
     on the others (:mod:`memtrial.action.budget`).
@@ -61,17 +92,17 @@ class EngineConfig:
     """
 
     k: int = 4
-    design: DesignKind = DesignKind.HALF
+    design: DesignKind = DesignKind.FOLD
     learner: LearnerMode = LearnerMode.AUTO
-    gate: GateConfig = field(default_factory=GateConfig)
-    fallback: FallbackVariant = FallbackVariant.FTRL
+    gate: GateConfig = field(default_factory=lambda: GateConfig(test=GateTest.ANYTIME))
+    fallback: FallbackVariant = FallbackVariant.REF
     investor: Investor | None = None
     gamma: float | None = None
     fee_bp: float = 15.0
     n_components: int | None = 8
     diagnostics: bool = True
-    action: ActionRule = ActionRule.GATE
-    credit: CreditBasis = CreditBasis.CENTRED
+    action: ActionRule = ActionRule.DIAL
+    credit: CreditBasis = CreditBasis.RAW
     robust: bool = False
     draft_budget: float | None = None
     reference: ReferenceSource = ReferenceSource.GIVEN
@@ -101,7 +132,7 @@ class EngineConfig:
             raise ConfigError(f"quarantine must be a QuarantineConfig, got {self.quarantine!r}", field="quarantine")
         if self.action is ActionRule.DIAL and self.gate.test is GateTest.PREQUENTIAL:
             raise ConfigError(
-                "action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential'",
+                "action 'dial' weighs trust by the betting e-process: use gate test 'anytime' (or 'none'), not 'prequential', or action 'gate'",
                 field="action",
             )
         if isinstance(self.investor, str):
@@ -145,9 +176,10 @@ class EngineConfig:
             "n_components": self.n_components,
             "diagnostics": self.diagnostics,
             # settings added after the first states were written appear only when they differ from the
-            # behaviour those states had, so every earlier state (and its downgrade) stays byte for byte
-            **({} if self.action is ActionRule.GATE else {"action": self.action.value}),
-            **({} if self.credit is CreditBasis.CENTRED else {"credit": self.credit.value}),
+            # behaviour those states had (the paper's rule, no budget, similarity retrieval), so every
+            # earlier state (and its downgrade) stays byte for byte; the defaults differ, so they are written
+            **({} if self.action is PAPER_RULE["action"] else {"action": self.action.value}),
+            **({} if self.credit is PAPER_RULE["credit"] else {"credit": self.credit.value}),
             **({"robust": True} if self.robust else {}),
             **({} if self.draft_budget is None else {"draft_budget": self.draft_budget}),
             **({} if self.reference is ReferenceSource.GIVEN else {"reference": self.reference.value}),
@@ -158,10 +190,27 @@ class EngineConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> EngineConfig:
-        values = dict(data)
+        """The configuration :meth:`to_dict` wrote. A key left out means what it meant when the state was
+        written, the paper's rule (:data:`PAPER_RULE`), not today's default: every stored state reads back
+        as it was made."""
+        values = {name: value for name, value in PAPER_RULE.items() if name != "gate"} | dict(data)
         values["gate"] = GateConfig.from_dict(values["gate"])
         if "quarantine" in values:
             values["quarantine"] = QuarantineConfig.from_dict(values["quarantine"])
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])
         return cls(**values)
+
+
+def default_setting(name: str) -> Any:
+    """EngineConfig's default for the setting ``name``: what a new engine, a new REST agent and the
+    backtests' default ``memtrial`` take when the setting is not given (one definition for all three).
+    A scored decision's design is :data:`SCORED_DESIGN` instead."""
+    for setting in fields(EngineConfig):
+        if setting.name == name:
+            if setting.default_factory is not MISSING:
+                return setting.default_factory()
+            if setting.default is MISSING:
+                break
+            return setting.default
+    raise ConfigError(f"EngineConfig has no default for {name!r}", field=name)

@@ -39,6 +39,7 @@ from memtrial.engine.checks import (
     Universe,
     check_plan_times,
     check_scored,
+    check_scored_design,
     later_or_equal,
     same_scored,
     settled_at_or_after,
@@ -246,6 +247,7 @@ class MemTrial:
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
+        check_scored_design(kind, self.config.design, designed)
         frozen = frozen_predictions(self.learner, ids)
         predictions = frozen["predictions"]
         trust = self.gate.decision()

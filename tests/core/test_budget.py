@@ -23,7 +23,7 @@ def engine_of(budget=None, reference="given", action="dial", bets=None, **settin
         gate=gate,
         draft_budget=budget,
         reference=reference,
-        **settings,
+        **{"design": "half", "fallback": "ftrl", **settings},  # the even half these plans are written for
     )
     engine = MemTrial(config)
     for lesson in LESSONS:

@@ -4,6 +4,7 @@ and equals an engine settled right from the start, with plans awaiting their sco
 import numpy as np
 import pytest
 from support import assert_snapshots_close, engine_snapshot
+from world import paper_rule
 
 from memtrial import MemTrial
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy
@@ -32,8 +33,8 @@ def _engine(policy: CheckpointPolicy, learner: str = "auto") -> MemTrial:
     engine = MemTrial(
         gamma=2.0,
         learner=learner,
-        gate=GateConfig(test="prequential", alpha=0.05, min_scores=3),
         history=CountingHistory(),
+        **paper_rule(gate=GateConfig(test="prequential", alpha=0.05, min_scores=3)),
     )
     engine.checkpoint_policy = policy
     rng = np.random.default_rng(7)

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from support import assert_snapshots_close, engine_snapshot
+from world import paper_rule
 
 from memtrial import MemTrial
 from memtrial.errors import InputError, LifecycleError
@@ -18,7 +19,7 @@ def _engine(action: str, robust: bool) -> MemTrial:
     )
     from memtrial.trust.gate import GateConfig
 
-    engine = MemTrial(gamma=2.0, action=action, gate=GateConfig(**gate), robust=robust)
+    engine = MemTrial(gamma=2.0, **paper_rule(action=action, gate=GateConfig(**gate), robust=robust))
     rng = np.random.default_rng(7)
     for experience in EXPERIENCES:
         engine.add_experience(experience, rng.normal(size=8))

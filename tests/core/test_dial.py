@@ -57,7 +57,7 @@ def run(engine, n_dates, seed=0, useful="a", start=0):
 
 def test_the_dial_needs_the_anytime_e_process():
     with pytest.raises(ConfigError, match="use gate test 'anytime'") as error:
-        EngineConfig(investor="balanced", action="dial")
+        EngineConfig(investor="balanced", action="dial", gate=GateConfig(test="prequential"))
     assert error.value.field == "action"
     assert EngineConfig(investor="balanced", action="dial", gate=GateConfig(test="none")).action.value == "dial"
 

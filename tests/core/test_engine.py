@@ -1,9 +1,16 @@
 """memtrial.engine.lifecycle: the plan -> decide -> settle lifecycle."""
 
+import json
+from dataclasses import fields
+
 import numpy as np
 import pytest
 from world import N_ASSETS, TYPES, World, new_engine, run
 
+from memtrial.action.fallback import FallbackVariant
+from memtrial.action.rule import ActionRule
+from memtrial.credit.design import DesignKind
+from memtrial.engine.config import PAPER_RULE, SCORED_DESIGN, default_setting
 from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.errors import (
     ConfigError,
@@ -18,7 +25,8 @@ from memtrial.errors import (
 )
 from memtrial.outcomes.mandates import INVESTORS
 from memtrial.records import Action
-from memtrial.trust.gate import GateConfig, TrustStatus
+from memtrial.trust.gate import GateConfig, GateTest, TrustStatus
+from memtrial.values import CreditBasis
 
 EQUAL = np.full(N_ASSETS, 0.25)
 
@@ -243,6 +251,104 @@ def test_engine_config_needs_gamma_or_an_investor():
         EngineConfig()
 
 
+def test_the_defaults_are_the_dial_on_the_odd_half_and_the_paper_rule_is_spelled_out():
+    config = EngineConfig(gamma=1.0)
+    assert (config.action, config.credit, config.gate.test, config.design, config.fallback, config.robust) == (
+        ActionRule.DIAL,
+        CreditBasis.RAW,
+        GateTest.ANYTIME,
+        DesignKind.FOLD,
+        FallbackVariant.REF,
+        False,
+    )
+    assert all(default_setting(f.name) == getattr(config, f.name) for f in fields(EngineConfig) if f.name != "gamma")
+    paper = EngineConfig(gamma=1.0, **PAPER_RULE)
+    assert (paper.action, paper.credit, paper.gate, paper.design, paper.fallback, paper.robust) == (
+        ActionRule.GATE,
+        CreditBasis.CENTRED,
+        GateConfig(test="prequential"),
+        DesignKind.HALF,
+        FallbackVariant.FTRL,
+        False,
+    )
+    with pytest.raises(ConfigError) as error:
+        default_setting("gate_test")
+    assert error.value.field == "gate_test"
+
+
+#: an engine configuration as the engine wrote it before the defaults changed (EngineConfig(gamma=5.0) then)
+OLD_DEFAULT_CONFIG = {
+    "k": 4,
+    "design": "half",
+    "learner": "auto",
+    "gate": {
+        "test": "prequential",
+        "alpha": 0.05,
+        "min_scores": 10,
+        "statistic": "pearson",
+        "bets": [0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5],
+    },
+    "fallback": "ftrl",
+    "investor": None,
+    "gamma": 5.0,
+    "fee_bp": 15.0,
+    "n_components": 8,
+    "diagnostics": True,
+}
+
+
+@pytest.mark.parametrize(
+    ("stored", "settings"),
+    [
+        (OLD_DEFAULT_CONFIG, {}),
+        ({**OLD_DEFAULT_CONFIG, "robust": True}, {"robust": True}),  # a REST agent's, which turned robust on
+        (
+            {
+                **OLD_DEFAULT_CONFIG,
+                "action": "dial",
+                "gate": {**OLD_DEFAULT_CONFIG["gate"], "test": "anytime", "min_scores": 1},
+            },
+            {"action": "dial", "gate": GateConfig(test="anytime")},
+        ),
+        ({k: v for k, v in OLD_DEFAULT_CONFIG.items() if k != "diagnostics"}, {}),  # a version-1 state's
+    ],
+    ids=["old_default", "old_robust", "old_dial_centred", "version_one"],
+)
+def test_a_configuration_stored_under_the_old_defaults_reads_back_as_written(stored, settings):
+    """A key left out means the paper's rule it was written under, not today's default; written again,
+    the configuration is the same bytes (the diagnostics flag, added later, now written)."""
+    config = EngineConfig.from_dict(json.loads(json.dumps(stored)))
+    assert config == EngineConfig(gamma=5.0, **{**PAPER_RULE, **settings})
+    assert config.to_dict() == {"diagnostics": True, **stored}
+
+
+def test_a_configuration_of_the_new_defaults_writes_what_differs_from_the_paper_rule_and_round_trips():
+    config = EngineConfig(gamma=5.0, robust=True)
+    stored = config.to_dict()
+    assert (stored["design"], stored["fallback"], stored["gate"]["test"]) == ("fold", "ref", "anytime")
+    assert (stored["action"], stored["credit"], stored["robust"]) == ("dial", "raw", True)
+    assert EngineConfig.from_dict(json.loads(json.dumps(stored))) == config
+
+
+def test_a_scored_decision_needs_a_design_that_drafts_its_memory_free_reference():
+    engine = MemTrial(gamma=0.0)
+    for experience_id in "abcd":
+        engine.add_experience(experience_id)
+    before = engine.to_json()
+    with pytest.raises(ConfigError) as error:
+        engine.plan("d", 0, 1, retrieved=list("abcd"), kind="scored")
+    assert error.value.field == "design"
+    assert str(error.value) == (
+        "design: a scored decision's reference is its memory-free draft, which the fold design does not draft; "
+        "use design 'half' or 'full'"
+    )
+    assert engine.to_json() == before  # nothing planned, logged or paid
+    scored = MemTrial(gamma=0.0, design=SCORED_DESIGN)
+    for experience_id in "abcd":
+        scored.add_experience(experience_id)
+    assert scored.plan("d", 0, 1, retrieved=list("abcd"), kind="scored").masks[0] == 0
+
+
 def test_perturbing_an_outcome_changes_no_decision_made_before_it_matured():
     world = World(seed=4, n_dates=40)
     baseline = run(new_engine(learner="identity", gate=GateConfig(test="none")), world, range(40))
@@ -254,13 +360,19 @@ def test_perturbing_an_outcome_changes_no_decision_made_before_it_matured():
     assert any(not np.array_equal(baseline[t].weights, perturbed[t].weights) for t in range(17, 40))
 
 
-def test_state_json_round_trip_reproduces_the_same_future_decisions():
+@pytest.mark.parametrize("defaults", [False, True], ids=["paper_rule_anytime", "defaults"])
+def test_state_json_round_trip_reproduces_the_same_future_decisions(defaults):
     world = World(seed=5, n_dates=70)
-    engine = new_engine(gate=GateConfig(test="anytime"))
+    if defaults:  # the dial on raw contrasts over the odd half, closed on the reference
+        engine = MemTrial(gamma=5.0)
+        for experience_id in TYPES:
+            engine.add_experience(experience_id)
+    else:
+        engine = new_engine(gate=GateConfig(test="anytime"))
     run(engine, world, range(40))
     text = engine.to_json()
     restored = MemTrial.from_json(text)
-    assert restored.to_json() == text
+    assert restored.to_json() == text and restored.config == engine.config
     original_future = run(engine, world, range(40, 70))
     restored_future = run(restored, world, range(40, 70))
     for first, second in zip(original_future, restored_future, strict=True):

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memtrial.curation import BETS, Evidence, QuarantineConfig, threshold
+from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import MemTrial
 from memtrial.errors import ConfigError, InputError
 from memtrial.trust.log import LogKind
@@ -17,7 +18,7 @@ ON = QuarantineConfig(enabled=True)
 
 
 def _engine(values, quarantine=ON, **settings) -> MemTrial:
-    engine = MemTrial(gamma=5.0, quarantine=quarantine, **settings)
+    engine = MemTrial(gamma=5.0, quarantine=quarantine, **{"design": SCORED_DESIGN, **settings})  # scored trials
     for experience_id in values:
         engine.add_experience(experience_id)
     return engine

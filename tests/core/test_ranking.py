@@ -9,10 +9,11 @@ import pytest
 
 from memtrial.curation import Pick, Posterior, QuarantineConfig, RetrievalMode, rank
 from memtrial.drafting.retrieval import top_k
+from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import MemTrial
 from memtrial.errors import InputError
 from memtrial.trust.gate import GateConfig, GateTest
-from tests.world import World, new_engine, run
+from tests.world import World, new_engine, paper_rule, run
 
 # the state of a default engine after tests.world's run, and the plans of a default engine retrieving by
 # embedding, as written by the engine before value-aware retrieval and quarantine existed
@@ -27,7 +28,7 @@ DEFAULT_PLANS = [
 
 
 def _embedded_plans(**settings) -> list[tuple[str, ...]]:
-    engine = MemTrial(gamma=5.0, **settings)
+    engine = MemTrial(gamma=5.0, **paper_rule(**settings))  # the engine as it was before curation
     rng = np.random.default_rng(5)
     for i in range(12):
         engine.add_experience(f"x{i}", rng.normal(size=6))
@@ -134,7 +135,7 @@ def test_value_aware_engine_at_full_trust_retrieves_a_valuable_distant_experienc
     rng = np.random.default_rng(7)
     context = np.array([1.0, 0.0, 0.0])
     engines = {
-        mode: MemTrial(gamma=5.0, k=4, retrieval=mode, gate=GateConfig(test=GateTest.NONE))
+        mode: MemTrial(gamma=5.0, k=4, retrieval=mode, gate=GateConfig(test=GateTest.NONE), design=SCORED_DESIGN)
         for mode in ("similarity", "value_aware")
     }
     for engine in engines.values():

@@ -34,6 +34,62 @@ def walk(client, agent, ids, dates, between=lambda: None):
     return plans
 
 
+def _stored_config(database_url, agent_id):
+    """The engine configuration the service stored with an agent's state."""
+    from sqlalchemy import select
+
+    from memtrial.engine.config import EngineConfig
+    from service.db import make_engine
+    from service.models import Agent
+
+    engine = make_engine(database_url)
+    try:
+        with engine.connect() as connection:
+            state = connection.execute(select(Agent.state).where(Agent.id == agent_id)).scalar_one()
+    finally:
+        engine.dispose()
+    return EngineConfig.from_dict(json.loads(state)["config"])
+
+
+def test_a_new_agent_without_settings_has_the_engines_defaults_the_backtests_memtrial(client, database_url):
+    """One definition: an agent created without settings runs EngineConfig's defaults, which the backtests'
+    default memtrial runs with its world's settings only; a scored agent the scored design."""
+    from backtest.methods.registry import MEMTRIAL_VARIANTS
+    from memtrial.engine.config import SCORED_DESIGN, EngineConfig
+
+    portfolio = client._request("POST", "/v1/agents", {"name": "plain", "investor": "balanced", "universe": UNIVERSE})
+    assert (portfolio["action"], portfolio["credit"], portfolio["design"], portfolio["fallback"]) == (
+        "dial",
+        "raw",
+        "fold",
+        "ref",
+    )
+    assert portfolio["gate"]["test"] == "anytime" and portfolio["k"] == 4
+    assert _stored_config(database_url, portfolio["id"]) == EngineConfig(investor="balanced")
+    assert MEMTRIAL_VARIANTS["memtrial"] == {}  # the backtests' default adds nothing to the engine's
+    scored = client._request("POST", "/v1/agents", {"name": "graded", "kind": "scored", "outcomes": ["yes", "no"]})
+    assert (scored["design"], scored["action"], scored["fallback"]) == ("half", "dial", "ref")
+    assert _stored_config(database_url, scored["id"]) == EngineConfig(gamma=0.0, design=SCORED_DESIGN)
+    # the paper's rule is one request away, and a dial with the prequential test is refused naming action
+    paper = {
+        "action": "gate",
+        "credit": "centred",
+        "design": "half",
+        "fallback": "ftrl",
+        "gate": {"test": "prequential"},
+    }
+    made = client._request(
+        "POST", "/v1/agents", {"name": "paper", "investor": "balanced", "universe": UNIVERSE, **paper}
+    )
+    assert (made["action"], made["gate"]["test"], made["design"]) == ("gate", "prequential", "half")
+    body = {"name": "x", "investor": "balanced", "universe": UNIVERSE, "gate": {"test": "prequential"}}
+    with pytest.raises(ServiceError) as refused:
+        client._request("POST", "/v1/agents", body)
+    assert refused.value.status == 422 and refused.value.field == "action"
+    assert "or action 'gate'" in refused.value.message
+    assert [a["name"] for a in client.list_agents()["items"]] == ["plain", "graded", "paper"]  # nothing written
+
+
 def new_agent(client, name):
     agent = client.create_agent(name, "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial")
     ids = [item["id"] for item in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])["items"]]

@@ -135,7 +135,15 @@ def test_an_agent_acting_by_the_trust_dial_shows_omega_and_its_combination(clien
 
     with pytest.raises(ServiceError) as refused:
         client._request(
-            "POST", "/v1/agents", {"name": "dial", "investor": "balanced", "universe": UNIVERSE, "action": "dial"}
+            "POST",
+            "/v1/agents",
+            {
+                "name": "dial",
+                "investor": "balanced",
+                "universe": UNIVERSE,
+                "action": "dial",
+                "gate": {"test": "prequential"},
+            },
         )
     assert refused.value.status == 422 and refused.value.field == "action"
     assert "use gate test 'anytime'" in refused.value.message

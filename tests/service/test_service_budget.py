@@ -34,7 +34,14 @@ def walk(client, agent, n_dates):
 @pytest.mark.parametrize("reference", ["given", "memory_free"])
 def test_a_budgeted_agent_drafts_only_what_each_plan_lists_within_its_budget(client, reference):
     agent = client.create_agent(
-        "fund", "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial", draft_budget=3, reference=reference
+        "fund",
+        "balanced",
+        UNIVERSE,
+        gate={"test": "anytime"},
+        action="dial",
+        draft_budget=3,
+        reference=reference,
+        design="half",  # trials of eight, the memory-free draft among them
     )
     assert agent["draft_budget"] == 3 and agent["reference"] == reference
     steps = walk(client, agent, 14)

@@ -109,9 +109,11 @@ def test_correcting_a_recent_decision_of_a_long_lived_agent_replays_from_a_check
 
     from service.db import normalise_url
 
+    # the paper's rule: the prequential gate on centred values over the even half, closed on the mixture
+    paper = {"action": "gate", "credit": "centred", "design": "half", "fallback": "ftrl"}
     gate = {"test": "prequential", "alpha": 0.05, "min_scores": 3}
-    corrected = client.create_agent("corrected-long", "balanced", UNIVERSE, gate=gate)
-    truthful = client.create_agent("truthful-long", "balanced", UNIVERSE, gate=gate)
+    corrected = client.create_agent("corrected-long", "balanced", UNIVERSE, gate=gate, **paper)
+    truthful = client.create_agent("truthful-long", "balanced", UNIVERSE, gate=gate, **paper)
     for agent in (corrected, truthful):
         client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
     n, wrong_at = 40, 37

@@ -51,19 +51,25 @@ def drafts_for(plan_body):
 def test_plan_returns_four_retrieved_experiences_and_eight_subsets_with_texts(client, stocked):
     body = plan(client, stocked)
     assert body["status"] == "planned" and len(body["retrieved"]) == 4
-    assert [s["mask"] for s in body["subsets"]] == [0, 3, 5, 6, 9, 10, 12, 15]
-    assert body["subsets"][0]["texts"] == [] and len(body["subsets"][-1]["texts"]) == 4
+    # the default odd half: every experience alone, then every three of the four; no memory-free run
+    assert [s["mask"] for s in body["subsets"]] == [1, 2, 4, 7, 8, 11, 13, 14]
+    assert [len(s["texts"]) for s in body["subsets"]] == [1, 1, 1, 3, 1, 3, 3, 3]
+    assert body["subsets"][0]["texts"] == [body["retrieved"][0]["text"]]
     assert set(body["predictions"]) == {r["id"] for r in body["retrieved"]}
-    assert body["trust"]["status"] == "insufficient_evidence" and body["q"] == 0.9
+    assert body["trust"]["status"] == "insufficient_evidence" and body["q"] == 1.0  # closed on the reference
+    assert body["dial"]["trust_weight"] == 0.0
 
 
 def test_drafts_give_a_decision_with_weights_and_explanation(client, stocked):
     body = plan(client, stocked)
     decision = client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
-    assert decision["action"] == "mixture" and decision["q"] == 0.9
+    assert decision["action"] == "dial" and decision["q"] == 1.0
     assert set(decision["weights"]) == set(ASSETS)
     assert sum(decision["weights"].values()) == pytest.approx(1.0)
-    assert decision["explanation"].startswith("gate prequential: insufficient evidence (0 scores)")
+    assert decision["weights"] == pytest.approx(dict.fromkeys(ASSETS, 0.25))  # at trust 0: the reference, 1/N
+    assert decision["explanation"].startswith(
+        "gate anytime: insufficient evidence (0 scores); trust weight 0 from log e-value 0: all on the anchored mixture"
+    )
 
 
 def test_settle_returns_contributions_and_is_idempotent(client, stocked):
@@ -215,7 +221,7 @@ def test_an_agent_without_experiences_plans_one_memory_free_draft(client, agent)
     body = plan(client, agent)
     assert body["retrieved"] == [] and [s["mask"] for s in body["subsets"]] == [0]
     decision = client.submit_drafts(agent["id"], body["decision_id"], [DRAFT])
-    assert decision["action"] == "mixture"
+    assert decision["action"] == "dial" and decision["dial"]["trust_weight"] == 0.0
     settled = client.settle(agent["id"], body["decision_id"], returns=RETURNS)
     assert settled["contributions"] == {} and settled["score"] is None
 

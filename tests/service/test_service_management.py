@@ -122,7 +122,7 @@ def test_list_decisions_pages_and_filters_by_status_and_maturity(client):
     assert [d["decision_id"] for d in client.iter_decisions(agent["id"], status="decided")] == ids[-1:]
     settled = client.list_decisions(agent["id"], status="settled")["items"]
     assert [d["decision_id"] for d in settled] == ids[:-1]
-    assert all(d["action"] == "mixture" and d["chosen_utility"] is not None for d in settled)
+    assert all(d["action"] == "dial" and d["chosen_utility"] is not None for d in settled)  # the default rule
     early = client.list_decisions(agent["id"], maturity_before=START + dt.timedelta(days=2))["items"]
     assert [d["decision_id"] for d in early] == ids[:2]
 

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from support import UNIVERSE
 
+from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.outcomes.display import name_experiences
 from memtrial.outcomes.scoring import score
-from memtrial.trust.gate import GateConfig
 from service.client import ServiceError
 from service.embeddings import get_embedder
 from service.views import plan_labels
@@ -58,7 +58,7 @@ def test_scored_forecasts_through_the_service_equal_the_library_engine(client):
     assert agent["kind"] == "scored" and agent["investor"] is None and agent["outcomes"] == OUTCOMES
     added = client.add_experiences(agent["id"], [{"text": text} for text in LESSONS])
     ids = {item["text"]: item["id"] for item in added["items"]}
-    engine = MemTrial(EngineConfig(gamma=0.0, action="dial", credit="raw", gate=GateConfig(test="anytime")))
+    engine = MemTrial(EngineConfig(gamma=0.0, design=SCORED_DESIGN))  # a scored agent's defaults, as the body's
     for text, embedding in zip(
         LESSONS, get_embedder().encode(LESSONS), strict=True
     ):  # the service's embeddings feed its content learner
@@ -118,7 +118,8 @@ def test_scored_answers_play_the_reference_until_trusted_and_are_scored_by_exact
 
 
 def test_numbers_blend_and_client_utilities_settle_a_scored_decision(client):
-    agent = client._request("POST", "/v1/agents", {"name": "numbers", "kind": "scored"})
+    paper = {"action": "gate", "credit": "centred", "fallback": "ftrl", "gate": {"test": "prequential"}}
+    agent = client._request("POST", "/v1/agents", {"name": "numbers", "kind": "scored", **paper})  # the mixture
     client.add_experiences(agent["id"], [{"text": text} for text in LESSONS[:4]])
     plan = client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "how many?")
     numbers = [10.0 + i for i in range(len(plan["subsets"]))]
