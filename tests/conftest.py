@@ -48,7 +48,7 @@ def pytest_cmdline_main(config):
     with ``-n`` given); naming files or tests, ``-n 0``, ``--pdb``, ``--collect-only`` or ``-p no:xdist`` run
     in this process."""
     option = config.option
-    if not hasattr(option, "numprocesses"):
+    if not hasattr(option, "numprocesses") or hasattr(config, "workerinput"):  # a worker never spreads again
         return
     if option.numprocesses is None:
         if _names_tests(config) or option.usepdb or option.collectonly:
@@ -56,6 +56,18 @@ def pytest_cmdline_main(config):
         option.numprocesses = default_workers()
     if option.numprocesses and option.dist == "no":  # -n given alone groups as well
         option.dist = "loadgroup"
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    """A module's tests that share a module-scoped fixture (a live server, two replicas on the worker's
+    PostgreSQL database, a backtest world) run on one worker, one after another: one ``xdist_group`` per
+    module. Set up once, and never torn down between them by another module's test resetting the database."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        definitions = info.name2fixturedefs.values() if info is not None else ()
+        if any(d.scope in ("module", "package", "class") for defs in definitions for d in defs):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def pytest_configure(config):

@@ -90,6 +90,19 @@ def reset_postgres(url: str) -> None:
         engine.dispose()
 
 
+def copy_sqlite(source, target) -> str:
+    """Copy the SQLite database file ``source`` to ``target`` through SQLite's backup API (whole and
+    consistent, whatever its journal holds); returns ``target``'s URL. A copy of a database migrated once
+    stands for migrating each test's own, which takes a quarter of a second."""
+    import sqlite3
+
+    with sqlite3.connect(source) as origin, sqlite3.connect(target) as copy:
+        origin.backup(copy)
+    origin.close()
+    copy.close()
+    return f"sqlite:///{target}"
+
+
 def raw(http, client, method, path, content, headers=None):
     """A request with the client's key and a body sent exactly as given (malformed JSON included)."""
     return http.request(
