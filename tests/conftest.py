@@ -43,31 +43,19 @@ def default_workers() -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_cmdline_main(config):
-    """A tier (``pytest``, ``pytest --all``, ``pytest -m slow``) runs in parallel, ``-n`` workers by
-    :func:`default_workers`, tests grouped by ``xdist_group`` marks (``--dist loadgroup``, also the default
-    with ``-n`` given); naming files or tests, ``-n 0``, ``--pdb``, ``--collect-only`` or ``-p no:xdist`` run
-    in this process."""
+    """A tier (``pytest``, ``pytest --all``, ``pytest -m slow``) runs in parallel, :func:`default_workers`
+    workers taking tests as they finish (xdist's ``load``); ``-n`` given, naming files or tests, ``--pdb``,
+    ``--collect-only`` or ``-p no:xdist`` run as asked (``-n 0`` and named tests: in this process).
+
+    No test needs a group of its own: each worker has its own PostgreSQL database, Redis key prefixes, ports
+    and folders, and a module-scoped fixture is set up again on each worker that runs its module's tests (pytest
+    tears it down when a worker moves to another module). ``xdist_group`` marks would not hold anyway: the
+    installed pytest-xdist (3.8) writes the group into ``item._nodeid``, which pytest 9.2 no longer reads."""
     option = config.option
     if not hasattr(option, "numprocesses") or hasattr(config, "workerinput"):  # a worker never spreads again
         return
-    if option.numprocesses is None:
-        if _names_tests(config) or option.usepdb or option.collectonly:
-            return
+    if option.numprocesses is None and not (_names_tests(config) or option.usepdb or option.collectonly):
         option.numprocesses = default_workers()
-    if option.numprocesses and option.dist == "no":  # -n given alone groups as well
-        option.dist = "loadgroup"
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    """A module's tests that share a module-scoped fixture (a live server, two replicas on the worker's
-    PostgreSQL database, a backtest world) run on one worker, one after another: one ``xdist_group`` per
-    module. Set up once, and never torn down between them by another module's test resetting the database."""
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        definitions = info.name2fixturedefs.values() if info is not None else ()
-        if any(d.scope in ("module", "package", "class") for defs in definitions for d in defs):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 def pytest_configure(config):
