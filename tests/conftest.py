@@ -1,8 +1,11 @@
-"""Settings every test shares: one thread per numerical library, and the tiers (fast by default, `--all`).
+"""Settings every test shares: one thread per numerical library, the tiers (fast by default, `--all`), and
+a tier's tests spread over the machine's cores (pytest-xdist, one process per core, at most eight).
 
 Fixtures live in the conftest of the folder whose tests use them; shared data and helpers in `support.py`."""
 
 import os
+
+import pytest
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -20,11 +23,45 @@ def pytest_addoption(parser):
     )
 
 
+#: The most worker processes a tier is spread over by default (each loads the embedding model and JAX).
+MAX_WORKERS = 8
+
+
+def _names_tests(config) -> bool:
+    """The command line names test files or tests (``pytest tests/core/test_engine.py``, ``...::test_x``)."""
+    return any(".py" in str(arg) for arg in config.args)
+
+
+def default_workers() -> int:
+    """How many processes run a tier by default: ``PYTEST_XDIST_AUTO_NUM_WORKERS`` where set, else one per
+    core this process may use, at most :data:`MAX_WORKERS`; below two, none (the tier runs in this process)."""
+    chosen = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    workers = int(chosen) if chosen else min(cores, MAX_WORKERS)
+    return workers if workers >= 2 else 0
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """A tier (``pytest``, ``pytest --all``, ``pytest -m slow``) runs in parallel, :func:`default_workers`
+    workers taking tests as they finish (xdist's ``load``); ``-n`` given, naming files or tests, ``--pdb``,
+    ``--collect-only`` or ``-p no:xdist`` run as asked (``-n 0`` and named tests: in this process).
+
+    No test needs a group of its own: each worker has its own PostgreSQL database, Redis key prefixes, ports
+    and folders, and a module-scoped fixture is set up again on each worker that runs its module's tests (pytest
+    tears it down when a worker moves to another module). ``xdist_group`` marks would not hold anyway: the
+    installed pytest-xdist (3.8) writes the group into ``item._nodeid``, which pytest 9.2 no longer reads."""
+    option = config.option
+    if not hasattr(option, "numprocesses") or hasattr(config, "workerinput"):  # a worker never spreads again
+        return
+    if option.numprocesses is None and not (_names_tests(config) or option.usepdb or option.collectonly):
+        option.numprocesses = default_workers()
+
+
 def pytest_configure(config):
     """``pytest`` runs the fast tier; ``pytest --all`` everything; an explicit ``-m`` wins, and so
     does naming test files or tests (``pytest tests/service/test_service_fuzz.py`` runs that file whole)."""
-    named = any(".py" in str(arg) for arg in config.args)
-    if not config.option.markexpr and not config.getoption("--all") and not named:
+    if not config.option.markexpr and not config.getoption("--all") and not _names_tests(config):
         config.option.markexpr = "not slow"
         config._memtrial_fast_tier = True
 
@@ -35,8 +72,26 @@ def pytest_report_header(config):
     return None
 
 
+def pytest_deselected(items):
+    """Count the slow tests a run leaves out; a worker sends its count to the controller when it finishes."""
+    if items:
+        config = items[0].config
+        config._memtrial_slow_deselected = getattr(config, "_memtrial_slow_deselected", 0) + sum(
+            1 for item in items if item.get_closest_marker("slow")
+        )
+        if hasattr(config, "workeroutput"):
+            config.workeroutput["memtrial_slow_deselected"] = config._memtrial_slow_deselected
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """In the controller of a parallel run: the slow tests left out, as the workers (each collects all) counted."""
+    counted = getattr(node, "workeroutput", {}).get("memtrial_slow_deselected", 0)
+    node.config._memtrial_slow_deselected = max(getattr(node.config, "_memtrial_slow_deselected", 0), counted)
+
+
 def pytest_terminal_summary(terminalreporter, config):
-    deselected = sum(1 for item in terminalreporter.stats.get("deselected", []) if item.get_closest_marker("slow"))
+    deselected = getattr(config, "_memtrial_slow_deselected", 0)
     if getattr(config, "_memtrial_fast_tier", False) and deselected:
         terminalreporter.write_line(
             f"memtrial: {deselected} slow tests were NOT run (fast tier); run `pytest --all` for every tier",

@@ -7,10 +7,61 @@ does for ``live_server``, ``fake_llm``, ``world``, ``oracles`` and ``tcp_proxy``
 
 import datetime as dt
 import os
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-POSTGRES_URL = os.environ.get("MEMTRIAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+#: The database ``MEMTRIAL_TEST_POSTGRES_URL`` names: the one a serial run uses, and the one each parallel
+#: worker connects to when it creates its own.
+BASE_POSTGRES_URL = os.environ.get("MEMTRIAL_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test")
+#: The xdist worker this process is (``gw0``, ``gw1``, ...), or ``None`` in a serial run.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def worker_postgres_url(base: str, worker: str | None) -> str:
+    """The database of one test process: ``base`` itself in a serial run, else ``base``'s database name
+    with ``_<worker>`` appended (``.../test`` -> ``.../test_gw0``), so parallel workers never share one."""
+    if not worker:
+        return base
+    parts = urlsplit(base)
+    name = parts.path.lstrip("/") or "postgres"
+    return urlunsplit(parts._replace(path=f"/{name}_{worker}"))
+
+
+#: The PostgreSQL database this process's tests use (its ``public`` schema is dropped and recreated by
+#: :func:`reset_postgres`): the base database, or the worker's own, created on first use.
+POSTGRES_URL = worker_postgres_url(BASE_POSTGRES_URL, WORKER)
+_CREATED: set[str] = set()
+
+
+def ensure_postgres_database(url: str) -> None:
+    """Create the database ``url`` names when it is missing, connecting to :data:`BASE_POSTGRES_URL` to do so
+    (a worker's database; the base one must exist). Checked once per process and database."""
+    if url in _CREATED or url == BASE_POSTGRES_URL:
+        return
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from service.db import normalise_url
+
+    name = make_url(url).database
+    engine = create_engine(normalise_url(BASE_POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            found = connection.execute(text("SELECT 1 FROM pg_database WHERE datname = :name"), {"name": name})
+            if found.first() is None:
+                quoted = connection.dialect.identifier_preparer.quote(name)
+                connection.execute(text(f"CREATE DATABASE {quoted}"))
+    except Exception as error:  # as reset_postgres: a worker without its database fails loudly, never skips
+        pytest.fail(
+            f"could not create the worker's database {name!r} through {BASE_POSTGRES_URL} "
+            f"({type(error).__name__}: {error}); the role needs CREATEDB, or run the suite serially (-n 0)"
+        )
+    finally:
+        engine.dispose()
+    _CREATED.add(url)
+
+
 UNIVERSE = [
     {"asset": "SPY", "asset_class": "equities"},
     {"asset": "TLT", "asset_class": "bonds"},
@@ -25,6 +76,7 @@ def reset_postgres(url: str) -> None:
 
     from service.db import make_engine
 
+    ensure_postgres_database(url)
     engine = make_engine(url)
     try:
         with engine.begin() as connection:
@@ -36,6 +88,19 @@ def reset_postgres(url: str) -> None:
         )
     finally:
         engine.dispose()
+
+
+def copy_sqlite(source, target) -> str:
+    """Copy the SQLite database file ``source`` to ``target`` through SQLite's backup API (whole and
+    consistent, whatever its journal holds); returns ``target``'s URL. A copy of a database migrated once
+    stands for migrating each test's own, which takes a quarter of a second."""
+    import sqlite3
+
+    with sqlite3.connect(source) as origin, sqlite3.connect(target) as copy:
+        origin.backup(copy)
+    origin.close()
+    copy.close()
+    return f"sqlite:///{target}"
 
 
 def raw(http, client, method, path, content, headers=None):

@@ -1,7 +1,17 @@
 """The service fixtures: a migrated database of each kind (SQLite and PostgreSQL), the app, a client, an agent."""
 
 import pytest
-from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres
+from support import POSTGRES_URL, UNIVERSE, copy_sqlite, make_tenant, reset_postgres
+
+
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory):
+    """One empty SQLite database migrated to the newest revision, which each SQLite test gets a copy of."""
+    from service.migrations import upgrade
+
+    path = tmp_path_factory.mktemp("migrated") / "memtrial.db"
+    upgrade(f"sqlite:///{path}")
+    return path
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
@@ -9,11 +19,11 @@ def database_url(request, tmp_path):
     """A migrated, empty database of each kind."""
     from service.migrations import upgrade
 
-    url = f"sqlite:///{tmp_path / 'memtrial.db'}" if request.param == "sqlite" else POSTGRES_URL
-    if request.param == "postgresql":
-        reset_postgres(url)
-    upgrade(url)
-    return url
+    if request.param == "sqlite":
+        return copy_sqlite(request.getfixturevalue("migrated_sqlite"), tmp_path / "memtrial.db")
+    reset_postgres(POSTGRES_URL)
+    upgrade(POSTGRES_URL)
+    return POSTGRES_URL
 
 
 @pytest.fixture

@@ -3,13 +3,12 @@ by the other replica's worker, run again on its engine and finishes ``done``."""
 
 import datetime as dt
 import signal
-import time
 
 import numpy as np
 import psutil
 import pytest
 from live_server import Server
-from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres
+from support import POSTGRES_URL, UNIVERSE, make_tenant, reset_postgres, wait_until
 
 from service.client import MemtrialClient
 from service.db import make_engine, make_session_factory, transaction
@@ -64,16 +63,12 @@ def test_a_refit_whose_api_worker_is_killed_finishes_through_the_other_replica()
                 returns = {asset: list(rng.normal(0.0, 0.01, 2)) for asset in RETURNS}
                 client.settle(agent.id, plan.decision_id, returns=returns)
             job = client.start_refit(agent.id, method="svi")
-        deadline = time.monotonic() + 120
-        while job_row(job.job_id)["status"] != "running" and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: job_row(job.job_id)["status"] == "running", 120, "the refit running")
         assert job_row(job.job_id)["status"] == "running"  # on the doomed worker's Dask process
         kill_tree(doomed.process.pid)  # the API worker and its Dask processes, mid-fit
         doomed.process.wait(timeout=30)
         with MemtrialClient(survivor.url, key) as client:
-            deadline = time.monotonic() + 240
-            while client.get_refit(agent.id, job.job_id).status != "done" and time.monotonic() < deadline:
-                time.sleep(0.5)
+            wait_until(lambda: client.get_refit(agent.id, job.job_id).status == "done", 240, "the refit done")
             finished = client.get_refit(agent.id, job.job_id)
             values = client.values(agent.id).values
     finally:

@@ -187,15 +187,15 @@ def test_oversized_streamed_body_is_413(http, client, agent):
 
 @pytest.mark.slow  # NUTS in a background job
 def test_refit_runs_in_the_background_and_values_then_show_intervals(client, agent):
-    import time
+    from support import wait_until
 
     run_dates(client, agent, 5)
     job = client.start_refit(agent["id"], method="svi")
     assert job["status"] == "queued"
-    deadline = time.monotonic() + 240
-    while job["status"] in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.5)
-        job = client.get_refit(agent["id"], job["job_id"])
+    wait_until(
+        lambda: client.get_refit(agent["id"], job["job_id"])["status"] not in ("queued", "running"), 240, "the refit"
+    )
+    job = client.get_refit(agent["id"], job["job_id"])
     assert job["status"] == "done", job["error"]
     assert job["posterior"]
     values = client.values(agent["id"])["values"]
