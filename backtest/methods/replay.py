@@ -142,7 +142,9 @@ class MemTrialFamily:
     """The MemTrial variants ``configs`` (method id -> configuration) of one world, replayed in one go.
 
     contexts: the presented dates in order; outcome(position): the realised
-    relative prices of a date (read only when that date settles).
+    relative prices of a date (read only when that date settles); settled: per
+    design kind, the design of another family on the same dates and outcomes whose
+    utilities, contrasts and mixtures this family reads instead of computing them again.
     """
 
     def __init__(
@@ -152,8 +154,11 @@ class MemTrialFamily:
         n_components: int | None,
         contexts: Sequence[DateContext],
         outcome: Callable[[int], NDArray[np.float64]],
+        settled: dict[DesignKind, _Design] | None = None,
     ) -> None:
         self.configs = dict(configs)
+        # per design kind, the design that settles its dates (shared by families that see the same dates)
+        self._settled = {} if settled is None else settled
         first = next(iter(self.configs.values()))
         for method_id, config in self.configs.items():
             if (config.k, config.gamma, config.fee_bp, config.n_components) != (
@@ -178,7 +183,11 @@ class MemTrialFamily:
         self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
         self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
         for design in self.designs.values():
-            design.masks = [tuple(plan_masks(design.kind, self.k, len(ids))) for ids in self.ids]
+            by_size: dict[int, tuple[int, ...]] = {}
+            design.masks = [
+                by_size.get(len(ids)) or by_size.setdefault(len(ids), tuple(plan_masks(design.kind, self.k, len(ids))))
+                for ids in self.ids
+            ]
         self.learns = self._trials()
         self.calls: dict[str, list[int]] = {}  # per variant at a draft budget: the draft calls of each plan
         events = calendar(self.contexts)
@@ -199,7 +208,7 @@ class MemTrialFamily:
             raise ValueError("a variant at a draft budget is replayed alone, by the dial and with a horizon")
         config = budgeted[0]
         (design,) = self.designs.values()
-        credit, learns = DraftCredit(), []
+        credit, learns = DraftCredit(), list[bool]()
         for masks in design.masks:
             calls = len(masks) + int(config.reference is ReferenceSource.MEMORY_FREE and 0 not in masks)
             if learns and not learns[-1] or not credit.is_trial(config.draft_budget, calls, config.draft_horizon):
@@ -214,6 +223,9 @@ class MemTrialFamily:
     def _settle_all(self, events: Sequence[Event], outcome: Callable[[int], NDArray[np.float64]]) -> None:
         self._outcomes(outcome)
         running = {key: RunningStatistics(design.credit is CreditBasis.CENTRED) for key, design in self.designs.items()}
+        last: dict[
+            object, _Snapshot
+        ] = {}  # per design: its latest snapshot, shared by plans with nothing learnt between
         for kind, position in events:
             if kind == "decide":
                 added = self.contexts[position].added
@@ -222,13 +234,18 @@ class MemTrialFamily:
                 if added:
                     self.versions.append(dict(self.features))
                 for design_kind, design in self.designs.items():
-                    stats = running[design_kind].snapshot()
-                    design.snapshots[position] = _Snapshot(
-                        stats, dict(running[design_kind].index), len(self.versions) - 1
-                    )
+                    seen = last.get(design_kind)
+                    if seen is None:
+                        seen = last[design_kind] = _Snapshot(
+                            running[design_kind].snapshot(), dict(running[design_kind].index), len(self.versions) - 1
+                        )
+                    elif seen.features_version != len(self.versions) - 1:  # the same statistics, new features
+                        seen = _Snapshot(seen.stats, seen.index, len(self.versions) - 1)
+                    design.snapshots[position] = seen
                 continue
             ids = self.ids[position]
             if ids and self.learns[position]:  # an exploiting plan learns nothing (method 4.11)
+                last.clear()
                 for design_kind, design in self.designs.items():
                     running[design_kind].add_date(
                         dict(zip(ids, (float(c) for c in design.contrasts[position]), strict=True))
@@ -248,7 +265,7 @@ class MemTrialFamily:
             rel = np.array([outcome(p) for p in positions])
             reference = np.array([c.reference for c in contexts])
             previous = np.array([c.previous for c in contexts])
-            done: dict[DesignKind, _Design] = {}
+            done = self._settled
             for design in self.designs.values():
                 first = done.setdefault(design.kind, design)
                 if first is not design:  # a design of the same kind (other credit) settles to the same numbers
@@ -328,17 +345,29 @@ class MemTrialFamily:
         live = [(design, position) for design, position in members if design.snapshots[position].stats.scale > 0.0]  # type: ignore[union-attr]
         fitted: dict[tuple[int, int], FayHerriotFit] = {}
         if live:
-            sizes = np.array([len(design.snapshots[position].stats.experience_ids) for design, position in live])  # type: ignore[union-attr]
+            # one problem per distinct snapshot (plans with nothing learnt between them share theirs)
+            problems: dict[int, int] = {}
+            for design, position in live:
+                problems.setdefault(id(design.snapshots[position].stats), len(problems))
+            unique = {problems[id(d.snapshots[p].stats)]: (d, p) for d, p in reversed(live)}
+            first = [unique[row] for row in range(len(problems))]
+            sizes = np.array([len(design.snapshots[position].stats.experience_ids) for design, position in first])  # type: ignore[union-attr]
             columns = int(sizes.max())
-            m, n, z = np.zeros((len(live), columns)), np.ones((len(live), columns)), np.zeros((len(live), columns, dim))
-            for row, ((design, position), size) in enumerate(zip(live, sizes.tolist(), strict=True)):
+            m, n, z = (
+                np.zeros((len(first), columns)),
+                np.ones((len(first), columns)),
+                np.zeros((len(first), columns, dim)),
+            )
+            for row, ((design, position), size) in enumerate(zip(first, sizes.tolist(), strict=True)):
                 stats = design.snapshots[position].stats
                 m[row, :size] = stats.means / stats.scale  # type: ignore[union-attr]
                 n[row, :size] = stats.counts  # type: ignore[union-attr]
                 z[row, :size] = masters[id(design)][:size]
             batch = fit_many(m, n, z, sizes=sizes, cache=SPECTRA)
             lookup = {id(design): design.snapshots[FINAL].index for design, _ in live}
-            for row, ((design, position), size) in enumerate(zip(live, sizes.tolist(), strict=True)):
+            for design, position in live:
+                row = problems[id(design.snapshots[position].stats)]
+                size = int(sizes[row])
                 if position != FINAL:  # the learnt experiences' means read off the batch at once
                     stats = design.snapshots[position].stats
                     rows = [lookup[id(design)].get(e, size) for e in self.ids[position]]
@@ -723,9 +752,14 @@ def families(
         key = ("budget", method_id) if config.draft_budget is not None else ("reference", config.reference)
         groups.setdefault(key, {})[method_id] = config
     members: dict[str, FamilyMember] = {}
+    views: dict[tuple[int, ReferenceSource], tuple[list[DateContext], dict[DesignKind, _Design]]] = {}
     for group in groups.values():
-        seen = family_contexts(contexts, next(iter(group.values())))
-        members.update({m.id: m for m in family_of(scoring, group, features, n_components, seen, outcome)})
+        config = next(iter(group.values()))
+        # families that see the same dates share them, and the settlement of each design kind
+        seen, settled = views.get((config.k, config.reference)) or views.setdefault(
+            (config.k, config.reference), (family_contexts(contexts, config), {})
+        )
+        members.update({m.id: m for m in family_of(scoring, group, features, n_components, seen, outcome, settled)})
     return [members[method_id] for method_id in configs]
 
 
@@ -736,13 +770,15 @@ def family_of(
     n_components: int | None,
     contexts: Sequence[DateContext],
     outcome: Callable[[int], NDArray[np.float64]],
+    settled: dict[DesignKind, _Design] | None = None,
 ) -> list[FamilyMember]:
-    """The members of one family (built when first asked), in the order of ``configs``."""
+    """The members of one family (built when first asked), in the order of ``configs``; ``settled``: the
+    designs another family on the same ``contexts`` settled (:class:`MemTrialFamily`)."""
     built: list[MemTrialFamily] = []
 
     def family() -> MemTrialFamily:
         if not built:
-            built.append(MemTrialFamily(configs, features, n_components, contexts, outcome))
+            built.append(MemTrialFamily(configs, features, n_components, contexts, outcome, settled))
         return built[0]
 
     return [FamilyMember(scoring, method_id, family) for method_id in configs]
