@@ -72,7 +72,9 @@ def figures(document: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in document.items() if key != "wall_seconds"}
 
 
-def compare(name: str, args: list[str], trees: dict[str, pathlib.Path], repeats: int, scratch: pathlib.Path) -> dict:
+def compare(
+    name: str, args: list[str], trees: dict[str, pathlib.Path], repeats: int, scratch: pathlib.Path
+) -> dict[str, Any]:
     """The two arms of one workload, alternated ``repeats`` times."""
     runs: dict[str, list[dict[str, Any]]] = {arm: [] for arm in trees}
     for repeat in range(repeats):
