@@ -158,8 +158,8 @@ for _base in ANCHORED_BASES:
     FACTORIES[_base + "_anchored"] = lambda w, s, seed, _base=_base: Anchored(_BASE[_base](w, s, seed))  # type: ignore[misc]
 FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 
-#: variants that run an online engine each (a draft budget, or the memory-free reference): asked for by name
-#: (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
+#: the variants at a draft budget and on the memory-free reference (replayed, each budget a family of its own):
+#: asked for by name (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
 FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtrial_budget_", "memtrial_memory_free"))]
 METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS]
 # the real-data settings have no oracle, and their reference is equal weight (already a method)
