@@ -124,7 +124,8 @@ def main() -> None:
         f"Every method, replayed, {workers['one_worker']['worlds']} worlds: 1 worker {workers['one_worker']['seconds']:.1f} s, "  # type: ignore[index]
         f"2 workers {workers['two_workers']['seconds']:.1f} s ({workers['two_over_one']:.2f}x), identical results: {workers['identical_results']}."  # type: ignore[index]
     )
-    args.out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    # the table beside the JSON (backtest.md is the profile of where a run spends its time)
+    args.out.with_name(args.out.stem + "_engines.md").write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}")
 
 

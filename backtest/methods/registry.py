@@ -7,7 +7,6 @@ components the learner takes from embeddings; None when features are given).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
-from backtest.methods.replay import family_of
+from backtest.methods.replay import families, replays
 from backtest.methods.simple import (
     DraftMean,
     DraftPick,
@@ -114,18 +113,6 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
     )
 
 
-def replays(config: EngineConfig) -> bool:
-    """Whether the batch replay serves a configuration (every plan drafts the whole design); a variant at
-    a draft budget runs an online engine."""
-    return config.draft_budget is None
-
-
-def _anchored_on_memory_free(contexts: Sequence[DateContext]) -> list[DateContext]:
-    """The contexts with each date's memory-free draft as the reference (what ``reference="memory_free"``
-    plays against; the draft is made whatever the design, so the replay reads it off the context)."""
-    return [dataclasses.replace(c, reference=np.asarray(c.drafts[0])) for c in contexts]
-
-
 def _memtrial(method_id: str) -> Factory:
     def build(world: Any, scoring: Scoring, seed: int, draft_budget: float | None = None) -> Method:
         config = memtrial_config(method_id, world, scoring, draft_budget)
@@ -174,8 +161,8 @@ for _base in ANCHORED_BASES:
     FACTORIES[_base + "_anchored"] = lambda w, s, seed, _base=_base: Anchored(_BASE[_base](w, s, seed))  # type: ignore[misc]
 FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 
-#: variants that run an online engine each (a draft budget, or the memory-free reference): asked for by name
-#: (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
+#: the variants at a draft budget and on the memory-free reference (replayed, each budget a family of its own):
+#: asked for by name (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
 FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtrial_budget_", "memtrial_memory_free"))]
 METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS]
 # the real-data settings have no oracle, and their reference is equal weight (already a method)
@@ -204,8 +191,9 @@ def build_methods(
     ``outcome(position)``); "online" runs one :class:`MemTrial` engine per
     variant. Both give identical results. value_model="bayes" gives every
     MemTrial variant the full-Bayes learner (online engines only).
-    draft_budget: the default ``memtrial``'s draft budget; variants at a budget
-    run online engines.
+    draft_budget: the default ``memtrial``'s draft budget; a variant at a budget is
+    replayed as a family of its own (its trials come first; without a horizon it runs
+    an online engine).
     """
     ids = method_ids or METHOD_IDS
     if engine not in ENGINES:
@@ -220,12 +208,8 @@ def build_methods(
             if method_id in MEMTRIAL_VARIANTS
             and replays(config := memtrial_config(method_id, world, scoring, draft_budget))
         }
-        for source in ReferenceSource:  # one family per reference: the world's, or each date's memory-free draft
-            chosen = {m: c for m, c in configs.items() if c.reference is source}
-            if chosen:
-                seen = contexts if source is ReferenceSource.GIVEN else _anchored_on_memory_free(contexts)
-                members = family_of(scoring, chosen, world.features, world.n_components, seen, outcome)
-                family.update({member.id: member for member in members})
+        members = families(scoring, configs, world.features, world.n_components, contexts, outcome)
+        family.update({member.id: member for member in members})
     methods = [
         family[method_id]
         if method_id in family

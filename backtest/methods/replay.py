@@ -33,13 +33,14 @@ configuration: ``tests/backtest/test_replay.py`` checks it on every regime.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Event, Method, Outcome, Scoring, Trajectory, Walk, calendar, stacked
+from memtrial.action.budget import DraftCredit, exploit_weights, plan_budget
 from memtrial.action.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.action.rule import (
     ActionRule,
@@ -54,6 +55,7 @@ from memtrial.action.rule import (
 )
 from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
 from memtrial.credit.design import DesignKind, plan_masks, validate_masks
+from memtrial.engine.config import ReferenceSource
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.numeric.running import running_counts
 from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
@@ -71,7 +73,7 @@ from memtrial.values import (
 )
 from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many
 
-__all__ = ["SPECTRA", "FamilyMember", "MemTrialFamily", "calendar", "family_of"]
+__all__ = ["SPECTRA", "FamilyMember", "MemTrialFamily", "calendar", "families", "family_of", "replays"]
 
 FINAL = -1  # the snapshot key of a learner after the last settlement
 # the learners' eigendecompositions, shared by the worlds of one calendar that a process replays
@@ -140,7 +142,9 @@ class MemTrialFamily:
     """The MemTrial variants ``configs`` (method id -> configuration) of one world, replayed in one go.
 
     contexts: the presented dates in order; outcome(position): the realised
-    relative prices of a date (read only when that date settles).
+    relative prices of a date (read only when that date settles); settled: per
+    design kind, the design of another family on the same dates and outcomes whose
+    utilities, contrasts and mixtures this family reads instead of computing them again.
     """
 
     def __init__(
@@ -150,8 +154,11 @@ class MemTrialFamily:
         n_components: int | None,
         contexts: Sequence[DateContext],
         outcome: Callable[[int], NDArray[np.float64]],
+        settled: dict[DesignKind, _Design] | None = None,
     ) -> None:
         self.configs = dict(configs)
+        # per design kind, the design that settles its dates (shared by families that see the same dates)
+        self._settled = {} if settled is None else settled
         first = next(iter(self.configs.values()))
         for method_id, config in self.configs.items():
             if (config.k, config.gamma, config.fee_bp, config.n_components) != (
@@ -176,16 +183,49 @@ class MemTrialFamily:
         self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
         self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
         for design in self.designs.values():
-            design.masks = [tuple(plan_masks(design.kind, self.k, len(ids))) for ids in self.ids]
+            by_size: dict[int, tuple[int, ...]] = {}
+            design.masks = [
+                by_size.get(len(ids)) or by_size.setdefault(len(ids), tuple(plan_masks(design.kind, self.k, len(ids))))
+                for ids in self.ids
+            ]
+        self.learns = self._trials()
+        self.calls: dict[str, list[int]] = {}  # per variant at a draft budget: the draft calls of each plan
         events = calendar(self.contexts)
         self._settle_all(events, outcome)
         self._fit_all()
         self.served = self._serve(events)
 
+    def _trials(self) -> list[bool]:
+        """Per position, whether its plan learns: every plan, or at a draft budget (a family of one variant)
+        its trials (:func:`~memtrial.action.budget.plan_budget`). A trial pays its whole design, so the
+        credit before the first exploiting plan follows from the designs alone; with a horizon no plan
+        after it is a trial (each exploiting plan spends at least the one call its horizon keeps for it),
+        which :meth:`_exploits` checks plan by plan."""
+        budgeted = [c for c in self.configs.values() if c.draft_budget is not None]
+        if not budgeted:
+            return [True] * len(self.contexts)
+        if len(self.configs) > 1 or not replays(budgeted[0]):
+            raise ValueError("a variant at a draft budget is replayed alone, by the dial and with a horizon")
+        config = budgeted[0]
+        (design,) = self.designs.values()
+        credit, learns = DraftCredit(), list[bool]()
+        for masks in design.masks:
+            calls = len(masks) + int(config.reference is ReferenceSource.MEMORY_FREE and 0 not in masks)
+            if learns and not learns[-1] or not credit.is_trial(config.draft_budget, calls, config.draft_horizon):
+                learns.append(False)
+                continue
+            credit.deposit(config.draft_budget)  # type: ignore[arg-type]
+            credit.spend(calls)
+            learns.append(True)
+        return learns
+
     # -- 1. settle every date once, snapshot the learners at every plan ---------------------
     def _settle_all(self, events: Sequence[Event], outcome: Callable[[int], NDArray[np.float64]]) -> None:
         self._outcomes(outcome)
         running = {key: RunningStatistics(design.credit is CreditBasis.CENTRED) for key, design in self.designs.items()}
+        last: dict[
+            object, _Snapshot
+        ] = {}  # per design: its latest snapshot, shared by plans with nothing learnt between
         for kind, position in events:
             if kind == "decide":
                 added = self.contexts[position].added
@@ -194,13 +234,18 @@ class MemTrialFamily:
                 if added:
                     self.versions.append(dict(self.features))
                 for design_kind, design in self.designs.items():
-                    stats = running[design_kind].snapshot()
-                    design.snapshots[position] = _Snapshot(
-                        stats, dict(running[design_kind].index), len(self.versions) - 1
-                    )
+                    seen = last.get(design_kind)
+                    if seen is None:
+                        seen = last[design_kind] = _Snapshot(
+                            running[design_kind].snapshot(), dict(running[design_kind].index), len(self.versions) - 1
+                        )
+                    elif seen.features_version != len(self.versions) - 1:  # the same statistics, new features
+                        seen = _Snapshot(seen.stats, seen.index, len(self.versions) - 1)
+                    design.snapshots[position] = seen
                 continue
             ids = self.ids[position]
-            if ids:
+            if ids and self.learns[position]:  # an exploiting plan learns nothing (method 4.11)
+                last.clear()
                 for design_kind, design in self.designs.items():
                     running[design_kind].add_date(
                         dict(zip(ids, (float(c) for c in design.contrasts[position]), strict=True))
@@ -220,7 +265,7 @@ class MemTrialFamily:
             rel = np.array([outcome(p) for p in positions])
             reference = np.array([c.reference for c in contexts])
             previous = np.array([c.previous for c in contexts])
-            done: dict[DesignKind, _Design] = {}
+            done = self._settled
             for design in self.designs.values():
                 first = done.setdefault(design.kind, design)
                 if first is not design:  # a design of the same kind (other credit) settles to the same numbers
@@ -300,17 +345,29 @@ class MemTrialFamily:
         live = [(design, position) for design, position in members if design.snapshots[position].stats.scale > 0.0]  # type: ignore[union-attr]
         fitted: dict[tuple[int, int], FayHerriotFit] = {}
         if live:
-            sizes = np.array([len(design.snapshots[position].stats.experience_ids) for design, position in live])  # type: ignore[union-attr]
+            # one problem per distinct snapshot (plans with nothing learnt between them share theirs)
+            problems: dict[int, int] = {}
+            for design, position in live:
+                problems.setdefault(id(design.snapshots[position].stats), len(problems))
+            unique = {problems[id(d.snapshots[p].stats)]: (d, p) for d, p in reversed(live)}
+            first = [unique[row] for row in range(len(problems))]
+            sizes = np.array([len(design.snapshots[position].stats.experience_ids) for design, position in first])  # type: ignore[union-attr]
             columns = int(sizes.max())
-            m, n, z = np.zeros((len(live), columns)), np.ones((len(live), columns)), np.zeros((len(live), columns, dim))
-            for row, ((design, position), size) in enumerate(zip(live, sizes.tolist(), strict=True)):
+            m, n, z = (
+                np.zeros((len(first), columns)),
+                np.ones((len(first), columns)),
+                np.zeros((len(first), columns, dim)),
+            )
+            for row, ((design, position), size) in enumerate(zip(first, sizes.tolist(), strict=True)):
                 stats = design.snapshots[position].stats
                 m[row, :size] = stats.means / stats.scale  # type: ignore[union-attr]
                 n[row, :size] = stats.counts  # type: ignore[union-attr]
                 z[row, :size] = masters[id(design)][:size]
             batch = fit_many(m, n, z, sizes=sizes, cache=SPECTRA)
             lookup = {id(design): design.snapshots[FINAL].index for design, _ in live}
-            for row, ((design, position), size) in enumerate(zip(live, sizes.tolist(), strict=True)):
+            for design, position in live:
+                row = problems[id(design.snapshots[position].stats)]
+                size = int(sizes[row])
                 if position != FINAL:  # the learnt experiences' means read off the batch at once
                     stats = design.snapshots[position].stats
                     rows = [lookup[id(design)].get(e, size) for e in self.ids[position]]
@@ -348,10 +405,11 @@ class MemTrialFamily:
     def _serve(self, events: Sequence[Event]) -> dict[str, tuple[NDArray[np.float64], ...]]:
         n_dates = len(self.contexts)
         settled_before = np.zeros(n_dates, dtype=np.int64)  # per position: how many settlements preceded its plan
-        order: list[int] = []  # settled positions, in settlement order
+        order: list[int] = []  # settled positions that learn, in settlement order
         for kind, position in events:
             if kind == "settle":
-                order.append(position)
+                if self.learns[position]:
+                    order.append(position)
             else:
                 settled_before[position] = len(order)
         served: dict[str, tuple[NDArray[np.float64], ...]] = {}
@@ -370,6 +428,10 @@ class MemTrialFamily:
                 q = self._fallback(design, config.fallback, order, settled_before)
                 if config.action is ActionRule.DIAL:
                     weights, acted = self._dial(design, registered[config.learner], omega, q, order, settled_before)
+                    if config.draft_budget is not None:
+                        weights, self.calls[method_id] = self._exploits(
+                            config, design, registered[config.learner], omega, q, weights
+                        )
                 else:
                     weights, acted = self._act(design, registered[config.learner], trust_open, q)
                     omega = np.full(n_dates, np.nan)
@@ -511,6 +573,68 @@ class MemTrialFamily:
             parts.append((rows, dial_weights(pi, omega[rows], q[rows], reference, drafts)))
         return _assemble(len(self.contexts), parts), acted
 
+    def _exploits(
+        self,
+        config: EngineConfig,
+        design: _Design,
+        predictions: NDArray[np.float64],
+        omega: NDArray[np.float64],
+        q: NDArray[np.float64],
+        trials: Sequence[NDArray[np.float64]],
+    ) -> tuple[Sequence[NDArray[np.float64]], list[int]]:
+        """A variant at a draft budget: each plan's drafts (:func:`~memtrial.action.budget.plan_budget`, the
+        credit carried plan by plan) and what it plays: a trial the dial's weights (``trials``), an exploiting
+        plan its one or two drafts (:func:`~memtrial.action.choices.choose_exploit`'s rule)."""
+        memory_free = config.reference is ReferenceSource.MEMORY_FREE
+        rows = self._memory_rows(predictions, omega)
+        weights = trials.copy() if isinstance(trials, np.ndarray) else list(trials)
+        credit, calls = DraftCredit(), []
+        for position, context in enumerate(self.contexts):
+            masks = design.masks[position]
+            plan = plan_budget(
+                credit,
+                config.draft_budget,
+                config.draft_horizon,
+                masks,
+                needs_reference=memory_free and 0 not in masks,
+                memory=lambda row=rows[position]: row,  # type: ignore[misc]
+                pairs=memory_free,
+                blends=not memory_free,
+            )
+            if plan.trial != self.learns[position]:
+                raise RuntimeError(f"plan {position} of a budget's replay is a trial where none was expected")
+            credit = plan.credit
+            calls.append(len(plan.masks))
+            if not plan.trial:
+                drafts = np.asarray(context.drafts[list(plan.masks)], dtype=np.float64)
+                share, reference = plan.memory_share, context.reference
+                played = plan.masks[-1] != 0 and not 0.0 < share < 1.0  # memory's draft as it is
+                weights[position] = (
+                    drafts[-1] if played else exploit_weights(plan.masks, drafts, q[position], reference, share)
+                )
+        return weights, calls
+
+    def _memory_rows(
+        self, predictions: NDArray[np.float64], omega: NDArray[np.float64]
+    ) -> list[tuple[int | None, float]]:
+        """Per position, the dial's memory row of an exploiting plan (:func:`~memtrial.action.budget.memory_row`:
+        the subset of any size with the largest predicted gain and the share omega, or (None, 0.0) where
+        memory is not trusted), a batch per number of experiences."""
+        rows: list[tuple[int | None, float]] = [(None, 0.0)] * len(self.contexts)
+        groups: dict[int, list[int]] = {}
+        for position, ids in enumerate(self.ids):
+            if ids and not self.learns[position]:
+                groups.setdefault(len(ids), []).append(position)
+        for size, members in groups.items():
+            every = list(range(1, 1 << size))
+            gains = dial_gains(predictions[np.asarray(members), :size], every)
+            top = np.argmax(gains, axis=1)  # ties: the smaller mask
+            for row, position in enumerate(members):
+                trusted = float(omega[position])
+                if trusted > 0.0 and gains[row, top[row]] > 0.0:
+                    rows[position] = (every[int(top[row])], trusted)
+        return rows
+
     # -- what the runner reads ----------------------------------------------------------------
     def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None, float | None]:
         """A variant's weights on a date, whether its gate was open, the gate's statistic (None: none yet)
@@ -573,6 +697,71 @@ class FamilyMember(Method):
     def values(self) -> dict[int, float]:
         return self._family().values(self.id)
 
+    def draft_calls(self, reference_calls: int) -> float | None:
+        """At a draft budget, the mean draft calls per decision its plans made (the world's reference counts
+        when it is used), as :meth:`MemTrialMethod.draft_calls` counts them; None otherwise (its whole design)."""
+        family = self._family()
+        calls = family.calls.get(self.id)
+        if not calls:
+            return None
+        given = 0 if family.configs[self.id].reference is ReferenceSource.MEMORY_FREE else reference_calls
+        return float(np.mean(calls)) + given
+
+
+def replays(config: EngineConfig) -> bool:
+    """Whether the batch replay serves a configuration: every plan drafts the whole design, or a draft budget
+    over a horizon under the dial (its trials come first, and nothing else learns: :meth:`MemTrialFamily._trials`)."""
+    return config.draft_budget is None or (config.draft_horizon is not None and config.action is ActionRule.DIAL)
+
+
+def family_contexts(contexts: Sequence[DateContext], config: EngineConfig) -> list[DateContext]:
+    """The dates as a variant's engine sees them (:meth:`~backtest.methods.memtrial_methods.MemTrialMethod.decide`):
+    the wider retrieval and its drafts where the design screens more experiences than the date retrieved, and
+    each date's memory-free draft as the reference where that is the variant's reference (the draft is made
+    whatever the design, so the replay reads it off the context)."""
+    seen = []
+    for context in contexts:
+        if config.k > len(context.retrieved) and context.wide_drafts is not None:
+            context = replace(
+                context, retrieved=context.wide_retrieved[: config.k], drafts=np.asarray(context.wide_drafts)
+            )
+        if config.reference is ReferenceSource.MEMORY_FREE:
+            context = replace(context, reference=np.asarray(context.drafts[0]))
+        seen.append(context)
+    return seen
+
+
+def families(
+    scoring: Scoring,
+    configs: Mapping[str, EngineConfig],
+    features: NDArray[np.float64],
+    n_components: int | None,
+    contexts: Sequence[DateContext],
+    outcome: Callable[[int], NDArray[np.float64]],
+) -> list[FamilyMember]:
+    """The members of the families the replayed variants ``configs`` form, in the order of ``configs``: one
+    family per reference (the world's, or each date's memory-free draft), and one per variant at a draft
+    budget (its trials are its own). Each family sees the dates as its variants' engines do (:func:`family_contexts`).
+
+    A curation variant whose retrieval follows its own state joins here as a family of its own, as a budget does.
+    """
+    groups: dict[object, dict[str, EngineConfig]] = {}
+    for method_id, config in configs.items():
+        if not replays(config):
+            raise ValueError(f"variant {method_id!r} is not replayed: run its online engine")
+        key = ("budget", method_id) if config.draft_budget is not None else ("reference", config.reference)
+        groups.setdefault(key, {})[method_id] = config
+    members: dict[str, FamilyMember] = {}
+    views: dict[tuple[int, ReferenceSource], tuple[list[DateContext], dict[DesignKind, _Design]]] = {}
+    for group in groups.values():
+        config = next(iter(group.values()))
+        # families that see the same dates share them, and the settlement of each design kind
+        seen, settled = views.get((config.k, config.reference)) or views.setdefault(
+            (config.k, config.reference), (family_contexts(contexts, config), {})
+        )
+        members.update({m.id: m for m in family_of(scoring, group, features, n_components, seen, outcome, settled)})
+    return [members[method_id] for method_id in configs]
+
 
 def family_of(
     scoring: Scoring,
@@ -581,13 +770,15 @@ def family_of(
     n_components: int | None,
     contexts: Sequence[DateContext],
     outcome: Callable[[int], NDArray[np.float64]],
+    settled: dict[DesignKind, _Design] | None = None,
 ) -> list[FamilyMember]:
-    """The members of one family (built when first asked), in the order of ``configs``."""
+    """The members of one family (built when first asked), in the order of ``configs``; ``settled``: the
+    designs another family on the same ``contexts`` settled (:class:`MemTrialFamily`)."""
     built: list[MemTrialFamily] = []
 
     def family() -> MemTrialFamily:
         if not built:
-            built.append(MemTrialFamily(configs, features, n_components, contexts, outcome))
+            built.append(MemTrialFamily(configs, features, n_components, contexts, outcome, settled))
         return built[0]
 
     return [FamilyMember(scoring, method_id, family) for method_id in configs]

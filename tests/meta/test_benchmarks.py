@@ -168,3 +168,28 @@ def test_bench_corrections_reports_each_age_and_target_and_the_concurrent_answer
     assert service["concurrent"]["sent"] == 3 and sum(service["concurrent"]["answers"].values()) == 3
     assert "database_unavailable" not in " ".join(service["concurrent"]["answers"])
     assert out.with_suffix(".md").read_text().startswith("Engine (in-memory history)")
+
+
+def test_bench_backtest_runs_times_both_arms_and_compares_their_results(tmp_path):
+    result, out = run_bench(
+        tmp_path,
+        "backtest_runs",
+        "--baseline",
+        "HEAD",
+        "--fixed-seeds",
+        "0",
+        "--frontier-seeds",
+        "15",
+        "--regimes",
+        "beta_0.25",
+        "--repeats",
+        "1",
+    )
+    for name in ("fixed", "frontier"):
+        block = result[name]
+        assert block["worlds"] == 3  # one regime x 3 investors x one seed
+        baseline, current = block["runs"]["baseline"][0], block["runs"]["current"][0]
+        assert block["baseline_over_current"] == [baseline["run_s"] / current["run_s"]]
+        assert block["identical_results"] is True  # the same code twice: every figure agrees
+    assert "--frontier" in result["frontier"]["args"] and "--frontier" not in result["fixed"]["args"]
+    assert out.with_suffix(".md").read_text().startswith("Baseline `HEAD`")
