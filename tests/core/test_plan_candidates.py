@@ -19,6 +19,7 @@ NAMES = [f"x{i}" for i in range(8)]
 
 
 def _engine(**settings) -> MemTrial:
+    settings.setdefault("design", "half")  # scored plans: the even half drafts the memory-free reference
     engine = MemTrial(gamma=5.0, **settings)
     rng = np.random.default_rng(3)
     for name in NAMES:
@@ -169,7 +170,7 @@ def test_a_bad_curation_setting_names_the_field_and_changes_nothing(changes, fie
 
 def test_a_correction_replays_the_quarantine_book_only_from_where_it_was_turned_on():
     values = {"bad": -1.0, "g1": 0.3, "g2": 0.3, "g3": 0.3}
-    engine = MemTrial(gamma=5.0)
+    engine = MemTrial(gamma=5.0, design="half")
     for name in values:
         engine.add_experience(name)
     rng = np.random.default_rng(0)
