@@ -171,3 +171,33 @@ def test_oracle_retrieval_takes_useful_experiences_first_and_acts_on_them():
     assert method.retrievals == [(3, 1, 0)] and weights[0] == 0b011
     none_useful = OracleRetrieval(Scoring(gamma=5.0), np.array([[0, -1]]), k=2)
     assert none_useful.decide(_offer(0, [0, 1], [1.0, 2.0]))[0] == -1.0  # the reference
+
+
+def _false_quarantine(regime: str, seed: int, level: float) -> bool:
+    """Whether value-aware retrieval with quarantine at ``level`` wrongly quarantined anything in one world."""
+    import dataclasses
+
+    from backtest.methods.base import Walk
+    from backtest.methods.memtrial_methods import MemTrialMethod
+    from backtest.methods.registry import memtrial_config
+    from memtrial.outcomes.mandates import INVESTORS
+
+    world = PlantedMemWorld(market_for(False), regime, seed)
+    scoring = Scoring(gamma=INVESTORS["balanced"].gamma)
+    config = memtrial_config("memtrial_curated", world, scoring)
+    config = dataclasses.replace(config, quarantine=dataclasses.replace(config.quarantine, level=level))
+    presented = [world.context(date) for date in range(world.n_dates)]
+    walk = Walk(presented, [world.outcome(c.index) for c in presented], scoring)
+    method = MemTrialMethod(scoring, "memtrial_curated", config, world.features)
+    walk.trajectory(method)
+    return bool(
+        curation_metrics(world, method, presented, [0.0] * sum(c.scored for c in presented))["false_quarantine"]
+    )
+
+
+@pytest.mark.slow  # Monte Carlo through the engine, in PlantedMem's null worlds
+def test_false_quarantine_probability_stays_within_level_in_planted_null_worlds():
+    # level 0.2 (so the check could fail); 2 x 30 worlds: 3 binomial sds above 0.2 is 0.355
+    level, seeds = 0.2, range(200, 230)
+    wrong = [_false_quarantine(regime, seed, level) for regime in ("no_influence", "noise_only") for seed in seeds]
+    assert np.mean(wrong) <= level + 3 * np.sqrt(level * (1 - level) / len(wrong))
