@@ -334,7 +334,7 @@ class PlantedMemWorld:
             raise ConfigError(f"a retrieval holds at most {WIDE} experiences, got {members.size}", field="retrieved")
         classes = self.pointer_all[date, members][None, :]
         pointers = self._pointers(classes)
-        return self._tilt(self.bases[date : date + 1, : 1 << members.size], pointers)[0]
+        return np.asarray(self._tilt(self.bases[date : date + 1, : 1 << members.size], pointers)[0])
 
     def outcome(self, date: int) -> NDArray[np.float64]:
         """(20, n) class levels over the hold relative to the decision close."""
