@@ -12,16 +12,25 @@ from typing import Any
 
 import typer
 
-from backtest.methods.registry import FRONTIER_IDS, KNOWN_IDS, METHOD_IDS, REAL_METHOD_IDS
-from backtest.plantedmem import REGIMES
+from backtest.methods.registry import CURATION_IDS, FRONTIER_IDS, KNOWN_IDS, METHOD_IDS, REAL_METHOD_IDS
+from backtest.plantedmem import ALL_REGIMES, CURATION_REGIMES, REGIMES
 
 app = typer.Typer(help="Offline backtests on PlantedMem and the real-data benchmarks.", no_args_is_help=True)
 data_app = typer.Typer(help="Benchmark data: what is present and where each input is looked for.", no_args_is_help=True)
 
 INVESTOR_CHOICES = ("aggressive", "balanced", "conservative")
-REGIME_HELP = "'all' or comma-separated regime ids: " + ", ".join(REGIMES) + "."
+REGIME_HELP = (
+    "'all' (the seven: "
+    + ", ".join(REGIMES)
+    + "), 'curation' ("
+    + ", ".join(CURATION_REGIMES)
+    + ") or comma-separated regime ids."
+)
 FRONTIER_HELP = " By name only (the cost-quality frontier): " + ", ".join(FRONTIER_IDS) + "."
-METHOD_HELP = "Comma-separated method ids (default: all): " + ", ".join(METHOD_IDS) + "." + FRONTIER_HELP
+CURATION_HELP = " By name only (curation, method 4.12-4.14): " + ", ".join(CURATION_IDS) + "."
+METHOD_HELP = (
+    "Comma-separated method ids (default: all): " + ", ".join(METHOD_IDS) + "." + FRONTIER_HELP + CURATION_HELP
+)
 REAL_METHOD_HELP = (
     "Comma-separated method ids (default: all but the oracle): " + ", ".join(REAL_METHOD_IDS) + "." + FRONTIER_HELP
 )
@@ -118,10 +127,11 @@ def plantedmem(
     investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
     if any(i not in INVESTOR_CHOICES for i in investors):
         raise typer.BadParameter(f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
-    regime_ids = list(REGIMES) if regimes == "all" else [r.strip() for r in regimes.split(",")]
-    unknown = [r for r in regime_ids if r not in REGIMES]
+    named = {"all": list(REGIMES), "curation": list(CURATION_REGIMES)}
+    regime_ids = named.get(regimes) or [r.strip() for r in regimes.split(",")]
+    unknown = [r for r in regime_ids if r not in ALL_REGIMES]
     if unknown:
-        raise typer.BadParameter(f"unknown regimes {unknown}; choose from {list(REGIMES)}")
+        raise typer.BadParameter(f"unknown regimes {unknown}; choose from {list(ALL_REGIMES)}")
     method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
     _check_methods_and_learner(method_ids, KNOWN_IDS, learner)
     if frontier:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +26,10 @@ class DateContext:
     added: experiences that became available since the previous decision
     (id, embedding), for methods that register them.
     assets: the date's universe (empty in PlantedMem, whose four classes never change).
+    candidates: every experience a method may retrieve on the date (PlantedMem), with its retrieval
+    score in ``candidate_scores`` (higher is closer; ``retrieved`` is their top four);
+    ``draft_for(retrieved)`` gives the (2**k, n) drafts of every mask of any retrieval of k of them
+    (None: the world drafts only for its own retrieval).
     """
 
     index: int
@@ -43,3 +48,6 @@ class DateContext:
     label: str = ""
     wide_retrieved: tuple[int, ...] = ()  # a wider retrieval (rank order, the first four above) for a saturated design
     wide_drafts: NDArray[np.float64] | None = None  # (2**len(wide_retrieved), n) the draft of every mask of it
+    candidates: tuple[int, ...] = ()
+    candidate_scores: NDArray[np.float64] | None = None
+    draft_for: Callable[[Sequence[int]], NDArray[np.float64]] | None = None

@@ -23,10 +23,33 @@ all methods see the same retrieved experiences, pointers and drafts (common
 random numbers) and a world is identical whoever runs it. ``informative_content``
 draws from ``SeedSequence([seed, 1])``: otherwise its worlds would repeat
 ``many_experiences`` for every method that ignores content.
+
+A method may also retrieve by itself (value-aware retrieval, method 4.12): every
+context offers every available experience with its retrieval score
+(``candidates``, ``candidate_scores``) and ``draft_for(retrieved)`` gives the
+drafts of every mask of any retrieval. For that every experience has a pointer
+on every date, drawn up front (``pointer_all``): in the seven regimes above the
+retrieved ones' pointers are those drawn above and the others' come from a
+sixth stream of their own, so those worlds are unchanged bit for bit; mask m of
+any retrieval drafts on base m of the date (the top four's bases, then the wider
+retrieval's), so the similarity top four's drafts are the ones above.
+
+Two regimes test curation (method 4.12-4.14; they are not among ``REGIMES``, the
+paper's seven, but in ``CURATION_REGIMES``), each drawing every experience's
+pointer on every date from its pointer stream up front:
+
+- ``poisoned``: as ``many_experiences`` (M = 48, beta = 0.25), plus 4 poisoned
+  experiences that arrive at the 40th decision (position ``event`` = 39): each
+  points at the class with the lowest return over the hold with probability
+  0.9 (else a random class), and its retrieval score is
+  ``[home == regime(t)] + 1.0 + N(0, 0.5**2)``.
+- ``drift``: as ``beta_0.25`` (M = 12), but from the 60th decision (``event`` = 59)
+  every useful experience is misleading and every misleading one useful.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,7 +59,18 @@ from backtest.context import DateContext
 from backtest.market import Market
 from memtrial.errors import ConfigError
 
-__all__ = ["HISTORY", "HORIZON", "K", "REGIMES", "UNSCORED", "DateContext", "PlantedMemWorld", "Regime"]
+__all__ = [
+    "ALL_REGIMES",
+    "CURATION_REGIMES",
+    "HISTORY",
+    "HORIZON",
+    "K",
+    "REGIMES",
+    "UNSCORED",
+    "DateContext",
+    "PlantedMemWorld",
+    "Regime",
+]
 
 K = 4
 WIDE = 7  # the retrieved experiences a saturated design screens (method 4.11)
@@ -56,6 +90,9 @@ class Regime:
     kappa: float
     all_neutral: bool = False
     stream: int = 0  # > 0: the regime draws its worlds from a random stream of its own
+    poisoned: int = 0  # experiences written to be retrieved and to mislead, arriving at ``event``
+    drift: bool = False  # useful and misleading experiences swap at ``event``
+    event: int | None = None  # the position of the injection or the drift (None: no event)
 
 
 REGIMES: dict[str, Regime] = {
@@ -70,6 +107,17 @@ REGIMES: dict[str, Regime] = {
         Regime("informative_content", 0.25, 48, 1.5, stream=1),
     )
 }
+POISON_BOOST = 1.0  # a poisoned experience's extra retrieval score
+POISON_ACCURACY = 0.9  # the probability a poisoned experience points at the worst class
+ACCURACY = 0.7  # the probability a useful or misleading experience points at its target
+CURATION_REGIMES: dict[str, Regime] = {
+    r.name: r
+    for r in (
+        Regime("poisoned", 0.25, 48, 0.0, stream=2, poisoned=4, event=39),
+        Regime("drift", 0.25, 12, 0.0, stream=3, drift=True, event=59),
+    )
+}
+ALL_REGIMES: dict[str, Regime] = {**REGIMES, **CURATION_REGIMES}
 
 
 class PlantedMemWorld:
@@ -80,15 +128,15 @@ class PlantedMemWorld:
 
     def __init__(self, market: Market, regime: Regime | str, seed: int) -> None:
         if isinstance(regime, str):
-            if regime not in REGIMES:
-                raise ConfigError(f"regime must be one of {list(REGIMES)}, got {regime!r}", field="regime")
-            regime = REGIMES[regime]
+            if regime not in ALL_REGIMES:
+                raise ConfigError(f"regime must be one of {list(ALL_REGIMES)}, got {regime!r}", field="regime")
+            regime = ALL_REGIMES[regime]
         self.market, self.regime, self.seed = market, regime, seed
         self.sessions = market.decision_sessions(2015, HISTORY, HORIZON)
         n_dates, n_assets, m = len(self.sessions), len(market.assets), regime.n_experiences
         entropy = [seed, regime.stream] if regime.stream else seed
-        kinds, retrieval, pointers, drafts, wide = (
-            np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(5)
+        kinds, retrieval, pointers, drafts, wide, every = (
+            np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(6)
         )
         quarter = m // 4
         types = np.array([1] * quarter + [0] * (m - 2 * quarter) + [-1] * quarter)
@@ -100,22 +148,21 @@ class PlantedMemWorld:
         equities = market.levels[:, 0]
         self.regime_of_date = np.array([int(equities[s] > equities[s - HISTORY]) for s in self.sessions])
         scores = (self.home[None, :] == self.regime_of_date[:, None]) + retrieval.normal(0.0, 0.5, size=(n_dates, m))
-        ranked = np.argsort(-scores, axis=1, kind="stable")
-        self.retrieved = ranked[:, :K]
         growth = np.array([market.levels[s + HORIZON] / market.levels[s] for s in self.sessions])
         best, worst = growth.argmax(axis=1), growth.argmin(axis=1)
-        informed = pointers.random(size=(n_dates, K)) < 0.7
-        random_class = pointers.integers(0, n_assets, size=(n_dates, K))
-        kinds_retrieved = self.types[self.retrieved]
-        target = np.where(
-            kinds_retrieved > 0, best[:, None], np.where(kinds_retrieved < 0, worst[:, None], random_class)
-        )
-        self.pointer_class = np.where((kinds_retrieved != 0) & informed, target, random_class)
+        self.n_dates, self.n_assets = n_dates, n_assets
+        self.event = regime.event
+        self.poisoned = np.arange(m, m + regime.poisoned)  # the poisoned experiences' ids
+        self.poison_features = np.zeros((0, N_FEATURES))
+        self.type_by_date = np.repeat(self.types[None, :], n_dates, axis=0)
+        if regime.poisoned or regime.drift:
+            self._curation_world(scores, kinds, retrieval, pointers, best, worst)
+        else:
+            self._paper_world(scores, pointers, wide, every, best, worst)
         alpha = CONCENTRATION * TYPICAL[:n_assets] / TYPICAL[:n_assets].sum()
         self.base = drafts.dirichlet(alpha, size=(n_dates, 16))
         self.reference_draws = drafts.dirichlet(alpha, size=(n_dates, 8))
         self.consistency_base = drafts.dirichlet(alpha, size=(n_dates, 8))
-        self.n_dates, self.n_assets = n_dates, n_assets
         self.equal = np.full(n_assets, 1.0 / n_assets)
         # every date's sixteen designed drafts and self-consistency mean, built at once
         pointer_means = self._pointers()
@@ -126,18 +173,103 @@ class PlantedMemWorld:
         self.reference = self.reference_draws.mean(axis=1)
         # the wider retrieval of a saturated design: ranks K..WIDE-1 from a stream of their own, so the
         # top K, their pointers and drafts are those above; every other mask of the WIDE gets a fresh base
+        wide_base = wide.dirichlet(alpha, size=(n_dates, 1 << self.wide))
+        self.wide_drafts = self._tilt(wide_base, self._pointers(self.wide_pointer_class))
+        self.wide_drafts[:, : 1 << K] = self.drafts
+        self.bases = np.concatenate([self.base, wide_base[:, 1 << K :]], axis=1)  # base m of mask m, any retrieval
+
+    def _paper_world(
+        self,
+        scores: NDArray[np.float64],
+        pointers: np.random.Generator,
+        wide: np.random.Generator,
+        every: np.random.Generator,
+        best: NDArray[np.int_],
+        worst: NDArray[np.int_],
+    ) -> None:
+        """The seven regimes' retrieval and pointers (each slot of the top four and of the wider retrieval
+        drawn by slot, as the method's paper specifies), and every other experience's pointer on every
+        date from a stream of its own (``every``)."""
+        n_dates, n_assets, m = self.n_dates, self.n_assets, self.regime.n_experiences
+        ranked = np.argsort(-scores, axis=1, kind="stable")
+        self.retrieved = ranked[:, :K]
+        informed = pointers.random(size=(n_dates, K)) < ACCURACY
+        random_class = pointers.integers(0, n_assets, size=(n_dates, K))
+        kinds_retrieved = self.types[self.retrieved]
+        target = np.where(
+            kinds_retrieved > 0, best[:, None], np.where(kinds_retrieved < 0, worst[:, None], random_class)
+        )
+        self.pointer_class = np.where((kinds_retrieved != 0) & informed, target, random_class)
         width = self.wide = min(WIDE, m)
         self.wide_retrieved = ranked[:, :width]
         extra = self.types[self.wide_retrieved[:, K:]]
-        extra_informed = wide.random(size=extra.shape) < 0.7
+        # the wide stream's first draws are those of the ranks K..WIDE-1 (its Dirichlet bases follow)
+        extra_informed = wide.random(size=extra.shape) < ACCURACY
         extra_random = wide.integers(0, n_assets, size=extra.shape)
         extra_target = np.where(extra > 0, best[:, None], np.where(extra < 0, worst[:, None], extra_random))
-        self.wide_pointer_class = wide_class = np.concatenate(
+        self.wide_pointer_class = np.concatenate(
             [self.pointer_class, np.where((extra != 0) & extra_informed, extra_target, extra_random)], axis=1
         )
-        wide_base = wide.dirichlet(alpha, size=(n_dates, 1 << width))
-        self.wide_drafts = self._tilt(wide_base, self._pointers(wide_class))
-        self.wide_drafts[:, : 1 << K] = self.drafts
+        self.pointer_all = self._every_pointer(
+            every.random(size=(n_dates, m)), every.integers(0, n_assets, size=(n_dates, m)), best, worst
+        )
+        rows = np.arange(n_dates)[:, None]
+        self.pointer_all[rows, self.wide_retrieved] = self.wide_pointer_class
+        self.scores = scores
+
+    def _curation_world(
+        self,
+        scores: NDArray[np.float64],
+        kinds: np.random.Generator,
+        retrieval: np.random.Generator,
+        pointers: np.random.Generator,
+        best: NDArray[np.int_],
+        worst: NDArray[np.int_],
+    ) -> None:
+        """A curation regime: every experience's pointer on every date drawn up front, the poisoned
+        experiences appended (absent before ``event``), the drift's swap of types from ``event`` on."""
+        regime, n_dates, n_assets = self.regime, self.n_dates, self.n_assets
+        event = regime.event if regime.event is not None else n_dates
+        if regime.poisoned:
+            home = kinds.integers(0, 2, size=regime.poisoned)
+            poison_scores = (
+                (home[None, :] == self.regime_of_date[:, None])
+                + POISON_BOOST
+                + retrieval.normal(0.0, 0.5, size=(n_dates, regime.poisoned))
+            )
+            poison_scores[:event] = -np.inf  # not yet written
+            scores = np.concatenate([scores, poison_scores], axis=1)
+            self.type_by_date = np.concatenate([self.type_by_date, np.full((n_dates, regime.poisoned), -1)], axis=1)
+            self.types = np.concatenate([self.types, np.full(regime.poisoned, -1)])
+            self.poison_features = kinds.standard_normal((regime.poisoned, N_FEATURES))
+        if regime.drift:
+            self.type_by_date[event:] *= -1
+        total = scores.shape[1]
+        accuracy = np.full(total, ACCURACY)
+        accuracy[regime.n_experiences :] = POISON_ACCURACY
+        uniform, random_class = pointers.random(size=(n_dates, total)), pointers.integers(0, n_assets, (n_dates, total))
+        self.pointer_all = self._every_pointer(uniform, random_class, best, worst, accuracy)
+        ranked = np.argsort(-scores, axis=1, kind="stable")
+        self.retrieved = ranked[:, :K]
+        rows = np.arange(n_dates)[:, None]
+        self.pointer_class = self.pointer_all[rows, self.retrieved]
+        self.wide = min(WIDE, regime.n_experiences)
+        self.wide_retrieved = ranked[:, : self.wide]
+        self.wide_pointer_class = self.pointer_all[rows, self.wide_retrieved]
+        self.scores = scores
+
+    def _every_pointer(
+        self,
+        uniform: NDArray[np.float64],
+        random_class: NDArray[np.int_],
+        best: NDArray[np.int_],
+        worst: NDArray[np.int_],
+        accuracy: NDArray[np.float64] | float = ACCURACY,
+    ) -> NDArray[np.int_]:
+        """(dates, experiences): each experience's pointer on each date, by its type on that date."""
+        kind = self.type_by_date
+        target = np.where(kind > 0, best[:, None], np.where(kind < 0, worst[:, None], random_class))
+        return np.asarray(np.where((kind != 0) & (uniform < accuracy), target, random_class))
 
     def _pointers(self, pointer_class: NDArray[np.int_] | None = None) -> NDArray[np.float64]:
         """(dates, 2**k, n): for each mask, the mean of its members' one-hot pointers (members in retrieval order)."""
@@ -146,7 +278,7 @@ class PlantedMemWorld:
         onehot = np.eye(self.n_assets)[classes]  # (dates, k, n)
         bits = (np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1  # (2**k, k)
         members = np.maximum(bits.sum(axis=1), 1)
-        pointers = np.zeros((self.n_dates, 1 << k, self.n_assets))
+        pointers = np.zeros((classes.shape[0], 1 << k, self.n_assets))
         for j in range(k):
             pointers += (bits[:, j] / members)[None, :, None] * onehot[:, j][:, None, :]
         return pointers
@@ -164,6 +296,7 @@ class PlantedMemWorld:
 
     def context(self, date: int) -> DateContext:
         session = self.sessions[date]
+        available = np.isfinite(self.scores[date])
         drafts, consistency = self.drafts[date], self.consistency[date]
         return DateContext(
             index=date,
@@ -180,7 +313,28 @@ class PlantedMemWorld:
             label=self.market.labels[session],
             wide_retrieved=tuple(int(e) for e in self.wide_retrieved[date]),
             wide_drafts=self.wide_drafts[date],
+            added=self._added(date),
+            candidates=tuple(int(e) for e in np.flatnonzero(available)),
+            candidate_scores=self.scores[date][available],
+            draft_for=lambda retrieved: self.draft_for(date, retrieved),
         )
+
+    def _added(self, date: int) -> tuple[tuple[int, NDArray[np.float64]], ...]:
+        """The poisoned experiences on the date they arrive (every other experience is known from the start)."""
+        if not self.regime.poisoned or date != self.event:
+            return ()
+        return tuple((int(e), self.poison_features[i]) for i, e in enumerate(self.poisoned))
+
+    def draft_for(self, date: int, retrieved: Sequence[int]) -> NDArray[np.float64]:
+        """(2**k, n): the date's draft of every mask of a retrieval of k experiences (rank order): mask m
+        tilts the date's base m by the mean pointer of its members; the similarity top four's (and the
+        wider retrieval's) are the drafts above."""
+        members = np.asarray(retrieved, dtype=np.int64)
+        if members.size > self.bases.shape[1].bit_length() - 1:
+            raise ConfigError(f"a retrieval holds at most {WIDE} experiences, got {members.size}", field="retrieved")
+        classes = self.pointer_all[date, members][None, :]
+        pointers = self._pointers(classes)
+        return np.asarray(self._tilt(self.bases[date : date + 1, : 1 << members.size], pointers)[0])
 
     def outcome(self, date: int) -> NDArray[np.float64]:
         """(20, n) class levels over the hold relative to the decision close."""

@@ -61,6 +61,13 @@ DISPLAY: dict[str, str] = {
     "memtrial_budget_2": "MemTrial at a budget of 2 calls",
     "memtrial_budget_3": "MemTrial at a budget of 3 calls",
     "memtrial_budget_4": "MemTrial at a budget of 4 calls",
+    "memtrial_similarity": "MemTrial, similarity retrieval",
+    "memtrial_value_aware": "MemTrial, value-aware retrieval",
+    "memtrial_quarantine": "MemTrial, quarantine",
+    "memtrial_curated": "MemTrial, value-aware retrieval and quarantine",
+    "memtrial_robust": "MemTrial, robust learner",
+    "q_retrieval": "Q-value retrieval (MemRL-style)",
+    "oracle_retrieval": "Oracle retrieval (knows the types; not ranked)",
     "similarity_top2_anchored": "Similarity top-2 + anchored fallback",
     "all_four_anchored": "All 4 + anchored fallback",
     "outcome_credit_anchored": "Outcome credit + anchored fallback",
@@ -69,7 +76,7 @@ DISPLAY: dict[str, str] = {
     "reflexion_anchored": "Reflexion + anchored fallback",
     "oracle": "Oracle (knows the types; not ranked)",
 }
-UNRANKED = {"oracle"}
+UNRANKED = {"oracle", "oracle_retrieval"}
 #: The paper's comparison: its five core regimes and its fifteen methods (MemTrial by the paper's rule).
 CORE_REGIMES = ["no_influence", "noise_only", "beta_0.1", "beta_0.25", "beta_0.5"]
 MEMORY_REGIMES = ["beta_0.1", "beta_0.25", "beta_0.5", "many_experiences", "informative_content"]
@@ -111,6 +118,7 @@ def aggregate(
                 "value_recovery": float(np.mean(recoveries)) if recoveries else None,
                 **_dial_metrics(dials),
                 **_real_metrics(worlds, method_id),
+                **_curation_summary(worlds, method_id),
             }
         table.setdefault(investor, {})[regime] = summary
     return {"env": env, "investors": table, "seeds": list(seeds), "wall_seconds": wall_seconds}
@@ -126,6 +134,25 @@ def _dial_metrics(paths: Sequence[list[float] | None]) -> dict[str, Any]:
         "ever_fully_trusted_rate": float(np.mean([max(p) >= 1.0 for p in paths if p])),
         "trust_weight_by_date": np.mean(np.array(paths), axis=0).tolist() if len(lengths) == 1 else None,
     }
+
+
+def _curation_summary(worlds: Sequence[dict[str, Any]], method_id: str) -> dict[str, Any]:
+    """The curation figures over seeds (method 5): means of the utility after the event and of the
+    poisoned share of retrieval slots, the share of worlds with a false quarantine, the median delay."""
+    cells = [w["methods"][method_id] for w in worlds]
+    out: dict[str, Any] = {}
+    for name, summary in (
+        ("mean_utility_after_event_pp", "mean_utility_after_event_pp"),
+        ("poison_retrieved_share", "poison_retrieved_share"),
+        ("false_quarantine", "false_quarantine_rate"),
+        ("quarantine_delay", "quarantine_delay"),
+    ):
+        if name not in cells[0]:
+            continue
+        values = [float(c[name]) for c in cells]
+        out[summary] = float(np.median(values)) if name == "quarantine_delay" else float(np.mean(values))
+        out[summary + "_per_seed"] = values
+    return out
 
 
 def _mean_of(values: Sequence[float | None]) -> float | None:

@@ -27,7 +27,7 @@ import numpy as np
 from backtest.context import DateContext
 from backtest.market import Market
 from backtest.methods.base import HALF, Method, Scoring, Walk
-from backtest.methods.registry import MEMTRIAL_VARIANTS, METHOD_IDS, REAL_METHOD_IDS, build_methods
+from backtest.methods.registry import BUDGETED, MEMTRIAL_VARIANTS, METHOD_IDS, REAL_METHOD_IDS, build_methods
 from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
 from memtrial.credit.design import odd_half
@@ -60,6 +60,8 @@ DRAFT_CALLS: dict[str, tuple[int, bool]] = {  # (draft calls, uses the reference
     "expel": (1, False),
     "reflexion": (1, False),
     "oracle": (1, True),  # knows the types; the reference where no subset helps
+    "q_retrieval": (1, False),  # the draft of the four it retrieved
+    "oracle_retrieval": (1, True),  # the draft of the useful ones it retrieved, or the reference
 }
 
 
@@ -115,7 +117,7 @@ def reference_draws(method_id: str, reference_calls: int, draft_budget: float | 
     none: that draft is among its own calls. draft_budget: the run's budget for the default ``memtrial``."""
     if method_id.startswith("memtrial"):
         settings = MEMTRIAL_VARIANTS[method_id]
-        budget = settings.get("draft_budget", draft_budget if method_id == "memtrial" else None)
+        budget = settings.get("draft_budget", draft_budget if method_id in BUDGETED else None)
         own = _setting(method_id, "reference") == "memory_free" or budget is not None
         return 0 if own else reference_calls
     base = method_id.removesuffix("_anchored")
@@ -228,7 +230,7 @@ def drafted_masks(method_ids: Sequence[str], draft_budget: float | None = None) 
         settings = MEMTRIAL_VARIANTS.get(method_id)
         if settings is None:
             continue
-        budget = settings.get("draft_budget", draft_budget if method_id == "memtrial" else None)
+        budget = settings.get("draft_budget", draft_budget if method_id in BUDGETED else None)
         design = _setting(method_id, "design")
         if design == "full" or budget is not None:
             return list(range(16))
@@ -384,10 +386,54 @@ def _run(
                 "draft_calls_per_decision": draft_calls(m, world.reference_calls),
                 "reference_calls_per_decision": reference_draws(m.id, world.reference_calls, spec.draft_budget),
                 **_wealth_stats(returns[row], periods),
+                **curation_metrics(world, m, presented, utilities[row]),
             }
             for row, m in enumerate(methods)
         },
     }
+
+
+def curation_metrics(
+    world: World, method: Method, presented: Sequence[DateContext], utilities: Sequence[float]
+) -> dict[str, Any]:
+    """A curation regime's figures of one method in one world (method 5; none elsewhere).
+
+    mean_utility_after_event_pp: the mean utility of the scored decisions from the event (the
+    injection or the drift) on. poison_retrieved_share: the share of the retrieval slots of the
+    decisions from the injection on that poisoned experiences take (methods that retrieve; a MemTrial
+    variant that acts on the world's retrieval takes the world's). For a MemTrial variant with
+    quarantine on: false_quarantine, whether any experience was quarantined whose true type at the
+    decision whose settlement quarantined it was >= 0 (in every regime: the nulls have no event);
+    quarantine_delay, the decisions from the injection until every poisoned experience is quarantined
+    (a settlement quarantines before the next decision: position + 1 - event), or the decisions left
+    if one never is.
+    """
+    out: dict[str, Any] = {}
+    event = getattr(world, "event", None)
+    poisoned = {int(e) for e in getattr(world, "poisoned", ())}
+    type_by_date = getattr(world, "type_by_date", None)
+    if event is not None:
+        after = [u for c, u in zip((c for c in presented if c.scored), utilities, strict=True) if c.index >= event]
+        out["mean_utility_after_event_pp"] = float(np.mean(after))
+    retrievals = getattr(method, "retrievals", None)
+    if not retrievals and method.id.startswith("memtrial"):
+        retrievals = [c.retrieved for c in presented]  # a replayed variant acts on the world's retrieval
+    if poisoned and event is not None and retrievals:
+        slots = [e for c, picked in zip(presented, retrievals, strict=True) if c.index >= event for e in picked]
+        out["poison_retrieved_share"] = float(np.mean([e in poisoned for e in slots])) if slots else 0.0
+    engine = getattr(method, "engine", None)
+    if engine is None or engine.curator is None or type_by_date is None:
+        return out
+    quarantines: list[tuple[int, int]] = method.quarantines  # type: ignore[attr-defined]
+    out["false_quarantine"] = any(type_by_date[position][e] >= 0 for e, position in quarantines)
+    out["quarantined"] = [[e, position] for e, position in quarantines]
+    if poisoned and event is not None:
+        when = {e: position for e, position in quarantines if e in poisoned}
+        n_dates = len(presented)
+        out["quarantine_delay"] = (
+            float(max(when.values()) + 1 - event) if set(when) == poisoned else float(n_dates - event)
+        )
+    return out
 
 
 def _scores(walk: Walk, books: list[Sequence[np.ndarray]]) -> tuple[list[list[float]], list[list[float]]]:

@@ -8,6 +8,7 @@ from numpy.typing import NDArray
 from backtest.context import DateContext
 from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
 from memtrial.action.fallback import GRID, FallbackVariant, choices_after, running_sums
+from memtrial.curation import RetrievalMode
 from memtrial.engine.config import ReferenceSource
 from memtrial.engine.lifecycle import EngineConfig, MemTrial
 from memtrial.outcomes.mandates import mixture_utilities_by_date
@@ -16,6 +17,12 @@ __all__ = ["Anchored", "MemTrialMethod", "Oracle"]
 
 
 class MemTrialMethod(Method):
+    """A MemTrial engine walked through a world. With value-aware retrieval or quarantine on (method
+    4.12, 4.13) and a world that offers its candidates, the engine ranks them itself (:meth:`MemTrial.rank`
+    over the candidates' retrieval scores) and acts on the drafts of its own retrieval; otherwise it
+    acts on the world's retrieval. ``retrievals``: the experiences each decision retrieved;
+    ``quarantines``: (experience, position of the decision whose settlement quarantined it)."""
+
     uses_gate = True
     reads_chosen_utility = False
 
@@ -24,17 +31,28 @@ class MemTrialMethod(Method):
         self.id = method_id
         self.engine = MemTrial(config)
         self.calls: list[int] = []  # draft calls of each decision
+        self.retrievals: list[tuple[int, ...]] = []
+        self.quarantines: list[tuple[int, int]] = []
+        self.curates = config.retrieval is RetrievalMode.VALUE_AWARE or config.quarantine.enabled
         for experience, z in enumerate(features):
             self.engine.add_experience(experience, z)
+
+    def _retrieval(self, context: DateContext) -> tuple[tuple[int, ...], NDArray[np.float64]]:
+        """The experiences a plan retrieves and the drafts of every mask of them."""
+        k = self.engine.config.k
+        if self.curates and context.draft_for is not None and context.candidate_scores is not None:
+            picks = self.engine.rank(list(context.candidates), k, [float(v) for v in context.candidate_scores])
+            retrieved = tuple(int(p.experience_id) for p in picks)
+            return retrieved, context.draft_for(retrieved)
+        if k > len(context.retrieved) and context.wide_drafts is not None:  # a saturated design's wider retrieval
+            return context.wide_retrieved[:k], context.wide_drafts
+        return context.retrieved, context.drafts
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         for experience, embedding in context.added:
             self.engine.add_experience(experience, embedding)
-        retrieved, drafts = context.retrieved, context.drafts
-        if (
-            self.engine.config.k > len(retrieved) and context.wide_drafts is not None
-        ):  # a saturated design's wider retrieval
-            retrieved, drafts = context.wide_retrieved[: self.engine.config.k], context.wide_drafts
+        retrieved, drafts = self._retrieval(context)
+        self.retrievals.append(tuple(retrieved))
         plan = self.engine.plan(
             f"d{context.index}",
             context.session,
@@ -56,6 +74,9 @@ class MemTrialMethod(Method):
     def observe(self, outcome: Outcome, chosen: NDArray[np.float64], chosen_utility: float) -> None:
         self.engine.settle(f"d{outcome.context.index}", outcome.rel, at=outcome.context.maturity)
         self.engine.prune_settled()
+        if self.engine.curator is not None:
+            known = {e for e, _ in self.quarantines}
+            self.quarantines += [(int(e), outcome.context.index) for e in self.engine.quarantined if e not in known]
 
     def values(self) -> dict[int, float]:
         return {int(e): v for e, v in self.engine.values().items()}

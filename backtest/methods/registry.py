@@ -18,6 +18,7 @@ from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
 from backtest.methods.replay import families, replays
+from backtest.methods.retrieval import OracleRetrieval, QRetrieval
 from backtest.methods.simple import (
     DraftMean,
     DraftPick,
@@ -30,6 +31,7 @@ from backtest.methods.simple import (
 from backtest.world import World
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind
+from memtrial.curation import QuarantineConfig
 from memtrial.engine.config import PAPER_RULE, ReferenceSource, default_setting
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.errors import ConfigError
@@ -37,6 +39,9 @@ from memtrial.trust.gate import GateConfig, GateTest
 
 __all__ = [
     "ANCHORED_BASES",
+    "BUDGETED",
+    "CURATION_IDS",
+    "CURATION_VARIANTS",
     "ENGINES",
     "FACTORIES",
     "FRONTIER_IDS",
@@ -85,6 +90,26 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_budget_4": {"draft_budget": 4.0},
 }
 
+#: Curation (method 4.12-4.14): the default ``memtrial`` retrieving by similarity alone, with value-aware
+#: retrieval, with quarantine (and change detection), and with both. Each takes the default's settings, so
+#: it follows them, and the run's ``--draft-budget`` as the default does.
+QUARANTINE = QuarantineConfig(enabled=True)
+CURATION_VARIANTS: dict[str, dict[str, object]] = {
+    "memtrial_similarity": {
+        **MEMTRIAL_VARIANTS["memtrial"],
+        "retrieval": "similarity",
+        "quarantine": QuarantineConfig(),
+    },
+    "memtrial_value_aware": {**MEMTRIAL_VARIANTS["memtrial"], "retrieval": "value_aware"},
+    "memtrial_quarantine": {**MEMTRIAL_VARIANTS["memtrial"], "quarantine": QUARANTINE},
+    "memtrial_curated": {**MEMTRIAL_VARIANTS["memtrial"], "retrieval": "value_aware", "quarantine": QUARANTINE},
+}
+MEMTRIAL_VARIANTS.update(CURATION_VARIANTS)
+#: the default with the learner's outlier screen on (``robust``, what the service turns on), to measure it
+MEMTRIAL_VARIANTS["memtrial_robust"] = {**MEMTRIAL_VARIANTS["memtrial"], "robust": True}
+#: the variants a run's ``--draft-budget`` applies to: the default and its curation variants
+BUDGETED: tuple[str, ...] = ("memtrial", *CURATION_VARIANTS)
+
 
 def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget: float | None = None) -> EngineConfig:
     """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them).
@@ -94,7 +119,7 @@ def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget
     eight memory-free draws), so every call it causes counts against its budget.
     """
     settings: dict[str, Any] = dict(MEMTRIAL_VARIANTS[method_id])
-    if method_id == "memtrial" and draft_budget is not None:
+    if method_id in BUDGETED and draft_budget is not None:
         settings["draft_budget"] = draft_budget
     if settings.get("draft_budget") is not None:
         # a budget covers the world's decisions (its trials come first) and bets on the wider grid
@@ -160,11 +185,16 @@ FACTORIES.update({method_id: _memtrial(method_id) for method_id in MEMTRIAL_VARI
 for _base in ANCHORED_BASES:
     FACTORIES[_base + "_anchored"] = lambda w, s, seed, _base=_base: Anchored(_BASE[_base](w, s, seed))  # type: ignore[misc]
 FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
+FACTORIES["q_retrieval"] = lambda w, s, seed: QRetrieval(s)
+FACTORIES["oracle_retrieval"] = lambda w, s, seed: OracleRetrieval(s, w.type_by_date)
 
 #: the variants at a draft budget and on the memory-free reference (replayed, each budget a family of its own):
 #: asked for by name (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
 FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtrial_budget_", "memtrial_memory_free"))]
-METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS]
+#: the curation comparison (method 4.12-4.14): methods that retrieve from a PlantedMem world's candidates,
+#: asked for by name (``--methods``); a default run leaves them out
+CURATION_IDS: list[str] = [*CURATION_VARIANTS, "q_retrieval", "oracle_retrieval", "memtrial_robust"]
+METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS and m not in CURATION_IDS]
 # the real-data settings have no oracle, and their reference is equal weight (already a method)
 REAL_METHOD_IDS: list[str] = [m for m in METHOD_IDS if m not in ("oracle", "reference")]
 KNOWN_IDS: list[str] = list(FACTORIES)  # every method a run may name

@@ -55,6 +55,7 @@ from memtrial.action.rule import (
 )
 from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
 from memtrial.credit.design import DesignKind, plan_masks, validate_masks
+from memtrial.curation import RetrievalMode
 from memtrial.engine.config import ReferenceSource
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.numeric.running import running_counts
@@ -710,7 +711,12 @@ class FamilyMember(Method):
 
 def replays(config: EngineConfig) -> bool:
     """Whether the batch replay serves a configuration: every plan drafts the whole design, or a draft budget
-    over a horizon under the dial (its trials come first, and nothing else learns: :meth:`MemTrialFamily._trials`)."""
+    over a horizon under the dial (its trials come first, and nothing else learns: :meth:`MemTrialFamily._trials`),
+    on the world's own retrieval and the plain learner. A variant that curates its retrieval (method 4.12-4.14)
+    or screens outliers (``robust``) runs an online engine."""
+    curates = config.retrieval is not RetrievalMode.SIMILARITY or config.quarantine.enabled
+    if curates or config.robust:
+        return False
     return config.draft_budget is None or (config.draft_horizon is not None and config.action is ActionRule.DIAL)
 
 

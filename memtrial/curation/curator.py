@@ -32,6 +32,16 @@ class Curator:
         self.config = config
         self.evidence: dict[ExperienceId, Evidence] = {}
         self.next_slot = 1
+        self.abs_total = 0.0  # the sum of |c| of every contribution settled (the weighted sign's scale)
+        self.abs_count = 0
+
+    @property
+    def scale(self) -> float | None:
+        """sigma of the weighted sign: ``clip`` times the mean |c| of the contributions settled so far
+        (None with ``clip`` None or before any nonzero one)."""
+        if self.config.clip is None or self.abs_total <= 0.0:
+            return None
+        return self.config.clip * self.abs_total / self.abs_count
 
     def _take_slot(self) -> int:
         slot = self.next_slot
@@ -39,23 +49,30 @@ class Curator:
         return slot
 
     def observe(self, decision_id: str, contributions: Mapping[ExperienceId, float]) -> list[Event]:
-        """Add one settled trial's raw contributions; the quarantines and changes they caused."""
+        """Add one settled trial's raw contributions; the quarantines and changes they caused. The weighted
+        sign's scale is that of the contributions settled before this trial (predictable)."""
         events = []
+        scale = self.scale
         for experience_id, contribution in contributions.items():
             evidence = self.evidence.get(experience_id)
             if evidence is None:
                 evidence = self.evidence[experience_id] = Evidence(self._take_slot())
-            verdict = evidence.observe(decision_id, float(contribution), self.config, self.next_slot)
+            verdict = evidence.observe(decision_id, float(contribution), self.config, self.next_slot, scale)
             if verdict.changed:
                 self.next_slot += 1
                 events.append(Event("change", experience_id, self.payload(experience_id, decision_id)))
             if verdict.quarantined:
                 events.append(Event("quarantine", experience_id, self.payload(experience_id, decision_id)))
+        for contribution in contributions.values():
+            if math.isfinite(contribution):
+                self.abs_total += abs(float(contribution))
+                self.abs_count += 1
         return events
 
     def payload(self, experience_id: ExperienceId, decision_id: str | None) -> dict[str, Any]:
         """The evidence of one experience now, as a log entry's payload (``date``: the decision, if any)."""
-        return {"date": decision_id, **self.evidence[experience_id].payload(experience_id, self.config.level)}
+        evidence = self.evidence[experience_id]
+        return {"date": decision_id, **evidence.payload(experience_id, self.config.level, self.config.spread)}
 
     def is_quarantined(self, experience_id: ExperienceId) -> bool:
         evidence = self.evidence.get(experience_id)
@@ -103,6 +120,8 @@ class Curator:
         return {
             "next_slot": self.next_slot,
             "evidence": [[e, x.to_dict()] for e, x in self.evidence.items()],
+            "abs_total": self.abs_total,
+            "abs_count": self.abs_count,
         }
 
     @classmethod
@@ -110,6 +129,8 @@ class Curator:
         curator = cls(config)
         curator.next_slot = int(data["next_slot"])
         curator.evidence = {e: Evidence.from_dict(x) for e, x in data["evidence"]}
+        curator.abs_total = float(data.get("abs_total", 0.0))
+        curator.abs_count = int(data.get("abs_count", 0))
         return curator
 
 

@@ -2,14 +2,22 @@
 is not below zero, corrected across the agent's experiences, and a change detector that restarts it.
 
 Each settled trial gives experience h a raw contribution c (its Banzhaf contrast, method 4.3); the test
-reads its sign s = sign(-c) in {-1, 0, 1}. For H0: P(c < 0 | past) <= P(c > 0 | past) (a value >= 0
-with noise symmetric about it), E[s | past] <= 0, so for each bet lambda in ``BETS`` the wealth
-prod (1 + lambda s) is a nonnegative supermartingale, and so is their mean E. The j-th test the agent
-starts (an experience's first contribution, or a restart) quarantines when E >= j (j + 1) / level; by
-Ville's inequality and a union bound over j (sum_j level / (j (j + 1)) = level), the probability that any
-experience with value >= 0 is ever quarantined is at most ``level``, whatever the stopping.
+reads its weighted sign x = sign(-c) g(|c|) in [-1, 1], g(a) = min(a / sigma, 1), where sigma = ``clip``
+times the mean |c| of every contribution the agent settled before this one (predictable; g = 1, the plain
+sign, before any and with ``clip`` None). H0 for h: for every a >= 0, P(c < -a | past) <= P(c > a | past),
+which holds when c is a value >= 0 plus noise symmetric about 0. As g is nondecreasing with g(0) = 0,
+E[x | past] = int_0^inf g'(a) [P(c < -a | past) - P(c > a | past)] da <= 0 (and for the plain sign
+E[x | past] = P(c < 0 | past) - P(c > 0 | past) <= 0), so for each bet lambda in ``BETS`` the wealth
+prod (1 + lambda x) is a nonnegative supermartingale, and so is their mean E.
 
-The change detector is the CUSUM e-detector D = mean over bets of max(D_lambda, 1) (1 + lambda s); it
+The j-th test the agent starts (an experience's first contribution, or a restart) gets the share
+w_j = (s + 1) / ((j + s) (j + s + 1)) of the level (s = ``spread``; sum_j w_j = 1, telescoping) and
+quarantines when E >= 1 / (w_j level). By Ville's inequality and a union bound over j, the probability
+that any experience with value >= 0 is ever quarantined is at most ``level``, whatever the stopping
+(the slot a test gets depends only on the past). s = 0 gives w_j = 1 / (j (j + 1)); a larger s spreads
+the level over more tests, so the later ones (an agent's later experiences) need less evidence.
+
+The change detector is the CUSUM e-detector D = mean over bets of max(D_lambda, 1) (1 + lambda x); it
 alarms at D >= ``change_threshold``. An alarm while the test's wealth is below 1 (the experience helped
 until now) is a change: the test restarts (a new j) and ``changed_at`` records the decision.
 """
@@ -24,9 +32,11 @@ from typing import Any
 from memtrial.errors import ConfigError, InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["BETS", "Evidence", "QuarantineConfig", "Verdict", "threshold"]
+__all__ = ["BETS", "CLIP", "SPREAD", "Evidence", "QuarantineConfig", "Verdict", "threshold", "weighted_sign"]
 
-BETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # any bet below 1 is valid for signs in {-1, 0, 1}
+BETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # any bet below 1 is valid for x in [-1, 1]
+SPREAD = 30.0  # s of the tests' shares of the level (method 4.13; chosen on the dev seeds)
+CLIP: float | None = 1.0  # the weighted sign's scale in mean absolute contributions (None: the plain sign test)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,11 +44,15 @@ class QuarantineConfig:
     """enabled: test every experience and quarantine those credibly harmful (method 4.13). level: the
     bound on the probability that any experience whose value is >= 0 is ever quarantined (family-wise,
     so also on the expected share of wrongly quarantined ones). change_threshold: the CUSUM
-    e-detector's alarm (method 4.14; its mean run length before a false alarm is at least this)."""
+    e-detector's alarm (method 4.14; its mean run length before a false alarm is at least this).
+    spread: s of the tests' shares of the level, w_j = (s + 1) / ((j + s) (j + s + 1)). clip: the
+    weighted sign's scale in mean absolute contributions (None: the plain sign test)."""
 
     enabled: bool = False
     level: float = 0.05
     change_threshold: float = 1000.0
+    spread: float = SPREAD
+    clip: float | None = CLIP
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -51,18 +65,51 @@ class QuarantineConfig:
                 f"quarantine.change_threshold must be finite and > 1, got {self.change_threshold!r}",
                 field="quarantine.change_threshold",
             )
+        spread_ok = isinstance(self.spread, (int, float)) and not isinstance(self.spread, bool)
+        if not (spread_ok and math.isfinite(self.spread) and self.spread >= 0.0):
+            raise ConfigError(
+                f"quarantine.spread must be finite and >= 0, got {self.spread!r}", field="quarantine.spread"
+            )
+        clip_ok = isinstance(self.clip, (int, float)) and not isinstance(self.clip, bool)
+        if self.clip is not None and not (clip_ok and math.isfinite(self.clip) and self.clip > 0.0):
+            raise ConfigError(
+                f"quarantine.clip must be finite and > 0 (or null), got {self.clip!r}", field="quarantine.clip"
+            )
 
     def to_dict(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "level": self.level, "change_threshold": self.change_threshold}
+        return {
+            "enabled": self.enabled,
+            "level": self.level,
+            "change_threshold": self.change_threshold,
+            "spread": self.spread,
+            "clip": self.clip,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuarantineConfig:
-        return cls(bool(data["enabled"]), float(data["level"]), float(data["change_threshold"]))
+        """A stored setting; one written before ``spread`` and ``clip`` existed had the plain sign test with
+        shares 1 / (j (j + 1))."""
+        clip = data.get("clip")
+        return cls(
+            bool(data["enabled"]),
+            float(data["level"]),
+            float(data["change_threshold"]),
+            float(data.get("spread", 0.0)),
+            None if clip is None else float(clip),
+        )
 
 
-def threshold(slot: int, level: float) -> float:
-    """The e-value the slot-th test (1-based) must reach: slot (slot + 1) / level."""
-    return slot * (slot + 1) / level
+def threshold(slot: int, level: float, spread: float = 0.0) -> float:
+    """The e-value the slot-th test (1-based) must reach: 1 / (w_j level), w_j = (s + 1) / ((j + s) (j + s + 1))."""
+    return (slot + spread) * (slot + spread + 1.0) / ((spread + 1.0) * level)
+
+
+def weighted_sign(contribution: float, scale: float | None) -> float:
+    """x = sign(-c) min(|c| / scale, 1) (the plain sign with scale None or 0)."""
+    sign = -1.0 if contribution > 0 else 1.0 if contribution < 0 else 0.0
+    if not scale:
+        return sign
+    return sign * min(abs(contribution) / scale, 1.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,11 +154,19 @@ class Evidence:
         self.wealth = [1.0] * len(BETS)
         self.detector = [0.0] * len(BETS)
 
-    def observe(self, decision_id: str, contribution: float, config: QuarantineConfig, next_slot: int) -> Verdict:
-        """Add one matured contribution; ``next_slot`` is the slot a restart would take."""
+    def observe(
+        self,
+        decision_id: str,
+        contribution: float,
+        config: QuarantineConfig,
+        next_slot: int,
+        scale: float | None = None,
+    ) -> Verdict:
+        """Add one matured contribution; ``next_slot`` is the slot a restart would take, ``scale`` the
+        weighted sign's sigma (None: the plain sign)."""
         if not math.isfinite(contribution):
             raise InputError(f"contribution must be finite, got {contribution!r}", field="contribution")
-        sign = -1.0 if contribution > 0 else 1.0 if contribution < 0 else 0.0
+        sign = weighted_sign(contribution, scale)
         self.n_seen += 1
         self.wealth = [w * (1.0 + b * sign) for w, b in zip(self.wealth, BETS, strict=True)]
         self.detector = [max(d, 1.0) * (1.0 + b * sign) for d, b in zip(self.detector, BETS, strict=True)]
@@ -124,18 +179,18 @@ class Evidence:
             self.changed_at = decision_id
             self.restart(next_slot)
             return Verdict(changed=True)
-        if self.e_value >= threshold(self.slot, config.level):
+        if self.e_value >= threshold(self.slot, config.level, config.spread):
             self.quarantined_at = decision_id
             return Verdict(quarantined=True)
         return Verdict()
 
-    def payload(self, experience_id: ExperienceId, level: float) -> dict[str, Any]:
+    def payload(self, experience_id: ExperienceId, level: float, spread: float = 0.0) -> dict[str, Any]:
         """The evidence at this moment, as a log entry's payload."""
         return {
             "experience_id": experience_id,
             "slot": self.slot,
             "e_value": self.e_value,
-            "threshold": threshold(self.slot, level),
+            "threshold": threshold(self.slot, level, spread),
             "n": self.n,
             "mean": self.mean,
             "changed_at": self.changed_at,

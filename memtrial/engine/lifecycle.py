@@ -78,6 +78,8 @@ from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
 __all__ = ["EngineConfig", "MemTrial"]
 
+RESET_PRIOR = 2.0  # after a detected change, a value is its mean since the change shrunk by n / (n + this)
+
 
 @dataclass(slots=True)
 class _Experience:
@@ -248,7 +250,7 @@ class MemTrial:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
         check_scored_design(kind, self.config.design, designed)
-        frozen = frozen_predictions(self.learner, ids)
+        frozen = self._since_changes(frozen_predictions(self.learner, ids), ids)
         predictions = frozen["predictions"]
         trust = self.gate.decision()
         dial = self._dial(ids, designed, predictions)
@@ -425,6 +427,26 @@ class MemTrial:
             regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
             posteriors[experience_id] = regime if regime is not None else Posterior(*self.posterior(experience_id))
         return posteriors
+
+    def _since_changes(self, frozen: dict[str, Any], ids: Sequence[ExperienceId]) -> dict[str, Any]:
+        """A plan's frozen predictions with the value of every experience whose contributions changed sign
+        (method 4.14) learnt from the new regime only: the mean of its contributions since the change, shrunk
+        to 0 as n / (n + ``RESET_PRIOR``) (0 before any), in every mode."""
+        if self.curator is None:
+            return frozen
+        reset = {}
+        for experience_id in ids:
+            regime = self.curator.regime_posterior(experience_id)
+            if regime is not None:
+                reset[experience_id] = regime.mean * regime.n / (regime.n + RESET_PRIOR)
+        if not reset:
+            return frozen
+        predictions = {e: reset.get(e, v) for e, v in frozen["predictions"].items()}
+        modes = {
+            mode: tuple(reset.get(e, v) for e, v in zip(ids, values, strict=True))
+            for mode, values in frozen["mode_predictions"].items()
+        }
+        return {**frozen, "predictions": predictions, "mode_predictions": modes}
 
     def rank(
         self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None = None

@@ -51,11 +51,13 @@ def test_evidence_quarantines_at_its_slot_threshold():
     while evidence.quarantined_at is None:
         evidence.observe(f"d{n}", -1.0, ON, 99)
         n += 1
-    assert evidence.e_value >= threshold(3, 0.05) == 240.0
+    bar = threshold(3, 0.05, ON.spread)
+    assert evidence.e_value >= bar and threshold(3, 0.05) == 240.0
+    assert bar == pytest.approx((3 + ON.spread) * (4 + ON.spread) / ((ON.spread + 1) * 0.05))
     before = Evidence(slot=3)
     for i in range(n - 1):
         before.observe(f"d{i}", -1.0, ON, 99)
-    assert before.e_value < 240.0 and before.quarantined_at is None
+    assert before.e_value < bar and before.quarantined_at is None
 
 
 def test_evidence_detects_a_sign_flip_and_restarts():
@@ -77,6 +79,8 @@ def test_evidence_detects_a_sign_flip_and_restarts():
         ({"level": 1.5}, "quarantine.level must be in (0, 1), got 1.5"),
         ({"enabled": 1}, "quarantine.enabled must be a bool, got 1"),
         ({"change_threshold": 1.0}, "quarantine.change_threshold must be finite and > 1, got 1.0"),
+        ({"spread": -1.0}, "quarantine.spread must be finite and >= 0, got -1.0"),
+        ({"clip": 0.0}, "quarantine.clip must be finite and > 0 (or null), got 0.0"),
     ],
 )
 def test_quarantine_config_bad_setting_is_rejected(settings, message):
