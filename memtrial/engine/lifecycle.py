@@ -254,8 +254,7 @@ class MemTrial:
         predictions = frozen["predictions"]
         trust = self.gate.decision()
         dial = self._dial(ids, designed, predictions)
-        portfolio = kind is DecisionKind.PORTFOLIO
-        memory_free = self.config.reference is ReferenceSource.MEMORY_FREE
+        portfolio, memory_free = kind is DecisionKind.PORTFOLIO, self.config.reference is ReferenceSource.MEMORY_FREE
         budgeted = plan_budget(
             self.credit,
             self.config.draft_budget,
