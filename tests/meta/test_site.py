@@ -177,7 +177,7 @@ def test_the_quickstart_walkthrough_works_as_printed(live):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert lines[-1].startswith('{"ok": true, "n_entries": 2,')
-    assert "anchored mixture with q = 0.9" in result.stdout
+    assert "trust weight 0 from log e-value 0: all on the anchored mixture with q = 1 on the reference" in result.stdout
     assert lines[-2].startswith("contributions in utility per decision, largest first: ")
     named = dict(re.findall(r'"([^"]+)" (-?\d+\.\d{5})', lines[-2]))  # each lesson by its text, not its id
     assert sorted(named) == [
