@@ -101,7 +101,9 @@ def _quickstart(pattern):
 
 # the quickstart blocks with their own checks below; every other server block runs in the generic test
 WALKTHROUGH, CLIENT, ASYNC = r"^set -euo pipefail", r"MemtrialClient\(", r"AsyncMemtrialClient"
-CHECKED = {_quickstart(p)[0] for p in (WALKTHROUGH, CLIENT, ASYNC)}
+#: the curation page's shell blocks: one sequence, run in order in one shell by its own test
+CURATION = [b for b in ALL if b[0].startswith("curation.md") and b[1] == "server" and b[2] == "bash"]
+CHECKED = {_quickstart(p)[0] for p in (WALKTHROUGH, CLIENT, ASYNC)} | {b[0] for b in CURATION}
 
 
 @pytest.fixture(scope="module")
@@ -150,6 +152,25 @@ def test_a_server_block_runs_as_printed(block, live, capsys):
     else:
         result = _run_bash(block, live)
         assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.slow  # a live server
+def test_the_curation_calls_run_in_order_in_one_shell(live):
+    assert len(CURATION) >= 6 and CURATION[0][3].startswith("set -euo pipefail")
+    result = _run_bash(("curation.md", "server", "bash", "\n".join(b[3] for b in CURATION), ""), live)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "value_aware"  # the PATCH answers the agent's settings
+    ranked = json.loads(lines[1])["items"]  # no value learnt yet: the two most similar, for their similarity
+    assert [(r["external_id"], r["reason"], r["value"], r["n"]) for r in ranked] == [
+        ("mem-17", "similarity", 0.0, 0),
+        ("mem-4", "similarity", 0.0, 0),
+    ]
+    shown = json.loads(next(b[3] for b in ALL if b[0].startswith("curation.md") and '"score"' in b[3]))
+    assert set(ranked[0]) == set(shown["items"][0])  # the answer printed on the page has the real fields
+    assert [r["external_id"] for r in json.loads(lines[2])] == ["mem-17", "mem-4", "mem-9", "mem-2"]  # k = 4 of 5
+    assert json.loads(lines[3])["items"] == []  # nothing quarantined
+    assert json.loads(lines[4])["error"]["code"] == "not_quarantined"
 
 
 @pytest.mark.slow  # a live server
