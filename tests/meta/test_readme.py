@@ -13,7 +13,7 @@ def test_readme_quick_start_runs(capsys):
     assert blocks, "the README has no python quick start"
     exec(compile(blocks[0], "README.md", "exec"), {})
     printed = capsys.readouterr().out
-    assert "gate prequential: insufficient evidence" in printed
+    assert "gate anytime: insufficient evidence" in printed and "trust weight 0" in printed  # the default dial
     assert "bonds after a rate shock" in printed
 
 

@@ -101,7 +101,9 @@ def _quickstart(pattern):
 
 # the quickstart blocks with their own checks below; every other server block runs in the generic test
 WALKTHROUGH, CLIENT, ASYNC = r"^set -euo pipefail", r"MemtrialClient\(", r"AsyncMemtrialClient"
-CHECKED = {_quickstart(p)[0] for p in (WALKTHROUGH, CLIENT, ASYNC)}
+#: the curation page's shell blocks: one sequence, run in order in one shell by its own test
+CURATION = [b for b in ALL if b[0].startswith("curation.md") and b[1] == "server" and b[2] == "bash"]
+CHECKED = {_quickstart(p)[0] for p in (WALKTHROUGH, CLIENT, ASYNC)} | {b[0] for b in CURATION}
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +155,25 @@ def test_a_server_block_runs_as_printed(block, live, capsys):
 
 
 @pytest.mark.slow  # a live server
+def test_the_curation_calls_run_in_order_in_one_shell(live):
+    assert len(CURATION) >= 6 and CURATION[0][3].startswith("set -euo pipefail")
+    result = _run_bash(("curation.md", "server", "bash", "\n".join(b[3] for b in CURATION), ""), live)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert lines[0] == "value_aware"  # the PATCH answers the agent's settings
+    ranked = json.loads(lines[1])["items"]  # no value learnt yet: the two most similar, for their similarity
+    assert [(r["external_id"], r["reason"], r["value"], r["n"]) for r in ranked] == [
+        ("mem-17", "similarity", 0.0, 0),
+        ("mem-4", "similarity", 0.0, 0),
+    ]
+    shown = json.loads(next(b[3] for b in ALL if b[0].startswith("curation.md") and '"score"' in b[3]))
+    assert set(ranked[0]) == set(shown["items"][0])  # the answer printed on the page has the real fields
+    assert [r["external_id"] for r in json.loads(lines[2])] == ["mem-17", "mem-4", "mem-9", "mem-2"]  # k = 4 of 5
+    assert json.loads(lines[3])["items"] == []  # nothing quarantined
+    assert json.loads(lines[4])["error"]["code"] == "not_quarantined"
+
+
+@pytest.mark.slow  # a live server
 def test_the_own_retrieval_example_plans_on_the_given_external_ids(live, capsys):
     block = next(b for b in ALL if b[0].startswith("guides/retrieval.md") and b[1] == "server")
     _run_python(block, live)
@@ -177,7 +198,7 @@ def test_the_quickstart_walkthrough_works_as_printed(live):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.strip().splitlines()
     assert lines[-1].startswith('{"ok": true, "n_entries": 2,')
-    assert "anchored mixture with q = 0.9" in result.stdout
+    assert "trust weight 0 from log e-value 0: all on the anchored mixture with q = 1 on the reference" in result.stdout
     assert lines[-2].startswith("contributions in utility per decision, largest first: ")
     named = dict(re.findall(r'"([^"]+)" (-?\d+\.\d{5})', lines[-2]))  # each lesson by its text, not its id
     assert sorted(named) == [
@@ -204,7 +225,7 @@ def test_the_walkthrough_shows_the_error_when_the_key_is_from_another_database(l
 def test_the_quickstart_python_client_example_runs_against_a_live_server(live, capsys):
     _run_python(_quickstart(CLIENT), live)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("gate prequential: insufficient evidence")
+    assert printed[0].startswith("gate anytime ") and "trust weight" in printed[0], printed  # the default dial
     assert printed[1].startswith("contributions in utility per decision, largest first: "), printed
     contributions = re.findall(r"\" ([+-]?[0-9.]+)(?:;|$)", printed[1])  # drafts that differ by subset
     assert len(contributions) == 4 and all(float(c) != 0 for c in contributions), printed
@@ -222,7 +243,7 @@ def test_the_quickstart_python_client_example_runs_against_a_live_server(live, c
 def test_the_quickstart_async_client_example_runs_against_a_live_server(live, capsys):
     _run_python(_quickstart(ASYNC), live)
     printed = capsys.readouterr().out.splitlines()
-    assert printed[0].startswith("mixture {") and printed[1].endswith(" decided")
+    assert printed[0].startswith("dial {") and printed[1].endswith(" decided")  # the default acts by the dial
 
 
 def test_the_correction_example_ends_the_log_with_the_correction_and_an_intact_chain(capsys):
