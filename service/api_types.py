@@ -134,6 +134,8 @@ class QuarantineStatePublic(Public):
         description="the bound on the probability that an experience whose value is >= 0 is ever quarantined"
     )
     change_threshold: float = Field(description="the e-value at which a change of sign is detected")
+    spread: float = Field(0.0, description="s of the tests' shares of the level (method 4.13)")
+    clip: float | None = Field(None, description="the weighted sign's scale; null: the plain sign test")
 
 
 class AgentPublic(Public):

@@ -199,6 +199,18 @@ class QuarantineSettings(Strict):
         gt=1,
         description="the e-value at which a change of sign of an experience's contributions is detected (its value is then learnt from the change on); above 1",
     )
+    spread: Weight = Field(
+        QUARANTINE_DEFAULT.spread,
+        ge=0,
+        le=1_000_000,
+        description="s of the tests' shares of the level, w_j = (s + 1) / ((j + s) (j + s + 1)) for the j-th test the agent starts: 0 favours the first experiences tested, a larger s spreads the level evenly over the first s or so (method 4.13)",
+    )
+    clip: Weight | None = Field(
+        QUARANTINE_DEFAULT.clip,
+        gt=0,
+        le=1_000_000,
+        description="the weighted sign's scale in mean absolute contributions (each contribution counts as sign times min(|c| / (clip * mean |c|), 1)); null: the plain sign test",
+    )
 
 
 # -- agents ---------------------------------------------------------------

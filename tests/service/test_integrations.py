@@ -234,12 +234,17 @@ def settle_day(credit, client, agent_id, t, **decision):
     return plan
 
 
+#: the plain sign test with the level's shares 1 / (j (j + 1)) (spread 0, no weighting), whose thresholds the
+#: test below counts on
+SIGN_TEST = {"enabled": True, "level": 0.05, "spread": 0, "clip": None}
+
+
 def test_mem0_quarantined_memory_is_marked_in_mem0_left_out_of_searches_and_released_by_hand(client, lessons):
     from service.client import ServiceError
     from service.integrations.mem0 import STATUS_KEY, Mem0Credit, StatusSync
 
     memory, ids = lessons
-    agent = client.create_agent("curated", kind="scored", credit="raw", quarantine={"enabled": True, "level": 0.05})
+    agent = client.create_agent("curated", kind="scored", credit="raw", quarantine=SIGN_TEST)
     credit = Mem0Credit(memory, client, agent.id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
     for t in range(16):
         plan = settle_day(credit, client, agent.id, t)

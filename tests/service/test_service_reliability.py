@@ -194,6 +194,8 @@ VALID_BODIES = {
         "reason": "the feed was wrong",
     },
     ("post", "/v1/agents/{agent_id}/refit"): {"method": "svi"},
+    ("post", "/v1/agents/{agent_id}/experiences/rank"): {"candidate_external_ids": ["x"], "k": 1},
+    ("post", "/v1/agents/{agent_id}/experiences/{experience_id}/release"): {"reason": "reviewed"},
 }
 
 

@@ -478,8 +478,8 @@ export interface components {
         AgentCreate: {
             /**
              * Action
-             * @description gate: act on the best designed draft once the gate opens; dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none')
-             * @default gate
+             * @description dial: weigh memory by the anytime e-process (needs gate.test 'anytime' or 'none'); gate: act on the best designed draft once the gate opens (any gate.test)
+             * @default dial
              * @enum {string}
              */
             action?: "gate" | "dial";
@@ -487,15 +487,15 @@ export interface components {
             answer?: components["schemas"]["AnswerSettings"] | null;
             /**
              * Credit
-             * @description what values are learned from: date-centred contributions or the raw same-day contrasts
-             * @default centred
+             * @description what values are learned from: the raw same-day contrasts or date-centred contributions
+             * @default raw
              * @enum {string}
              */
             credit?: "centred" | "raw";
             /**
              * Design
-             * @description half: the eight even-size subsets of the four retrieved (the memory-free draft first); fold: the eight odd-size ones (every experience alone, no memory-free run); full: all sixteen; saturated: up to seven retrieved (k) screened in eight runs (no memory-free run)
-             * @default half
+             * @description fold: the eight odd-size subsets of the four retrieved (every experience alone, no memory-free run); half: the eight even-size ones (the memory-free draft first); full: all sixteen; saturated: up to seven retrieved (k) screened in eight runs (no memory-free run). Default: fold for portfolio agents, half for scored agents (their reference is the memory-free draft)
+             * @default fold
              * @enum {string}
              */
             design?: "half" | "fold" | "full" | "saturated";
@@ -512,7 +512,8 @@ export interface components {
             drafter?: components["schemas"]["DrafterSettings"] | null;
             /**
              * Fallback
-             * @default ftrl
+             * @description what a closed gate or a dial short of full trust plays: ref: the reference; ftrl: the KL-anchored mixture of the reference and the draft mean (a0 = 0.9); uniform: the same with a0 = 0.5; ens: the draft mean
+             * @default ref
              * @enum {string}
              */
             fallback?: "ftrl" | "ens" | "ref" | "uniform";
@@ -524,7 +525,7 @@ export interface components {
             /**
              * @default {
              *       "alpha": 0.05,
-             *       "test": "prequential"
+             *       "test": "anytime"
              *     }
              */
             gate?: components["schemas"]["GateSettings"];
@@ -563,8 +564,10 @@ export interface components {
              * @description keep credibly harmful experiences out of retrieval (GET .../experiences?status=quarantined lists them, POST .../experiences/{id}/release releases one)
              * @default {
              *       "change_threshold": 1000,
+             *       "clip": 1,
              *       "enabled": false,
-             *       "level": 0.05
+             *       "level": 0.05,
+             *       "spread": 30
              *     }
              */
             quarantine?: components["schemas"]["QuarantineSettings"];
@@ -585,7 +588,7 @@ export interface components {
             /**
              * Robust
              * @description screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator
-             * @default true
+             * @default false
              */
             robust?: boolean;
             /**
@@ -1309,7 +1312,7 @@ export interface components {
             min_scores?: number | null;
             /**
              * Test
-             * @default prequential
+             * @default anytime
              * @enum {string}
              */
             test?: "prequential" | "anytime" | "none";
@@ -1482,6 +1485,12 @@ export interface components {
              */
             change_threshold?: number;
             /**
+             * Clip
+             * @description the weighted sign's scale in mean absolute contributions (each contribution counts as sign times min(|c| / (clip * mean |c|), 1)); null: the plain sign test
+             * @default 1
+             */
+            clip?: number | null;
+            /**
              * Enabled
              * @description test every experience after each settlement and keep those credibly harmful out of retrieval and rank
              * @default false
@@ -1493,6 +1502,12 @@ export interface components {
              * @default 0.05
              */
             level?: number;
+            /**
+             * Spread
+             * @description s of the tests' shares of the level, w_j = (s + 1) / ((j + s) (j + s + 1)) for the j-th test the agent starts: 0 favours the first experiences tested, a larger s spreads the level evenly over the first s or so (method 4.13)
+             * @default 30
+             */
+            spread?: number;
         };
         /**
          * QuarantineStatePublic
@@ -1504,6 +1519,11 @@ export interface components {
              * @description the e-value at which a change of sign is detected
              */
             change_threshold: number;
+            /**
+             * Clip
+             * @description the weighted sign's scale; null: the plain sign test
+             */
+            clip?: number | null;
             /** Enabled */
             enabled: boolean;
             /**
@@ -1511,6 +1531,12 @@ export interface components {
              * @description the bound on the probability that an experience whose value is >= 0 is ever quarantined
              */
             level: number;
+            /**
+             * Spread
+             * @description s of the tests' shares of the level (method 4.13)
+             * @default 0
+             */
+            spread?: number;
         };
         /**
          * RankedPublic
