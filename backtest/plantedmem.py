@@ -120,6 +120,19 @@ CURATION_REGIMES: dict[str, Regime] = {
 ALL_REGIMES: dict[str, Regime] = {**REGIMES, **CURATION_REGIMES}
 
 
+def _point(
+    kind: NDArray[np.int_],
+    informed: NDArray[np.bool_],
+    random_class: NDArray[np.int_],
+    best: NDArray[np.int_],
+    worst: NDArray[np.int_],
+) -> NDArray[np.int_]:
+    """(dates, slots): the class each experience points at, by its type: an informed useful one at the
+    date's best class, an informed misleading one at its worst, any other at its random class."""
+    target = np.where(kind > 0, best[:, None], np.where(kind < 0, worst[:, None], random_class))
+    return np.asarray(np.where((kind != 0) & informed, target, random_class))
+
+
 class PlantedMemWorld:
     n_components = None  # content features are given (8-d), not learned from embeddings
     setting = None  # a synthetic world: no real data behind it
@@ -195,20 +208,15 @@ class PlantedMemWorld:
         self.retrieved = ranked[:, :K]
         informed = pointers.random(size=(n_dates, K)) < ACCURACY
         random_class = pointers.integers(0, n_assets, size=(n_dates, K))
-        kinds_retrieved = self.types[self.retrieved]
-        target = np.where(
-            kinds_retrieved > 0, best[:, None], np.where(kinds_retrieved < 0, worst[:, None], random_class)
-        )
-        self.pointer_class = np.where((kinds_retrieved != 0) & informed, target, random_class)
+        self.pointer_class = _point(self.types[self.retrieved], informed, random_class, best, worst)
         width = self.wide = min(WIDE, m)
         self.wide_retrieved = ranked[:, :width]
         extra = self.types[self.wide_retrieved[:, K:]]
         # the wide stream's first draws are those of the ranks K..WIDE-1 (its Dirichlet bases follow)
         extra_informed = wide.random(size=extra.shape) < ACCURACY
         extra_random = wide.integers(0, n_assets, size=extra.shape)
-        extra_target = np.where(extra > 0, best[:, None], np.where(extra < 0, worst[:, None], extra_random))
         self.wide_pointer_class = np.concatenate(
-            [self.pointer_class, np.where((extra != 0) & extra_informed, extra_target, extra_random)], axis=1
+            [self.pointer_class, _point(extra, extra_informed, extra_random, best, worst)], axis=1
         )
         self.pointer_all = self._every_pointer(
             every.random(size=(n_dates, m)), every.integers(0, n_assets, size=(n_dates, m)), best, worst
@@ -267,9 +275,7 @@ class PlantedMemWorld:
         accuracy: NDArray[np.float64] | float = ACCURACY,
     ) -> NDArray[np.int_]:
         """(dates, experiences): each experience's pointer on each date, by its type on that date."""
-        kind = self.type_by_date
-        target = np.where(kind > 0, best[:, None], np.where(kind < 0, worst[:, None], random_class))
-        return np.asarray(np.where((kind != 0) & (uniform < accuracy), target, random_class))
+        return _point(self.type_by_date, uniform < accuracy, random_class, best, worst)
 
     def _pointers(self, pointer_class: NDArray[np.int_] | None = None) -> NDArray[np.float64]:
         """(dates, 2**k, n): for each mask, the mean of its members' one-hot pointers (members in retrieval order)."""

@@ -355,6 +355,20 @@ def _delete_experience(agent_id: str, experience_id: str) -> Sent[None]:
     return Sent(type(None))
 
 
+def _candidates(
+    candidate_ids: Sequence[str] | None,
+    candidate_external_ids: Sequence[str] | None,
+    similarities: Sequence[float] | None,
+) -> dict[str, Any]:
+    """The bring-your-own candidates of a rank or a plan, as the body carries them (those given)."""
+    given = {
+        "candidate_ids": None if candidate_ids is None else list(candidate_ids),
+        "candidate_external_ids": None if candidate_external_ids is None else list(candidate_external_ids),
+        "similarities": None if similarities is None else [float(s) for s in similarities],
+    }
+    return {key: value for key, value in given.items() if value is not None}
+
+
 def _rank_experiences(
     agent_id: str,
     *,
@@ -367,12 +381,7 @@ def _rank_experiences(
     ``similarities``: one per candidate, higher is closer (without them the given order is the similarity
     order). Quarantined candidates are never picked (:class:`~service.api_types.RankResult`)."""
     body: dict[str, Any] = {"k": k}
-    if candidate_ids is not None:
-        body["candidate_ids"] = list(candidate_ids)
-    if candidate_external_ids is not None:
-        body["candidate_external_ids"] = list(candidate_external_ids)
-    if similarities is not None:
-        body["similarities"] = [float(s) for s in similarities]
+    body.update(_candidates(candidate_ids, candidate_external_ids, similarities))
     return Sent(RankResult, body)
 
 
@@ -422,12 +431,7 @@ def _create_decision(
         body["retrieved_ids"] = list(retrieved_ids)
     if retrieved_external_ids is not None:
         body["retrieved_external_ids"] = list(retrieved_external_ids)
-    if candidate_ids is not None:
-        body["candidate_ids"] = list(candidate_ids)
-    if candidate_external_ids is not None:
-        body["candidate_external_ids"] = list(candidate_external_ids)
-    if similarities is not None:
-        body["similarities"] = [float(s) for s in similarities]
+    body.update(_candidates(candidate_ids, candidate_external_ids, similarities))
     answer: type[PlanPublic | DecisionPublic] = PlanPublic if drafting == "client" else DecisionPublic
     return Sent(answer, body)
 
