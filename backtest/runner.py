@@ -27,7 +27,14 @@ import numpy as np
 from backtest.context import DateContext
 from backtest.market import Market
 from backtest.methods.base import HALF, Method, Scoring, Walk
-from backtest.methods.registry import BUDGETED, MEMTRIAL_VARIANTS, METHOD_IDS, REAL_METHOD_IDS, build_methods
+from backtest.methods.registry import (
+    BUDGETED,
+    MEMTRIAL_VARIANTS,
+    METHOD_IDS,
+    REAL_METHOD_IDS,
+    build_methods,
+    memtrial_config,
+)
 from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
 from memtrial.credit.design import odd_half
@@ -386,22 +393,35 @@ def _run(
                 "draft_calls_per_decision": draft_calls(m, world.reference_calls),
                 "reference_calls_per_decision": reference_draws(m.id, world.reference_calls, spec.draft_budget),
                 **_wealth_stats(returns[row], periods),
-                **curation_metrics(world, m, presented, utilities[row]),
+                **curation_metrics(world, m, presented, utilities[row], _retrieval_width(m.id, world, scoring, spec)),
             }
             for row, m in enumerate(methods)
         },
     }
 
 
+def _retrieval_width(method_id: str, world: World, scoring: Scoring, spec: WorldSpec) -> int | None:
+    """How many experiences a MemTrial variant retrieves in this world (a budget's saturated design takes
+    the wider retrieval), None for other methods."""
+    if method_id not in MEMTRIAL_VARIANTS:
+        return None
+    return memtrial_config(method_id, world, scoring, spec.draft_budget).k
+
+
 def curation_metrics(
-    world: World, method: Method, presented: Sequence[DateContext], utilities: Sequence[float]
+    world: World,
+    method: Method,
+    presented: Sequence[DateContext],
+    utilities: Sequence[float],
+    width: int | None = None,
 ) -> dict[str, Any]:
     """A curation regime's figures of one method in one world (method 5; none elsewhere).
 
     mean_utility_after_event_pp: the mean utility of the scored decisions from the event (the
     injection or the drift) on. poison_retrieved_share: the share of the retrieval slots of the
     decisions from the injection on that poisoned experiences take (methods that retrieve; a MemTrial
-    variant that acts on the world's retrieval takes the world's). For a MemTrial variant with
+    variant that acts on the world's retrieval takes the world's: its top ``width``, the wider retrieval
+    where a budget's design screens more than the top four). For a MemTrial variant with
     quarantine on: false_quarantine, whether any experience was quarantined whose true type at the
     decision whose settlement quarantined it was >= 0 (in every regime: the nulls have no event);
     quarantine_delay, the decisions from the injection until every poisoned experience is quarantined
@@ -417,7 +437,7 @@ def curation_metrics(
         out["mean_utility_after_event_pp"] = float(np.mean(after))
     retrievals = getattr(method, "retrievals", None)
     if not retrievals and method.id.startswith("memtrial"):
-        retrievals = [c.retrieved for c in presented]  # a replayed variant acts on the world's retrieval
+        retrievals = [_world_retrieval(c, width) for c in presented]  # a replayed variant takes the world's
     if poisoned and event is not None and retrievals:
         slots = [e for c, picked in zip(presented, retrievals, strict=True) if c.index >= event for e in picked]
         out["poison_retrieved_share"] = float(np.mean([e in poisoned for e in slots])) if slots else 0.0
@@ -434,6 +454,13 @@ def curation_metrics(
             float(max(when.values()) + 1 - event) if set(when) == poisoned else float(n_dates - event)
         )
     return out
+
+
+def _world_retrieval(context: DateContext, width: int | None) -> tuple[int, ...]:
+    """The world's retrieval a variant retrieving ``width`` acts on (the replay's rule)."""
+    if width is not None and width > len(context.retrieved) and context.wide_retrieved:
+        return context.wide_retrieved[:width]
+    return context.retrieved
 
 
 def _scores(walk: Walk, books: list[Sequence[np.ndarray]]) -> tuple[list[list[float]], list[list[float]]]:

@@ -130,12 +130,14 @@ class QuarantineStatePublic(Public):
     """An agent's quarantine setting."""
 
     enabled: bool
-    level: float = Field(
-        description="the bound on the probability that an experience whose value is >= 0 is ever quarantined"
-    )
+    level: float = Field(description="the bound that control names")
     change_threshold: float = Field(description="the e-value at which a change of sign is detected")
     spread: float = Field(0.0, description="s of the tests' shares of the level (method 4.13)")
     clip: float | None = Field(None, description="the weighted sign's scale; null: the plain sign test")
+    control: str = Field(
+        "fwer",
+        description="what level bounds: fdr (the false discovery rate) or fwer (the probability of any wrong quarantine; an agent made before the setting existed)",
+    )
 
 
 class AgentPublic(Public):

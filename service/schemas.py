@@ -23,7 +23,7 @@ from pydantic import (
 from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.design import DesignKind
-from memtrial.curation import QuarantineConfig, RetrievalMode
+from memtrial.curation import ErrorControl, QuarantineConfig, RetrievalMode
 from memtrial.drafting.answers import AnswerKind
 from memtrial.engine.config import SCORED_DESIGN, ReferenceSource, default_setting
 from memtrial.outcomes.scoring import Rule
@@ -192,7 +192,7 @@ class QuarantineSettings(Strict):
         QUARANTINE_DEFAULT.level,
         gt=0,
         lt=1,
-        description="the bound on the probability that any experience whose value is >= 0 is ever quarantined (so also on the expected share of wrongly quarantined ones)",
+        description="the bound that control names: on the expected share of wrongly quarantined experiences (value >= 0) among those quarantined (fdr), or on the probability that any is ever quarantined (fwer)",
     )
     change_threshold: Weight = Field(
         QUARANTINE_DEFAULT.change_threshold,
@@ -210,6 +210,10 @@ class QuarantineSettings(Strict):
         gt=0,
         le=1_000_000,
         description="the weighted sign's scale in mean absolute contributions (each contribution counts as sign times min(|c| / (clip * mean |c|), 1)); null: the plain sign test",
+    )
+    control: Listed[ErrorControl] = Field(
+        QUARANTINE_DEFAULT.control,
+        description="what level bounds: fdr, the false discovery rate (each quarantine lowers the evidence the later ones need), or fwer, the probability of any wrong quarantine (method 4.13)",
     )
 
 

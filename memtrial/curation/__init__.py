@@ -2,13 +2,24 @@
 (4.13) and stale lessons (4.14)."""
 
 from memtrial.curation.curator import Curator, Event, replay
-from memtrial.curation.quarantine import BETS, Evidence, QuarantineConfig, Verdict, threshold
-from memtrial.curation.ranking import EXPLORATION, Pick, Posterior, Ranked, RetrievalMode, rank, similarity_order
+from memtrial.curation.quarantine import BETS, ErrorControl, Evidence, QuarantineConfig, Verdict, threshold
+from memtrial.curation.ranking import (
+    DEMOTION,
+    EXPLORATION,
+    Pick,
+    Posterior,
+    Ranked,
+    RetrievalMode,
+    rank,
+    similarity_order,
+)
 
 __all__ = [
     "BETS",
+    "DEMOTION",
     "EXPLORATION",
     "Curator",
+    "ErrorControl",
     "Event",
     "Evidence",
     "Pick",

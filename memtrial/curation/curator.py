@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from memtrial.curation.quarantine import Evidence, QuarantineConfig
+from memtrial.curation.quarantine import ErrorControl, Evidence, QuarantineConfig
 from memtrial.curation.ranking import Posterior
 from memtrial.errors import InputError
 from memtrial.records import ExperienceId
@@ -34,6 +34,12 @@ class Curator:
         self.next_slot = 1
         self.abs_total = 0.0  # the sum of |c| of every contribution settled (the weighted sign's scale)
         self.abs_count = 0
+        self.discoveries = 0  # quarantines made (released ones included): r of the fdr threshold
+
+    @property
+    def counted(self) -> int:
+        """r, the quarantines that lower the next threshold: every one made under ``fdr``, none under ``fwer``."""
+        return self.discoveries if self.config.control is ErrorControl.FDR else 0
 
     @property
     def scale(self) -> float | None:
@@ -57,22 +63,46 @@ class Curator:
             evidence = self.evidence.get(experience_id)
             if evidence is None:
                 evidence = self.evidence[experience_id] = Evidence(self._take_slot())
-            verdict = evidence.observe(decision_id, float(contribution), self.config, self.next_slot, scale)
+            verdict = evidence.observe(
+                decision_id, float(contribution), self.config, self.next_slot, scale, self.counted
+            )
             if verdict.changed:
                 self.next_slot += 1
                 events.append(Event("change", experience_id, self.payload(experience_id, decision_id)))
             if verdict.quarantined:
-                events.append(Event("quarantine", experience_id, self.payload(experience_id, decision_id)))
+                events.append(self._quarantined(experience_id, decision_id))
+        if events and self.config.control is ErrorControl.FDR:
+            events.extend(self._sweep(decision_id))
         for contribution in contributions.values():
             if math.isfinite(contribution):
                 self.abs_total += abs(float(contribution))
                 self.abs_count += 1
         return events
 
+    def _quarantined(self, experience_id: ExperienceId, decision_id: str) -> Event:
+        """The quarantine event (with the threshold it crossed), then one more discovery."""
+        event = Event("quarantine", experience_id, self.payload(experience_id, decision_id))
+        self.discoveries += 1
+        return event
+
+    def _sweep(self, decision_id: str) -> list[Event]:
+        """Under ``fdr``: every test whose wealth (above 1) meets the threshold the new discoveries lowered
+        is quarantined too, in the order the tests started, until none is."""
+        events: list[Event] = []
+        swept = True
+        while swept:
+            swept = False
+            for experience_id, evidence in self.evidence.items():
+                if evidence.e_value > 1.0 and evidence.check(decision_id, self.config, self.counted):
+                    events.append(self._quarantined(experience_id, decision_id))
+                    swept = True
+        return events
+
     def payload(self, experience_id: ExperienceId, decision_id: str | None) -> dict[str, Any]:
         """The evidence of one experience now, as a log entry's payload (``date``: the decision, if any)."""
         evidence = self.evidence[experience_id]
-        return {"date": decision_id, **evidence.payload(experience_id, self.config.level, self.config.spread)}
+        payload = evidence.payload(experience_id, self.config.level, self.config.spread, self.counted)
+        return {"date": decision_id, **payload, "discoveries": self.counted}
 
     def is_quarantined(self, experience_id: ExperienceId) -> bool:
         evidence = self.evidence.get(experience_id)
@@ -101,6 +131,7 @@ class Curator:
         if evidence is None:
             evidence = self.evidence[experience_id] = Evidence(self._take_slot())
         evidence.quarantined_at = decision_id or ""
+        self.discoveries += 1
 
     def regime_posterior(self, experience_id: ExperienceId) -> Posterior | None:
         """The value learnt since a detected change (mean and standard error of the contributions since
@@ -122,6 +153,7 @@ class Curator:
             "evidence": [[e, x.to_dict()] for e, x in self.evidence.items()],
             "abs_total": self.abs_total,
             "abs_count": self.abs_count,
+            "discoveries": self.discoveries,
         }
 
     @classmethod
@@ -131,6 +163,7 @@ class Curator:
         curator.evidence = {e: Evidence.from_dict(x) for e, x in data["evidence"]}
         curator.abs_total = float(data.get("abs_total", 0.0))
         curator.abs_count = int(data.get("abs_count", 0))
+        curator.discoveries = int(data.get("discoveries", len(curator.quarantined)))
         return curator
 
 

@@ -11,11 +11,14 @@ E[x | past] = P(c < 0 | past) - P(c > 0 | past) <= 0), so for each bet lambda in
 prod (1 + lambda x) is a nonnegative supermartingale, and so is their mean E.
 
 The j-th test the agent starts (an experience's first contribution, or a restart) gets the share
-w_j = (s + 1) / ((j + s) (j + s + 1)) of the level (s = ``spread``; sum_j w_j = 1, telescoping) and
-quarantines when E >= 1 / (w_j level). By Ville's inequality and a union bound over j, the probability
-that any experience with value >= 0 is ever quarantined is at most ``level``, whatever the stopping
-(the slot a test gets depends only on the past). s = 0 gives w_j = 1 / (j (j + 1)); a larger s spreads
-the level over more tests, so the later ones (an agent's later experiences) need less evidence.
+w_j = (s + 1) / ((j + s) (j + s + 1)) of the level (s = ``spread``; sum_j w_j = 1, telescoping). Under
+``fwer`` it quarantines when E >= 1 / (w_j level): by Ville's inequality and a union bound over j, the
+probability that any experience with value >= 0 is ever quarantined is at most ``level``. Under ``fdr``
+(the default) it quarantines when E >= 1 / (w_j level (r + 1)), r the quarantines the agent made before,
+and after each quarantine every running test is checked again: each quarantined test then holds
+E_j >= 1 / (w_j level R) at its quarantine, R the quarantines made by any later time, so the expected share
+of wrong quarantines among them is at most sum_j w_j level E[E_j stopped] <= ``level`` (the weighted e-BH
+self-consistency argument, method 4.13). In a world where every value is >= 0 the two coincide.
 
 The change detector is the CUSUM e-detector D = mean over bets of max(D_lambda, 1) (1 + lambda x); it
 alarms at D >= ``change_threshold``. An alarm while the test's wealth is below 1 (the experience helped
@@ -27,32 +30,53 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from memtrial.errors import ConfigError, InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["BETS", "CLIP", "SPREAD", "Evidence", "QuarantineConfig", "Verdict", "threshold", "weighted_sign"]
+__all__ = [
+    "BETS",
+    "CLIP",
+    "SPREAD",
+    "ErrorControl",
+    "Evidence",
+    "QuarantineConfig",
+    "Verdict",
+    "threshold",
+    "weighted_sign",
+]
 
 BETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # any bet below 1 is valid for x in [-1, 1]
 SPREAD = 30.0  # s of the tests' shares of the level (method 4.13; chosen on the dev seeds)
 CLIP: float | None = 1.0  # the weighted sign's scale in mean absolute contributions (None: the plain sign test)
 
 
+class ErrorControl(StrEnum):
+    """What ``level`` bounds: the probability of any wrong quarantine (``fwer``, the family-wise error)
+    or the expected share of wrong quarantines among all quarantines (``fdr``, the false discovery rate)."""
+
+    FWER = "fwer"
+    FDR = "fdr"
+
+
 @dataclass(frozen=True, slots=True)
 class QuarantineConfig:
     """enabled: test every experience and quarantine those credibly harmful (method 4.13). level: the
-    bound on the probability that any experience whose value is >= 0 is ever quarantined (family-wise,
-    so also on the expected share of wrongly quarantined ones). change_threshold: the CUSUM
+    bound that ``control`` names: on the expected share of wrongly quarantined experiences (value >= 0)
+    among those quarantined (``fdr``), or on the probability that any is (``fwer``). change_threshold: the CUSUM
     e-detector's alarm (method 4.14; its mean run length before a false alarm is at least this).
     spread: s of the tests' shares of the level, w_j = (s + 1) / ((j + s) (j + s + 1)). clip: the
-    weighted sign's scale in mean absolute contributions (None: the plain sign test)."""
+    weighted sign's scale in mean absolute contributions (None: the plain sign test). control: the error
+    ``level`` bounds (:class:`ErrorControl`)."""
 
     enabled: bool = False
     level: float = 0.05
     change_threshold: float = 1000.0
     spread: float = SPREAD
     clip: float | None = CLIP
+    control: ErrorControl = ErrorControl.FDR
 
     def __post_init__(self) -> None:
         if not isinstance(self.enabled, bool):
@@ -75,6 +99,13 @@ class QuarantineConfig:
             raise ConfigError(
                 f"quarantine.clip must be finite and > 0 (or null), got {self.clip!r}", field="quarantine.clip"
             )
+        if not isinstance(self.control, ErrorControl):
+            if self.control not in set(ErrorControl):
+                raise ConfigError(
+                    f"quarantine.control must be one of {[c.value for c in ErrorControl]}, got {self.control!r}",
+                    field="quarantine.control",
+                )
+            object.__setattr__(self, "control", ErrorControl(self.control))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -83,12 +114,13 @@ class QuarantineConfig:
             "change_threshold": self.change_threshold,
             "spread": self.spread,
             "clip": self.clip,
+            "control": self.control.value,
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuarantineConfig:
         """A stored setting; one written before ``spread`` and ``clip`` existed had the plain sign test with
-        shares 1 / (j (j + 1))."""
+        shares 1 / (j (j + 1)), and one written before ``control`` existed the family-wise rule (``fwer``)."""
         clip = data.get("clip")
         return cls(
             bool(data["enabled"]),
@@ -96,12 +128,14 @@ class QuarantineConfig:
             float(data["change_threshold"]),
             float(data.get("spread", 0.0)),
             None if clip is None else float(clip),
+            ErrorControl(data.get("control", ErrorControl.FWER)),
         )
 
 
-def threshold(slot: int, level: float, spread: float = 0.0) -> float:
-    """The e-value the slot-th test (1-based) must reach: 1 / (w_j level), w_j = (s + 1) / ((j + s) (j + s + 1))."""
-    return (slot + spread) * (slot + spread + 1.0) / ((spread + 1.0) * level)
+def threshold(slot: int, level: float, spread: float = 0.0, discoveries: int = 0) -> float:
+    """The e-value the slot-th test (1-based) must reach: 1 / (w_j level (r + 1)), w_j = (s + 1) / ((j + s)
+    (j + s + 1)), r the quarantines made before (0 under ``fwer``)."""
+    return (slot + spread) * (slot + spread + 1.0) / ((spread + 1.0) * level * (discoveries + 1.0))
 
 
 def weighted_sign(contribution: float, scale: float | None) -> float:
@@ -161,9 +195,11 @@ class Evidence:
         config: QuarantineConfig,
         next_slot: int,
         scale: float | None = None,
+        discoveries: int = 0,
     ) -> Verdict:
         """Add one matured contribution; ``next_slot`` is the slot a restart would take, ``scale`` the
-        weighted sign's sigma (None: the plain sign)."""
+        weighted sign's sigma (None: the plain sign), ``discoveries`` the quarantines the agent made before
+        (they lower the threshold under ``fdr``)."""
         if not math.isfinite(contribution):
             raise InputError(f"contribution must be finite, got {contribution!r}", field="contribution")
         sign = weighted_sign(contribution, scale)
@@ -179,18 +215,29 @@ class Evidence:
             self.changed_at = decision_id
             self.restart(next_slot)
             return Verdict(changed=True)
-        if self.e_value >= threshold(self.slot, config.level, config.spread):
-            self.quarantined_at = decision_id
-            return Verdict(quarantined=True)
-        return Verdict()
+        return Verdict(quarantined=self.check(decision_id, config, discoveries))
 
-    def payload(self, experience_id: ExperienceId, level: float, spread: float = 0.0) -> dict[str, Any]:
-        """The evidence at this moment, as a log entry's payload."""
+    def check(self, decision_id: str, config: QuarantineConfig, discoveries: int = 0) -> bool:
+        """Quarantine now if the wealth reaches the slot's threshold given ``discoveries`` (counted under
+        ``fdr`` only); whether it did."""
+        if self.quarantined_at is not None:
+            return False
+        counted = discoveries if config.control is ErrorControl.FDR else 0
+        if self.e_value >= threshold(self.slot, config.level, config.spread, counted):
+            self.quarantined_at = decision_id
+            return True
+        return False
+
+    def payload(
+        self, experience_id: ExperienceId, level: float, spread: float = 0.0, discoveries: int = 0
+    ) -> dict[str, Any]:
+        """The evidence at this moment, as a log entry's payload (``discoveries``: the quarantines that
+        lowered the threshold, 0 under ``fwer``)."""
         return {
             "experience_id": experience_id,
             "slot": self.slot,
             "e_value": self.e_value,
-            "threshold": threshold(self.slot, level, spread),
+            "threshold": threshold(self.slot, level, spread, discoveries),
             "n": self.n,
             "mean": self.mean,
             "changed_at": self.changed_at,

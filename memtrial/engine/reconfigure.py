@@ -20,8 +20,9 @@ experiences a plan holds is fixed at plan time, before any outcome it is scored 
 the predictions and the gate's bets are the same whatever chose them, so every decision already
 planned, and the gate's guarantee, stay as they were. Turning the quarantine on starts a fresh test
 for every experience from the next settlement; turning it off drops the book (quarantined experiences
-are retrieved again); a new ``level`` or ``change_threshold`` applies to the running tests from the
-next settlement (each test's e-process is valid whatever threshold it is later compared with).
+are retrieved again); a new ``level``, ``change_threshold`` or ``control`` applies to the running tests from
+the next settlement (each test's e-process is valid whatever threshold it is later compared with, and a
+quarantine made under ``fwer`` met a threshold at least as high as ``fdr`` would have asked).
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def _quarantine(current: QuarantineConfig, value: Any) -> QuarantineConfig:
     unknown = sorted(set(value) - set(current.to_dict()))
     if unknown:
         raise ConfigError(
-            f"quarantine.{unknown[0]} is not a quarantine setting (enabled, level, change_threshold)",
+            f"quarantine.{unknown[0]} is not a quarantine setting ({', '.join(current.to_dict())})",
             field=f"quarantine.{unknown[0]}",
         )
     return replace(current, **value)

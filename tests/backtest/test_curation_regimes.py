@@ -126,6 +126,24 @@ def test_every_curation_figure_on_a_tiny_case_by_hand():
     }
     replayed = SimpleNamespace(id="memtrial_similarity", engine=SimpleNamespace(curator=None))  # the world's four
     assert curation_metrics(world, replayed, presented, utilities)["poison_retrieved_share"] == 0.0
+    # a replayed variant retrieving seven (a budget's saturated design) takes the world's wider retrieval
+    wide = [SimpleNamespace(**{**vars(c), "wide_retrieved": (0, 1, 2, 3, 5, 6, 4)}) for c in presented]
+    assert curation_metrics(world, replayed, wide, utilities, 7)["poison_retrieved_share"] == pytest.approx(6 / 21)
+    assert curation_metrics(world, replayed, wide, utilities, 4)["poison_retrieved_share"] == 0.0
+
+
+def test_a_budgeted_replayed_variant_reports_the_share_of_the_retrieval_it_drafts_as_an_online_engine_does(market):
+    spec = {
+        "regime": "poisoned",
+        "investor": "balanced",
+        "seed": 3,
+        "methods": ("memtrial_similarity",),
+        "draft_budget": 3.0,
+    }
+    replay = run_world(WorldSpec(**spec), market)["methods"]["memtrial_similarity"]
+    online = run_world(WorldSpec(**spec, engine="online"), market)["methods"]["memtrial_similarity"]
+    assert replay["poison_retrieved_share"] == online["poison_retrieved_share"]
+    assert replay["mean_utility_pp"] == pytest.approx(online["mean_utility_pp"])
 
 
 def test_curation_summary_means_rates_and_the_median_delay():

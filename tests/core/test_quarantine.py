@@ -178,11 +178,49 @@ def _null_world_quarantines(seed: int, n_experiences: int = 8, decisions: int = 
 
 @pytest.mark.slow  # Monte Carlo through the engine
 def test_quarantine_family_wise_error_is_within_level_in_null_worlds():
-    # level 0.2 (so that the check has power to fail); 200 worlds: 3 binomial sds above 0.2 is 0.285
+    # every value >= 0, so the default fdr rule's first quarantine is the family-wise rule's, and the false
+    # discovery rate is this probability; level 0.2 (so that the check has power to fail); 200 worlds:
+    # 3 binomial sds above 0.2 is 0.285
     seeds = np.random.SeedSequence(2026).generate_state(200)
     wrong = [_null_world_quarantines(int(s)) for s in seeds]
     share = np.mean([w > 0 for w in wrong])
     assert share <= 0.2 + 3 * np.sqrt(0.2 * 0.8 / len(seeds))
+
+
+def _mixed_world_false_share(seed: int, level: float = 0.2) -> float:
+    """The share of wrong quarantines among all quarantines (0 with none) in one world of five null
+    experiences (value 0) and three harmful ones (value -0.4), Gaussian noise (sd 1), 150 scored trials."""
+    rng = np.random.default_rng(seed)
+    values = {f"null{i}": 0.0 for i in range(5)} | {f"bad{i}": -0.4 for i in range(3)}
+    engine = _engine(values, QuarantineConfig(enabled=True, level=level))
+    _drive(engine, values, 150, rng, noise=1.0)
+    wrong = sum(e.startswith("null") for e in engine.quarantined)
+    return wrong / max(len(engine.quarantined), 1)
+
+
+FDR_WORLDS = 80  # the mean of 80 shares in [0, 1] has an sd of at most 0.5 / sqrt(80) = 0.056
+
+
+def _fdr_bound(level: float) -> float:
+    return level + 3 * 0.5 / np.sqrt(FDR_WORLDS)
+
+
+@pytest.mark.slow  # Monte Carlo through the engine
+def test_quarantine_false_discovery_rate_is_within_level_in_worlds_with_harmful_experiences():
+    seeds = np.random.SeedSequence(2027).generate_state(FDR_WORLDS)
+    assert np.mean([_mixed_world_false_share(int(s)) for s in seeds]) <= _fdr_bound(0.2)
+
+
+@pytest.mark.slow  # Monte Carlo through the engine
+def test_quarantine_false_discovery_check_fails_a_rule_without_the_correction_across_experiences(monkeypatch):
+    # the check above has the power to fail: each test at the whole level, 1 / (level (r + 1)), exceeds it
+    import memtrial.curation.quarantine as quarantine
+
+    monkeypatch.setattr(
+        quarantine, "threshold", lambda slot, level, spread=0.0, discoveries=0: 1 / (level * (discoveries + 1))
+    )
+    seeds = np.random.SeedSequence(2027).generate_state(FDR_WORLDS)
+    assert np.mean([_mixed_world_false_share(int(s)) for s in seeds]) > _fdr_bound(0.2)
 
 
 @pytest.mark.slow  # Monte Carlo through the engine

@@ -7,11 +7,11 @@ import hashlib
 import numpy as np
 import pytest
 
-from memtrial.curation import Pick, Posterior, QuarantineConfig, RetrievalMode, rank
+from memtrial.curation import DEMOTION, Pick, Posterior, QuarantineConfig, RetrievalMode, rank
 from memtrial.drafting.retrieval import top_k
 from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import MemTrial
-from memtrial.errors import InputError
+from memtrial.errors import ConfigError, InputError
 from memtrial.trust.gate import GateConfig, GateTest
 from tests.world import World, new_engine, paper_rule, run
 
@@ -88,6 +88,45 @@ def test_rank_picks_an_uncertain_experience_by_exploration():
     assert {p.experience_id: p.reason for p in picks} == {"e2": Pick.EXPLORATION, "e0": Pick.SIMILARITY}
     without = rank(["e0", "e1", "e2"], [0.5, 0.5, 0.4], posteriors, 1.0, 2, exploration=0.0)
     assert [p.experience_id for p in without] == ["e0", "e1"]
+
+
+def test_rank_at_full_trust_puts_a_credibly_harmful_experience_below_every_other():
+    # e0 is by far the closest (an attacker's bonus) but mean + z sd = -0.2 + 1.5 * 0.1 < 0 after 5 contributions
+    posteriors = _posteriors([-0.2, 0.0, 0.0, 0.0])
+    similarity = [3.0, 0.5, 0.4, -0.9]
+    picks = rank(["e0", "e1", "e2", "e3"], similarity, posteriors, 1.0, 4)
+    assert DEMOTION == 1.5 and [p.experience_id for p in picks] == ["e1", "e2", "e3", "e0"]
+    three = rank(["e0", "e1", "e2", "e3"], similarity, posteriors, 1.0, 3)
+    assert [p.reason for p in three] == [Pick.SIMILARITY, Pick.SIMILARITY, Pick.VALUE]
+    assert [p.experience_id for p in rank(["e0", "e1", "e2", "e3"], similarity, posteriors, 1.0, 1, demotion=None)] == [
+        "e0"
+    ]
+    # at a partial trust the push is a share omega of the span: e0 (3.0 - 0.3 * (3.9 + 2) - 0.3) falls to 0.93
+    assert [p.experience_id for p in rank(["e0", "e1", "e2", "e3"], similarity, posteriors, 0.3, 4)][:2] == [
+        "e0",
+        "e1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("posterior", "demoted"),
+    [
+        (Posterior(-0.2, 0.1, 2), True),
+        (Posterior(-0.2, 0.1, 1), False),  # one contribution: not yet credible
+        (Posterior(-0.2, None, 5), False),  # no noise scale yet
+        (Posterior(-0.2, 0.2, 5), False),  # -0.2 + 1.5 * 0.2 >= 0: the interval reaches 0
+    ],
+)
+def test_rank_demotes_only_a_value_whose_upper_bound_is_below_zero(posterior, demoted):
+    posteriors = {"bad": posterior, "near": Posterior(0.0, 0.1, 5)}
+    picks = rank(["bad", "near"], [3.0, 0.0], posteriors, 1.0, 1)
+    assert (picks[0].experience_id == "near") == demoted
+
+
+def test_rank_bad_demotion_is_rejected():
+    with pytest.raises(ConfigError) as error:
+        rank(["e0"], [1.0], _posteriors([0.0]), 1.0, 1, demotion=-1.0)
+    assert str(error.value) == "demotion must be finite and >= 0 (or None), got -1.0"
 
 
 @pytest.mark.parametrize(

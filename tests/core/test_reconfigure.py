@@ -90,6 +90,16 @@ def test_a_correction_after_a_budget_change_relearns_as_if_settled_right_from_th
         ),
         ({"draft_budget": 0.5}, "draft_budget", "draft_budget must be a number of draft calls per decision >= 1"),
         ({"draft_horizon": 10}, "draft_horizon", "draft_horizon needs a draft_budget to spread over it"),
+        (
+            {"quarantine": {"alpha": 0.1}},
+            "quarantine.alpha",
+            r"quarantine.alpha is not a quarantine setting \(enabled, level, change_threshold, spread, clip, control\)",
+        ),
+        (
+            {"quarantine": {"control": "holm"}},
+            "quarantine.control",
+            r"quarantine.control must be one of \['fwer', 'fdr'\], got 'holm'",
+        ),
     ],
 )
 def test_a_change_the_engine_refuses_names_the_setting_and_changes_nothing(changes, field, message):

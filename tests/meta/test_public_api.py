@@ -105,7 +105,9 @@ PINNED = {
     "memtrial.curation": [
         "BETS",
         "Curator",
+        "DEMOTION",
         "EXPLORATION",
+        "ErrorControl",
         "Event",
         "Evidence",
         "Pick",

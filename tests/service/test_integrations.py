@@ -234,9 +234,9 @@ def settle_day(credit, client, agent_id, t, **decision):
     return plan
 
 
-#: the plain sign test with the level's shares 1 / (j (j + 1)) (spread 0, no weighting), whose thresholds the
-#: test below counts on
-SIGN_TEST = {"enabled": True, "level": 0.05, "spread": 0, "clip": None}
+#: the plain sign test with the level's shares 1 / (j (j + 1)) (spread 0, no weighting) under the family-wise
+#: rule, whose thresholds the test below counts on
+SIGN_TEST = {"enabled": True, "level": 0.05, "spread": 0, "clip": None, "control": "fwer"}
 
 
 def test_mem0_quarantined_memory_is_marked_in_mem0_left_out_of_searches_and_released_by_hand(client, lessons):

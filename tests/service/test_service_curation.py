@@ -116,6 +116,23 @@ def test_retrieval_and_quarantine_change_mid_life_logged_and_kept_across_restart
     assert client.verify(agent["id"])["ok"]
 
 
+def test_quarantine_control_is_chosen_at_creation_changed_by_patch_and_an_older_agent_reads_as_fwer(client, app):
+    from service.api_types import QuarantineStatePublic
+    from service.db import transaction
+    from service.models import Agent
+
+    agent = client.create_agent("fwer", kind="scored", quarantine={"enabled": True, "control": "fwer"})
+    assert agent["quarantine"].control == "fwer"
+    updated = client.update_agent(agent["id"], quarantine={"control": "fdr"})
+    assert updated["quarantine"].model_dump() == QuarantineConfig(enabled=True, control="fdr").to_dict()
+    app.state.services.engines.forget(agent["id"])
+    with transaction(app.state.services.sessions) as session:
+        engine = app.state.services.engines.checkout(session, session.get(Agent, agent["id"]))
+        assert engine.config.quarantine.control == "fdr"
+    stored_before = {"enabled": True, "level": 0.05, "change_threshold": 1000.0, "spread": 0.0, "clip": None}
+    assert QuarantineStatePublic(**stored_before).control == "fwer"  # what an agent made before it ran
+
+
 def test_curation_settings_chosen_at_creation_come_back_from_the_stored_state(client, app):
     from service.db import transaction
     from service.models import Agent
@@ -282,6 +299,7 @@ def test_a_plan_on_bad_candidates_is_refused_naming_the_field_and_writes_nothing
         ({"quarantine": {"level": 1.5}}, "quarantine.level"),
         ({"quarantine": {"change_threshold": 1.0}}, "quarantine.change_threshold"),
         ({"quarantine": {"enabled": "yes"}}, "quarantine.enabled"),
+        ({"quarantine": {"control": "bonferroni"}}, "quarantine.control"),
         ({"quarantine": None}, "quarantine"),
     ],
 )
