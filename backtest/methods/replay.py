@@ -60,6 +60,7 @@ from memtrial.engine.config import ReferenceSource
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.numeric.running import running_counts
 from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
+from memtrial.records import ExperienceId
 from memtrial.trust.gate import gate_series, gate_states, pearson_scores
 from memtrial.values import (
     MIN_AUTO_SCORES,
@@ -637,6 +638,21 @@ class MemTrialFamily:
         return rows
 
     # -- what the runner reads ----------------------------------------------------------------
+    def contributions(self, method_id: str) -> list[tuple[int, dict[ExperienceId, float]]]:
+        """A variant's raw contributions of each settled plan that learns, in settlement order: (the date's
+        index, each retrieved experience's Banzhaf contrast), what its engine's settlements hand a quarantine
+        book (:meth:`~memtrial.curation.Curator.observe`)."""
+        config = self.configs[method_id]
+        design = self.designs[(config.design, config.credit)]
+        return [
+            (
+                self.contexts[position].index,
+                dict(zip(self.ids[position], (float(c) for c in design.contrasts[position]), strict=True)),
+            )
+            for kind, position in calendar(self.contexts)
+            if kind == "settle" and self.ids[position] and self.learns[position]
+        ]
+
     def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None, float | None]:
         """A variant's weights on a date, whether its gate was open, the gate's statistic (None: none yet)
         and the trust weight (None: the variant acts by the gate)."""
@@ -678,6 +694,10 @@ class FamilyMember(Method):
         super().__init__(scoring)
         self.id, self._family = method_id, family
 
+    def family(self) -> MemTrialFamily:
+        """The family that serves this variant (built when first asked)."""
+        return self._family()
+
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         weights, self.last_open, self.last_statistic, self.last_trust_weight = self._family().weights(
             self.id, context.index
@@ -713,7 +733,10 @@ def replays(config: EngineConfig) -> bool:
     """Whether the batch replay serves a configuration: every plan drafts the whole design, or a draft budget
     over a horizon under the dial (its trials come first, and nothing else learns: :meth:`MemTrialFamily._trials`),
     on the world's own retrieval and the plain learner. A variant that curates its retrieval (method 4.12-4.14)
-    or screens outliers (``robust``) runs an online engine."""
+    is not a family's: :mod:`backtest.methods.curating` serves one with quarantine over similarity retrieval
+    from its twin's replay while its quarantine book has no event, and one with value-aware retrieval from a
+    walk shared with its twin with quarantine; any other (and those in worlds where that does not apply, and
+    every variant that screens outliers, ``robust``) runs an online engine."""
     curates = config.retrieval is not RetrievalMode.SIMILARITY or config.quarantine.enabled
     if curates or config.robust:
         return False
