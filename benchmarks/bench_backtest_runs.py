@@ -40,7 +40,7 @@ from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORKLOADS = ("fixed", "frontier", "curation")
-# no_memory: a method the report's regime plot shows (a baseline before 2026-12 fails on a run without one)
+# no_memory: a method the report's regime plot shows (older code fails to write the report of a run without one)
 CURATION_METHODS = (
     "memtrial_similarity",
     "memtrial_value_aware",
