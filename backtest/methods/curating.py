@@ -20,8 +20,8 @@ plans, acts and learns exactly as the same variant without it, so:
 Every decision comes from the core's own engine or the replay (itself identical to the engines), and
 whether the book has an event from the core's own book, so each variant is identical to its own online
 engine whatever the quarantine rule is: ``tests/backtest/test_replay.py`` checks it on every regime.
-Anything else that curates (a value-aware variant whose twin with quarantine is not asked for, the
-learner's outlier screen ``robust``) runs its own online engine.
+Anything else that curates (a value-aware variant whose twin with quarantine is not asked for, or one
+with quarantine whose twin the replay does not serve) runs its own online engine.
 """
 
 from __future__ import annotations

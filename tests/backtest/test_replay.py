@@ -104,17 +104,22 @@ def test_curation_variants_at_a_draft_budget_equal_their_online_engines(regime):
     assert online["methods"]["memtrial_curated"]["draft_calls_per_decision"] <= 3.0  # not its whole design
 
 
-def _served(regime, seed):
-    """The curation variants of one world built as the replay serves them, walked through the world."""
+def _served(regime, seed, methods=CURATION, engine="replay", perturb=None):
+    """The methods of one world built as ``engine`` serves them, walked through the world; ``perturb``:
+    (position, asset, factor) multiplies that asset's realised prices on that date, as ``run_world`` does."""
     world = PlantedMemWorld(market_for(False), regime, seed)
     scoring = Scoring(gamma=INVESTORS["balanced"].gamma)
     contexts = [c for c in (world.context(date) for date in range(world.n_dates)) if c is not None]
-    rels = [np.asarray(world.outcome(c.index)) for c in contexts]
-    methods = build_methods(world, scoring, seed, list(CURATION), contexts=contexts, outcome=lambda p: rels[p])
+    rels = [np.asarray(world.outcome(c.index)).copy() for c in contexts]
+    if perturb is not None:
+        rels[perturb[0]][:, perturb[1]] *= perturb[2]
+    built = build_methods(
+        world, scoring, seed, list(methods), engine=engine, contexts=contexts, outcome=rels.__getitem__
+    )
     walk = Walk(contexts, rels, scoring, world.mandate_projection)
-    for method in methods:
+    for method in built:
         walk.trajectory(method)
-    return {method.id: method for method in methods}
+    return {method.id: method for method in built}
 
 
 def test_each_way_of_serving_a_curation_variant_happens():
@@ -127,7 +132,7 @@ def test_each_way_of_serving_a_curation_variant_happens():
     for served in (quiet, eventful):
         assert isinstance(served["memtrial_value_aware"], SharedMember)
         assert isinstance(served["memtrial_curated"], SharedMember)
-        assert isinstance(served["memtrial_robust"], MemTrialMethod)  # its own engine: an outlier screen
+        assert isinstance(served["memtrial_robust"], FamilyMember)  # the outlier screen is replayed too
     shared = eventful["memtrial_curated"]._shared
     assert quiet["memtrial_curated"]._shared.forked_at is None
     assert shared.forked_at is not None and shared.methods["memtrial_value_aware"] is not shared.lead
@@ -140,3 +145,14 @@ def test_a_quarantine_book_s_first_event_is_found_from_the_contributions():
     harmful = [(index, {7: -1.0, 8: 1.0}) for index in range(10)]
     assert first_event(config, harmful) == 3  # wealth of the mean bet after 4 signs: mean (1 + b)^4 >= 4
     assert first_event(config, [(index, {7: 1.0}) for index in range(50)]) is None
+
+
+def test_the_robust_variant_replayed_equals_its_engine_where_its_guard_sets_a_date_aside():
+    """One asset's prices ten times their own on decision 40: the outlier guard sets that date aside (in the
+    worlds above it only clips), and the replayed learner screens as the engine's does."""
+    perturb = (40, 0, 10.0)
+    spec = WorldSpec("beta_0.5", "balanced", 11, methods=("equal_weight", "memtrial", "memtrial_robust"))
+    online = run_world(replace(spec, engine="online"), perturb=perturb, keep_choices=True)
+    assert_identical(online, run_world(replace(spec, engine="replay"), perturb=perturb, keep_choices=True))
+    engine = _served("beta_0.5", 11, ("memtrial_robust",), "online", perturb)["memtrial_robust"].engine
+    assert engine.learner.dates_set_aside == 1
