@@ -593,7 +593,8 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
         axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
         axis.set_title(f"{investor}: mean utility (pp)")
     handles, labels = axes[0][0].get_legend_handles_labels()  # below the panels: it never covers a point
-    figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    if labels:  # a run of none of the methods shown has an empty panel and no legend
+        figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
     save_figure(figure, folder / "utility_by_regime.png", paths, rect=(0, 0.12, 1, 1))
 
     figure, axis = plt.subplots(figsize=(7, 4.5))
@@ -607,7 +608,8 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
         axis.plot(range(len(regimes)), rates, marker="o", label=DISPLAY.get(method, method))
     axis.set_xticks(range(len(regimes)), regimes, rotation=35, ha="right")
     axis.set_ylabel("share of scored decisions with the gate open")
-    axis.legend(fontsize=7)
+    if gated:
+        axis.legend(fontsize=7)
     save_figure(figure, folder / "gate_open_rate_by_regime.png", paths)
 
     first = investors[next(iter(investors))][regimes[0]]

@@ -421,9 +421,10 @@ def curation_metrics(
     injection or the drift) on. poison_retrieved_share: the share of the retrieval slots of the
     decisions from the injection on that poisoned experiences take (methods that retrieve; a MemTrial
     variant that acts on the world's retrieval takes the world's: its top ``width``, the wider retrieval
-    where a budget's design screens more than the top four). For a MemTrial variant with
-    quarantine on: false_quarantine, whether any experience was quarantined whose true type at the
-    decision whose settlement quarantined it was >= 0 (in every regime: the nulls have no event);
+    where a budget's design screens more than the top four). For a MemTrial variant with quarantine on
+    (``method.quarantining``; its ``quarantines``): false_quarantine, whether any experience was
+    quarantined whose true type at the decision whose settlement quarantined it was >= 0 (in every
+    regime: the nulls have no event);
     quarantine_delay, the decisions from the injection until every poisoned experience is quarantined
     (a settlement quarantines before the next decision: position + 1 - event), or the decisions left
     if one never is.
@@ -441,8 +442,7 @@ def curation_metrics(
     if poisoned and event is not None and retrievals:
         slots = [e for c, picked in zip(presented, retrievals, strict=True) if c.index >= event for e in picked]
         out["poison_retrieved_share"] = float(np.mean([e in poisoned for e in slots])) if slots else 0.0
-    engine = getattr(method, "engine", None)
-    if engine is None or engine.curator is None or type_by_date is None:
+    if not getattr(method, "quarantining", False) or type_by_date is None:
         return out
     quarantines: list[tuple[int, int]] = method.quarantines  # type: ignore[attr-defined]
     out["false_quarantine"] = any(type_by_date[position][e] >= 0 for e, position in quarantines)

@@ -9,7 +9,11 @@ the spread of the ratios is reported. On a machine others load, CPU seconds move
 - ``fixed``: the default method list, every regime and investor, seeds ``--fixed-seeds`` (0-9: 210 worlds),
   ``--workers`` local workers;
 - ``frontier``: every method with ``--frontier`` on seeds ``--frontier-seeds`` (default 15-16, 42 worlds;
-  the committed run's test seeds 15-114 are 2,100: scale by 50).
+  the committed run's test seeds 15-114 are 2,100: scale by 50);
+- ``curation``: the curation variants ``--curation-methods`` (method 4.12-4.14) for the balanced investor
+  in the regimes ``--curation-regimes`` (default the two curation regimes) on seeds ``--curation-seeds``.
+
+``--workloads`` picks which run (default ``fixed,frontier``).
 
 Each run's wall is the process's (imports, the pool's start and the report included) and the run's own
 ("N worlds in X s"); CPU seconds are the process's and its workers'. ``identical_results``: both arms'
@@ -35,6 +39,15 @@ import time
 from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+WORKLOADS = ("fixed", "frontier", "curation")
+# no_memory: a method the report's regime plot shows (older code fails to write the report of a run without one)
+CURATION_METHODS = (
+    "memtrial_similarity",
+    "memtrial_value_aware",
+    "memtrial_quarantine",
+    "memtrial_curated",
+    "no_memory",
+)
 
 
 def export(ref: str, folder: pathlib.Path) -> pathlib.Path:
@@ -107,7 +120,8 @@ def markdown(result: dict[str, Any]) -> str:
         "| workload | worlds | arm | run s (each repeat) | process s | CPU s |",
         "|---|---:|---|---|---|---|",
     ]
-    for name in ("fixed", "frontier"):
+    names = [name for name in WORKLOADS if name in result]
+    for name in names:
         block = result[name]
         for arm in ("baseline", "current"):
             runs = block["runs"][arm]
@@ -121,7 +135,7 @@ def markdown(result: dict[str, Any]) -> str:
                 + " |"
             )
     lines.append("")
-    for name in ("fixed", "frontier"):
+    for name in names:
         block = result[name]
         lines.append(
             f"{name}: baseline / current {block['ratio_median']:.2f}x (median; each repeat "
@@ -144,12 +158,25 @@ def main() -> None:
     parser.add_argument("--regimes", default="all")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--workloads", default="fixed,frontier", help=f"some of {', '.join(WORKLOADS)}")
+    parser.add_argument("--curation-seeds", default="0-1")
+    parser.add_argument("--curation-regimes", default="curation")
+    parser.add_argument("--curation-methods", default=",".join(CURATION_METHODS))
     args = parser.parse_args()
+    chosen = args.workloads.split(",")
+    unknown = [name for name in chosen if name not in WORKLOADS]
+    if unknown:
+        parser.error(f"--workloads: unknown {unknown}; choose from {list(WORKLOADS)}")
     common = ["--investor", "all", "--regimes", args.regimes, "--workers", str(args.workers)]
-    workloads = {
+    every = {
         "fixed": [*common, "--seeds", args.fixed_seeds],
         "frontier": [*common, "--seeds", args.frontier_seeds, "--frontier"],
+        "curation": [
+            *("--investor", "balanced", "--regimes", args.curation_regimes, "--workers", str(args.workers)),
+            *("--seeds", args.curation_seeds, "--methods", args.curation_methods),
+        ],
     }
+    workloads = {name: every[name] for name in chosen}
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     result: dict[str, Any] = {
         "benchmark": "plantedmem command-line runs: a baseline version against this checkout, arms alternated",

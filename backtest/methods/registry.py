@@ -8,6 +8,7 @@ components the learner takes from embeddings; None when features are given).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from numpy.typing import NDArray
 from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
+from backtest.methods.curating import Twinned, shared_walks, similarity_twin
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
 from backtest.methods.replay import families, replays
 from backtest.methods.retrieval import OracleRetrieval, QRetrieval
@@ -223,7 +225,7 @@ def build_methods(
     MemTrial variant the full-Bayes learner (online engines only).
     draft_budget: the default ``memtrial``'s draft budget; a variant at a budget is
     replayed as a family of its own (its trials come first; without a horizon it runs
-    an online engine).
+    an online engine). The curation variants are served as :mod:`backtest.methods.curating` says.
     """
     ids = method_ids or METHOD_IDS
     if engine not in ENGINES:
@@ -233,13 +235,27 @@ def build_methods(
         if contexts is None or outcome is None:
             raise ConfigError("the replay engine needs the world's contexts and outcomes", field="engine")
         configs = {
-            method_id: config
+            method_id: memtrial_config(method_id, world, scoring, draft_budget)
             for method_id in ids
             if method_id in MEMTRIAL_VARIANTS
-            and replays(config := memtrial_config(method_id, world, scoring, draft_budget))
         }
-        members = families(scoring, configs, world.features, world.n_components, contexts, outcome)
-        family.update({member.id: member for member in members})
+        replayed = {method_id: config for method_id, config in configs.items() if replays(config)}
+        twins = {
+            method_id: twin
+            for method_id, config in configs.items()
+            if method_id not in replayed and (twin := similarity_twin(config)) is not None
+        }
+        members = families(scoring, {**replayed, **twins}, world.features, world.n_components, contexts, outcome)
+
+        def online(method_id: str) -> MemTrialMethod:
+            return MemTrialMethod(scoring, method_id, configs[method_id], world.features)
+
+        for member in members:
+            quarantine = configs[member.id].quarantine
+            served = partial(online, member.id)
+            family[member.id] = Twinned(member, quarantine, served) if member.id in twins else member
+        rest = {method_id: config for method_id, config in configs.items() if method_id not in family}
+        family.update(shared_walks(rest, online))
     methods = [
         family[method_id]
         if method_id in family

@@ -60,11 +60,13 @@ from memtrial.engine.config import ReferenceSource
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.numeric.running import running_counts
 from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
+from memtrial.records import ExperienceId
 from memtrial.trust.gate import gate_series, gate_states, pearson_scores
 from memtrial.values import (
     MIN_AUTO_SCORES,
     CreditBasis,
     LearnerMode,
+    OutlierGuard,
     RunningStatistics,
     SufficientStatistics,
     ValueFit,
@@ -92,10 +94,12 @@ class _Snapshot:
 
 @dataclass(slots=True)
 class _Design:
-    """One learner trajectory: a design and what the learner learns from (centred or raw credit)."""
+    """One learner trajectory: a design, what the learner learns from (centred or raw credit) and whether it
+    screens outliers (``robust``: an :class:`~memtrial.values.OutlierGuard` on its statistics)."""
 
     kind: DesignKind
     credit: CreditBasis
+    robust: bool = False
     masks: list[tuple[int, ...]] = field(default_factory=list)  # per position
     snapshots: dict[int, _Snapshot] = field(default_factory=dict)  # per decided position
     contrasts: dict[int, NDArray[np.float64]] = field(default_factory=dict)  # per position with experiences
@@ -139,6 +143,11 @@ def _posterior_means(fit: ValueFit, ids: Sequence[int]) -> list[float]:
     return [fit.posterior(e).mean for e in ids]
 
 
+def _key(config: EngineConfig) -> tuple[DesignKind, CreditBasis, bool]:
+    """The learner trajectory a variant follows: its design, credit and outlier screen."""
+    return config.design, config.credit, config.robust
+
+
 class MemTrialFamily:
     """The MemTrial variants ``configs`` (method id -> configuration) of one world, replayed in one go.
 
@@ -176,7 +185,7 @@ class MemTrialFamily:
         ] = {}
         self.position = {context.index: position for position, context in enumerate(self.contexts)}
         self.designs = {
-            (config.design, config.credit): _Design(config.design, config.credit) for config in self.configs.values()
+            _key(config): _Design(config.design, config.credit, config.robust) for config in self.configs.values()
         }
         self.features: dict[int, NDArray[np.float64]] = {
             e: np.asarray(z, dtype=np.float64) for e, z in enumerate(features)
@@ -223,7 +232,10 @@ class MemTrialFamily:
     # -- 1. settle every date once, snapshot the learners at every plan ---------------------
     def _settle_all(self, events: Sequence[Event], outcome: Callable[[int], NDArray[np.float64]]) -> None:
         self._outcomes(outcome)
-        running = {key: RunningStatistics(design.credit is CreditBasis.CENTRED) for key, design in self.designs.items()}
+        running = {
+            key: RunningStatistics(design.credit is CreditBasis.CENTRED, OutlierGuard() if design.robust else None)
+            for key, design in self.designs.items()
+        }
         last: dict[
             object, _Snapshot
         ] = {}  # per design: its latest snapshot, shared by plans with nothing learnt between
@@ -416,7 +428,7 @@ class MemTrialFamily:
         served: dict[str, tuple[NDArray[np.float64], ...]] = {}
         for key, design in self.designs.items():
             registered = self._registered(design, order, settled_before)
-            variants = {m: c for m, c in self.configs.items() if (c.design, c.credit) == key}
+            variants = {m: c for m, c in self.configs.items() if _key(c) == key}
             scores = {
                 setting: self._scores(design, registered[setting], order)
                 for setting in {c.learner for c in variants.values()}
@@ -637,6 +649,21 @@ class MemTrialFamily:
         return rows
 
     # -- what the runner reads ----------------------------------------------------------------
+    def contributions(self, method_id: str) -> list[tuple[int, dict[ExperienceId, float]]]:
+        """A variant's raw contributions of each settled plan that learns, in settlement order: (the date's
+        index, each retrieved experience's Banzhaf contrast), what its engine's settlements hand a quarantine
+        book (:meth:`~memtrial.curation.Curator.observe`)."""
+        config = self.configs[method_id]
+        design = self.designs[_key(config)]
+        return [
+            (
+                self.contexts[position].index,
+                dict(zip(self.ids[position], (float(c) for c in design.contrasts[position]), strict=True)),
+            )
+            for kind, position in calendar(self.contexts)
+            if kind == "settle" and self.ids[position] and self.learns[position]
+        ]
+
     def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None, float | None]:
         """A variant's weights on a date, whether its gate was open, the gate's statistic (None: none yet)
         and the trust weight (None: the variant acts by the gate)."""
@@ -654,7 +681,7 @@ class MemTrialFamily:
     def values(self, method_id: str) -> dict[int, float]:
         """A variant's posterior mean value of every experience after the last settlement."""
         config = self.configs[method_id]
-        design = self.designs[(config.design, config.credit)]
+        design = self.designs[_key(config)]
         mode = config.learner
         if mode is LearnerMode.AUTO:
             modes = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
@@ -677,6 +704,10 @@ class FamilyMember(Method):
     def __init__(self, scoring: Scoring, method_id: str, family: Callable[[], MemTrialFamily]) -> None:
         super().__init__(scoring)
         self.id, self._family = method_id, family
+
+    def family(self) -> MemTrialFamily:
+        """The family that serves this variant (built when first asked)."""
+        return self._family()
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         weights, self.last_open, self.last_statistic, self.last_trust_weight = self._family().weights(
@@ -712,10 +743,12 @@ class FamilyMember(Method):
 def replays(config: EngineConfig) -> bool:
     """Whether the batch replay serves a configuration: every plan drafts the whole design, or a draft budget
     over a horizon under the dial (its trials come first, and nothing else learns: :meth:`MemTrialFamily._trials`),
-    on the world's own retrieval and the plain learner. A variant that curates its retrieval (method 4.12-4.14)
-    or screens outliers (``robust``) runs an online engine."""
-    curates = config.retrieval is not RetrievalMode.SIMILARITY or config.quarantine.enabled
-    if curates or config.robust:
+    on the world's own retrieval (the learner screening outliers or not). A variant that curates its retrieval (method 4.12-4.14)
+    is not a family's: :mod:`backtest.methods.curating` serves one with quarantine over similarity retrieval
+    from its twin's replay while its quarantine book has no event, and one with value-aware retrieval from a
+    walk shared with its twin with quarantine; any other (and those in worlds where that does not apply) runs
+    an online engine."""
+    if config.retrieval is not RetrievalMode.SIMILARITY or config.quarantine.enabled:
         return False
     return config.draft_budget is None or (config.draft_horizon is not None and config.action is ActionRule.DIAL)
 

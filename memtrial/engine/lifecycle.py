@@ -422,9 +422,9 @@ class MemTrial:
         """Each experience's value posterior as learnt from matured outcomes; after a detected change,
         the value learnt since the change (method 4.14)."""
         posteriors = {}
-        for experience_id in ids:
+        for experience_id, learnt in zip(ids, self.posteriors(ids), strict=True):
             regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
-            posteriors[experience_id] = regime if regime is not None else Posterior(*self.posterior(experience_id))
+            posteriors[experience_id] = regime if regime is not None else Posterior(*learnt)
         return posteriors
 
     def _since_changes(self, frozen: dict[str, Any], ids: Sequence[ExperienceId]) -> dict[str, Any]:
@@ -921,14 +921,19 @@ class MemTrial:
         Before the learner has data, and while every contribution it has learnt is exactly 0 (drafts
         that did not differ by subset), nothing scales the values' noise: the sd is None, not 0.
         """
-        self._experience(experience_id)
+        return self.posteriors([experience_id])[0]
+
+    def posteriors(self, experience_ids: Sequence[ExperienceId]) -> list[tuple[float, float | None, int]]:
+        """:meth:`posterior` of each experience (the learner's mode and noise scale read once)."""
+        for experience_id in experience_ids:
+            self._experience(experience_id)
         if not self.learner.is_fitted:
-            return 0.0, None, 0
-        posterior = self.learner.reported_posterior(experience_id)
-        count = self.learner.count(experience_id)
+            return [(0.0, None, 0)] * len(experience_ids)
+        reported = self.learner.reported_posteriors(experience_ids)
+        counts = [self.learner.count(experience_id) for experience_id in experience_ids]
         if not self.learner.has_noise_scale:
-            return posterior.mean, None, count
-        return posterior.mean, posterior.sd, count
+            return [(posterior.mean, None, count) for posterior, count in zip(reported, counts, strict=True)]
+        return [(posterior.mean, posterior.sd, count) for posterior, count in zip(reported, counts, strict=True)]
 
     # -- state -------------------------------------------------------------
     def to_json(self, *, embeddings: bool = True, history: bool = True) -> str:

@@ -433,6 +433,17 @@ class EmpiricalBayesLearner:
         self._posterior(experience_id, key)
         return self.fits_[key].posterior(experience_id, hyper=True)
 
+    def reported_posteriors(self, experience_ids: Iterable[Hashable]) -> list[ValuePosterior]:
+        """:meth:`reported_posterior` of each experience in the selected mode, the mode chosen once."""
+        if not self.is_fitted:
+            raise LifecycleError("the learner has no centred records yet: fit it on dates with >= 2 experiences")
+        key = self.selected_mode
+        fits = self.fits_
+        if key not in fits:
+            raise InputError(f"mode {key.value!r} is not fitted by a {self.mode.value!r} learner", field="mode")
+        fit = fits[key]
+        return [fit.posterior(experience_id, hyper=True) for experience_id in experience_ids]
+
     def count(self, experience_id: Hashable) -> int:
         """Number of dates the experience has a centred contribution on."""
         row = self.statistics.index.get(experience_id)

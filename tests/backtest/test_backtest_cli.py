@@ -158,3 +158,16 @@ def test_forecast_command_runs_scored_decisions_and_writes_its_table(tmp_path):
     assert "| MemTrial (trust dial) |" in (out / "results.md").read_text()
     bad = CliRunner().invoke(app, ["backtest", "forecast", "--methods", "magic", "--out", str(out)])
     assert bad.exit_code == 2 and "unknown methods ['magic']" in bad.output
+
+
+def test_a_run_of_curation_variants_alone_writes_its_report(tmp_path):
+    """None of the methods the regime plot shows is among them: its panel is empty, without a legend."""
+    out = tmp_path / "curation"
+    methods = "memtrial_value_aware,memtrial_curated"
+    arguments = ["--investor", "balanced", "--regimes", "drift", "--seeds", "0", "--workers", "1"]
+    result = CliRunner().invoke(app, ["backtest", "plantedmem", *arguments, "--methods", methods, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "utility_by_regime.png").stat().st_size > 1000
+    assert set(json.loads((out / "results.json").read_text())["investors"]["balanced"]["drift"]) == set(
+        methods.split(",")
+    )

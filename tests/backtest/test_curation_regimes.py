@@ -110,7 +110,7 @@ def test_every_curation_figure_on_a_tiny_case_by_hand():
         id="memtrial_curated",
         retrievals=retrievals,
         quarantines=[(6, 2), (2, 3), (5, 3)],
-        engine=SimpleNamespace(curator=object()),
+        quarantining=True,
     )
     out = curation_metrics(world, method, presented, utilities)
     assert out["mean_utility_after_event_pp"] == pytest.approx((2.0 + 4.0 + 8.0) / 3)
@@ -124,7 +124,7 @@ def test_every_curation_figure_on_a_tiny_case_by_hand():
     assert curation_metrics(world, plain, presented, utilities) == {
         "mean_utility_after_event_pp": pytest.approx(14 / 3)
     }
-    replayed = SimpleNamespace(id="memtrial_similarity", engine=SimpleNamespace(curator=None))  # the world's four
+    replayed = SimpleNamespace(id="memtrial_similarity", quarantining=False)  # the world's four
     assert curation_metrics(world, replayed, presented, utilities)["poison_retrieved_share"] == 0.0
     # a replayed variant retrieving seven (a budget's saturated design) takes the world's wider retrieval
     wide = [SimpleNamespace(**{**vars(c), "wide_retrieved": (0, 1, 2, 3, 5, 6, 4)}) for c in presented]

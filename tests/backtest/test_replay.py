@@ -3,13 +3,19 @@
 import dataclasses
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
-from backtest.methods.registry import MEMTRIAL_VARIANTS
-from backtest.methods.replay import replays
-from backtest.plantedmem import REGIMES
-from backtest.runner import WorldSpec, run_world
+from backtest.methods.base import Scoring, Walk
+from backtest.methods.curating import SharedMember, first_event
+from backtest.methods.memtrial_methods import MemTrialMethod
+from backtest.methods.registry import CURATION_VARIANTS, MEMTRIAL_VARIANTS, build_methods
+from backtest.methods.replay import FamilyMember, replays
+from backtest.plantedmem import ALL_REGIMES, CURATION_REGIMES, REGIMES, PlantedMemWorld
+from backtest.runner import WorldSpec, market_for, run_world
+from memtrial.curation import QuarantineConfig
 from memtrial.engine.lifecycle import EngineConfig
+from memtrial.outcomes.mandates import INVESTORS
 from memtrial.trust.gate import GateConfig, GateTest
 
 # every variant: the replay serves each one, those at a draft budget (a family each) among them
@@ -77,3 +83,76 @@ def test_replay_equals_the_online_engines_on_every_regime_and_investor(regime, i
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_replay_equals_the_online_engines_on_more_seeds(seed):
     assert_identical(*both(WorldSpec("many_experiences", "aggressive", seed, methods=VARIANTS)))
+
+
+# the curation variants (method 4.12-4.14) and what they share a walk or a replay with
+CURATION = ("equal_weight", "memtrial", *CURATION_VARIANTS, "memtrial_robust")
+
+
+@pytest.mark.parametrize("regime", list(CURATION_REGIMES))
+def test_replay_equals_the_online_engines_in_the_curation_regimes(regime):
+    """The poisoned and drift worlds, where quarantines and changes happen (every other regime: above)."""
+    assert_identical(*both(WorldSpec(regime, "balanced", 3 + len(regime), methods=CURATION)))
+
+
+@pytest.mark.parametrize("regime", list(ALL_REGIMES))
+def test_curation_variants_at_a_draft_budget_equal_their_online_engines(regime):
+    """``--draft-budget`` applies to the curation variants too: each at the budget, in every regime."""
+    methods = ("equal_weight", "memtrial_value_aware", "memtrial_quarantine", "memtrial_curated")
+    online, replayed = both(WorldSpec(regime, "balanced", 5, methods=methods, draft_budget=3.0))
+    assert_identical(online, replayed)
+    assert online["methods"]["memtrial_curated"]["draft_calls_per_decision"] <= 3.0  # not its whole design
+
+
+def _served(regime, seed, methods=CURATION, engine="replay", perturb=None):
+    """The methods of one world built as ``engine`` serves them, walked through the world; ``perturb``:
+    (position, asset, factor) multiplies that asset's realised prices on that date, as ``run_world`` does."""
+    world = PlantedMemWorld(market_for(False), regime, seed)
+    scoring = Scoring(gamma=INVESTORS["balanced"].gamma)
+    contexts = [c for c in (world.context(date) for date in range(world.n_dates)) if c is not None]
+    rels = [np.asarray(world.outcome(c.index)).copy() for c in contexts]
+    if perturb is not None:
+        rels[perturb[0]][:, perturb[1]] *= perturb[2]
+    built = build_methods(
+        world, scoring, seed, list(methods), engine=engine, contexts=contexts, outcome=rels.__getitem__
+    )
+    walk = Walk(contexts, rels, scoring, world.mandate_projection)
+    for method in built:
+        walk.trajectory(method)
+    return {method.id: method for method in built}
+
+
+def test_each_way_of_serving_a_curation_variant_happens():
+    """Quarantine over similarity is its twin's replay where its book has no event and its engine where it
+    has one; value-aware retrieval without quarantine follows the walk with quarantine, forking at its
+    book's first event (the worlds are chosen so that each case happens; identity is checked above)."""
+    quiet, eventful = _served("many_experiences", 0), _served("poisoned", 0)
+    assert isinstance(quiet["memtrial_quarantine"].served(), FamilyMember)
+    assert isinstance(eventful["memtrial_quarantine"].served(), MemTrialMethod)
+    for served in (quiet, eventful):
+        assert isinstance(served["memtrial_value_aware"], SharedMember)
+        assert isinstance(served["memtrial_curated"], SharedMember)
+        assert isinstance(served["memtrial_robust"], FamilyMember)  # the outlier screen is replayed too
+    shared = eventful["memtrial_curated"]._shared
+    assert quiet["memtrial_curated"]._shared.forked_at is None
+    assert shared.forked_at is not None and shared.methods["memtrial_value_aware"] is not shared.lead
+
+
+def test_a_quarantine_book_s_first_event_is_found_from_the_contributions():
+    """A book whose tests see only harm quarantines (slot 1's threshold at spread 0, level 0.5: 4); one
+    that sees only help never does."""
+    config = QuarantineConfig(enabled=True, level=0.5, spread=0.0, clip=None)
+    harmful = [(index, {7: -1.0, 8: 1.0}) for index in range(10)]
+    assert first_event(config, harmful) == 3  # wealth of the mean bet after 4 signs: mean (1 + b)^4 >= 4
+    assert first_event(config, [(index, {7: 1.0}) for index in range(50)]) is None
+
+
+def test_the_robust_variant_replayed_equals_its_engine_where_its_guard_sets_a_date_aside():
+    """One asset's prices ten times their own on decision 40: the outlier guard sets that date aside (in the
+    worlds above it only clips), and the replayed learner screens as the engine's does."""
+    perturb = (40, 0, 10.0)
+    spec = WorldSpec("beta_0.5", "balanced", 11, methods=("equal_weight", "memtrial", "memtrial_robust"))
+    online = run_world(replace(spec, engine="online"), perturb=perturb, keep_choices=True)
+    assert_identical(online, run_world(replace(spec, engine="replay"), perturb=perturb, keep_choices=True))
+    engine = _served("beta_0.5", 11, ("memtrial_robust",), "online", perturb)["memtrial_robust"].engine
+    assert engine.learner.dates_set_aside == 1

@@ -124,6 +124,18 @@ def test_posterior_without_a_nonzero_contribution_has_no_sd_and_gets_one_from_th
         assert n == 2 and sd is not None and sd > 0
 
 
+def test_posteriors_of_several_experiences_equal_what_the_learner_reports_for_each():
+    """The batch read (rank's candidates) gives each experience, learnt or not, the learner's own report."""
+    engine, plan = planned()
+    world = World(seed=0)
+    engine.decide("d1", world.drafts(0, plan.subsets))
+    engine.settle("d1", world.rel[0])
+    ids = [*plan.experience_ids, "e01"]  # e01 was never retrieved: its prior from the content features
+    reported = [engine.learner.reported_posterior(e) for e in ids]
+    assert engine.posteriors(ids) == [(p.mean, p.sd, engine.learner.count(e)) for e, p in zip(ids, reported)]
+    assert engine.posterior("e01") == engine.posteriors(["e01"])[0]
+
+
 def test_settle_twice_with_the_same_prices_is_a_no_op():
     engine, plan = planned()
     world = World(seed=0)

@@ -184,12 +184,19 @@ def test_bench_backtest_runs_times_both_arms_and_compares_their_results(tmp_path
         "beta_0.25",
         "--repeats",
         "1",
+        "--workloads",
+        "fixed,frontier,curation",
+        "--curation-seeds",
+        "0",
+        "--curation-regimes",
+        "drift",
     )
-    for name in ("fixed", "frontier"):
+    for name, worlds in (("fixed", 3), ("frontier", 3), ("curation", 1)):  # x 3 investors, or the balanced one
         block = result[name]
-        assert block["worlds"] == 3  # one regime x 3 investors x one seed
+        assert block["worlds"] == worlds
         baseline, current = block["runs"]["baseline"][0], block["runs"]["current"][0]
         assert block["baseline_over_current"] == [baseline["run_s"] / current["run_s"]]
         assert block["identical_results"] is True  # the same code twice: every figure agrees
     assert "--frontier" in result["frontier"]["args"] and "--frontier" not in result["fixed"]["args"]
+    assert "memtrial_curated" in result["curation"]["args"][result["curation"]["args"].index("--methods") + 1]
     assert out.with_suffix(".md").read_text().startswith("Baseline `HEAD`")
