@@ -126,7 +126,7 @@ def test_each_way_of_serving_a_curation_variant_happens():
     """Quarantine over similarity is its twin's replay where its book has no event and its engine where it
     has one; value-aware retrieval without quarantine follows the walk with quarantine, forking at its
     book's first event (the worlds are chosen so that each case happens; identity is checked above)."""
-    quiet, eventful = _served("many_experiences", 0), _served("poisoned", 0)
+    quiet, eventful = _served("many_experiences", 0), _served("drift", 1)
     assert isinstance(quiet["memtrial_quarantine"].served(), FamilyMember)
     assert isinstance(eventful["memtrial_quarantine"].served(), MemTrialMethod)
     for served in (quiet, eventful):
