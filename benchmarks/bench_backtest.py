@@ -9,7 +9,7 @@ In one run, on the same worlds (one regime, one investor, seeds 0..N-1):
 - ``all_methods``: every method, online and replayed, the same way;
 - ``workers``: every method, replayed, with 1 and with 2 local worker
   processes (pool start-up included in the wall, as it is for a user) on
-  every regime and investor of seeds 0..W-1 (``--worker-seeds``).
+  every regime (``--worker-regimes``) and investor of seeds 0..W-1 (``--worker-seeds``).
 
     python benchmarks/bench_backtest.py --out benchmarks/results/backtest.json
 """
@@ -61,7 +61,16 @@ def main() -> None:
     parser.add_argument(
         "--worker-seeds", type=int, default=4, help="seeds of the workers comparison (x 7 regimes x 3 investors)"
     )
+    parser.add_argument(
+        "--worker-regimes",
+        default=",".join(REGIMES),
+        help="regimes of the workers comparison, comma-separated (default: the seven of the paper)",
+    )
     args = parser.parse_args()
+    worker_regimes = args.worker_regimes.split(",")
+    unknown = sorted(set(worker_regimes) - set(REGIMES))
+    if unknown:
+        parser.error(f"--worker-regimes must name regimes among {', '.join(REGIMES)}, got {', '.join(unknown)}")
     market_for(False)
     seeds = range(args.worlds)
     variants = [
@@ -83,7 +92,7 @@ def main() -> None:
     pool_specs = [
         WorldSpec(regime, investor, seed)
         for investor in INVESTORS
-        for regime in REGIMES
+        for regime in worker_regimes
         for seed in range(args.worker_seeds)
     ]
     for workers in (1, 2):
@@ -97,6 +106,7 @@ def main() -> None:
             "worlds_per_second": len(pool_specs) / wall,
         }
     result["workers"] = {
+        "regimes": worker_regimes,
         "one_worker": rows[1],
         "two_workers": rows[2],
         "two_over_one": rows[2]["worlds_per_second"] / rows[1]["worlds_per_second"],

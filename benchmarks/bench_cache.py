@@ -7,8 +7,8 @@ experiences would have stored. Then ``memtrial serve`` (one worker) runs with ``
 
 1. plans once on every agent, in order (each plan a cold one: the agent's engine and index are loaded
    from the database), reading the worker's resident memory every ``--every`` agents;
-2. plans 200 times on the agent served last (hot: both are in the cache);
-3. plans once on each of 200 agents served at the start and evicted since (cold again).
+2. plans ``--plans`` times (200) on the agent served last (hot: both are in the cache);
+3. plans once on each of ``--plans`` agents served at the start and evicted since (cold again).
 
 The same sweep over ``--baseline-agents`` agents with a budget too large to evict anything, in the same
 run, gives the memory an unbounded worker grows by per agent. Results: JSON and a Markdown table.
@@ -118,7 +118,9 @@ def plan(client: MemtrialClient, agent_id: str, step: int) -> float:
     return time.perf_counter() - began
 
 
-def sweep(folder: Path, n_agents: int, n_experiences: int, cache_mb: float, every: int) -> dict[str, object]:
+def sweep(
+    folder: Path, n_agents: int, n_experiences: int, cache_mb: float, every: int, n_plans: int
+) -> dict[str, object]:
     url = f"sqlite:///{folder / f'cache-{n_agents}-{cache_mb:g}.db'}"
     from service.migrations import upgrade
 
@@ -139,8 +141,8 @@ def sweep(folder: Path, n_agents: int, n_experiences: int, cache_mb: float, ever
                 cold_sweep.append(plan(client, agent_id, 1))
                 if (i + 1) % every == 0 or i + 1 == len(agents):
                     curve.append({"agents": i + 1, "rss_mb": rss_mb(pid)})
-            hot = [plan(client, agents[-1], 2 + step) for step in range(200)]
-            cold = [plan(client, agent_id, 1000) for agent_id in agents[3:203]]
+            hot = [plan(client, agents[-1], 2 + step) for step in range(n_plans)]
+            cold = [plan(client, agent_id, 1000) for agent_id in agents[3 : 3 + n_plans]]
             metrics = client.metrics()
         final = rss_mb(pid)
     finally:
@@ -182,8 +184,11 @@ def main() -> None:
     parser.add_argument("--cache-mb", type=float, default=64.0)
     parser.add_argument("--baseline-agents", type=int, default=1_000, help="agents of the unbounded sweep")
     parser.add_argument("--every", type=int, default=500, help="read the memory every this many agents")
+    parser.add_argument("--plans", type=int, default=200, help="hot plans, and cold plans on agents evicted since")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cache.json")
     args = parser.parse_args()
+    if not 1 <= args.plans <= args.agents - 3:  # the cold plans go to agents 3.. (the first three warm it up)
+        parser.error(f"--plans must be in [1, agents - 3 = {args.agents - 3}], got {args.plans}")
     os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
     import importlib.util
 
@@ -194,8 +199,10 @@ def main() -> None:
 
         OnnxEmbedder().encode(["export"])
     with tempfile.TemporaryDirectory() as folder:
-        bounded = sweep(Path(folder), args.agents, args.experiences, args.cache_mb, args.every)
-        unbounded = sweep(Path(folder), args.baseline_agents, args.experiences, 100_000.0, max(1, args.every // 5))
+        bounded = sweep(Path(folder), args.agents, args.experiences, args.cache_mb, args.every, args.plans)
+        unbounded = sweep(
+            Path(folder), args.baseline_agents, args.experiences, 100_000.0, max(1, args.every // 5), args.plans
+        )
     per_agent = unbounded["rss_growth_mb"] / args.baseline_agents  # type: ignore[operator]
     result = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},

@@ -66,6 +66,13 @@ def pytest_configure(config):
         config._memtrial_fast_tier = True
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``early`` first, the others in their order: in a parallel run, a long test (mypy over the
+    whole tree with no cache, in a fresh clone) then runs beside the rest instead of after it. Every worker
+    sorts alike, so xdist's workers still agree on the collection."""
+    items.sort(key=lambda item: item.get_closest_marker("early") is None)
+
+
 def pytest_report_header(config):
     if getattr(config, "_memtrial_fast_tier", False):
         return "memtrial: FAST TIER (tests marked slow are deselected: PostgreSQL, faults, fuzzing, benchmark runs); `pytest --all` runs them"

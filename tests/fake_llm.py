@@ -24,6 +24,13 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class _Server(ThreadingHTTPServer):
+    """Room for every draft of a decision at once: a server decision sends up to 256 calls together, and
+    with the standard backlog of 5 the connections past it wait out TCP's retransmission (1 s, then 3 s...)."""
+
+    request_queue_size = 256
+
+
 class FakeLLM:
     def __init__(
         self,
@@ -44,7 +51,7 @@ class FakeLLM:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
