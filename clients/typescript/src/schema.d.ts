@@ -565,6 +565,7 @@ export interface components {
              * @default {
              *       "change_threshold": 1000,
              *       "clip": 1,
+             *       "control": "fdr",
              *       "enabled": false,
              *       "level": 0.05,
              *       "spread": 30
@@ -1491,6 +1492,13 @@ export interface components {
              */
             clip?: number | null;
             /**
+             * Control
+             * @description what level bounds: fdr, the false discovery rate (each quarantine lowers the evidence the later ones need), or fwer, the probability of any wrong quarantine (method 4.13)
+             * @default fdr
+             * @enum {string}
+             */
+            control?: "fwer" | "fdr";
+            /**
              * Enabled
              * @description test every experience after each settlement and keep those credibly harmful out of retrieval and rank
              * @default false
@@ -1498,7 +1506,7 @@ export interface components {
             enabled?: boolean;
             /**
              * Level
-             * @description the bound on the probability that any experience whose value is >= 0 is ever quarantined (so also on the expected share of wrongly quarantined ones)
+             * @description the bound that control names: on the expected share of wrongly quarantined experiences (value >= 0) among those quarantined (fdr), or on the probability that any is ever quarantined (fwer)
              * @default 0.05
              */
             level?: number;
@@ -1524,11 +1532,17 @@ export interface components {
              * @description the weighted sign's scale; null: the plain sign test
              */
             clip?: number | null;
+            /**
+             * Control
+             * @description what level bounds: fdr (the false discovery rate) or fwer (the probability of any wrong quarantine; an agent made before the setting existed)
+             * @default fwer
+             */
+            control?: string;
             /** Enabled */
             enabled: boolean;
             /**
              * Level
-             * @description the bound on the probability that an experience whose value is >= 0 is ever quarantined
+             * @description the bound that control names
              */
             level: number;
             /**
