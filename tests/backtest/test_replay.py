@@ -1,6 +1,7 @@
 """The batch replay of a world gives every MemTrial variant exactly what its own online engine gives."""
 
 import dataclasses
+import functools
 from dataclasses import replace
 
 import numpy as np
@@ -23,10 +24,18 @@ VARIANTS = ("equal_weight", *MEMTRIAL_VARIANTS)
 BUDGETS = [m for m, settings in MEMTRIAL_VARIANTS.items() if "draft_budget" in settings]
 
 
-def both(spec):
-    online = run_world(replace(spec, engine="online"), keep_choices=True)
-    replayed = run_world(replace(spec, engine="replay"), keep_choices=True)
+@functools.lru_cache(maxsize=16)
+def both(spec, perturb=None):
+    """One world run by its online engines and by the replay, once per process: tests that check the same
+    world share it (the results are read, never changed)."""
+    online = run_world(replace(spec, engine="online"), perturb=perturb, keep_choices=True)
+    replayed = run_world(replace(spec, engine="replay"), perturb=perturb, keep_choices=True)
     return online, replayed
+
+
+def regime_spec(regime):
+    """The fast tier's world of ``regime``: every variant, the balanced investor."""
+    return WorldSpec(regime, "balanced", 3 + len(regime), methods=VARIANTS)
 
 
 def assert_identical(online, replayed):
@@ -37,7 +46,9 @@ def assert_identical(online, replayed):
 
 
 def test_replay_equals_the_online_engines_on_one_world():
-    online, replayed = both(WorldSpec("beta_0.25", "balanced", 7, methods=VARIANTS))
+    """The checks of every regime below are strong: in this world of one of them gates open and every budget
+    draws trials and exploiting plans (the world is computed once, for both tests)."""
+    online, replayed = both(regime_spec("beta_0.25"))
     assert_identical(online, replayed)
     assert any(rate for rate in (m["open_rate"] for m in online["methods"].values()) if rate), (
         "no gate ever opened: the check is weak"
@@ -69,7 +80,7 @@ def test_a_budget_without_a_horizon_runs_its_online_engine():
 @pytest.mark.parametrize("regime", list(REGIMES))
 def test_replay_equals_the_online_engines_on_every_regime(regime):
     """The fast tier's check of every regime, one world each (the slow tier adds every investor)."""
-    assert_identical(*both(WorldSpec(regime, "balanced", 3 + len(regime), methods=VARIANTS)))
+    assert_identical(*both(regime_spec(regime)))
 
 
 @pytest.mark.slow
@@ -95,16 +106,32 @@ def test_replay_equals_the_online_engines_in_the_curation_regimes(regime):
     assert_identical(*both(WorldSpec(regime, "balanced", 3 + len(regime), methods=CURATION)))
 
 
-@pytest.mark.parametrize("regime", list(ALL_REGIMES))
-def test_curation_variants_at_a_draft_budget_equal_their_online_engines(regime):
-    """``--draft-budget`` applies to the curation variants too: each at the budget, in every regime."""
-    methods = ("equal_weight", "memtrial_value_aware", "memtrial_quarantine", "memtrial_curated")
-    online, replayed = both(WorldSpec(regime, "balanced", 5, methods=methods, draft_budget=3.0))
+BUDGET_CURATION = ("equal_weight", "memtrial_value_aware", "memtrial_quarantine", "memtrial_curated")
+#: the fast tier's worlds of the curation variants at a draft budget: the two curation regimes, and the one
+#: regime where quarantine's book has an event at the budget, so that its engine serves it (seed 5; in the
+#: other six its twin's replay serves it, as in the two curation regimes; checked below)
+BUDGET_FAST_REGIMES = ("beta_0.5", *CURATION_REGIMES)
+
+
+def _assert_curation_at_a_budget_equals_its_online_engines(regime):
+    online, replayed = both(WorldSpec(regime, "balanced", 5, methods=BUDGET_CURATION, draft_budget=3.0))
     assert_identical(online, replayed)
     assert online["methods"]["memtrial_curated"]["draft_calls_per_decision"] <= 3.0  # not its whole design
 
 
-def _served(regime, seed, methods=CURATION, engine="replay", perturb=None):
+@pytest.mark.parametrize("regime", BUDGET_FAST_REGIMES)
+def test_curation_variants_at_a_draft_budget_equal_their_online_engines(regime):
+    """``--draft-budget`` applies to the curation variants too: each at the budget (every regime: slow tier)."""
+    _assert_curation_at_a_budget_equals_its_online_engines(regime)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("regime", [r for r in ALL_REGIMES if r not in BUDGET_FAST_REGIMES])
+def test_curation_variants_at_a_draft_budget_equal_their_online_engines_in_the_other_regimes(regime):
+    _assert_curation_at_a_budget_equals_its_online_engines(regime)
+
+
+def _served(regime, seed, methods=CURATION, engine="replay", perturb=None, draft_budget=None):
     """The methods of one world built as ``engine`` serves them, walked through the world; ``perturb``:
     (position, asset, factor) multiplies that asset's realised prices on that date, as ``run_world`` does."""
     world = PlantedMemWorld(market_for(False), regime, seed)
@@ -114,7 +141,14 @@ def _served(regime, seed, methods=CURATION, engine="replay", perturb=None):
     if perturb is not None:
         rels[perturb[0]][:, perturb[1]] *= perturb[2]
     built = build_methods(
-        world, scoring, seed, list(methods), engine=engine, contexts=contexts, outcome=rels.__getitem__
+        world,
+        scoring,
+        seed,
+        list(methods),
+        engine=engine,
+        contexts=contexts,
+        outcome=rels.__getitem__,
+        draft_budget=draft_budget,
     )
     walk = Walk(contexts, rels, scoring, world.mandate_projection)
     for method in built:
@@ -138,6 +172,17 @@ def test_each_way_of_serving_a_curation_variant_happens():
     assert shared.forked_at is not None and shared.methods["memtrial_value_aware"] is not shared.lead
 
 
+def test_the_fast_tier_s_budget_worlds_serve_quarantine_both_ways():
+    """At the draft budget, the fast tier's worlds (``BUDGET_FAST_REGIMES``) serve quarantine over similarity
+    by its engine (an event in its book) and by its twin's replay (none), so both are checked there."""
+    served = {
+        regime: _served(regime, 5, ("memtrial_quarantine",), draft_budget=3.0)["memtrial_quarantine"].served()
+        for regime in BUDGET_FAST_REGIMES
+    }
+    assert isinstance(served["beta_0.5"], MemTrialMethod)
+    assert all(isinstance(served[regime], FamilyMember) for regime in CURATION_REGIMES)
+
+
 def test_a_quarantine_book_s_first_event_is_found_from_the_contributions():
     """A book whose tests see only harm quarantines (slot 1's threshold at spread 0, level 0.5: 4); one
     that sees only help never does."""
@@ -152,7 +197,6 @@ def test_the_robust_variant_replayed_equals_its_engine_where_its_guard_sets_a_da
     worlds above it only clips), and the replayed learner screens as the engine's does."""
     perturb = (40, 0, 10.0)
     spec = WorldSpec("beta_0.5", "balanced", 11, methods=("equal_weight", "memtrial", "memtrial_robust"))
-    online = run_world(replace(spec, engine="online"), perturb=perturb, keep_choices=True)
-    assert_identical(online, run_world(replace(spec, engine="replay"), perturb=perturb, keep_choices=True))
+    assert_identical(*both(spec, perturb))
     engine = _served("beta_0.5", 11, ("memtrial_robust",), "online", perturb)["memtrial_robust"].engine
     assert engine.learner.dates_set_aside == 1
