@@ -13,7 +13,9 @@ from memtrial.curation.ranking import Posterior
 from memtrial.errors import InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["Curator", "Event", "replay"]
+__all__ = ["RESET_PRIOR", "Curator", "Event", "replay", "setting_at_start"]
+
+RESET_PRIOR = 2.0  # after a detected change, a value is its mean since the change shrunk by n / (n + this)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,17 @@ class Curator:
         variance = max(evidence.squares - evidence.n * mean * mean, 0.0) / (evidence.n - 1)
         return Posterior(mean, math.sqrt(variance / evidence.n), evidence.n)
 
+    def reset_values(self, experience_ids: Iterable[ExperienceId]) -> dict[ExperienceId, float]:
+        """The value a plan freezes for each of ``experience_ids`` whose contributions changed (method 4.14):
+        the mean of its contributions since the change shrunk to 0 as n / (n + ``RESET_PRIOR``), 0 before
+        any. Experiences without a change are left out (their value is the learner's)."""
+        reset = {}
+        for experience_id in experience_ids:
+            regime = self.regime_posterior(experience_id)
+            if regime is not None:
+                reset[experience_id] = regime.mean * regime.n / (regime.n + RESET_PRIOR)
+        return reset
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "next_slot": self.next_slot,
@@ -171,14 +184,35 @@ def replay(
     config: QuarantineConfig,
     log: Iterable[tuple[str, Mapping[str, Any]]],
     contributions_of: Callable[[str], Mapping[ExperienceId, float]],
-) -> tuple[Curator, list[Event]]:
-    """The book rebuilt along a log of (kind, payload): each ``score`` adds its decision's contributions as
-    they are now (``contributions_of``), each ``quarantine`` and ``release`` entry is applied where it was
-    written (decisions served stand). Returns the book and the quarantines the log lacks (to write now)."""
-    curator = Curator(config)
+    at_plan: Callable[[str, Curator], None] | None = None,
+) -> tuple[Curator | None, list[Event]]:
+    """The book rebuilt along a log of (kind, payload), ``config`` being the setting in force at the log's
+    start: each ``score`` adds its decision's contributions as they are now (``contributions_of``), each
+    ``quarantine`` and ``release`` entry is applied where it was written (decisions served stand), and each
+    ``settings`` entry that changes the quarantine is applied as the engine applied it (turned on: a fresh
+    book; off: none; otherwise the running book under the new setting). ``at_plan`` sees the book as it
+    stood at each ``prediction`` entry (decision id, book) while there is one. Returns the book (None when
+    the quarantine is off at the log's end) and the quarantines the log lacks (to write now)."""
+    curator = Curator(config) if config.enabled else None
     logged: set[ExperienceId] = set()
     for kind, payload in log:
-        if kind == "score":
+        if kind == "settings":
+            change = payload.get("changes", {}).get("quarantine")
+            if change is None:
+                continue
+            setting = QuarantineConfig.from_dict(change["new"])
+            if not setting.enabled:
+                curator = None
+            elif curator is None:
+                curator, logged = Curator(setting), set()
+            else:
+                curator.config = setting
+        elif curator is None:
+            continue
+        elif kind == "prediction":
+            if at_plan is not None:
+                at_plan(str(payload["date"]), curator)
+        elif kind == "score":
             curator.observe(str(payload["date"]), contributions_of(str(payload["date"])))
         elif kind == "quarantine":
             logged.add(payload["experience_id"])
@@ -187,5 +221,17 @@ def replay(
         elif kind == "release":
             logged.discard(payload["experience_id"])
             curator.release(payload["experience_id"])
+    if curator is None:
+        return None, []
     missing = [e for e in curator.quarantined if e not in logged]
     return curator, [Event("quarantine", e, curator.payload(e, curator.evidence[e].quarantined_at)) for e in missing]
+
+
+def setting_at_start(log: Iterable[tuple[str, Mapping[str, Any]]], now: QuarantineConfig) -> QuarantineConfig:
+    """The quarantine setting an engine was created with: the old value of the first ``settings`` entry
+    that changed it, or ``now`` when none did."""
+    for kind, payload in log:
+        change = payload.get("changes", {}).get("quarantine") if kind == "settings" else None
+        if change is not None:
+            return QuarantineConfig.from_dict(change["old"])
+    return now

@@ -18,19 +18,25 @@ there is none, and writes the newest of the checkpoints that fall due as it
 passes (the ones after the corrected score are stale). The fallback's sums and the noise cost depend on outcomes alone: the
 old outcome is taken out of them and the new one put in. A decision without
 a score entry (no experiences, or a budget decision that exploits) changes
-nothing else. The result equals the running state of an engine settled with
-the corrected outcome from the start.
+nothing else. With quarantine on, the quarantine book is replayed along the
+whole log (checkpoints hold no book; :func:`memtrial.curation.curator.replay`),
+and each plan derived again takes the value reset after a detected change
+(method 4.14) from the book as it stood at that plan. The result equals the
+running state of an engine settled with the corrected outcome from the start.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence, Set
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.curation import Curator, Event
+from memtrial.curation.curator import replay as replay_book
+from memtrial.curation.curator import setting_at_start
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen, encode_frozen, same_frozen
 from memtrial.engine.checks import check_scored, same_scored
 from memtrial.engine.config import EngineConfig
@@ -68,6 +74,8 @@ class Recomputed:
     rederived: dict[str, dict[str, Any]]
     checkpointed_at: int | None
     n_replayed: int
+    book: Curator | None = None
+    book_events: list[Event] = field(default_factory=list)
 
 
 def recompute(
@@ -122,6 +130,7 @@ def recompute(
     # 2. the value model at every plan, in one batch, and every mode's Pearson score of every plan the replay
     # derives and learns again, vectorised (a gate scores the selected mode's predictions: one of them)
     predicted = predictions_at(learner, moments)
+    book, book_events = _reset_since_changes(config, history, events, entries, predicted, entry, contributions)
     scores = _mode_scores_of(events, predicted, entries, entry.decision_id)
     # 3. predictions, mode scores and gate scores in log order
     scoring = Running(learner, gate, running.fallback, running.noise)
@@ -130,7 +139,65 @@ def recompute(
     if written:
         history.add_checkpoints(written, policy.kept)
     last = written[-1].position if written else start
-    return Recomputed(scoring, corrected, supersedes, _awaiting(awaiting, pending, entries), last, len(events))
+    rederived_now = _awaiting(awaiting, pending, entries)
+    return Recomputed(scoring, corrected, supersedes, rederived_now, last, len(events), book, book_events)
+
+
+def _reset_since_changes(
+    config: EngineConfig,
+    history: History,
+    events: Sequence[tuple[int, str, str]],
+    entries: Mapping[str, DecisionEntry],
+    predicted: list[dict[LearnerMode, tuple[float, ...]]],
+    entry: DecisionEntry,
+    contributions: Mapping[ExperienceId, float],
+) -> tuple[Curator | None, list[Event]]:
+    """Each replayed plan's predictions (``predicted``, in log order, changed in place) with the value reset
+    the engine applied at plan time (method 4.14), from the quarantine book as it stood at that plan along
+    the corrected history: the book is replayed along the whole log (checkpoints hold no book), with the
+    settings it was under. Returns the book after the log and the quarantines the log lacks. With the
+    quarantine off now and no ``settings`` entry among ``events`` (the replay's stretch of the log), no plan
+    replayed had a book, and the log before the stretch is not read."""
+    if not config.quarantine.enabled and all(kind != LogKind.SETTINGS for _, kind, _ in events):
+        return None, []
+    log = [(logged.kind, logged.payload) for logged in history.log_entries()]
+    first = setting_at_start(log, config.quarantine)
+    on = 0 if first.enabled else _first_turned_on(log)
+    if on is None:  # quarantine was never on: no book, no reset
+        return None, []
+    scored = history.entries_of({str(payload["date"]) for kind, payload in log[on:] if kind == LogKind.SCORE})
+
+    def contributions_of(decision_id: str) -> Mapping[ExperienceId, float]:
+        if decision_id == entry.decision_id:
+            return contributions
+        settled = _stored(scored, decision_id).settlement
+        return {} if settled is None else settled.contributions
+
+    planned = [d for _, kind, d in events if kind == LogKind.PREDICTION]
+    position = {d: i for i, d in enumerate(planned)}
+
+    def at_plan(decision_id: str, book: Curator) -> None:
+        index = position.get(decision_id)
+        if index is None:  # a plan before the replay's start
+            return
+        ids = _stored(entries, decision_id).plan.experience_ids
+        reset = book.reset_values(ids)
+        if reset:
+            predicted[index] = {
+                mode: tuple(reset.get(e, v) for e, v in zip(ids, values, strict=True))
+                for mode, values in predicted[index].items()
+            }
+
+    return replay_book(first, log, contributions_of, at_plan)
+
+
+def _first_turned_on(log: Sequence[tuple[str, Mapping[str, Any]]]) -> int | None:
+    """The position of the first ``settings`` entry that turned the quarantine on (None: none did)."""
+    for position, (kind, payload) in enumerate(log):
+        change = payload.get("changes", {}).get("quarantine") if kind == LogKind.SETTINGS else None
+        if change is not None and change["new"]["enabled"]:
+            return position
+    return None
 
 
 def _stored(entries: Mapping[str, DecisionEntry], decision_id: str) -> DecisionEntry:

@@ -32,7 +32,7 @@ from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
 from memtrial.credit import design as design_module
-from memtrial.curation import Curator, Event, Posterior, QuarantineConfig, Ranked, RetrievalMode, rank, replay
+from memtrial.curation import Curator, Event, Posterior, QuarantineConfig, Ranked, RetrievalMode, rank
 from memtrial.drafting.retrieval import cosine_similarities, top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
@@ -78,8 +78,6 @@ from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
 __all__ = ["EngineConfig", "MemTrial"]
 
-RESET_PRIOR = 2.0  # after a detected change, a value is its mean since the change shrunk by n / (n + this)
-
 
 @dataclass(slots=True)
 class _Experience:
@@ -100,17 +98,6 @@ class _LogSink:
         engine = self._engine()
         if engine is not None:
             engine.history.append_log(entry)
-
-
-def _book_start(log: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
-    """Where the quarantine book in force began: after the last ``settings`` entry that turned it on (0
-    for an engine created with it on)."""
-    start = 0
-    for position, (kind, payload) in enumerate(log):
-        change = payload.get("changes", {}).get("quarantine") if kind == LogKind.SETTINGS else None
-        if change is not None and change["new"]["enabled"] and not change["old"]["enabled"]:
-            start = position + 1
-    return start
 
 
 class MemTrial:
@@ -429,15 +416,8 @@ class MemTrial:
 
     def _since_changes(self, frozen: dict[str, Any], ids: Sequence[ExperienceId]) -> dict[str, Any]:
         """A plan's frozen predictions with the value of every experience whose contributions changed sign
-        (method 4.14) learnt from the new regime only: the mean of its contributions since the change, shrunk
-        to 0 as n / (n + ``RESET_PRIOR``) (0 before any), in every mode."""
-        if self.curator is None:
-            return frozen
-        reset = {}
-        for experience_id in ids:
-            regime = self.curator.regime_posterior(experience_id)
-            if regime is not None:
-                reset[experience_id] = regime.mean * regime.n / (regime.n + RESET_PRIOR)
+        (method 4.14) learnt from the new regime only (:meth:`Curator.reset_values`), in every mode."""
+        reset = {} if self.curator is None else self.curator.reset_values(ids)
         if not reset:
             return frozen
         predictions = {e: reset.get(e, v) for e, v in frozen["predictions"].items()}
@@ -820,25 +800,14 @@ class MemTrial:
         entry.settlement = corrected
         entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
         self.history.correct(entry, corrected.contributions, corrected.centred)
-        self._recurate()
+        # the quarantine book the replay rebuilt along the log (4.13, none to rebuild without a score entry),
+        # and the quarantines the log lacks, logged now
+        if supersedes is not None:
+            self.curator = result.book
+            self._log_events(result.book_events)
         if self.clock is None or not later_or_equal(self.clock, settled_at, "at"):
             self.clock = settled_at
         return corrected
-
-    def _recurate(self) -> None:
-        """After a correction, the quarantine book replayed along the log since it was turned on (its full
-        path: checkpoints hold no book), under the quarantine setting in force now; quarantines the replay
-        finds and the log lacks are logged now."""
-        if self.curator is None:
-            return
-
-        def contributions_of(decision_id: str) -> Mapping[ExperienceId, float]:
-            settled = self._entry(decision_id).settlement
-            return {} if settled is None else settled.contributions
-
-        log = [(entry.kind, entry.payload) for entry in self.history.log_entries()]
-        self.curator, events = replay(self.config.quarantine, log[_book_start(log) :], contributions_of)
-        self._log_events(events)
 
     def _decided(self, entry: DecisionEntry, advice: str) -> Decision:
         if entry.decision is None:

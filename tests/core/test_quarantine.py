@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from support import assert_snapshots_close, engine_snapshot
 
 from memtrial.curation import BETS, Evidence, QuarantineConfig, threshold
 from memtrial.engine.config import SCORED_DESIGN
@@ -15,6 +16,7 @@ from memtrial.errors import ConfigError, InputError
 from memtrial.trust.log import LogKind
 
 ON = QuarantineConfig(enabled=True)
+EXPERIENCES = ("stale", "e0", "e1", "e2")  # a lesson that flips and three null ones
 
 
 def _engine(values, quarantine=ON, **settings) -> MemTrial:
@@ -270,3 +272,105 @@ def _flip_drive(engine, values, rng):
         engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
         now = values | {"stale": values["stale"] if t < 100 else -values["stale"]}
         engine.settle_scored(f"d{t}", utilities=[sum(now[e] for e in s) + rng.normal(0, 1.0) for s in plan.subsets])
+
+
+def _lesson_that_flips(engine, rows, n_settled, n_planned, settings=None):
+    """A lesson that helps for 12 decisions and then hurts, beside three null ones, all retrieved each time:
+    ``n_planned`` scored trials, the first ``n_settled`` settled with ``rows[t]`` (drawn on first use), and
+    ``settings[t]`` changed before trial t."""
+    values = {"stale": 1.0, "e0": 0.0, "e1": 0.0, "e2": 0.0}
+    rng = np.random.default_rng(0)
+    for t in range(n_planned):
+        if t in (settings or {}):
+            engine.change_settings(settings[t])
+        plan = engine.plan(f"d{t}", t, t, retrieved=list(values), kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        now = values | {"stale": 1.0 if t < 12 else -1.0}
+        drawn = [sum(now[e] for e in subset) + rng.normal(0.0, 0.5) for subset in plan.subsets]
+        rows.setdefault(t, drawn)
+        if t < n_settled:
+            engine.settle_scored(f"d{t}", utilities=rows[t])
+
+
+def test_correction_before_and_after_a_change_equals_an_engine_settled_with_the_corrected_outcomes():
+    quarantine = QuarantineConfig(enabled=True, change_threshold=10.0)
+    truthful_rows: dict[int, list[float]] = {}
+    truthful = _engine(dict.fromkeys(EXPERIENCES, 0.0), quarantine)
+    _lesson_that_flips(truthful, truthful_rows, 24, 26)
+    changed = truthful.changed_at("stale")
+    assert changed is not None and 12 < int(changed[1:]) < 20 and truthful.quarantined == ()
+    wrong_rows = dict(truthful_rows)
+    wrong_rows[4] = [u + 0.3 * i for i, u in enumerate(truthful_rows[4])]  # before the change
+    wrong_rows[20] = [-u for u in truthful_rows[20]]  # after it: the lesson looks helpful again
+    engine = _engine(dict.fromkeys(EXPERIENCES, 0.0), quarantine)
+    _lesson_that_flips(engine, wrong_rows, 24, 26)
+    engine.correct("d4", reason="mis-graded", utilities=truthful_rows[4])
+    engine.correct("d20", reason="mis-graded", utilities=truthful_rows[20])  # replayed from the checkpoint at entry 32
+    assert_snapshots_close(engine_snapshot(engine, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
+    assert engine.curator.to_dict() == truthful.curator.to_dict()
+    assert engine.changed_at("stale") == changed and engine.quarantined == truthful.quarantined
+    for awaiting in ("d24", "d25"):  # the predictions the plans awaiting their score are learnt with
+        derived, served = engine._learnt(engine.get_plan(awaiting)), truthful.get_plan(awaiting)
+        assert derived.predictions == pytest.approx(served.predictions, abs=1e-12)
+        for mode, predictions in served.mode_predictions.items():
+            assert derived.mode_predictions[mode] == pytest.approx(predictions, abs=1e-12)
+    assert engine.verify().ok
+
+
+def test_correction_replays_the_reset_under_the_quarantine_settings_of_each_plan():
+    # off at first, on from trial 2 with a detector that never alarms, sensitive from trial 16 on: the
+    # replayed book follows the settings as they were (a book under the last one throughout alarms earlier)
+    settings = {
+        2: {"quarantine": {"enabled": True, "change_threshold": 1e6}},
+        16: {"quarantine": {"change_threshold": 5.0}},
+    }
+    truthful_rows: dict[int, list[float]] = {}
+    truthful = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig())
+    _lesson_that_flips(truthful, truthful_rows, 22, 24, settings)
+    assert truthful.changed_at("stale") == "d16" and truthful.quarantined == ()
+    wrong_rows = dict(truthful_rows)
+    wrong_rows[1] = [u + 0.3 * i for i, u in enumerate(truthful_rows[1])]  # before the book existed
+    wrong_rows[18] = [-u for u in truthful_rows[18]]  # after the change
+    engine = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig())
+    _lesson_that_flips(engine, wrong_rows, 22, 24, settings)
+    engine.correct("d18", reason="mis-graded", utilities=truthful_rows[18])
+    engine.correct("d1", reason="mis-graded", utilities=truthful_rows[1])
+    assert_snapshots_close(engine_snapshot(engine, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
+    assert engine.curator.to_dict() == truthful.curator.to_dict()
+    assert engine.changed_at("stale") == "d16" and engine.quarantined == ()
+    for awaiting in ("d22", "d23"):
+        derived, served = engine._learnt(engine.get_plan(awaiting)), truthful.get_plan(awaiting)
+        assert derived.predictions == pytest.approx(served.predictions, abs=1e-12)
+    assert engine.verify().ok
+
+
+def test_correcting_a_decision_without_experiences_keeps_the_quarantine_book():
+    engine = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig(enabled=True, change_threshold=10.0))
+    _lesson_that_flips(engine, {}, 16, 16)
+    plan = engine.plan("bare", 16, 16, retrieved=[], kind="scored")
+    engine.decide_scored("bare", n_drafts=len(plan.masks))
+    engine.settle_scored("bare", utilities=[0.1] * len(plan.masks))
+    book = engine.curator.to_dict()
+    engine.correct("bare", reason="mis-graded", utilities=[0.5] * len(plan.masks))
+    assert engine.curator is not None and engine.curator.to_dict() == book
+
+
+def test_correction_after_the_quarantine_was_turned_off_replays_the_reset_of_the_plans_made_while_on():
+    settings = {
+        2: {"quarantine": {"enabled": True, "change_threshold": 1e6}},
+        16: {"quarantine": {"change_threshold": 5.0}},
+        21: {"quarantine": {"enabled": False}},
+    }
+    truthful_rows: dict[int, list[float]] = {}
+    truthful = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig())
+    _lesson_that_flips(truthful, truthful_rows, 26, 28, settings)
+    wrong_rows = dict(truthful_rows)
+    wrong_rows[18] = [-u for u in truthful_rows[18]]  # while on, after the change at d16
+    wrong_rows[23] = [u + 1.0 for u in truthful_rows[23]]  # after it was turned off
+    engine = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig())
+    _lesson_that_flips(engine, wrong_rows, 26, 28, settings)
+    engine.correct("d23", reason="mis-graded", utilities=truthful_rows[23])
+    engine.correct("d18", reason="mis-graded", utilities=truthful_rows[18])  # both replayed from entry 33 on
+    assert_snapshots_close(engine_snapshot(engine, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
+    assert engine.curator is None and truthful.curator is None
+    assert engine._learnt(engine.get_plan("d27")).predictions == pytest.approx(truthful.get_plan("d27").predictions)
