@@ -193,6 +193,7 @@ class MemTrialFamily:
         self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
         self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
         self._ids: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = None  # see _id_matrix
+        self._groups: tuple[tuple[int, ...], list[tuple[int, NDArray[np.int64]]]] | None = None  # see _by_size
         for design in self.designs.values():
             by_size: dict[int, tuple[int, ...]] = {}
             design.masks = [
@@ -537,13 +538,21 @@ class MemTrialFamily:
         """Per position, the Pearson score of a plan's predictions against its realised centred
         contributions (NaN where skipped or not scored), computed a batch per number of experiences."""
         out = np.full(len(self.contexts), np.nan)
-        groups: dict[int, list[int]] = {}
-        for position in positions:
-            groups.setdefault(len(self.ids[position]), []).append(position)
-        for size, members in groups.items():
-            rows = np.asarray(members, dtype=np.int64)
+        for size, rows in self._by_size(positions):
             out[rows] = pearson_scores(predicted[rows, :size], realised[rows, :size])
         return out
+
+    def _by_size(self, positions: Sequence[int]) -> list[tuple[int, NDArray[np.int64]]]:
+        """``positions`` in groups of one number of experiences, each group's positions in order (the
+        grouping of the last ``positions`` asked for is kept: a design's scored positions are asked for
+        once per learner mode and setting)."""
+        key = tuple(positions)
+        if self._groups is None or self._groups[0] != key:
+            groups: dict[int, list[int]] = {}
+            for position in positions:
+                groups.setdefault(len(self.ids[position]), []).append(position)
+            self._groups = key, [(size, np.asarray(members, dtype=np.int64)) for size, members in groups.items()]
+        return self._groups[1]
 
     def _trust(
         self,
@@ -588,11 +597,14 @@ class MemTrialFamily:
         return self._batches[key]
 
     def _shapes(self, design: _Design) -> list[tuple[tuple[int, ...], list[int]]]:
-        """The dates in groups of one shape (design masks and number of assets), each a batch."""
-        groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
-        for position, context in enumerate(self.contexts):
-            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
-        return [(masks, positions) for (masks, _), positions in groups.items()]
+        """The dates in groups of one shape (design masks and number of assets), each a batch (computed once
+        per design)."""
+        if "shapes" not in design.cache:
+            groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
+            for position, context in enumerate(self.contexts):
+                groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
+            design.cache["shapes"] = [(masks, positions) for (masks, _), positions in groups.items()]  # type: ignore[assignment]
+        return design.cache["shapes"]  # type: ignore[return-value]
 
     def _act(
         self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]

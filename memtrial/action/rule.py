@@ -237,7 +237,9 @@ def noise_gain(draft_utilities: NDArray[np.float64], mean_utility: float) -> flo
     return float(runs / (runs - 1) * (mean_utility - float(np.mean(draft_utilities))))
 
 
-def noise_gains(draft_utilities: NDArray[np.float64], mean_utilities: NDArray[np.float64]) -> NDArray[np.float64] | None:
+def noise_gains(
+    draft_utilities: NDArray[np.float64], mean_utilities: NDArray[np.float64]
+) -> NDArray[np.float64] | None:
     """:func:`noise_gain` of D settled decisions at once, each exactly as alone (None for a single draft).
 
     draft_utilities: (D, R) the utilities of each decision's R drafts; mean_utilities: (D,) the utility of

@@ -52,7 +52,10 @@ def test_noise_gains_of_one_decision_as_a_vector_is_rejected():
 
 def test_running_statistics_hold_each_experiences_count_mean_and_squared_deviations():
     rng = np.random.default_rng(5)
-    dates = [{e: float(v) for e, v in zip(rng.choice(6, 4, replace=False).tolist(), rng.standard_normal(4))} for _ in range(30)]
+    dates = [
+        {e: float(v) for e, v in zip(rng.choice(6, 4, replace=False).tolist(), rng.standard_normal(4))}
+        for _ in range(30)
+    ]
     running = RunningStatistics(centre=True)
     for contributions in dates:
         assert running.add_date(contributions)
