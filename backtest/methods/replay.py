@@ -441,10 +441,9 @@ class MemTrialFamily:
         read: set[tuple[int, int]] = set()
         for design, positions in by_design.values():
             index = design.snapshots[FINAL].index
-            table = np.full(max(int(matrix.max()), max(index, default=0)) + 1, np.iinfo(np.int64).max)
-            table[np.fromiter(index.keys(), dtype=np.int64, count=len(index))] = np.fromiter(
-                index.values(), dtype=np.int64, count=len(index)
-            )
+            experiences = np.fromiter(index.keys(), dtype=np.int64, count=len(index))  # experience ids, in learner rows
+            table = np.full(max(int(matrix.max()), int(experiences.max(initial=0))) + 1, np.iinfo(np.int64).max)
+            table[experiences] = np.fromiter(index.values(), dtype=np.int64, count=len(index))
             snapshots = [design.snapshots[position].stats for position in positions]
             rows = np.array([problems[id(stats)] for stats in snapshots], dtype=np.int64)
             scales = np.array([stats.scale for stats in snapshots], dtype=np.float64)  # type: ignore[union-attr]
