@@ -50,7 +50,7 @@ from memtrial.action.rule import (
     dial_weights,
     gated_weights,
     noise_costs,
-    noise_gain,
+    noise_gains,
     subset_values,
 )
 from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
@@ -192,6 +192,8 @@ class MemTrialFamily:
         }
         self.versions: list[dict[int, NDArray[np.float64]]] = [dict(self.features)]  # the features after each addition
         self.ids = [tuple(int(e) for e in context.retrieved) for context in self.contexts]
+        self._ids: tuple[NDArray[np.int64], NDArray[np.bool_]] | None = None  # see _id_matrix
+        self._groups: tuple[tuple[int, ...], list[tuple[int, NDArray[np.int64]]]] | None = None  # see _by_size
         for design in self.designs.values():
             by_size: dict[int, tuple[int, ...]] = {}
             design.masks = [
@@ -301,9 +303,10 @@ class MemTrialFamily:
                 scores = utilities_by_date(rows, rel, previous, self.gamma, self.fee_bp)
                 mixtures = mixture_utilities_by_date(reference, means, rel, previous, self.gamma, self.fee_bp, GRID)
                 runs = len(masks)
+                gains = noise_gains(scores[:, :runs], scores[:, runs + 1])
                 for row, position in enumerate(positions):
                     design.mixture[position] = (mixtures[row], float(scores[row, runs]), float(scores[row, runs + 1]))
-                    design.noise[position] = noise_gain(scores[row, :runs], float(scores[row, runs + 1]))
+                    design.noise[position] = None if gains is None else float(gains[row])
                 if size:
                     checked = validate_masks(masks, size)
                     included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
@@ -377,16 +380,12 @@ class MemTrialFamily:
                 n[row, :size] = stats.counts  # type: ignore[union-attr]
                 z[row, :size] = masters[id(design)][:size]
             batch = fit_many(m, n, z, sizes=sizes, cache=SPECTRA)
-            lookup = {id(design): design.snapshots[FINAL].index for design, _ in live}
+            read = self._read_off(mode, live, problems, sizes, batch.mean)
             for design, position in live:
+                if (id(design), position) in read:
+                    continue
                 row = problems[id(design.snapshots[position].stats)]
                 size = int(sizes[row])
-                if position != FINAL:  # the learnt experiences' means read off the batch at once
-                    stats = design.snapshots[position].stats
-                    rows = [lookup[id(design)].get(e, size) for e in self.ids[position]]
-                    if max(rows) < size:
-                        design.predictions[mode][position, : len(rows)] = batch.mean[row, rows] * stats.scale  # type: ignore[union-attr]
-                        continue
                 fit = batch[row]
                 fitted[(id(design), position)] = FayHerriotFit(
                     fit.sigma_b2,
@@ -413,6 +412,53 @@ class MemTrialFamily:
                 design.predictions[mode][position, : len(self.ids[position])] = _posterior_means(
                     value_fit, self.ids[position]
                 )
+
+    def _id_matrix(self) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+        """Each position's retrieved experience ids, (positions, k), and where a row has none (padding)."""
+        if self._ids is None:
+            matrix = np.full((len(self.ids), self.k), -1, dtype=np.int64)
+            for position, ids in enumerate(self.ids):
+                matrix[position, : len(ids)] = ids
+            self._ids = matrix, matrix < 0
+        return self._ids
+
+    def _read_off(
+        self,
+        mode: LearnerMode,
+        live: list[tuple[_Design, int]],
+        problems: dict[int, int],
+        sizes: NDArray[np.int64],
+        means: NDArray[np.float64],
+    ) -> set[tuple[int, int]]:
+        """The plans whose retrieved experiences the learner has all learnt: their predictions read off the
+        batch's posterior means (``means``, (problems, H), in units of the scale), every plan of a design at
+        once, each value ``mean * scale`` as for the plan alone. Returns those plans, (id(design), position)."""
+        matrix, padding = self._id_matrix()
+        by_design: dict[int, tuple[_Design, list[int]]] = {}
+        for design, position in live:
+            if position != FINAL:
+                by_design.setdefault(id(design), (design, []))[1].append(position)
+        read: set[tuple[int, int]] = set()
+        for design, positions in by_design.values():
+            index = design.snapshots[FINAL].index
+            experiences = np.fromiter(index.keys(), dtype=np.int64, count=len(index))  # experience ids, in learner rows
+            table = np.full(max(int(matrix.max()), int(experiences.max(initial=0))) + 1, np.iinfo(np.int64).max)
+            table[experiences] = np.fromiter(index.values(), dtype=np.int64, count=len(index))
+            snapshots = [design.snapshots[position].stats for position in positions]
+            rows = np.array([problems[id(stats)] for stats in snapshots], dtype=np.int64)
+            scales = np.array([stats.scale for stats in snapshots], dtype=np.float64)  # type: ignore[union-attr]
+            at = np.asarray(positions, dtype=np.int64)
+            pad = padding[at]
+            columns = np.where(pad, 0, table[np.where(pad, 0, matrix[at])])
+            learnt = ((columns < sizes[rows][:, None]) | pad).all(axis=1) & ~pad.all(axis=1)
+            if not learnt.any():
+                continue
+            at, pad, columns = at[learnt], pad[learnt], columns[learnt]
+            values = means[rows[learnt][:, None], columns] * scales[learnt][:, None]
+            predictions = design.predictions[mode]
+            predictions[at] = np.where(pad, predictions[at], values)
+            read.update((id(design), position) for position in at.tolist())
+        return read
 
     # -- 3 and 4. scores, gates, fallbacks and actions for every date --------------------------
     def _serve(self, events: Sequence[Event]) -> dict[str, tuple[NDArray[np.float64], ...]]:
@@ -491,13 +537,21 @@ class MemTrialFamily:
         """Per position, the Pearson score of a plan's predictions against its realised centred
         contributions (NaN where skipped or not scored), computed a batch per number of experiences."""
         out = np.full(len(self.contexts), np.nan)
-        groups: dict[int, list[int]] = {}
-        for position in positions:
-            groups.setdefault(len(self.ids[position]), []).append(position)
-        for size, members in groups.items():
-            rows = np.asarray(members, dtype=np.int64)
+        for size, rows in self._by_size(positions):
             out[rows] = pearson_scores(predicted[rows, :size], realised[rows, :size])
         return out
+
+    def _by_size(self, positions: Sequence[int]) -> list[tuple[int, NDArray[np.int64]]]:
+        """``positions`` in groups of one number of experiences, each group's positions in order (the
+        grouping of the last ``positions`` asked for is kept: a design's scored positions are asked for
+        once per learner mode and setting)."""
+        key = tuple(positions)
+        if self._groups is None or self._groups[0] != key:
+            groups: dict[int, list[int]] = {}
+            for position in positions:
+                groups.setdefault(len(self.ids[position]), []).append(position)
+            self._groups = key, [(size, np.asarray(members, dtype=np.int64)) for size, members in groups.items()]
+        return self._groups[1]
 
     def _trust(
         self,
@@ -542,11 +596,14 @@ class MemTrialFamily:
         return self._batches[key]
 
     def _shapes(self, design: _Design) -> list[tuple[tuple[int, ...], list[int]]]:
-        """The dates in groups of one shape (design masks and number of assets), each a batch."""
-        groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
-        for position, context in enumerate(self.contexts):
-            groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
-        return [(masks, positions) for (masks, _), positions in groups.items()]
+        """The dates in groups of one shape (design masks and number of assets), each a batch (computed once
+        per design)."""
+        if "shapes" not in design.cache:
+            groups: dict[tuple[tuple[int, ...], int], list[int]] = {}
+            for position, context in enumerate(self.contexts):
+                groups.setdefault((design.masks[position], context.reference.shape[0]), []).append(position)
+            design.cache["shapes"] = [(masks, positions) for (masks, _), positions in groups.items()]  # type: ignore[assignment]
+        return design.cache["shapes"]  # type: ignore[return-value]
 
     def _act(
         self, design: _Design, predictions: NDArray[np.float64], trust_open: NDArray[np.bool_], q: NDArray[np.float64]

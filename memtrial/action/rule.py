@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial.action.fallback import mixture
+from memtrial.errors import InputError
 from memtrial.numeric.running import running_counts
 from memtrial.outcomes.mandates import project_simplex
 
@@ -44,6 +45,7 @@ __all__ = [
     "gated_weights",
     "noise_costs",
     "noise_gain",
+    "noise_gains",
     "subset_rank",
     "subset_values",
 ]
@@ -233,3 +235,25 @@ def noise_gain(draft_utilities: NDArray[np.float64], mean_utility: float) -> flo
     if runs < 2:
         return None
     return float(runs / (runs - 1) * (mean_utility - float(np.mean(draft_utilities))))
+
+
+def noise_gains(
+    draft_utilities: NDArray[np.float64], mean_utilities: NDArray[np.float64]
+) -> NDArray[np.float64] | None:
+    """:func:`noise_gain` of D settled decisions at once, each exactly as alone (None for a single draft).
+
+    draft_utilities: (D, R) the utilities of each decision's R drafts; mean_utilities: (D,) the utility of
+    each decision's mean of drafts. Returns (D,).
+    """
+    utilities = np.asarray(draft_utilities, dtype=np.float64)
+    if utilities.ndim != 2:
+        raise InputError(f"draft_utilities must have shape (D, R), got {utilities.shape}", field="draft_utilities")
+    runs = utilities.shape[1]
+    if runs < 2:
+        return None
+    means = np.asarray(mean_utilities, dtype=np.float64)
+    if means.shape != (utilities.shape[0],):
+        raise InputError(
+            f"mean_utilities must have shape ({utilities.shape[0]},), got {means.shape}", field="mean_utilities"
+        )
+    return np.asarray(runs / (runs - 1) * (means - utilities.mean(axis=1)), dtype=np.float64)

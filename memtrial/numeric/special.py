@@ -21,6 +21,7 @@ __all__ = ["incomplete_beta", "t_sf"]
 _TINY = 1e-300
 _EPS = 1e-16
 _MAX_ITERATIONS = 2000
+_BLOCK_ITERATIONS = 16  # iterations whose numerators are computed together
 _lgamma = np.frompyfunc(math.lgamma, 1, 1)
 
 
@@ -55,7 +56,10 @@ def _log_beta(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.floa
 
 
 def _continued_fraction(a: NDArray[np.float64], b: NDArray[np.float64], x: NDArray[np.float64]) -> NDArray[np.float64]:
-    """The continued fraction of I_x(a, b) (Numerical Recipes' betacf), element-wise."""
+    """The continued fraction of I_x(a, b) (Numerical Recipes' betacf), element-wise.
+
+    The numerators of a block of iterations are computed at once, each with the same operations
+    as one iteration alone, so every element gets the bits of the lone recurrence."""
     qab, qap, qam = a + b, a + 1.0, a - 1.0
     c = np.ones_like(x)
     d = 1.0 - qab * x / qap
@@ -63,22 +67,25 @@ def _continued_fraction(a: NDArray[np.float64], b: NDArray[np.float64], x: NDArr
     d = 1.0 / d
     h = d.copy()
     active = np.ones(x.shape, dtype=bool)
-    for m in range(1, _MAX_ITERATIONS + 1):
+    for first in range(1, _MAX_ITERATIONS + 1, _BLOCK_ITERATIONS):
+        m = np.arange(first, min(first + _BLOCK_ITERATIONS, _MAX_ITERATIONS + 1), dtype=np.float64)[:, None]
         m2 = 2.0 * m
-        for numerator in (
+        numerators = (
             m * (b - m) * x / ((qam + m2) * (a + m2)),
             -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ):
-            d = 1.0 + numerator * d
-            d = np.where(np.abs(d) < _TINY, _TINY, d)
-            c = 1.0 + numerator / c
-            c = np.where(np.abs(c) < _TINY, _TINY, c)
-            d = 1.0 / d
-            step = d * c
-            h = np.where(active, h * step, h)
-        active &= np.abs(step - 1.0) > _EPS
-        if not active.any():
-            break
+        )  # each (iterations, N)
+        for row in range(m.shape[0]):
+            for numerator in (numerators[0][row], numerators[1][row]):
+                d = 1.0 + numerator * d
+                d = np.where(np.abs(d) < _TINY, _TINY, d)
+                c = 1.0 + numerator / c
+                c = np.where(np.abs(c) < _TINY, _TINY, c)
+                d = 1.0 / d
+                step = d * c
+                np.multiply(h, step, out=h, where=active)
+            active &= np.abs(step - 1.0) > _EPS
+            if not active.any():
+                return h
     return h
 
 

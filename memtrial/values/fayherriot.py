@@ -41,6 +41,7 @@ value is exactly 0, not rounding noise.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -211,13 +212,13 @@ class SpectraCache:
 def _spectra(
     features: NDArray[np.float64],
     distinct: NDArray[np.int64],
-    problem_keys: list[bytes],
+    problem_keys: Mapping[int, bytes],
     d_inv: NDArray[np.float64],
     tau_grid: NDArray[np.float64],
     cache: SpectraCache | None,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Eigenvalues (clipped at 0) and eigenvectors of Z' D^-1 Z for every tau, per distinct problem:
-    (U, T, p) and (U, T, p, p). ``problem_keys``: each problem's (n, z, mask) bytes (read with a cache)."""
+    (U, T, p) and (U, T, p, p). ``problem_keys``: each distinct problem's (n, z, mask) bytes (read with a cache)."""
     keys = [problem_keys[b] + tau_grid.tobytes() for b in distinct.tolist()] if cache is not None else []
     found = [cache.get(key) for key in keys] if cache is not None else [None] * distinct.size
     missing = np.array([row for row, entry in enumerate(found) if entry is None], dtype=np.int64)
@@ -258,18 +259,25 @@ def _tables(
     sizes = live.sum(axis=1)
     # D, log det D, Z' D^-1 Z and its eigendecomposition depend on (n, z) only: computed once per
     # distinct problem (learners of one calendar that differ only in what they learn from share them)
-    problem_keys = (
-        [n[b].tobytes() + features[b].tobytes() + live[b].tobytes() for b in range(n_problems)]
-        if n_problems > 1 or cache is not None
-        else []
+    # a problem's key: the bytes of its n, z and mask, one row of ``packed``
+    packed = np.concatenate(
+        [
+            np.ascontiguousarray(part).view(np.uint8).reshape(n_problems, -1)
+            for part in (n, features.reshape(n_problems, -1), live)
+        ],
+        axis=1,
     )
     if n_problems == 1:
         distinct = row_of = np.zeros(1, dtype=np.int64)
     else:
-        first_of: dict[bytes, int] = {}
-        first = np.array([first_of.setdefault(key, b) for b, key in enumerate(problem_keys)])
+        # the first problem with the same bytes (a stable sort keeps each key's first problem first)
+        _, first_with, key_of = np.unique(
+            packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True, return_inverse=True
+        )
+        first = first_with[key_of.ravel()]
         distinct = np.unique(first)
         row_of = np.searchsorted(distinct, first)
+    problem_keys = {b: packed[b].tobytes() for b in distinct.tolist()} if cache is not None else {}
     everyone = distinct.size == n_problems  # then row_of is 0, 1, ..., B - 1
     shared_d_inv, shared_log_d = _inverse_d(
         n[distinct, None, :], live[distinct, None, :], tau_grid[None, :, None]

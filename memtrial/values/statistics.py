@@ -10,6 +10,7 @@ full-Bayes one (:mod:`memtrial.values.bayes`) both fit from these statistics.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -238,11 +239,11 @@ class RunningStatistics:
         if len(contributions) < (2 if self.centre else 1):
             return False
         values = [float(v) for v in contributions.values()]
-        if not all(np.isfinite(v) for v in values):
+        if not all(map(math.isfinite, values)):
             raise InputError("contributions must be finite", field="contributions")
         date_mean = sum(values) / len(values) if self.centre else 0.0
         ys = [value - date_mean for value in values]
-        if not all(np.isfinite(y) for y in ys):
+        if not all(map(math.isfinite, ys)):
             raise InputError(
                 "contributions are too large to centre (their differences overflow)", field="contributions"
             )
@@ -284,15 +285,18 @@ class RunningStatistics:
 
     def _add(self, experience_ids: list[Any], ys: list[float]) -> None:
         """Add one date's (centred, screened) values."""
-        for experience_id, y in zip(experience_ids, ys, strict=True):
-            row = self._row(experience_id)
-            count = int(self.counts[row])
-            old_mean = self.sums[row] / count if count else 0.0
-            self.counts[row] = count + 1
-            self.sums[row] += y
-            self.m2[row] += (y - old_mean) * (y - self.sums[row] / (count + 1))
-            self.total += y
-            self.total_sq += y * y
+        rows = [self._row(experience_id) for experience_id in experience_ids]  # may grow the arrays
+        counts, sums, m2 = self.counts, self.sums, self.m2
+        total, total_sq = self.total, self.total_sq
+        for row, y in zip(rows, ys, strict=True):
+            count = int(counts[row])
+            old_mean = sums[row] / count if count else 0.0
+            counts[row] = count + 1
+            sums[row] += y
+            m2[row] += (y - old_mean) * (y - sums[row] / (count + 1))
+            total += y
+            total_sq += y * y
+        self.total, self.total_sq = total, total_sq
         self.n_records += len(ys)
         self.n_dates += 1
 

@@ -1,0 +1,82 @@
+"""Batch functions of the core give each item exactly the value it gets alone."""
+
+import math
+
+import numpy as np
+import pytest
+
+from memtrial.action.rule import noise_gain, noise_gains
+from memtrial.errors import InputError
+from memtrial.numeric import t_sf
+from memtrial.values import RunningStatistics
+
+
+def test_t_sf_of_an_array_equals_each_value_alone():
+    rng = np.random.default_rng(3)
+    t = np.concatenate([rng.standard_normal(60) * 3.0, [0.0, -0.0, 40.0, -40.0, math.inf, -math.inf, math.nan]])
+    dof = np.concatenate([rng.uniform(0.5, 5_000.0, 60), [1.0, 2.0, 3.0, 5_000.0, 7.0, 7.0, 7.0]])
+    batch = t_sf(t, dof)
+    alone = [float(t_sf(value, degrees)) for value, degrees in zip(t.tolist(), dof.tolist(), strict=True)]
+    assert np.array_equal(batch, np.array(alone), equal_nan=True)
+
+
+def test_t_sf_matches_the_t_distribution_within_1e_12():
+    stats = pytest.importorskip("scipy.stats")
+    t = np.linspace(-6.0, 6.0, 49)
+    dof = np.geomspace(1.0, 3_000.0, 49)
+    np.testing.assert_allclose(t_sf(t, dof), stats.t.sf(t, dof), rtol=1e-10, atol=1e-12)
+
+
+def test_noise_gains_equal_noise_gain_of_each_decision():
+    rng = np.random.default_rng(4)
+    scores = rng.standard_normal((25, 10)) * 0.01  # 8 drafts, then two other columns, as a replay holds them
+    gains = noise_gains(scores[:, :8], scores[:, 9])
+    assert gains is not None
+    alone = [noise_gain(scores[row, :8], float(scores[row, 9])) for row in range(25)]
+    assert gains.tolist() == alone
+
+
+def test_noise_gains_of_a_single_draft_is_none():
+    assert noise_gains(np.zeros((3, 1)), np.zeros(3)) is None
+
+
+def test_noise_gains_with_mismatched_means_is_rejected():
+    with pytest.raises(InputError, match=r"^mean_utilities must have shape \(3,\), got \(2,\)$"):
+        noise_gains(np.zeros((3, 4)), np.zeros(2))
+
+
+def test_noise_gains_of_one_decision_as_a_vector_is_rejected():
+    with pytest.raises(InputError, match=r"^draft_utilities must have shape \(D, R\), got \(4,\)$"):
+        noise_gains(np.zeros(4), np.zeros(1))
+
+
+def test_running_statistics_hold_each_experiences_count_mean_and_squared_deviations():
+    rng = np.random.default_rng(5)
+    dates = [
+        {e: float(v) for e, v in zip(rng.choice(6, 4, replace=False).tolist(), rng.standard_normal(4))}
+        for _ in range(30)
+    ]
+    running = RunningStatistics(centre=True)
+    for contributions in dates:
+        assert running.add_date(contributions)
+    centred: dict[int, list[float]] = {}
+    for contributions in dates:
+        date_mean = sum(contributions.values()) / len(contributions)
+        for experience, value in contributions.items():
+            centred.setdefault(experience, []).append(value - date_mean)
+    rows = [running.index[e] for e in sorted(centred)]
+    assert running.counts[rows].tolist() == [len(centred[e]) for e in sorted(centred)]
+    np.testing.assert_allclose(running.sums[rows], [sum(centred[e]) for e in sorted(centred)], rtol=1e-12, atol=1e-12)
+    expected_m2 = [float(np.sum((np.array(centred[e]) - np.mean(centred[e])) ** 2)) for e in sorted(centred)]
+    np.testing.assert_allclose(running.m2[rows], expected_m2, rtol=1e-10, atol=1e-12)
+    everything = np.concatenate([centred[e] for e in sorted(centred)])
+    assert running.n_records == 120 and running.n_dates == 30
+    assert running.total == pytest.approx(everything.sum(), abs=1e-12)
+    assert running.total_sq == pytest.approx(float(np.sum(everything**2)), rel=1e-12)
+
+
+def test_running_statistics_reject_a_non_finite_contribution_and_change_nothing():
+    running = RunningStatistics(centre=True)
+    with pytest.raises(InputError, match=r"^contributions must be finite$"):
+        running.add_date({1: 0.5, 2: math.nan})
+    assert running.n_records == 0 and len(running) == 0
