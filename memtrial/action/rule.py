@@ -231,10 +231,8 @@ def noise_gain(draft_utilities: NDArray[np.float64], mean_utility: float) -> flo
     With R drafts of independent noise, averaging them removes a share
     (R - 1) / R of one draft's noise cost; None for a single draft.
     """
-    runs = int(np.asarray(draft_utilities).shape[0])
-    if runs < 2:
-        return None
-    return float(runs / (runs - 1) * (mean_utility - float(np.mean(draft_utilities))))
+    gains = noise_gains(np.asarray(draft_utilities, dtype=np.float64)[None, :], np.array([mean_utility]))
+    return None if gains is None else float(gains[0])
 
 
 def noise_gains(
