@@ -106,6 +106,9 @@ class DaskEngine:
                         threads_per_worker=1,
                         processes=True,
                         dashboard_address=None,
+                        # the scheduler serves its health routes even without a dashboard, on 8787 unless told:
+                        # a free loopback port, so two services (or two test workers) never contend for one
+                        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
                         silence_logs=logging.ERROR,
                     )
                     self._client = distributed.Client(self._cluster, set_as_default=False)

@@ -113,7 +113,13 @@ def test_results_are_identical_with_one_and_two_workers_and_through_dask():
     ]
     one = run_many(specs, workers=1)
     two = run_many(specs, workers=2)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},  # no fixed 8787 across workers
+    ) as cluster:
         dask = run_many(specs, scheduler=cluster.scheduler_address)
     assert json.dumps(one, sort_keys=True) == json.dumps(two, sort_keys=True) == json.dumps(dask, sort_keys=True)
 

@@ -209,6 +209,31 @@ def test_refit_runs_in_the_background_and_values_then_show_intervals(client, age
         assert shown["lower"] <= posterior["mean"] <= shown["upper"]
 
 
+@pytest.mark.slow  # starts a Dask cluster with a worker process
+def test_the_local_refit_cluster_starts_while_another_holds_the_dashboard_port():
+    """Two services on one machine (or two test workers) each start a local refit cluster: the second must not
+    need the scheduler's default HTTP port 8787, which the first holds."""
+    import socket
+
+    from service.jobs import DaskEngine
+
+    holder = socket.socket()
+    try:
+        holder.bind(("0.0.0.0", 8787))
+        holder.listen()
+    except OSError:  # something else holds it already: the condition under test holds all the same
+        pass
+    engine = DaskEngine(None)
+    try:
+        client = engine.client()  # a port warning would be an error here (filterwarnings = error)
+        assert client.submit(sum, [1, 2, 3]).result(timeout=60) == 6
+        port = client.scheduler_info()["services"].get("dashboard")
+        assert port != 8787
+    finally:
+        engine.close()
+        holder.close()
+
+
 def test_unknown_refit_job_is_404(client, agent):
     with pytest.raises(ServiceError) as error:
         client.get_refit(agent["id"], "nope")
