@@ -34,9 +34,21 @@ def npm(folder: Path, *args: str, timeout: float = 600) -> str:
     return output
 
 
+#: ``.ci/run`` installs both packages with ``npm ci`` in the background, beside the Python install, and sets this
+#: once that succeeded: the tests then use those installs instead of running ``npm ci`` again
+INSTALLED_BY_CI = "MEMTRIAL_TYPESCRIPT_INSTALLED"
+
+
+def npm_ci(folder: Path) -> None:
+    """``npm ci`` in ``folder``, unless ``.ci/run`` already ran it there (``MEMTRIAL_TYPESCRIPT_INSTALLED=1``)."""
+    if os.environ.get(INSTALLED_BY_CI) == "1" and (folder / "node_modules").is_dir():
+        return
+    npm(folder, "ci", "--no-audit", "--no-fund")
+
+
 @pytest.fixture(scope="module")
 def installed_client() -> Path:
-    npm(CLIENT, "ci", "--no-audit", "--no-fund")  # its prepare script builds dist/
+    npm_ci(CLIENT)  # its prepare script builds dist/
     return CLIENT
 
 
@@ -82,6 +94,6 @@ def test_typescript_client_tests_pass_against_a_live_server(installed_client: Pa
 
 @pytest.mark.slow  # npm ci, a live server and the fake model server
 def test_typescript_example_agent_runs_against_a_live_server(installed_client: Path) -> None:
-    npm(EXAMPLE, "ci", "--no-audit", "--no-fund")
+    npm_ci(EXAMPLE)
     output = npm(EXAMPLE, "test")
     assert re.search(r"^# pass 1$", output, re.MULTILINE) and re.search(r"^# fail 0$", output, re.MULTILINE)
