@@ -21,12 +21,22 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["DEMOTION", "EXPLORATION", "Pick", "Posterior", "Ranked", "RetrievalMode", "rank", "similarity_order"]
+__all__ = [
+    "DEMOTION",
+    "EXPLORATION",
+    "Pick",
+    "Posterior",
+    "Ranked",
+    "RetrievalMode",
+    "rank",
+    "rank_orders",
+    "similarity_order",
+]
 
 #: z: a value whose mean + z sd is below 0 is credibly harmful and ranks last at full trust (method 4.12;
 #: chosen on the dev seeds; None: no demotion)
@@ -114,9 +124,57 @@ def _check(
         raise ConfigError(f"demotion must be finite and >= 0 (or None), got {demotion!r}", field="demotion")
 
 
-def _credibly_harmful(posterior: Posterior, z: float) -> bool:
-    """mean + z sd < 0, from two contributions on (sd known)."""
-    return posterior.sd is not None and posterior.n >= 2 and posterior.mean + z * posterior.sd < 0.0
+def _terms(
+    similarity: NDArray[np.float64],
+    means: NDArray[np.float64],
+    sds: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    known: NDArray[np.bool_],
+    present: NDArray[np.bool_],
+    exploration: float,
+    demotion: float | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(optimistic means, scale (L,), demotion penalty) of L lists of candidates (module docstring)."""
+    optimistic = means + exploration * sds
+    spread = np.where(present, np.abs(means) + exploration * sds, -np.inf).max(axis=1, initial=-np.inf)
+    scale = np.where(spread > 0.0, spread, 1.0)
+    if demotion is None:
+        harmful = np.zeros(similarity.shape, dtype=bool)
+    else:
+        harmful = present & known & (counts >= 2) & (means + demotion * sds < 0.0)
+    top = np.where(present, similarity, -np.inf).max(axis=1, initial=-np.inf)
+    bottom = np.where(present, similarity, np.inf).min(axis=1, initial=np.inf)
+    reach = np.where(present.any(axis=1), top - bottom, 0.0)
+    return optimistic, scale, (reach + 2.0)[:, None] * harmful
+
+
+def rank_orders(
+    similarity: NDArray[np.float64],
+    means: NDArray[np.float64],
+    sds: NDArray[np.float64],
+    counts: NDArray[np.int64],
+    known: NDArray[np.bool_],
+    omega: NDArray[np.float64],
+    *,
+    valid: NDArray[np.bool_] | None = None,
+    exploration: float = EXPLORATION,
+    demotion: float | None = DEMOTION,
+) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The ranking of :func:`rank` for L lists of C candidates at once (module docstring): each row's candidate
+    indices by decreasing score, ties in the given order, and the scores.
+
+    similarity, means, sds (L, C): sds 0 where unknown; counts (L, C): the contributions each value was learnt
+    from; known (L, C): whether the sd is known; omega (L,); valid (L, C): the candidates a row holds (its
+    others, padding, come last, whatever their numbers). A row is computed exactly as it is alone; a row with
+    omega = 0 is ranked by its similarities themselves.
+    """
+    present = np.ones(similarity.shape, dtype=bool) if valid is None else valid
+    optimistic, scale, penalty = _terms(similarity, means, sds, counts, known, present, exploration, demotion)
+    weight = np.asarray(omega, dtype=np.float64)[:, None]
+    scores = np.where(weight == 0.0, similarity, similarity + weight * (optimistic / scale[:, None] - penalty))
+    keys = np.where(present, -scores, np.inf)
+    positions = np.broadcast_to(np.arange(similarity.shape[1]), similarity.shape)
+    return np.lexsort((positions, keys), axis=-1), scores
 
 
 def rank(
@@ -137,21 +195,19 @@ def rank(
     """
     _check(candidates, similarities, posteriors, omega, k, exploration, demotion)
     n = len(candidates)
-    similarity = np.asarray(similarities, dtype=np.float64).reshape(n)
-    means = np.array([posteriors[e].mean for e in candidates], dtype=np.float64).reshape(n)
-    sds = np.array([posteriors[e].sd or 0.0 for e in candidates], dtype=np.float64).reshape(n)
-    optimistic = means + exploration * sds
-    scale = float(np.max(np.abs(means) + exploration * sds)) if n else 0.0
-    scale = scale if scale > 0.0 else 1.0
-    harmful = np.array([demotion is not None and _credibly_harmful(posteriors[e], demotion) for e in candidates])
-    penalty = (float(np.max(similarity) - np.min(similarity)) + 2.0) * harmful.reshape(n) if n else np.zeros(0)
-    if omega == 0.0:
-        order, scores = similarity_order(similarity), similarity
-    else:
-        scores = similarity + omega * (optimistic / scale - penalty)
-        order = similarity_order(scores)
-    by_similarity = set(similarity_order(similarity)[:k])
-    by_mean = set(similarity_order(similarity + omega * (means / scale - penalty))[:k])
+    similarity = np.asarray(similarities, dtype=np.float64).reshape(1, n)
+    means = np.array([posteriors[e].mean for e in candidates], dtype=np.float64).reshape(1, n)
+    sds = np.array([posteriors[e].sd or 0.0 for e in candidates], dtype=np.float64).reshape(1, n)
+    counts = np.array([posteriors[e].n for e in candidates], dtype=np.int64).reshape(1, n)
+    known = np.array([posteriors[e].sd is not None for e in candidates], dtype=bool).reshape(1, n)
+    orders, scored = rank_orders(
+        similarity, means, sds, counts, known, np.array([omega]), exploration=exploration, demotion=demotion
+    )
+    order, scores = orders[0].tolist(), scored[0]
+    present = np.ones((1, n), dtype=bool)
+    _, scale, penalty = _terms(similarity, means, sds, counts, known, present, exploration, demotion)
+    by_similarity = set(similarity_order(similarity[0])[:k])
+    by_mean = set(similarity_order(similarity[0] + omega * (means[0] / scale[0] - penalty[0]))[:k])
     picks = []
     for i in order[:k]:
         reason = Pick.SIMILARITY if i in by_similarity else Pick.VALUE if i in by_mean else Pick.EXPLORATION
@@ -160,7 +216,7 @@ def rank(
         picks.append(
             Ranked(
                 experience_id=candidates[i],
-                similarity=float(similarity[i]),
+                similarity=float(similarity[0, i]),
                 mean=posterior.mean,
                 sd=posterior.sd,
                 lower=None if half is None else posterior.mean - half,

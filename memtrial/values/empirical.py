@@ -30,7 +30,7 @@ Modes (:class:`LearnerMode`):
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,13 +39,14 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial.credit.banzhaf import ContributionRecord
 from memtrial.errors import ConfigError, InputError, LifecycleError, StateError, parse_choice
-from memtrial.values.fayherriot import FayHerriotFit, fit_fay_herriot
+from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many
 from memtrial.values.statistics import (
     DEFAULT_COMPONENTS,
     LearnerMode,
     OutlierGuard,
     Record,
     RunningStatistics,
+    SufficientStatistics,
     content_features,
 )
 
@@ -56,6 +57,9 @@ __all__ = [
     "ValuePosterior",
     "auto_prefers_content",
     "degenerate_fit",
+    "refit_learners",
+    "row_products",
+    "row_quadratics",
 ]
 
 
@@ -89,20 +93,41 @@ class ValueFit:
 
     def posterior(self, experience_id: Hashable, hyper: bool = False) -> ValuePosterior:
         """The plug-in posterior at the fitted (sigma_b2, tau2); ``hyper`` adds the variance of estimating tau2."""
-        row = self.index.get(experience_id)
-        if row is not None:
-            variance = float(self.model.variance[row]) + (self._hyper_variance(row) if hyper else 0.0)
-            return ValuePosterior(float(self.model.mean[row] * self.scale), float(np.sqrt(variance) * self.scale))
-        z = self.features.get(experience_id)
-        variance = self.model.tau2
-        mean = 0.0
-        if z is not None and z.size:
-            mean = float(z @ self.model.beta)
-            variance += float(z @ self.model.beta_cov @ z)
-        return ValuePosterior(mean * self.scale, float(np.sqrt(variance) * self.scale))
+        means, sds = self.posteriors([experience_id], hyper)
+        return ValuePosterior(float(means[0]), float(sds[0]))
 
-    def _hyper_variance(self, row: int) -> float:
-        """What the plug-in posterior variance leaves out: the uncertainty of the estimated tau2.
+    def posteriors(
+        self, experience_ids: Sequence[Hashable], hyper: bool = False
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """:meth:`posterior` of each of ``experience_ids`` at once: (means, sds), each (len,) in utility units.
+
+        A learnt experience reads its row of the fit; one the fit has no row for is predicted from its
+        features (z'beta, variance tau2 + z' cov(beta) z), or as the prior mean 0 with variance tau2 without
+        them. Each value is computed exactly as for the experience alone (:func:`row_products`)."""
+        size = len(experience_ids)
+        rows = np.fromiter((self.index.get(e, -1) for e in experience_ids), dtype=np.int64, count=size)
+        known = rows >= 0
+        means = np.empty(size)
+        variances = np.empty(size)
+        at = rows[known]
+        means[known] = self.model.mean[at] * self.scale
+        variances[known] = self.model.variance[at] + self._hyper_variances(at) if hyper else self.model.variance[at]
+        if not known.all():
+            p = self.model.beta.shape[0]
+            missing = [e for e, seen in zip(experience_ids, known.tolist(), strict=True) if not seen]
+            vectors = [self.features.get(e) for e in missing]
+            has = np.array([z is not None and z.size > 0 for z in vectors], dtype=bool)
+            z = np.array([z if ok else np.zeros(p) for z, ok in zip(vectors, has.tolist(), strict=True)]).reshape(
+                len(missing), p
+            )
+            mean = np.where(has, row_products(z, self.model.beta), 0.0)
+            variance = np.where(has, self.model.tau2 + row_quadratics(z, self.model.beta_cov), self.model.tau2)
+            means[~known] = mean * self.scale
+            variances[~known] = variance
+        return means, np.sqrt(variances) * self.scale
+
+    def _hyper_variances(self, rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """What the plug-in posterior variance leaves out, per row: the uncertainty of the estimated tau2.
 
         At tau2 = 0 the plug-in posterior is a point (sd 0) however scattered
         the contributions are. Morris's (1983) correction adds
@@ -112,14 +137,35 @@ class ValueFit:
         Reported sds only: posterior means, and so every decision, are unchanged.
         """
         if self.observed is None:
-            return 0.0
-        n = float(self.counts[row])
-        sampling = 1.0 / n
+            return np.zeros(rows.shape[0])
+        sampling = 1.0 / self.counts[rows].astype(np.float64)
         shrinkage = sampling / (float(self.model.tau2) + sampling)
-        prior = 0.0 if self.design is None or self.design.shape[1] == 0 else float(self.design[row] @ self.model.beta)
-        spread = max((float(self.observed[row]) - prior) ** 2, sampling)
+        if self.design is None or self.design.shape[1] == 0:
+            prior = np.zeros(rows.shape[0])
+        else:
+            prior = row_products(self.design[rows], self.model.beta)
+        difference = self.observed[rows] - prior
+        spread = np.maximum(difference * difference, sampling)
         dof = max(self.observed.shape[0] - self.model.beta.shape[0] - 2, 1)
-        return float(2.0 / dof * shrinkage * shrinkage * spread)
+        return np.asarray(2.0 / dof * shrinkage * shrinkage * spread, dtype=np.float64)
+
+
+def row_products(rows: NDArray[np.float64], vector: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``rows @ vector`` (R, p) x (p,) -> (R,), the p products added one after another, so a row's value
+    does not depend on the rows computed with it (a learner's one experience and a batch agree bit for bit)."""
+    total = np.zeros(rows.shape[0])
+    for j in range(rows.shape[1]):
+        total = total + rows[:, j] * vector[j]
+    return total
+
+
+def row_quadratics(rows: NDArray[np.float64], matrix: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``z' M z`` for each row z of ``rows`` (R, p), M (p, p): :func:`row_products` of ``rows @ M`` with the
+    rows, the products added one after another."""
+    product = np.zeros(rows.shape)
+    for j in range(rows.shape[1]):
+        product = product + rows[:, j, None] * matrix[j][None, :]
+    return row_products(product * rows, np.ones(rows.shape[1]))
 
 
 def auto_prefers_content(counts: ArrayLike, totals: ArrayLike, minimum: int = MIN_AUTO_SCORES) -> NDArray[np.bool_]:
@@ -331,15 +377,17 @@ class EmpiricalBayesLearner:
         return (self.mode,)
 
     def _refit(self) -> None:
-        if not self._stale:
-            return
+        if self._stale:
+            refit_learners([self])
+
+    def _problems(self) -> list[_Problem]:
+        """The fits a refit makes now, one per mode (none before any record); marks the learner fresh."""
         self._stale = False
         self._fits = {}
         stats = self.statistics.snapshot()
         if stats is None:
-            return
-        index = self.statistics.index
-        counts = stats.counts.astype(np.float64)
+            return []
+        problems = []
         for mode in self._modes():
             vectors = self.content_vectors() if mode is LearnerMode.CONTENT else {}
             z = (
@@ -347,12 +395,8 @@ class EmpiricalBayesLearner:
                 if mode is LearnerMode.CONTENT
                 else np.zeros((len(stats.experience_ids), 0))
             )
-            if stats.scale > 0.0:
-                model = fit_fay_herriot(stats.means / stats.scale, counts, z)
-            else:
-                model = degenerate_fit(len(stats.experience_ids), z.shape[1])
-            observed = stats.means / stats.scale if stats.scale > 0.0 else None
-            self._fits[mode] = ValueFit(index, stats.counts, stats.scale, model, vectors, observed, z)
+            problems.append(_Problem(self, mode, stats, vectors, z))
+        return problems
 
     def _aligned_features(self, ids: tuple[Hashable, ...]) -> NDArray[np.float64]:
         """(H, p) content features in the statistics' row order (z = 0 without an embedding).
@@ -414,9 +458,18 @@ class EmpiricalBayesLearner:
         return self._posterior(experience_id, mode).mean if self.is_fitted else 0.0
 
     def predict_modes(self, experience_ids: Iterable[Hashable]) -> dict[LearnerMode, tuple[float, ...]]:
-        """Predictions of every mode this learner fits, for frozen registration."""
+        """Predictions of every mode this learner fits, for frozen registration (each as :meth:`predict`)."""
         ids = tuple(experience_ids)
-        return {mode: tuple(self.predict(i, mode) for i in ids) for mode in self._modes()}
+        if not self.is_fitted:
+            return {mode: (0.0,) * len(ids) for mode in self._modes()}
+        fits = self.fits_
+        return {mode: tuple(fits[mode].posteriors(ids)[0].tolist()) for mode in self._modes()}
+
+    def predictions(self, experience_ids: Sequence[Hashable]) -> list[float]:
+        """:meth:`predict` of each of ``experience_ids`` in the selected mode (the fit read once)."""
+        if not self.is_fitted:
+            return [0.0] * len(experience_ids)
+        return self.fits_[self.selected_mode].posteriors(experience_ids)[0].tolist()  # type: ignore[no-any-return]
 
     def posterior(self, experience_id: Hashable, mode: LearnerMode | str | None = None) -> ValuePosterior:
         """Plug-in posterior (mean, sd) in utility units, at the fitted variances. Requires a fit."""
@@ -441,8 +494,8 @@ class EmpiricalBayesLearner:
         fits = self.fits_
         if key not in fits:
             raise InputError(f"mode {key.value!r} is not fitted by a {self.mode.value!r} learner", field="mode")
-        fit = fits[key]
-        return [fit.posterior(experience_id, hyper=True) for experience_id in experience_ids]
+        means, sds = fits[key].posteriors(list(experience_ids), hyper=True)
+        return [ValuePosterior(mean, sd) for mean, sd in zip(means.tolist(), sds.tolist(), strict=True)]
 
     def count(self, experience_id: Hashable) -> int:
         """Number of dates the experience has a centred contribution on."""
@@ -481,6 +534,69 @@ class EmpiricalBayesLearner:
         for mode, (count, total) in data["mode_scores"].items():
             self.mode_scores[LearnerMode(mode)] = _ModeScores(int(count), float(total))
         self._stale = True
+
+
+@dataclass(frozen=True, slots=True)
+class _Problem:
+    """One mode's fit a learner's refit needs: its statistics, content vectors and features in row order."""
+
+    learner: EmpiricalBayesLearner
+    mode: LearnerMode
+    stats: SufficientStatistics
+    vectors: dict[Hashable, NDArray[np.float64]]
+    z: NDArray[np.float64]
+
+    def install(self, model: FayHerriotFit) -> None:
+        stats = self.stats
+        observed = stats.means / stats.scale if stats.scale > 0.0 else None
+        index = self.learner.statistics.index
+        self.learner._fits[self.mode] = ValueFit(
+            index, stats.counts, stats.scale, model, self.vectors, observed, self.z
+        )
+
+
+def refit_learners(learners: Sequence[EmpiricalBayesLearner], cache: SpectraCache | None = None) -> None:
+    """Refit every stale learner of ``learners`` (many agents', or many backtest worlds') at once: one
+    :func:`~memtrial.values.fayherriot.fit_many` call per number of features, each learner getting exactly
+    the fits it gets alone (``fit_many`` fits each problem as :func:`fit_fay_herriot` does; ``cache`` keeps
+    eigendecompositions that problems with equal counts and features share)."""
+    by_features: dict[int, list[_Problem]] = {}
+    for learner in learners:
+        if not learner._stale:
+            continue
+        for problem in learner._problems():
+            if problem.stats.scale > 0.0:
+                by_features.setdefault(problem.z.shape[1], []).append(problem)
+            else:
+                problem.install(degenerate_fit(len(problem.stats.experience_ids), problem.z.shape[1]))
+    for dim, problems in by_features.items():
+        sizes = np.array([len(problem.stats.experience_ids) for problem in problems], dtype=np.int64)
+        columns = int(sizes.max())
+        m, n, z = (
+            np.zeros((len(problems), columns)),
+            np.ones((len(problems), columns)),
+            np.zeros((len(problems), columns, dim)),
+        )
+        for row, (problem, size) in enumerate(zip(problems, sizes.tolist(), strict=True)):
+            m[row, :size] = problem.stats.means / problem.stats.scale
+            n[row, :size] = problem.stats.counts
+            z[row, :size] = problem.z
+        batch = fit_many(m, n, z, sizes=sizes, cache=cache)
+        for row, (problem, size) in enumerate(zip(problems, sizes.tolist(), strict=True)):
+            fit = batch[row]
+            problem.install(
+                FayHerriotFit(
+                    fit.sigma_b2,
+                    fit.tau2,
+                    fit.log_likelihood,
+                    fit.mean[:size],
+                    fit.variance[:size],
+                    fit.beta,
+                    fit.beta_cov,
+                )
+            )
+    for learner in learners:  # each learner's fits in the order of its modes
+        learner._fits = {mode: learner._fits[mode] for mode in learner._modes() if mode in learner._fits}
 
 
 def degenerate_fit(n_experiences: int, n_features: int) -> FayHerriotFit:
