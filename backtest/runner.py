@@ -27,19 +27,22 @@ import numpy as np
 from backtest.context import DateContext
 from backtest.market import Market
 from backtest.methods.base import HALF, Method, Scoring, Walk
+from backtest.methods.cohort import Cohort, Lane
 from backtest.methods.registry import (
     BUDGETED,
     MEMTRIAL_VARIANTS,
     METHOD_IDS,
     REAL_METHOD_IDS,
     build_methods,
+    cohort_walks,
     memtrial_config,
 )
+from backtest.methods.replay import replays
 from backtest.plantedmem import PlantedMemWorld
 from backtest.world import World
 from memtrial.credit.design import odd_half
 from memtrial.drafting.drafts import AnalogicalDrafter, Drafter
-from memtrial.engine.config import default_setting
+from memtrial.engine.config import EngineConfig, default_setting
 from memtrial.errors import ConfigError
 from memtrial.outcomes.mandates import INVESTORS, nav_paths_by_date, utilities_by_date
 
@@ -311,25 +314,35 @@ def run_world(
     that date's outcome (for look-ahead tests); keep_choices adds every
     method's weights and gate state per date and its final values to the result.
     """
+    prepared = _prepare(spec, market, perturb)
+    try:
+        return _run(prepared, keep_choices)
+    finally:
+        _close(prepared.drafter)
+
+
+@dataclass
+class _Prepared:
+    """A world ready to run: its methods' ids, its scoring, the dates it presents and their realised prices."""
+
+    spec: WorldSpec
+    world: World
+    drafter: Drafter | None
+    method_ids: list[str]
+    scoring: Scoring
+    presented: list[DateContext]
+    rels: list[np.ndarray]
+
+
+def _prepare(spec: WorldSpec, market: Any, perturb: tuple[int, int, float] | None) -> _Prepared:
     default_ids = METHOD_IDS if spec.env == "plantedmem" else REAL_METHOD_IDS
     method_ids = list(spec.methods) if spec.methods else list(default_ids)
     world, drafter = _make_world(spec, market, method_ids)
     try:
-        return _run(spec, world, drafter, method_ids, perturb, keep_choices)
-    finally:
+        presented = [c for c in (world.context(date) for date in range(world.n_dates)) if c is not None]
+    except BaseException:
         _close(drafter)
-
-
-def _run(
-    spec: WorldSpec,
-    world: World,
-    drafter: Drafter | None,
-    method_ids: list[str],
-    perturb: tuple[int, int, float] | None,
-    keep_choices: bool,
-) -> dict[str, Any]:
-    scoring = Scoring(gamma=INVESTORS[spec.investor].gamma)
-    presented = [c for c in (world.context(date) for date in range(world.n_dates)) if c is not None]
+        raise
 
     def realised(context: DateContext) -> np.ndarray:
         rel = world.outcome(context.index)
@@ -339,6 +352,37 @@ def _run(
         return np.asarray(rel)
 
     rels = [realised(context) for context in presented]
+    return _Prepared(spec, world, drafter, method_ids, Scoring(gamma=INVESTORS[spec.investor].gamma), presented, rels)
+
+
+def _cohorts(prepared: Sequence[_Prepared]) -> list[dict[str, Method]]:
+    """Per world, the MemTrial variants a cohort walks (:mod:`backtest.methods.cohort`), each cohort walking one
+    variant in every world of ``prepared`` that shares its configuration and calendar (their worlds' steps are
+    computed together; each world's result is what it gets alone)."""
+    groups: dict[tuple[str, EngineConfig, tuple[tuple[int, int], ...]], list[int]] = {}
+    for index, ready in enumerate(prepared):
+        spec = ready.spec
+        if spec.engine != "replay" or spec.value_model == "bayes":
+            continue
+        dates = tuple((c.session, c.maturity) for c in ready.presented)
+        for method_id in ready.method_ids:
+            if method_id not in MEMTRIAL_VARIANTS:
+                continue
+            config = memtrial_config(method_id, ready.world, ready.scoring, spec.draft_budget)
+            if not replays(config) and cohort_walks(ready.world, config):
+                groups.setdefault((method_id, config, dates), []).append(index)
+    served: list[dict[str, Method]] = [{} for _ in prepared]
+    for (method_id, config, _), members in groups.items():
+        lanes = [Lane(prepared[i].presented, prepared[i].rels.__getitem__, prepared[i].world.features) for i in members]
+        cohort = Cohort(method_id, config, prepared[members[0]].scoring, lanes)
+        for index, member in zip(members, cohort.members(), strict=True):
+            served[index][method_id] = member
+    return served
+
+
+def _run(prepared: _Prepared, keep_choices: bool, served: dict[str, Method] | None = None) -> dict[str, Any]:
+    spec, world, drafter, method_ids = prepared.spec, prepared.world, prepared.drafter, prepared.method_ids
+    scoring, presented, rels = prepared.scoring, prepared.presented, prepared.rels
     methods = build_methods(
         world,
         scoring,
@@ -347,8 +391,9 @@ def _run(
         spec.value_model,
         spec.engine,
         presented,
-        lambda p: rels[p],
+        rels.__getitem__,
         spec.draft_budget,
+        served,
     )
     walk = Walk(presented, rels, scoring, world.mandate_projection)
     trajectories = {m.id: walk.trajectory(m) for m in methods}
@@ -527,15 +572,43 @@ def calendar_key(spec: WorldSpec) -> tuple[object, ...]:
 
 
 def run_group(specs: Sequence[WorldSpec]) -> list[dict[str, Any]]:
-    """Run worlds one after another in this process (one task of a pool)."""
-    return [run_world(spec) for spec in specs]
+    """Run worlds in this process (one task of a pool): prepared together, each MemTrial variant that a cohort
+    walks walked in all of them at once (:func:`_cohorts`), then each world run in turn."""
+    prepared: list[_Prepared] = []
+    try:
+        for spec in specs:
+            prepared.append(_prepare(spec, None, None))
+        served = _cohorts(prepared)
+        return [_run(ready, False, methods) for ready, methods in zip(prepared, served, strict=True)]
+    finally:
+        for ready in prepared:
+            _close(ready.drafter)
+
+
+#: the PlantedMem calendars (a world under every investor asked for) one task of a run holds: their worlds'
+#: cohorts walk together, and a pool's workers still share the run's tasks evenly
+CALENDARS_PER_TASK = 8
 
 
 def _groups(specs: Sequence[WorldSpec]) -> list[list[int]]:
-    groups: dict[tuple[object, ...], list[int]] = {}
+    """The run's tasks: the worlds of one calendar together, PlantedMem's calendars of one regime in tasks of
+    :data:`CALENDARS_PER_TASK`."""
+    calendars: dict[tuple[object, ...], list[int]] = {}
     for index, spec in enumerate(specs):
-        groups.setdefault(calendar_key(spec), []).append(index)
-    return list(groups.values())
+        calendars.setdefault(calendar_key(spec), []).append(index)
+    tasks: list[list[int]] = []
+    pending: dict[tuple[object, ...], list[list[int]]] = {}
+    for key, members in calendars.items():
+        if key[0] != "plantedmem":
+            tasks.append(members)
+            continue
+        bucket = pending.setdefault((key[1], key[3]), [])  # (regime, synthetic market)
+        bucket.append(members)
+        if len(bucket) == CALENDARS_PER_TASK:
+            tasks.append([index for calendar in bucket for index in calendar])
+            bucket.clear()
+    tasks.extend([index for calendar in bucket for index in calendar] for bucket in pending.values() if bucket)
+    return tasks
 
 
 def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -550,8 +623,7 @@ def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) ->
         return
     if workers <= 1:
         for group in groups:
-            for index in group:
-                yield index, run_world(specs[index])
+            yield from zip(group, run_group([specs[i] for i in group]), strict=True)
         return
     import multiprocessing
     import os

@@ -7,8 +7,7 @@ components the learner takes from embeddings; None when features are given).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -16,8 +15,8 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
+from backtest.methods.cohort import Cohort, Lane, serves
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
-from backtest.methods.curating import Twinned, shared_walks, similarity_twin
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
 from backtest.methods.replay import families, replays
 from backtest.methods.retrieval import OracleRetrieval, QRetrieval
@@ -33,7 +32,7 @@ from backtest.methods.simple import (
 from backtest.world import World
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind
-from memtrial.curation import QuarantineConfig
+from memtrial.curation import QuarantineConfig, RetrievalMode
 from memtrial.engine.config import PAPER_RULE, ReferenceSource, default_setting
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.errors import ConfigError
@@ -215,17 +214,18 @@ def build_methods(
     contexts: Sequence[DateContext] | None = None,
     outcome: Callable[[int], NDArray[np.float64]] | None = None,
     draft_budget: float | None = None,
+    served: Mapping[str, Method] | None = None,
 ) -> list[Method]:
     """The methods of a world.
 
-    engine="replay" serves every MemTrial variant from one shared trajectory
-    (:mod:`backtest.methods.replay`; it needs the world's presented ``contexts`` and
-    ``outcome(position)``); "online" runs one :class:`MemTrial` engine per
-    variant. Both give identical results. value_model="bayes" gives every
-    MemTrial variant the full-Bayes learner (online engines only).
-    draft_budget: the default ``memtrial``'s draft budget; a variant at a budget is
-    replayed as a family of its own (its trials come first; without a horizon it runs
-    an online engine). The curation variants are served as :mod:`backtest.methods.curating` says.
+    engine="replay" serves every MemTrial variant from trajectories computed in batches (it needs the
+    world's presented ``contexts`` and ``outcome(position)``): a variant that plans the whole design on the
+    world's own retrieval from one shared trajectory (:mod:`backtest.methods.replay`), one whose plans follow
+    its own state (value-aware retrieval, quarantine, a draft budget) from a :class:`~backtest.methods.cohort.Cohort`
+    of this world, or of the worlds walked with it (``served``: a method per id, from the cohort of a runner's
+    batch of worlds); "online" runs one :class:`MemTrial` engine per variant. Both give identical results.
+    value_model="bayes" gives every MemTrial variant the full-Bayes learner (online engines only).
+    draft_budget: the default ``memtrial``'s draft budget.
     """
     ids = method_ids or METHOD_IDS
     if engine not in ENGINES:
@@ -240,22 +240,23 @@ def build_methods(
             if method_id in MEMTRIAL_VARIANTS
         }
         replayed = {method_id: config for method_id, config in configs.items() if replays(config)}
-        twins = {
-            method_id: twin
+        family.update(
+            {
+                member.id: member
+                for member in families(scoring, replayed, world.features, world.n_components, contexts, outcome)
+            }
+        )
+        walked = [
+            method_id
             for method_id, config in configs.items()
-            if method_id not in replayed and (twin := similarity_twin(config)) is not None
-        }
-        members = families(scoring, {**replayed, **twins}, world.features, world.n_components, contexts, outcome)
-
-        def online(method_id: str) -> MemTrialMethod:
-            return MemTrialMethod(scoring, method_id, configs[method_id], world.features)
-
-        for member in members:
-            quarantine = configs[member.id].quarantine
-            served = partial(online, member.id)
-            family[member.id] = Twinned(member, quarantine, served) if member.id in twins else member
-        rest = {method_id: config for method_id, config in configs.items() if method_id not in family}
-        family.update(shared_walks(rest, online))
+            if method_id not in family and cohort_walks(world, config)
+        ]
+        for method_id in walked:
+            if served is not None and method_id in served:
+                family[method_id] = served[method_id]
+            else:
+                lane = Lane(contexts, outcome, world.features)
+                (family[method_id],) = Cohort(method_id, configs[method_id], scoring, [lane]).members()
     methods = [
         family[method_id]
         if method_id in family
@@ -274,3 +275,11 @@ def build_methods(
             if isinstance(method, MemTrialMethod):
                 use_bayes_learner(method, world.features)
     return methods
+
+
+def cohort_walks(world: Any, config: EngineConfig) -> bool:
+    """Whether a cohort walks a variant the replay does not serve in ``world``: the trust dial under the anytime
+    test or none (:func:`~backtest.methods.cohort.serves`), and where it curates its retrieval, a world whose
+    every retrieval has its drafts (PlantedMem's); elsewhere its online engine walks."""
+    curates = config.retrieval is RetrievalMode.VALUE_AWARE or config.quarantine.enabled
+    return serves(config) and (bool(world.offers_candidates) or not curates)

@@ -40,7 +40,6 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Event, Method, Outcome, Scoring, Trajectory, Walk, calendar, stacked
-from memtrial.action.budget import DraftCredit, exploit_weights, plan_budget
 from memtrial.action.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.action.rule import (
     ActionRule,
@@ -60,7 +59,6 @@ from memtrial.engine.config import ReferenceSource
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.numeric.running import running_counts
 from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
-from memtrial.records import ExperienceId
 from memtrial.trust.gate import gate_series, gate_states, pearson_scores
 from memtrial.values import (
     MIN_AUTO_SCORES,
@@ -200,36 +198,10 @@ class MemTrialFamily:
                 by_size.get(len(ids)) or by_size.setdefault(len(ids), tuple(plan_masks(design.kind, self.k, len(ids))))
                 for ids in self.ids
             ]
-        self.learns = self._trials()
-        self.calls: dict[str, list[int]] = {}  # per variant at a draft budget: the draft calls of each plan
         events = calendar(self.contexts)
         self._settle_all(events, outcome)
         self._fit_all()
         self.served = self._serve(events)
-
-    def _trials(self) -> list[bool]:
-        """Per position, whether its plan learns: every plan, or at a draft budget (a family of one variant)
-        its trials (:func:`~memtrial.action.budget.plan_budget`). A trial pays its whole design, so the
-        credit before the first exploiting plan follows from the designs alone; with a horizon no plan
-        after it is a trial (each exploiting plan spends at least the one call its horizon keeps for it),
-        which :meth:`_exploits` checks plan by plan."""
-        budgeted = [c for c in self.configs.values() if c.draft_budget is not None]
-        if not budgeted:
-            return [True] * len(self.contexts)
-        if len(self.configs) > 1 or not replays(budgeted[0]):
-            raise ValueError("a variant at a draft budget is replayed alone, by the dial and with a horizon")
-        config = budgeted[0]
-        (design,) = self.designs.values()
-        credit, learns = DraftCredit(), list[bool]()
-        for masks in design.masks:
-            calls = len(masks) + int(config.reference is ReferenceSource.MEMORY_FREE and 0 not in masks)
-            if learns and not learns[-1] or not credit.is_trial(config.draft_budget, calls, config.draft_horizon):
-                learns.append(False)
-                continue
-            credit.deposit(config.draft_budget)  # type: ignore[arg-type]
-            credit.spend(calls)
-            learns.append(True)
-        return learns
 
     # -- 1. settle every date once, snapshot the learners at every plan ---------------------
     def _settle_all(self, events: Sequence[Event], outcome: Callable[[int], NDArray[np.float64]]) -> None:
@@ -259,7 +231,7 @@ class MemTrialFamily:
                     design.snapshots[position] = seen
                 continue
             ids = self.ids[position]
-            if ids and self.learns[position]:  # an exploiting plan learns nothing (method 4.11)
+            if ids:
                 last.clear()
                 for design_kind, design in self.designs.items():
                     running[design_kind].add_date(
@@ -467,8 +439,7 @@ class MemTrialFamily:
         order: list[int] = []  # settled positions that learn, in settlement order
         for kind, position in events:
             if kind == "settle":
-                if self.learns[position]:
-                    order.append(position)
+                order.append(position)
             else:
                 settled_before[position] = len(order)
         served: dict[str, tuple[NDArray[np.float64], ...]] = {}
@@ -487,10 +458,6 @@ class MemTrialFamily:
                 q = self._fallback(design, config.fallback, order, settled_before)
                 if config.action is ActionRule.DIAL:
                     weights, acted = self._dial(design, registered[config.learner], omega, q, order, settled_before)
-                    if config.draft_budget is not None:
-                        weights, self.calls[method_id] = self._exploits(
-                            config, design, registered[config.learner], omega, q, weights
-                        )
                 else:
                     weights, acted = self._act(design, registered[config.learner], trust_open, q)
                     omega = np.full(n_dates, np.nan)
@@ -643,84 +610,7 @@ class MemTrialFamily:
             parts.append((rows, dial_weights(pi, omega[rows], q[rows], reference, drafts)))
         return _assemble(len(self.contexts), parts), acted
 
-    def _exploits(
-        self,
-        config: EngineConfig,
-        design: _Design,
-        predictions: NDArray[np.float64],
-        omega: NDArray[np.float64],
-        q: NDArray[np.float64],
-        trials: Sequence[NDArray[np.float64]],
-    ) -> tuple[Sequence[NDArray[np.float64]], list[int]]:
-        """A variant at a draft budget: each plan's drafts (:func:`~memtrial.action.budget.plan_budget`, the
-        credit carried plan by plan) and what it plays: a trial the dial's weights (``trials``), an exploiting
-        plan its one or two drafts (:func:`~memtrial.action.choices.choose_exploit`'s rule)."""
-        memory_free = config.reference is ReferenceSource.MEMORY_FREE
-        rows = self._memory_rows(predictions, omega)
-        weights = trials.copy() if isinstance(trials, np.ndarray) else list(trials)
-        credit, calls = DraftCredit(), []
-        for position, context in enumerate(self.contexts):
-            masks = design.masks[position]
-            plan = plan_budget(
-                credit,
-                config.draft_budget,
-                config.draft_horizon,
-                masks,
-                needs_reference=memory_free and 0 not in masks,
-                memory=lambda row=rows[position]: row,  # type: ignore[misc]
-                pairs=memory_free,
-                blends=not memory_free,
-            )
-            if plan.trial != self.learns[position]:
-                raise RuntimeError(f"plan {position} of a budget's replay is a trial where none was expected")
-            credit = plan.credit
-            calls.append(len(plan.masks))
-            if not plan.trial:
-                drafts = np.asarray(context.drafts[list(plan.masks)], dtype=np.float64)
-                share, reference = plan.memory_share, context.reference
-                played = plan.masks[-1] != 0 and not 0.0 < share < 1.0  # memory's draft as it is
-                weights[position] = (
-                    drafts[-1] if played else exploit_weights(plan.masks, drafts, q[position], reference, share)
-                )
-        return weights, calls
-
-    def _memory_rows(
-        self, predictions: NDArray[np.float64], omega: NDArray[np.float64]
-    ) -> list[tuple[int | None, float]]:
-        """Per position, the dial's memory row of an exploiting plan (:func:`~memtrial.action.budget.memory_row`:
-        the subset of any size with the largest predicted gain and the share omega, or (None, 0.0) where
-        memory is not trusted), a batch per number of experiences."""
-        rows: list[tuple[int | None, float]] = [(None, 0.0)] * len(self.contexts)
-        groups: dict[int, list[int]] = {}
-        for position, ids in enumerate(self.ids):
-            if ids and not self.learns[position]:
-                groups.setdefault(len(ids), []).append(position)
-        for size, members in groups.items():
-            every = list(range(1, 1 << size))
-            gains = dial_gains(predictions[np.asarray(members), :size], every)
-            top = np.argmax(gains, axis=1)  # ties: the smaller mask
-            for row, position in enumerate(members):
-                trusted = float(omega[position])
-                if trusted > 0.0 and gains[row, top[row]] > 0.0:
-                    rows[position] = (every[int(top[row])], trusted)
-        return rows
-
     # -- what the runner reads ----------------------------------------------------------------
-    def contributions(self, method_id: str) -> list[tuple[int, dict[ExperienceId, float]]]:
-        """A variant's raw contributions of each settled plan that learns, in settlement order: (the date's
-        index, each retrieved experience's Banzhaf contrast), what its engine's settlements hand a quarantine
-        book (:meth:`~memtrial.curation.Curator.observe`)."""
-        config = self.configs[method_id]
-        design = self.designs[_key(config)]
-        return [
-            (
-                self.contexts[position].index,
-                dict(zip(self.ids[position], (float(c) for c in design.contrasts[position]), strict=True)),
-            )
-            for kind, position in calendar(self.contexts)
-            if kind == "settle" and self.ids[position] and self.learns[position]
-        ]
-
     def weights(self, method_id: str, index: int) -> tuple[NDArray[np.float64], bool, float | None, float | None]:
         """A variant's weights on a date, whether its gate was open, the gate's statistic (None: none yet)
         and the trust weight (None: the variant acts by the gate)."""
@@ -786,28 +676,15 @@ class FamilyMember(Method):
     def values(self) -> dict[int, float]:
         return self._family().values(self.id)
 
-    def draft_calls(self, reference_calls: int) -> float | None:
-        """At a draft budget, the mean draft calls per decision its plans made (the world's reference counts
-        when it is used), as :meth:`MemTrialMethod.draft_calls` counts them; None otherwise (its whole design)."""
-        family = self._family()
-        calls = family.calls.get(self.id)
-        if not calls:
-            return None
-        given = 0 if family.configs[self.id].reference is ReferenceSource.MEMORY_FREE else reference_calls
-        return float(np.mean(calls)) + given
-
 
 def replays(config: EngineConfig) -> bool:
-    """Whether the batch replay serves a configuration: every plan drafts the whole design, or a draft budget
-    over a horizon under the dial (its trials come first, and nothing else learns: :meth:`MemTrialFamily._trials`),
-    on the world's own retrieval (the learner screening outliers or not). A variant that curates its retrieval (method 4.12-4.14)
-    is not a family's: :mod:`backtest.methods.curating` serves one with quarantine over similarity retrieval
-    from its twin's replay while its quarantine book has no event, and one with value-aware retrieval from a
-    walk shared with its twin with quarantine; any other (and those in worlds where that does not apply) runs
-    an online engine."""
-    if config.retrieval is not RetrievalMode.SIMILARITY or config.quarantine.enabled:
-        return False
-    return config.draft_budget is None or (config.draft_horizon is not None and config.action is ActionRule.DIAL)
+    """Whether the batch replay serves a configuration: every plan drafts the whole design (no draft budget) on
+    the world's own retrieval (similarity, no quarantine), the learner screening outliers or not. A variant
+    whose plans follow its own state (a budget's trials, value-aware retrieval, a quarantine book: method
+    4.11-4.14) is walked by a cohort (:mod:`backtest.methods.cohort`) or its online engine."""
+    return (
+        config.retrieval is RetrievalMode.SIMILARITY and not config.quarantine.enabled and config.draft_budget is None
+    )
 
 
 def family_contexts(contexts: Sequence[DateContext], config: EngineConfig) -> list[DateContext]:
@@ -836,17 +713,13 @@ def families(
     outcome: Callable[[int], NDArray[np.float64]],
 ) -> list[FamilyMember]:
     """The members of the families the replayed variants ``configs`` form, in the order of ``configs``: one
-    family per reference (the world's, or each date's memory-free draft), and one per variant at a draft
-    budget (its trials are its own). Each family sees the dates as its variants' engines do (:func:`family_contexts`).
-
-    A curation variant whose retrieval follows its own state joins here as a family of its own, as a budget does.
-    """
-    groups: dict[object, dict[str, EngineConfig]] = {}
+    family per reference (the world's, or each date's memory-free draft). Each family sees the dates as its
+    variants' engines do (:func:`family_contexts`)."""
+    groups: dict[ReferenceSource, dict[str, EngineConfig]] = {}
     for method_id, config in configs.items():
         if not replays(config):
             raise ValueError(f"variant {method_id!r} is not replayed: run its online engine")
-        key = ("budget", method_id) if config.draft_budget is not None else ("reference", config.reference)
-        groups.setdefault(key, {})[method_id] = config
+        groups.setdefault(config.reference, {})[method_id] = config
     members: dict[str, FamilyMember] = {}
     views: dict[tuple[int, ReferenceSource], tuple[list[DateContext], dict[DesignKind, _Design]]] = {}
     for group in groups.values():

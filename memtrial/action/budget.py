@@ -11,9 +11,15 @@ reference both, to play the dial's blend.
 
 With a **horizon** H (the number of decisions the budget covers) the credit
 may borrow what the later decisions within it will not spend: each of them
-keeps one call, and B - 1 per later decision is lent now, so trials come
-first, while there is most to learn and longest to use it. Without one the
-credit never goes negative. Either way every decision can afford its one
+keeps one call, and of the B - 1 per later decision a share 1 - R
+(:data:`RESERVE`) is lent now, so trials come first, while there is most to
+learn and longest to use it. The share R held back comes in as the decisions
+pass, so trials recur through the horizon: experiences that arrive late and
+lessons that go stale are still trialled. A plan that retrieves a **fresh**
+experience (one whose value rests on fewer than :data:`FRESH_CONTRIBUTIONS`
+contributions) may take its trial early, from what is held back (up to
+:data:`FRESH_AHEAD` trials ahead). Without a horizon the credit never goes
+negative. Either way every decision can afford its one
 call, and after n decisions the calls made are at most
 B * n + (B - 1) * max(H - n, 0): at most B * H over the horizon, B * n
 without one.
@@ -54,11 +60,15 @@ from memtrial.trust.gate import GateConfig
 
 __all__ = [
     "BUDGET_BETS",
+    "FRESH_AHEAD",
+    "FRESH_CONTRIBUTIONS",
+    "RESERVE",
     "SOLO_TRUST",
     "DraftCredit",
     "budget_gate",
     "check_budget",
     "check_horizon",
+    "dial_memory_rows",
     "exploit_masks",
     "exploit_plan",
     "exploit_weights",
@@ -70,6 +80,18 @@ __all__ = [
 #: the least trust at which an exploiting decision that cannot blend plays memory's draft alone
 #: (under the null the dial ever reaches it with probability <= alpha ** 0.5)
 SOLO_TRUST = 0.5
+
+#: R, the share of a horizon's lending held back from the first trials for trials later within it (chosen on
+#: PlantedMem's dev seeds, method 4.11; 0 lends it all at once: trials first, none after them)
+RESERVE = 0.0
+
+#: an experience whose value rests on fewer contributions than this is fresh: a plan that retrieves one may
+#: take its trial early (method 4.11; chosen on the dev seeds)
+FRESH_CONTRIBUTIONS = 2
+
+#: how far ahead of the held-back share's schedule a plan retrieving a fresh experience may trial, in trials
+#: of its design (never more than what is still held back)
+FRESH_AHEAD = 2
 
 #: the e-process's bets at a draft budget (chosen on PlantedMem's dev seeds; the whole design keeps
 #: :data:`memtrial.trust.gate.DEFAULT_BETS`)
@@ -116,14 +138,19 @@ class DraftCredit:
     decisions: int = 0
     dither: float = 0.0  # memory's shares summed over exploiting decisions, less the decisions played on memory
 
-    def is_trial(self, budget: float | None, runs: int, horizon: int | None = None) -> bool:
-        """Whether the next decision is a trial: the credit, with that decision's budget added (and what the
-        horizon lends), covers the whole design (``runs`` calls). Always True without a budget. A query:
-        the budget is added by :meth:`deposit`."""
+    def is_trial(self, budget: float | None, runs: int, horizon: int | None = None, fresh: bool = False) -> bool:
+        """Whether the next decision is a trial: the credit, with that decision's budget added and what the
+        horizon lends now, covers the whole design (``runs`` calls). The horizon lends a share 1 - R
+        (:data:`RESERVE`) of the (B - 1) per later decision it could; a ``fresh`` plan (one retrieving a fresh
+        experience) may also take up to :data:`FRESH_AHEAD` trials of what is held back. Always True without a
+        budget. A query: the budget is added by :meth:`deposit`."""
         if budget is None:
             return True
         later = 0 if horizon is None else max(horizon - self.decisions - 1, 0)
-        return (self.credit + budget) + (budget - 1.0) * later >= runs
+        lending = (budget - 1.0) * later
+        held = RESERVE * lending
+        ahead = min(FRESH_AHEAD * runs, held) if fresh else 0.0
+        return (self.credit + budget) + (lending - held + ahead) >= runs
 
     def deposit(self, budget: float) -> None:
         """Add a planned decision's budget to the credit."""
@@ -198,15 +225,30 @@ def memory_row(
     if not every:
         return None, 0.0
     if dial is not None:
-        gains = dial_gains(np.array([predictions[e] for e in ids]), every)
-        top = int(np.argmax(gains))  # ties: the smaller mask
-        if dial.trust_weight <= 0.0 or gains[top] <= 0.0:
-            return None, 0.0
-        return every[top], float(dial.trust_weight)
+        values = np.array([[predictions[e] for e in ids]], dtype=np.float64).reshape(1, len(ids))
+        return dial_memory_rows(np.array([dial.trust_weight]), values)[0]
     best, gain = best_subset(predictions, ids, every)
     if not is_open or gain <= 0.0:
         return None, 0.0
     return every[best], 1.0
+
+
+def dial_memory_rows(
+    trust_weights: NDArray[np.float64], predictions: NDArray[np.float64]
+) -> list[tuple[int | None, float]]:
+    """:func:`memory_row` under the dial for L plans of k experiences at once, each as alone: trust_weights
+    (L,) the dial's omega, predictions (L, k) the retrieved experiences' values in retrieval order."""
+    count, k = predictions.shape
+    every = list(range(1, 1 << k))
+    if not every:
+        return [(None, 0.0)] * count
+    gains = dial_gains(predictions, every)
+    top = np.argmax(gains, axis=1)  # ties: the smaller mask
+    best = gains[np.arange(count), top]
+    return [
+        (None, 0.0) if weight <= 0.0 or gain <= 0.0 else (every[row], float(weight))
+        for weight, row, gain in zip(trust_weights.tolist(), top.tolist(), best.tolist(), strict=True)
+    ]
 
 
 def exploit_masks(mask: int | None, on_memory: bool) -> list[int]:
@@ -289,20 +331,25 @@ def plan_budget(
     memory: Callable[[], tuple[int | None, float]],
     pairs: bool,
     blends: bool,
+    fresh: Callable[[], bool] | None = None,
 ) -> BudgetPlan:
     """The budget's plan for a decision whose design is ``masks``, from ``credit`` (left unchanged: the
     new credit is returned).
 
     Without a budget every plan is a trial. With one, a plan whose credit covers the design (and the
-    reference draft the decision ``needs_reference``) is a trial; any other exploits its memory row
-    (``memory()``, :func:`memory_row`, asked for only then) as :func:`exploit_plan` says. The plan's
-    calls are then paid from the credit.
+    reference draft the decision ``needs_reference``) is a trial, and so is one that retrieves a fresh
+    experience (``fresh()``, asked for only when the credit would cover its trial early:
+    :meth:`DraftCredit.is_trial`); any other exploits its memory row (``memory()``, :func:`memory_row`,
+    asked for only then) as :func:`exploit_plan` says. The plan's calls are then paid from the credit.
     """
     if budget is None:
         drafted = (*masks, 0) if needs_reference else tuple(masks)
         return BudgetPlan(True, drafted, 0.0, needs_reference, credit)
     after = replace(credit)
-    trial = after.is_trial(budget, len(masks) + int(needs_reference), horizon)
+    runs = len(masks) + int(needs_reference)
+    trial = after.is_trial(budget, runs, horizon) or (
+        fresh is not None and after.is_trial(budget, runs, horizon, fresh=True) and fresh()
+    )
     after.deposit(budget)
     chosen, share = list(masks), 0.0
     if not trial:  # one or two drafts, nothing learnt (method 4.11)

@@ -11,6 +11,7 @@ from memtrial.curation.ranking import (
     Ranked,
     RetrievalMode,
     rank,
+    rank_orders,
     similarity_order,
 )
 
@@ -29,6 +30,7 @@ __all__ = [
     "RetrievalMode",
     "Verdict",
     "rank",
+    "rank_orders",
     "replay",
     "similarity_order",
     "threshold",

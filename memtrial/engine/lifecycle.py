@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.action.budget import BudgetPlan, DraftCredit, memory_row, plan_budget
+from memtrial.action.budget import FRESH_CONTRIBUTIONS, BudgetPlan, DraftCredit, memory_row, plan_budget
 from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
@@ -238,8 +238,7 @@ class MemTrial:
         designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
         check_scored_design(kind, self.config.design, designed)
         frozen = self._since_changes(frozen_predictions(self.learner, ids), ids)
-        predictions = frozen["predictions"]
-        trust = self.gate.decision()
+        predictions, trust = frozen["predictions"], self.gate.decision()
         dial = self._dial(ids, designed, predictions)
         portfolio, memory_free = kind is DecisionKind.PORTFOLIO, self.config.reference is ReferenceSource.MEMORY_FREE
         budgeted = plan_budget(
@@ -251,6 +250,7 @@ class MemTrial:
             memory=lambda: memory_row(dial, trust.is_open, predictions, ids),
             pairs=portfolio and memory_free,
             blends=portfolio and not memory_free,
+            fresh=lambda: self._fresh(ids),
         )
         self.credit = budgeted.credit
         self._log_plan(decision_id, ids, budgeted, frozen, dial)
@@ -277,6 +277,17 @@ class MemTrial:
         self.history.put(DecisionEntry(plan))
         self.clock = time
         return plan
+
+    def _fresh(self, ids: Sequence[ExperienceId]) -> bool:
+        """Whether a plan retrieves a fresh experience (method 4.11): one whose value rests on fewer than
+        :data:`~memtrial.action.budget.FRESH_CONTRIBUTIONS` contributions, counted since its detected change
+        if it has one (method 4.14)."""
+        for experience_id in ids:
+            regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
+            count = self.learner.count(experience_id) if regime is None else regime.n
+            if count < FRESH_CONTRIBUTIONS:
+                return True
+        return False
 
     def _dial(self, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[Any, float]) -> Dial | None:
         """The trust dial's plan under the dial rule (None under the gate's)."""
@@ -880,7 +891,8 @@ class MemTrial:
 
     def values(self) -> dict[ExperienceId, float]:
         """Posterior mean value of every experience (0, the prior mean, before data)."""
-        return {e: self.learner.predict(e) for e in self.experiences}
+        ids = list(self.experiences)
+        return dict(zip(ids, self.learner.predictions(ids), strict=True))
 
     def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
         """(mean, sd, n) of an experience's value; sd is None while there is no noise scale.

@@ -56,6 +56,7 @@ __all__ = [
     "dial_omega",
     "gate_series",
     "gate_states",
+    "log_e_values",
     "make_gate",
     "pearson_score",
     "pearson_scores",
@@ -252,6 +253,12 @@ def _mixture_log_wealth(log_growth: NDArray[np.float64]) -> NDArray[np.float64]:
     for row in range(1, scaled.shape[-2]):
         total += scaled[..., row, :]
     return np.asarray(peak + np.log(total / scaled.shape[-2]), dtype=np.float64)
+
+
+def log_e_values(log_growth: NDArray[np.float64]) -> NDArray[np.float64]:
+    """:meth:`GateStatistics.log_e_value` of L gates at once from their ``log_growth`` (L, bets): log K_t of
+    each, exactly as alone."""
+    return _mixture_log_wealth(np.asarray(log_growth, dtype=np.float64).T)
 
 
 def anytime_log_wealth(scores: ArrayLike, bets: Sequence[float] = DEFAULT_BETS) -> NDArray[np.float64]:

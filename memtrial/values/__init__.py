@@ -15,6 +15,7 @@ from memtrial.values.empirical import (
     ValuePosterior,
     auto_prefers_content,
     degenerate_fit,
+    refit_learners,
 )
 from memtrial.values.fayherriot import (
     VARIANCE_GRID,
@@ -70,6 +71,7 @@ __all__ = [
     "log_likelihood_table",
     "posterior",
     "predictions_at",
+    "refit_learners",
     "sufficient_statistics",
     "width",
 ]

@@ -1,4 +1,5 @@
-"""The batch replay of a world gives every MemTrial variant exactly what its own online engine gives."""
+"""The batch replay of a world (and, for the variants whose plans follow their own state, the cohort that
+walks it: ``test_cohort.py``) gives every MemTrial variant exactly what its own online engine gives."""
 
 import dataclasses
 import functools
@@ -8,8 +9,7 @@ import numpy as np
 import pytest
 
 from backtest.methods.base import Scoring, Walk
-from backtest.methods.curating import SharedMember, first_event
-from backtest.methods.memtrial_methods import MemTrialMethod
+from backtest.methods.cohort import CohortMember
 from backtest.methods.registry import CURATION_VARIANTS, MEMTRIAL_VARIANTS, build_methods
 from backtest.methods.replay import FamilyMember, replays
 from backtest.plantedmem import ALL_REGIMES, CURATION_REGIMES, REGIMES, PlantedMemWorld
@@ -17,7 +17,6 @@ from backtest.runner import WorldSpec, market_for, run_world
 from memtrial.curation import QuarantineConfig
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.outcomes.mandates import INVESTORS
-from memtrial.trust.gate import GateConfig, GateTest
 
 # every variant: the replay serves each one, those at a draft budget (a family each) among them
 VARIANTS = ("equal_weight", *MEMTRIAL_VARIANTS)
@@ -69,12 +68,14 @@ def test_replay_at_the_run_s_draft_budget_equals_the_online_engine():
     assert online["methods"]["memtrial"]["draft_calls_per_decision"] < 2.5
 
 
-def test_a_budget_without_a_horizon_runs_its_online_engine():
-    """Without a horizon a trial may follow an exploiting plan, which the replay does not serve."""
-    config = EngineConfig(gamma=2.0, action="dial", gate=GateConfig(test=GateTest.ANYTIME), draft_budget=3.0)
-    assert not replays(config)
-    assert replays(dataclasses.replace(config, draft_horizon=100))
-    assert replays(EngineConfig(gamma=2.0))
+def test_the_replay_serves_the_whole_design_on_the_world_s_retrieval_only():
+    """A budget's trials, value-aware retrieval and a quarantine book make plans follow the variant's own state:
+    a cohort walks those (or their online engines)."""
+    plain = EngineConfig(gamma=2.0, retrieval="similarity", quarantine=QuarantineConfig())
+    assert replays(plain)
+    assert not replays(dataclasses.replace(plain, draft_budget=3.0, draft_horizon=100))
+    assert not replays(dataclasses.replace(plain, retrieval="value_aware"))
+    assert not replays(dataclasses.replace(plain, quarantine=QuarantineConfig(enabled=True)))
 
 
 #: the regimes whose world of every variant the fast tier checks: the null, the neutral lessons, the planted
@@ -169,40 +170,19 @@ def _served(regime, seed, methods=CURATION, engine="replay", perturb=None, draft
     return {method.id: method for method in built}
 
 
-def test_each_way_of_serving_a_curation_variant_happens():
-    """Quarantine over similarity is its twin's replay where its book has no event and its engine where it
-    has one; value-aware retrieval without quarantine follows the walk with quarantine, forking at its
-    book's first event (the worlds are chosen so that each case happens; identity is checked above)."""
-    quiet, eventful = _served("many_experiences", 0), _served("drift", 1)
-    assert isinstance(quiet["memtrial_quarantine"].served(), FamilyMember)
-    assert isinstance(eventful["memtrial_quarantine"].served(), MemTrialMethod)
-    for served in (quiet, eventful):
-        assert isinstance(served["memtrial_value_aware"], SharedMember)
-        assert isinstance(served["memtrial_curated"], SharedMember)
-        assert isinstance(served["memtrial_robust"], FamilyMember)  # the outlier screen is replayed too
-    shared = eventful["memtrial_curated"]._shared
-    assert quiet["memtrial_curated"]._shared.forked_at is None
-    assert shared.forked_at is not None and shared.methods["memtrial_value_aware"] is not shared.lead
+def test_variants_whose_plans_follow_their_own_state_are_walked_by_a_cohort():
+    """Value-aware retrieval, quarantine and draft budgets are cohorts' (of this world alone here; of a task's
+    worlds in a run); the outlier screen over the world's retrieval is replayed."""
+    served = _served("drift", 1, (*CURATION, "memtrial_budget_3", "memtrial_similarity"))
+    for method_id in ("memtrial_value_aware", "memtrial_quarantine", "memtrial_curated", "memtrial_budget_3"):
+        assert isinstance(served[method_id], CohortMember), method_id
+    assert isinstance(served["memtrial_similarity"], FamilyMember)
+    assert isinstance(served["memtrial_robust"], CohortMember if replays_not("memtrial_robust") else FamilyMember)
 
 
-def test_the_fast_tier_s_budget_worlds_serve_quarantine_both_ways():
-    """At the draft budget, the fast tier's worlds (``BUDGET_FAST_REGIMES``) serve quarantine over similarity
-    by its engine (an event in its book) and by its twin's replay (none), so both are checked there."""
-    served = {
-        regime: _served(regime, 5, ("memtrial_quarantine",), draft_budget=3.0)["memtrial_quarantine"].served()
-        for regime in BUDGET_FAST_REGIMES
-    }
-    assert isinstance(served["beta_0.5"], MemTrialMethod)
-    assert all(isinstance(served[regime], FamilyMember) for regime in CURATION_REGIMES)
-
-
-def test_a_quarantine_book_s_first_event_is_found_from_the_contributions():
-    """A book whose tests see only harm quarantines (slot 1's threshold at spread 0, level 0.5: 4); one
-    that sees only help never does."""
-    config = QuarantineConfig(enabled=True, level=0.5, spread=0.0, clip=None)
-    harmful = [(index, {7: -1.0, 8: 1.0}) for index in range(10)]
-    assert first_event(config, harmful) == 3  # wealth of the mean bet after 4 signs: mean (1 + b)^4 >= 4
-    assert first_event(config, [(index, {7: 1.0}) for index in range(50)]) is None
+def replays_not(method_id):
+    """Whether a variant's configuration is one the replay does not serve (it curates, or has a budget)."""
+    return not replays(EngineConfig(gamma=5.0, **MEMTRIAL_VARIANTS[method_id]))
 
 
 def test_the_robust_variant_replayed_equals_its_engine_where_its_guard_sets_a_date_aside():

@@ -1,0 +1,569 @@
+"""MemTrial variants whose plans follow their own state, walked in lockstep over many worlds (a cohort).
+
+The replay (:mod:`backtest.methods.replay`) computes a variant's whole calendar at once, which needs every
+plan to be known up front: the world's retrieval, the whole design at every decision. A variant whose
+plans follow what it has learnt cannot be replayed so: value-aware retrieval ranks by its own values and
+trust (method 4.12), a quarantine book takes experiences out of retrieval (4.13, 4.14), and a draft budget
+makes a plan a trial or not from its credit and from what the learner holds (4.11). Each decision of such
+a variant depends on the settlements before it.
+
+Worlds of one calendar can still be walked together, one decision at a time. A :class:`Cohort` holds the
+state of one variant in every world of a batch (a :class:`Lane` each) and takes each step of the calendar
+for all of them at once: the value fits of every world in one ``fit_many`` call per number of features
+(:func:`~memtrial.values.refit_learners`), the retrieval's ranking (:func:`~memtrial.curation.rank_orders`),
+the trust weights and the dial's combinations, and the settlements' utilities, contrasts, scores and noise
+gains, each an array over the worlds. What is per world by nature stays per world: its quarantine book, its
+draft credit, its learner's running statistics and the drafts of its retrieval.
+
+Every number comes from the core's own functions, which give each item of a batch exactly its result
+alone, so each world's decisions, gate states, values, retrievals and quarantines are those of a
+:class:`~memtrial.engine.lifecycle.MemTrial` engine walked through that world alone
+(``tests/backtest/test_cohort.py`` checks it on every regime, with and without a budget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from backtest.context import DateContext
+from backtest.methods.base import Method, Scoring, Trajectory, Walk, calendar, stacked
+from memtrial.action.budget import FRESH_CONTRIBUTIONS, DraftCredit, dial_memory_rows, exploit_weights, plan_budget
+from memtrial.action.fallback import GRID, AnchoredMixture, FallbackVariant
+from memtrial.action.rule import ActionRule, dial_combination, dial_gains, dial_weights, noise_gains
+from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
+from memtrial.credit.design import plan_masks, validate_masks
+from memtrial.curation import Curator, RetrievalMode, rank_orders
+from memtrial.curation.curator import RESET_PRIOR
+from memtrial.engine.config import EngineConfig, ReferenceSource
+from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
+from memtrial.records import Dial, ExperienceId
+from memtrial.trust.gate import GateSeries, GateTest, gate_states, log_e_values, pearson_scores
+from memtrial.values import CreditBasis, EmpiricalBayesLearner, LearnerMode, auto_prefers_content, refit_learners
+from memtrial.values.empirical import MIN_AUTO_SCORES
+from memtrial.values.fayherriot import SpectraCache
+
+__all__ = ["Cohort", "CohortMember", "Lane", "serves"]
+
+MODES = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
+
+
+def serves(config: EngineConfig) -> bool:
+    """Whether a cohort walks a configuration: the trust dial (method 4.8) under the anytime test or none."""
+    return config.action is ActionRule.DIAL and config.gate.test in (GateTest.ANYTIME, GateTest.NONE)
+
+
+@dataclass(eq=False)
+class Lane:
+    """One world a cohort walks: its presented dates, the realised prices of each by position (read when the
+    date settles) and the content features of the experiences known from the start (experience e is row e)."""
+
+    contexts: Sequence[DateContext]
+    outcome: Callable[[int], NDArray[np.float64]]
+    features: NDArray[np.float64]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What one world's plan froze and played: the experiences, the drafted masks (a reference draft outside
+    the design last), whether it learns, its predictions (selected mode, then every fitted mode), its drafts,
+    reference and previous book, and the weights played."""
+
+    ids: tuple[int, ...]
+    masks: tuple[int, ...]
+    design_rows: int
+    trial: bool
+    predictions: NDArray[np.float64]
+    modes: dict[LearnerMode, NDArray[np.float64]]
+    drafts: NDArray[np.float64]
+    reference: NDArray[np.float64]
+    previous: NDArray[np.float64]
+    weights: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+
+
+_Frozen = tuple[NDArray[np.float64], dict[LearnerMode, NDArray[np.float64]]]  # (selected mode's, every mode's)
+
+
+@dataclass(slots=True)
+class _Candidates:
+    """A world's candidates on one date and what the ranking and the plan read of each: similarity, value mean
+    and sd (0 where unknown), the contributions learnt from, whether the sd is known, each mode's mean."""
+
+    ids: list[int]
+    similarity: NDArray[np.float64]
+    means: NDArray[np.float64]
+    sds: NDArray[np.float64]
+    counts: NDArray[np.int64]
+    known: NDArray[np.bool_]
+    modes: dict[LearnerMode, NDArray[np.float64]]
+
+
+class _World:
+    """One world's engine state in a cohort (what a MemTrial engine holds, less its log and history)."""
+
+    def __init__(self, config: EngineConfig, lane: Lane) -> None:
+        self.lane = lane
+        self.learner = EmpiricalBayesLearner(
+            config.learner,
+            n_components=config.n_components,
+            centre=config.credit is CreditBasis.CENTRED,
+            robust=config.robust,
+        )
+        self.curator = Curator(config.quarantine) if config.quarantine.enabled else None
+        self.credit = DraftCredit()
+        self.fallback = AnchoredMixture(config.fallback)
+        self.experiences: list[int] = []
+        self.plans: dict[int, _Plan] = {}
+        self.weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(lane.contexts)
+        self.retrievals: list[tuple[int, ...]] = []
+        self.calls: list[int] = []
+        self.quarantines: list[tuple[int, int]] = []
+        for experience, z in enumerate(lane.features):
+            self.add(experience, z)
+
+    def add(self, experience: int, embedding: NDArray[np.float64]) -> None:
+        self.learner.add_features(experience, np.asarray(embedding, dtype=np.float64))
+        self.experiences.append(experience)
+
+    @property
+    def quarantined(self) -> frozenset[int]:
+        """The experiences in quarantine now."""
+        return frozenset() if self.curator is None else frozenset(int(e) for e in self.curator.quarantined)
+
+    @property
+    def changed(self) -> frozenset[int]:
+        """The experiences with a detected change (their values are learnt since it: method 4.14)."""
+        if self.curator is None:
+            return frozenset()
+        return frozenset(int(e) for e, x in self.curator.evidence.items() if x.changed_at is not None)
+
+    def regime(self, experience: int) -> tuple[float, float | None, int] | None:
+        """The value learnt since a detected change (method 4.14), or None."""
+        if self.curator is None:
+            return None
+        posterior = self.curator.regime_posterior(experience)
+        return None if posterior is None else (posterior.mean, posterior.sd, posterior.n)
+
+    def count(self, experience: int) -> int:
+        """The contributions an experience's value rests on now (since its change, if it has one)."""
+        regime = self.regime(experience)
+        return self.learner.count(experience) if regime is None else regime[2]
+
+
+class Cohort:
+    """One MemTrial variant (``config``) walked through every world of ``lanes`` at once, the worlds sharing
+    one calendar (the same sessions and maturities). :meth:`run` walks them; :meth:`members` gives each world's
+    method."""
+
+    def __init__(self, method_id: str, config: EngineConfig, scoring: Scoring, lanes: Sequence[Lane]) -> None:
+        if not serves(config):
+            raise ValueError(f"a cohort walks the trust dial under the anytime test or none, not {method_id!r}")
+        self.id, self.config, self.scoring, self.lanes = method_id, config, scoring, list(lanes)
+        first = [(c.session, c.maturity) for c in self.lanes[0].contexts]
+        for lane in self.lanes[1:]:
+            if [(c.session, c.maturity) for c in lane.contexts] != first:
+                raise ValueError("the worlds of a cohort must share one calendar")
+        self.worlds = [_World(config, lane) for lane in self.lanes]
+        size = len(self.worlds)
+        bets = np.asarray(config.gate.bets, dtype=np.float64)
+        self.bets = bets
+        self.log_growth = np.zeros((size, bets.size))
+        self.n_scored = np.zeros(size, dtype=np.int64)
+        self.noise_count = np.zeros(size, dtype=np.int64)
+        self.noise_total = np.zeros(size)
+        self.mode_counts = np.zeros((size, 2), dtype=np.int64)
+        self.mode_totals = np.zeros((size, 2))
+        self.opens: list[list[bool]] = [[] for _ in self.worlds]
+        self.statistics: list[list[float]] = [[] for _ in self.worlds]
+        self.omegas: list[list[float]] = [[] for _ in self.worlds]
+        self.cache = SpectraCache()
+        self.values: list[dict[int, float]] = []
+        self._designs: dict[int, tuple[int, ...]] = {}
+        self._ran = False
+
+    def members(self) -> list[CohortMember]:
+        """Each world's method, in the order of the lanes (they walk the cohort when first asked)."""
+        return [CohortMember(self.scoring, self.id, self, index) for index in range(len(self.worlds))]
+
+    # -- the walk --------------------------------------------------------------------------------
+    def run(self) -> None:
+        """Walk every world's calendar once (the first time a member asks)."""
+        if self._ran:
+            return
+        self._ran = True
+        for kind, position in calendar(self.lanes[0].contexts):
+            if kind == "decide":
+                self._decide(position)
+            else:
+                self._settle(position)
+        refit_learners([world.learner for world in self.worlds], self.cache)
+        for world in self.worlds:
+            self.values.append(dict(zip(world.experiences, world.learner.predictions(world.experiences), strict=True)))
+
+    def _design(self, retrieved: int) -> tuple[int, ...]:
+        """The masks a plan of ``retrieved`` experiences designs (plan_masks, built once per number)."""
+        masks = self._designs.get(retrieved)
+        if masks is None:
+            masks = self._designs[retrieved] = tuple(plan_masks(self.config.design, self.config.k, retrieved))
+        return masks
+
+    def _trust(self) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_], NDArray[np.float64]]:
+        """Every world's (omega, log K_t, gate open, statistic) now (:func:`~memtrial.trust.gate.gate_states`)."""
+        log_e = log_e_values(self.log_growth)
+        is_open, statistic, omega = gate_states(self.config.gate, GateSeries(self.n_scored, log_e, None))
+        return omega, log_e, is_open, statistic
+
+    def _selected(self) -> list[LearnerMode]:
+        """Each world's learner mode now (``auto``: the better scored once both have enough scores)."""
+        mode = self.config.learner
+        if mode is not LearnerMode.AUTO:
+            return [mode] * len(self.worlds)
+        prefers = auto_prefers_content(self.mode_counts, self.mode_totals, MIN_AUTO_SCORES)
+        return [LearnerMode.CONTENT if bool(p) else LearnerMode.IDENTITY for p in prefers]
+
+    def _decide(self, position: int) -> None:
+        config = self.config
+        for world in self.worlds:
+            for experience, embedding in world.lane.contexts[position].added:
+                world.add(int(experience), embedding)
+        refit_learners([world.learner for world in self.worlds], self.cache)
+        omega, log_e, is_open, statistic = self._trust()
+        selected = self._selected()
+        retrieved = self._retrieve(position, omega, selected)
+        costs = np.where(self.noise_count > 0, self.noise_total / np.maximum(self.noise_count, 1), np.nan)
+        frozen = [plan for _, _, plan in retrieved]
+        # the dial of every world (plan_dial's rule), a batch per design
+        designs = [self._design(len(ids)) for ids, _, _ in retrieved]
+        dials: list[Dial] = [None] * len(self.worlds)  # type: ignore[list-item]
+        memories: list[tuple[int | None, float]] = [(None, 0.0)] * len(self.worlds)
+        for masks, rows in _groups(designs):
+            predictions = np.array([frozen[row][0] for row in rows]).reshape(len(rows), -1)
+            gains = dial_gains(predictions, masks)
+            pi = dial_combination(gains, costs[rows], masks)
+            if config.draft_budget is not None:  # an exploiting plan's memory row (memory_row's rule)
+                for row, memory in zip(rows, dial_memory_rows(omega[rows], predictions), strict=True):
+                    memories[row] = memory
+            for at, row in enumerate(rows):
+                cost = None if np.isnan(costs[row]) else float(costs[row])
+                dials[row] = Dial(
+                    float(omega[row]),
+                    float(log_e[row]),
+                    cost,
+                    tuple(float(g) for g in gains[at]),
+                    tuple(float(p) for p in pi[at]),
+                )
+        trials: list[tuple[int, _Plan, Dial, float]] = []
+        memory_free = config.reference is ReferenceSource.MEMORY_FREE
+        for row, world in enumerate(self.worlds):
+            context = world.lane.contexts[position]
+            ids, drafts, (predictions, modes) = retrieved[row]
+            designed, dial = designs[row], dials[row]
+            budgeted = plan_budget(
+                world.credit,
+                config.draft_budget,
+                config.draft_horizon,
+                designed,
+                needs_reference=memory_free and 0 not in designed,
+                memory=lambda row=row: memories[row],  # type: ignore[misc]
+                pairs=memory_free,
+                blends=not memory_free,
+                fresh=lambda world=world, ids=ids: any(  # type: ignore[misc]
+                    world.count(e) < FRESH_CONTRIBUTIONS for e in ids
+                ),
+            )
+            world.credit = budgeted.credit
+            masks = budgeted.masks
+            drafted = np.asarray(drafts[list(masks)], dtype=np.float64)
+            reference = drafted[masks.index(0)] if memory_free and 0 in masks else np.asarray(context.reference)
+            plan = _Plan(
+                ids,
+                masks,
+                len(masks) - int(budgeted.extra_reference),
+                budgeted.trial,
+                predictions,
+                modes,
+                drafted,
+                reference,
+                np.asarray(context.previous, dtype=np.float64),
+            )
+            world.plans[position] = plan
+            world.retrievals.append(ids)
+            world.calls.append(len(masks))
+            self.opens[row].append(bool(is_open[row]))
+            self.statistics[row].append(float(statistic[row]))
+            self.omegas[row].append(dial.trust_weight)
+            q = world.fallback.choose()
+            if plan.trial:
+                trials.append((row, plan, dial, q))
+            else:  # choose_exploit's rule (method 4.11)
+                share = budgeted.memory_share
+                blended = masks[-1] != 0 and 0.0 < share < 1.0
+                played = masks[-1] != 0 and not blended
+                plan.weights = drafted[-1] if played else exploit_weights(masks, drafted, q, reference, share)
+                world.weights[position] = plan.weights
+        # the trials' dial weights (choose_portfolio's rule), a batch per number of design runs and assets
+        for _, members in _groups([(plan.design_rows, plan.drafts.shape[1]) for _, plan, _, _ in trials]):
+            chosen = [trials[at] for at in members]
+            weights = dial_weights(
+                np.array([d.combination for _, _, d, _ in chosen]),
+                np.array([d.trust_weight for _, _, d, _ in chosen]),
+                np.array([q for _, _, _, q in chosen]),
+                np.array([p.reference for _, p, _, _ in chosen]),
+                np.array([p.drafts[: p.design_rows] for _, p, _, _ in chosen]),
+            )
+            for (row, plan, _, _), played in zip(chosen, weights, strict=True):
+                plan.weights = played
+                self.worlds[row].weights[position] = played
+
+    def _frozen(
+        self, world: _World, ids: tuple[int, ...], selected: LearnerMode
+    ) -> tuple[NDArray[np.float64], dict[LearnerMode, NDArray[np.float64]]]:
+        """A plan's frozen predictions (frozen_predictions's rule, with the reset after a detected change):
+        the selected mode's and every fitted mode's."""
+        modes = {mode: np.array(values, dtype=np.float64) for mode, values in world.learner.predict_modes(ids).items()}
+        return self._reset(world, ids, modes, selected)
+
+    @staticmethod
+    def _reset(
+        world: _World, ids: Sequence[int], modes: dict[LearnerMode, NDArray[np.float64]], selected: LearnerMode
+    ) -> tuple[NDArray[np.float64], dict[LearnerMode, NDArray[np.float64]]]:
+        """Every mode's predictions with the value of each changed experience learnt since its change (its mean
+        since the change shrunk by n / (n + RESET_PRIOR)), and the selected mode's."""
+        changed = world.changed
+        for column, experience in enumerate(ids):
+            if experience in changed:
+                regime = world.regime(experience)
+                assert regime is not None
+                for values in modes.values():
+                    values[column] = regime[0] * regime[2] / (regime[2] + RESET_PRIOR)
+        key = selected if selected in modes else next(iter(modes))
+        return modes[key].copy(), modes
+
+    def _retrieve(
+        self, position: int, omega: NDArray[np.float64], selected: Sequence[LearnerMode]
+    ) -> list[tuple[tuple[int, ...], NDArray[np.float64], _Frozen]]:
+        """Each world's retrieved experiences, the drafts of every mask of them and the plan's frozen
+        predictions: its own ranking of the date's candidates where it curates and the world offers them
+        (MemTrial.rank), else the world's retrieval."""
+        config = self.config
+        k = config.k
+        curates = config.retrieval is RetrievalMode.VALUE_AWARE or config.quarantine.enabled
+        out: list[tuple[tuple[int, ...], NDArray[np.float64], _Frozen]] = []
+        ranked: list[int] = []
+        for row, world in enumerate(self.worlds):
+            context = world.lane.contexts[position]
+            if curates and context.draft_for is not None and context.candidate_scores is not None:
+                ranked.append(row)
+                out.append(((), np.zeros(0), (np.zeros(0), {})))
+                continue
+            if k > len(context.retrieved) and context.wide_drafts is not None:
+                ids, drafts = tuple(context.wide_retrieved[:k]), np.asarray(context.wide_drafts)
+            else:
+                ids, drafts = tuple(context.retrieved), np.asarray(context.drafts)
+            out.append((ids, drafts, self._frozen(world, ids, selected[row])))
+        if not ranked:
+            return out
+        trust = omega if config.retrieval is RetrievalMode.VALUE_AWARE else np.zeros(omega.shape)
+        lists = [self._candidates(self.worlds[row], position, selected[row]) for row in ranked]
+        width = max(len(candidates.ids) for candidates in lists)
+        shape = (len(ranked), width)
+        similarity, means, sds = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+        counts, known, valid = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+        for at, candidates in enumerate(lists):
+            size = len(candidates.ids)
+            similarity[at, :size], means[at, :size], sds[at, :size] = (
+                candidates.similarity,
+                candidates.means,
+                candidates.sds,
+            )
+            counts[at, :size], known[at, :size], valid[at, :size] = candidates.counts, candidates.known, True
+        orders, _ = rank_orders(similarity, means, sds, counts, known, trust[ranked], valid=valid)
+        for at, row in enumerate(ranked):
+            candidates, world = lists[at], self.worlds[row]
+            picked = orders[at, : min(k, len(candidates.ids))]
+            ids = tuple(candidates.ids[i] for i in picked.tolist())
+            modes = {mode: values[picked] for mode, values in candidates.modes.items()}
+            context = world.lane.contexts[position]
+            assert context.draft_for is not None
+            out[row] = (ids, np.asarray(context.draft_for(ids)), self._reset(world, ids, modes, selected[row]))
+        return out
+
+    def _candidates(self, world: _World, position: int, selected: LearnerMode) -> _Candidates:
+        """A world's candidates on a date, quarantined ones left out, with what the ranking reads of each
+        (MemTrial._posteriors) and each fitted mode's prediction of each (the plan freezes its picks')."""
+        context = world.lane.contexts[position]
+        scores = np.asarray(context.candidate_scores, dtype=np.float64)
+        quarantined = world.quarantined
+        if quarantined:
+            kept = [i for i, e in enumerate(context.candidates) if e not in quarantined]
+            ids, similarity = [int(context.candidates[i]) for i in kept], scores[kept]
+        else:
+            ids, similarity = [int(e) for e in context.candidates], scores
+        size = len(ids)
+        learner = world.learner
+        if not learner.is_fitted:
+            zeros = np.zeros(size)
+            modes = {mode: zeros.copy() for mode in learner.predict_modes(())}
+            candidates = _Candidates(
+                ids, similarity, zeros, zeros.copy(), np.zeros(size, dtype=np.int64), np.zeros(size, dtype=bool), modes
+            )
+        else:
+            fits = learner.fits_
+            key = selected if selected in fits else next(iter(fits))
+            means, sds = fits[key].posteriors(ids, hyper=True)
+            modes = {mode: means.copy() if mode is key else fit.posteriors(ids)[0] for mode, fit in fits.items()}
+            statistics = learner.statistics
+            rows = np.fromiter((statistics.index.get(e, -1) for e in ids), dtype=np.int64, count=size)
+            counts = np.where(rows >= 0, statistics.counts[np.maximum(rows, 0)], 0)
+            noise = any(fit.scale > 0.0 for fit in fits.values())
+            known = np.full(size, noise)
+            candidates = _Candidates(ids, similarity, means, sds if noise else np.zeros(size), counts, known, modes)
+        changed = world.changed
+        for column, experience in enumerate(ids):
+            if experience in changed:
+                regime = world.regime(experience)
+                assert regime is not None
+                mean, sd, n = regime
+                candidates.means[column], candidates.sds[column] = mean, sd or 0.0
+                candidates.counts[column], candidates.known[column] = n, sd is not None
+        return candidates
+
+    def _settle(self, position: int) -> None:
+        """Every world's settlement of the date at ``position`` (learn()'s rule; a budget's exploiting plan
+        learns nothing), the trials a batch per shape of plan."""
+        shapes: dict[tuple[tuple[int, ...], int, int], list[tuple[int, _Plan]]] = {}
+        for row, world in enumerate(self.worlds):
+            plan = world.plans.pop(position)
+            if plan.trial and plan.ids:
+                shapes.setdefault((plan.masks, len(plan.ids), plan.drafts.shape[1]), []).append((row, plan))
+        for (masks, size, _), members in shapes.items():
+            self._learn(position, masks, size, [row for row, _ in members], [plan for _, plan in members])
+
+    def _learn(self, position: int, masks: tuple[int, ...], size: int, rows: list[int], plans: list[_Plan]) -> None:
+        """The trials of one shape settled at once: utilities of every draft, the reference, the draft mean and
+        the played weights; Banzhaf contrasts; the gate's and the modes' scores; the learner, fallback, noise
+        cost and quarantine book of each world."""
+        config, scoring = self.config, self.scoring
+        worlds = [self.worlds[row] for row in rows]
+        design = plans[0].design_rows
+        drafts = np.array([plan.drafts for plan in plans])  # (G, runs, n)
+        means = drafts[:, :design].mean(axis=1)
+        references = np.array([plan.reference for plan in plans])
+        rel = np.array([world.lane.outcome(position) for world in worlds])
+        previous = np.array([plan.previous for plan in plans])
+        books = np.concatenate(
+            [drafts, references[:, None], means[:, None], np.array([plan.weights for plan in plans])[:, None]], axis=1
+        )
+        scores = utilities_by_date(normalised(books), rel, previous, scoring.gamma, scoring.fee_bp)
+        runs = len(masks)
+        utilities, reference_u, mean_u = scores[:, :design], scores[:, runs], scores[:, runs + 1]
+        checked = validate_masks(list(masks[:design]), size)
+        included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
+        n_in = included.sum(axis=0)
+        contrasts = contributions_by_date(utilities, included, n_in, design - n_in)
+        centred = centre_contrasts(contrasts)
+        at = np.asarray(rows, dtype=np.int64)
+        gate_scores = pearson_scores(np.array([plan.predictions for plan in plans]), centred)
+        scored = ~np.isnan(gate_scores)
+        self.log_growth[at[scored]] = self.log_growth[at[scored]] + np.log1p(
+            gate_scores[scored][:, None] * self.bets[None, :]
+        )
+        self.n_scored[at[scored]] += 1
+        if config.learner is LearnerMode.AUTO:
+            for column, mode in enumerate(MODES):
+                values = pearson_scores(np.array([plan.modes[mode] for plan in plans]), centred)
+                kept = ~np.isnan(values)
+                self.mode_counts[at[kept], column] += 1
+                self.mode_totals[at[kept], column] += values[kept]
+                for world, value, ok in zip(worlds, values.tolist(), kept.tolist(), strict=True):
+                    if ok:
+                        world.learner.record_score(mode, value)
+        learnt: list[dict[ExperienceId, float]] = [
+            dict(zip(plan.ids, (float(c) for c in row), strict=True))
+            for plan, row in zip(plans, contrasts, strict=True)
+        ]
+        for world, contributions in zip(worlds, learnt, strict=True):
+            world.learner.update(f"d{position}", contributions)
+        if config.fallback in (FallbackVariant.FTRL, FallbackVariant.UNIFORM):  # q is fixed for ref and ens
+            mixtures = mixture_utilities_by_date(references, means, rel, previous, scoring.gamma, scoring.fee_bp, GRID)
+            for world, mixture, reference, mean in zip(worlds, mixtures, reference_u.tolist(), mean_u.tolist()):
+                world.fallback.update(mixture, reference, mean)
+        gains = noise_gains(utilities, mean_u)
+        if gains is not None:
+            self.noise_count[at] += 1
+            self.noise_total[at] += gains
+        for world, contributions in zip(worlds, learnt, strict=True):
+            if world.curator is None:
+                continue
+            index = world.lane.contexts[position].index
+            world.curator.observe(f"d{index}", contributions)
+            known = {e for e, _ in world.quarantines}
+            world.quarantines += [(int(e), index) for e in world.curator.quarantined if e not in known]
+
+    # -- what a member reads ----------------------------------------------------------------------
+    def trajectory(self, index: int, walk: Walk, projected: bool) -> Trajectory:
+        self.run()
+        world = self.worlds[index]
+        return Trajectory(
+            walk.held_all(stacked(world.weights), projected),
+            np.array(self.opens[index], dtype=bool),
+            np.array(self.statistics[index], dtype=np.float64),
+            np.array(self.omegas[index], dtype=np.float64),
+        )
+
+
+def _groups(keys: Sequence[Any]) -> list[tuple[Any, list[int]]]:
+    """Positions of ``keys`` grouped by equal key, in the order each key first appears."""
+    groups: dict[Any, list[int]] = {}
+    for row, key in enumerate(keys):
+        groups.setdefault(key, []).append(row)
+    return list(groups.items())
+
+
+class CohortMember(Method):
+    """One world of a :class:`Cohort`, seen by the runner as a method of its own."""
+
+    uses_gate = True
+
+    def __init__(self, scoring: Scoring, method_id: str, cohort: Cohort, index: int) -> None:
+        super().__init__(scoring)
+        self.id, self._cohort, self._index = method_id, cohort, index
+
+    @property
+    def _world(self) -> _World:
+        self._cohort.run()
+        return self._cohort.worlds[self._index]
+
+    def decide(self, context: DateContext) -> NDArray[np.float64]:
+        raise TypeError(f"{self.id} is served a whole walk at once: ask for its trajectory")
+
+    def trajectory(self, walk: Walk, projected: bool = True) -> Trajectory:
+        return self._cohort.trajectory(self._index, walk, projected)
+
+    def values(self) -> dict[int, float]:
+        self._cohort.run()
+        return dict(self._cohort.values[self._index])
+
+    def draft_calls(self, reference_calls: int) -> float | None:
+        """Mean draft calls per decision its plans made (the world's reference counts when it is used)."""
+        calls = self._world.calls
+        if not calls:
+            return None
+        given = 0 if self._cohort.config.reference is ReferenceSource.MEMORY_FREE else reference_calls
+        return float(np.mean(calls)) + given
+
+    @property
+    def quarantining(self) -> bool:
+        return self._cohort.config.quarantine.enabled
+
+    @property
+    def retrievals(self) -> list[tuple[int, ...]]:
+        return self._world.retrievals
+
+    @property
+    def quarantines(self) -> list[tuple[int, int]]:
+        return self._world.quarantines
