@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from backtest.methods.base import without_quarantined
 from memtrial.action.budget import budget_gate
 from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.banzhaf import contributions
@@ -162,8 +163,9 @@ def run_forecast_world(seed: int, methods: Sequence[str] = FORECAST_METHODS) -> 
         all_scores = score("brier", outcome, vectors=world.drafts[t])  # every mask's forecast scored once
         chosen: dict[str, float] = {}
         for method, engine in engines.items():
-            plan = engine.plan(f"q{t}", t, t + 1, retrieved=ids, kind="scored")
-            decision = engine.decide_scored(plan.decision_id, vectors=world.drafts[t][list(plan.masks)])
+            kept, drafts = without_quarantined(ids, world.drafts[t], engine.quarantined)  # type: ignore[arg-type]
+            plan = engine.plan(f"q{t}", t, t + 1, retrieved=list(kept), kind="scored")
+            decision = engine.decide_scored(plan.decision_id, vectors=drafts[list(plan.masks)])
             calls[method].append(plan.draft_calls)
             settlement = engine.settle_scored(plan.decision_id, outcome=outcome, rule="brier")
             assert settlement.chosen_utility is not None

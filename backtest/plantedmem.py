@@ -49,6 +49,7 @@ pointer on every date from its pointer stream up front:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -131,6 +132,16 @@ def _point(
     date's best class, an informed misleading one at its worst, any other at its random class."""
     target = np.where(kind > 0, best[:, None], np.where(kind < 0, worst[:, None], random_class))
     return np.asarray(np.where((kind != 0) & informed, target, random_class))
+
+
+@functools.lru_cache(maxsize=16)
+def _member_shares(k: int) -> NDArray[np.float64]:
+    """(k, 2**k): experience j's share of mask m's pointer, 1 / |m| when j is in m (masks with none: 0)."""
+    bits = (np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1  # (2**k, k)
+    members = np.maximum(bits.sum(axis=1), 1)
+    shares = np.array([bits[:, j] / members for j in range(k)]).reshape(k, 1 << k)
+    shares.setflags(write=False)
+    return shares
 
 
 class PlantedMemWorld:
@@ -283,11 +294,10 @@ class PlantedMemWorld:
         classes = self.pointer_class if pointer_class is None else pointer_class
         k = classes.shape[1]
         onehot = np.eye(self.n_assets)[classes]  # (dates, k, n)
-        bits = (np.arange(1 << k)[:, None] >> np.arange(k)[None, :]) & 1  # (2**k, k)
-        members = np.maximum(bits.sum(axis=1), 1)
+        shares = _member_shares(k)
         pointers = np.zeros((classes.shape[0], 1 << k, self.n_assets))
         for j in range(k):
-            pointers += (bits[:, j] / members)[None, :, None] * onehot[:, j][:, None, :]
+            pointers += shares[j][None, :, None] * onehot[:, j][:, None, :]
         return pointers
 
     def _tilt(self, base: NDArray[np.float64], pointers: NDArray[np.float64]) -> NDArray[np.float64]:

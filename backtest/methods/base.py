@@ -34,6 +34,7 @@ __all__ = [
     "calendar",
     "pair_mask",
     "stacked",
+    "without_quarantined",
 ]
 
 HALF = half_fraction(4)
@@ -109,6 +110,21 @@ def stacked(rows: Sequence[NDArray[np.float64]]) -> Sequence[NDArray[np.float64]
     if len({row.shape for row in rows}) == 1:
         return np.array(rows, dtype=np.float64)  # type: ignore[return-value]  # an array of rows is a sequence of rows
     return list(rows)
+
+
+def without_quarantined(
+    retrieved: Sequence[int], drafts: NDArray[np.float64], quarantined: Sequence[int]
+) -> tuple[tuple[int, ...], NDArray[np.float64]]:
+    """A world's own retrieval with the experiences an engine keeps in quarantine left out (method 4.13: a
+    plan may not name them), and the drafts of every mask of those left (``drafts`` holds one row per mask of
+    ``retrieved``; mask m of the kept experiences is the mask of the same members in ``retrieved``)."""
+    positions = [j for j, experience in enumerate(retrieved) if experience not in set(quarantined)]
+    if len(positions) == len(retrieved):
+        return tuple(retrieved), drafts
+    rows = [
+        sum(1 << positions[j] for j in range(len(positions)) if mask >> j & 1) for mask in range(1 << len(positions))
+    ]
+    return tuple(retrieved[j] for j in positions), np.asarray(drafts)[rows]
 
 
 Event = tuple[str, int]  # ("decide" | "settle", position in the world's presented contexts)

@@ -47,6 +47,10 @@ from memtrial.values import CreditBasis, EmpiricalBayesLearner, LearnerMode, aut
 from memtrial.values.empirical import MIN_AUTO_SCORES
 from memtrial.values.fayherriot import SpectraCache
 
+#: the learners' eigendecompositions, shared by the cohorts a process walks: the worlds of one calendar under
+#: several investors learn from the same contributions until their plans part (in a null regime, never)
+SPECTRA = SpectraCache()
+
 __all__ = ["Cohort", "CohortMember", "Lane", "serves"]
 
 MODES = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
@@ -122,6 +126,8 @@ class _World:
         self.retrievals: list[tuple[int, ...]] = []
         self.calls: list[int] = []
         self.quarantines: list[tuple[int, int]] = []
+        self.quarantined: frozenset[int] = frozenset()  # in quarantine now
+        self.changed: frozenset[int] = frozenset()  # with a detected change (values learnt since it: method 4.14)
         for experience, z in enumerate(lane.features):
             self.add(experience, z)
 
@@ -129,17 +135,15 @@ class _World:
         self.learner.add_features(experience, np.asarray(embedding, dtype=np.float64))
         self.experiences.append(experience)
 
-    @property
-    def quarantined(self) -> frozenset[int]:
-        """The experiences in quarantine now."""
-        return frozenset() if self.curator is None else frozenset(int(e) for e in self.curator.quarantined)
-
-    @property
-    def changed(self) -> frozenset[int]:
-        """The experiences with a detected change (their values are learnt since it: method 4.14)."""
-        if self.curator is None:
-            return frozenset()
-        return frozenset(int(e) for e, x in self.curator.evidence.items() if x.changed_at is not None)
+    def observe(self, index: int, contributions: dict[ExperienceId, float]) -> None:
+        """A settled trial's contributions to the quarantine book; the quarantines and changes it made."""
+        assert self.curator is not None
+        if not self.curator.observe(f"d{index}", contributions):
+            return
+        known = {e for e, _ in self.quarantines}
+        self.quarantines += [(int(e), index) for e in self.curator.quarantined if e not in known]
+        self.quarantined = frozenset(int(e) for e in self.curator.quarantined)
+        self.changed = frozenset(int(e) for e, x in self.curator.evidence.items() if x.changed_at is not None)
 
     def regime(self, experience: int) -> tuple[float, float | None, int] | None:
         """The value learnt since a detected change (method 4.14), or None."""
@@ -180,7 +184,6 @@ class Cohort:
         self.opens: list[list[bool]] = [[] for _ in self.worlds]
         self.statistics: list[list[float]] = [[] for _ in self.worlds]
         self.omegas: list[list[float]] = [[] for _ in self.worlds]
-        self.cache = SpectraCache()
         self.values: list[dict[int, float]] = []
         self._designs: dict[int, tuple[int, ...]] = {}
         self._ran = False
@@ -200,7 +203,7 @@ class Cohort:
                 self._decide(position)
             else:
                 self._settle(position)
-        refit_learners([world.learner for world in self.worlds], self.cache)
+        refit_learners([world.learner for world in self.worlds], SPECTRA)
         for world in self.worlds:
             self.values.append(dict(zip(world.experiences, world.learner.predictions(world.experiences), strict=True)))
 
@@ -230,7 +233,7 @@ class Cohort:
         for world in self.worlds:
             for experience, embedding in world.lane.contexts[position].added:
                 world.add(int(experience), embedding)
-        refit_learners([world.learner for world in self.worlds], self.cache)
+        refit_learners([world.learner for world in self.worlds], SPECTRA)
         omega, log_e, is_open, statistic = self._trust()
         selected = self._selected()
         retrieved = self._retrieve(position, omega, selected)
@@ -368,7 +371,8 @@ class Cohort:
         if not ranked:
             return out
         trust = omega if config.retrieval is RetrievalMode.VALUE_AWARE else np.zeros(omega.shape)
-        lists = [self._candidates(self.worlds[row], position, selected[row]) for row in ranked]
+        # a world at omega = 0 ranks by similarity alone (method 4.12): its values are read for its picks only
+        lists = [self._candidates(self.worlds[row], position, selected[row], trust[row] > 0.0) for row in ranked]
         width = max(len(candidates.ids) for candidates in lists)
         shape = (len(ranked), width)
         similarity, means, sds = np.zeros(shape), np.zeros(shape), np.zeros(shape)
@@ -386,15 +390,21 @@ class Cohort:
             candidates, world = lists[at], self.worlds[row]
             picked = orders[at, : min(k, len(candidates.ids))]
             ids = tuple(candidates.ids[i] for i in picked.tolist())
-            modes = {mode: values[picked] for mode, values in candidates.modes.items()}
+            if candidates.modes:
+                frozen = self._reset(
+                    world, ids, {mode: v[picked] for mode, v in candidates.modes.items()}, selected[row]
+                )
+            else:
+                frozen = self._frozen(world, ids, selected[row])
             context = world.lane.contexts[position]
             assert context.draft_for is not None
-            out[row] = (ids, np.asarray(context.draft_for(ids)), self._reset(world, ids, modes, selected[row]))
+            out[row] = (ids, np.asarray(context.draft_for(ids)), frozen)
         return out
 
-    def _candidates(self, world: _World, position: int, selected: LearnerMode) -> _Candidates:
+    def _candidates(self, world: _World, position: int, selected: LearnerMode, values: bool) -> _Candidates:
         """A world's candidates on a date, quarantined ones left out, with what the ranking reads of each
-        (MemTrial._posteriors) and each fitted mode's prediction of each (the plan freezes its picks')."""
+        (MemTrial._posteriors) and each fitted mode's prediction of each (the plan freezes its picks'); without
+        ``values`` (a ranking by similarity alone) their similarities only."""
         context = world.lane.contexts[position]
         scores = np.asarray(context.candidate_scores, dtype=np.float64)
         quarantined = world.quarantined
@@ -405,6 +415,9 @@ class Cohort:
             ids, similarity = [int(e) for e in context.candidates], scores
         size = len(ids)
         learner = world.learner
+        if not values:
+            zeros = np.zeros(size)
+            return _Candidates(ids, similarity, zeros, zeros, np.zeros(size, dtype=np.int64), zeros > 0.0, {})
         if not learner.is_fitted:
             zeros = np.zeros(size)
             modes = {mode: zeros.copy() for mode in learner.predict_modes(())}
@@ -499,10 +512,7 @@ class Cohort:
         for world, contributions in zip(worlds, learnt, strict=True):
             if world.curator is None:
                 continue
-            index = world.lane.contexts[position].index
-            world.curator.observe(f"d{index}", contributions)
-            known = {e for e, _ in world.quarantines}
-            world.quarantines += [(int(e), index) for e in world.curator.quarantined if e not in known]
+            world.observe(world.lane.contexts[position].index, contributions)
 
     # -- what a member reads ----------------------------------------------------------------------
     def trajectory(self, index: int, walk: Walk, projected: bool) -> Trajectory:

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.context import DateContext
-from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked
+from backtest.methods.base import HALF, Method, Outcome, Scoring, Trajectory, Walk, stacked, without_quarantined
 from memtrial.action.fallback import GRID, FallbackVariant, choices_after, running_sums
 from memtrial.curation import RetrievalMode
 from memtrial.engine.config import ReferenceSource
@@ -48,8 +48,10 @@ class MemTrialMethod(Method):
             retrieved = tuple(int(p.experience_id) for p in picks)
             return retrieved, context.draft_for(retrieved)
         if k > len(context.retrieved) and context.wide_drafts is not None:  # a saturated design's wider retrieval
-            return context.wide_retrieved[:k], context.wide_drafts
-        return context.retrieved, context.drafts
+            retrieved, drafts = context.wide_retrieved[:k], np.asarray(context.wide_drafts)
+        else:
+            retrieved, drafts = context.retrieved, context.drafts
+        return without_quarantined(retrieved, drafts, self.engine.quarantined)  # type: ignore[arg-type]
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
         for experience, embedding in context.added:

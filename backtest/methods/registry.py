@@ -91,9 +91,10 @@ MEMTRIAL_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_budget_4": {"draft_budget": 4.0},
 }
 
-#: Curation (method 4.12-4.14): the default ``memtrial`` retrieving by similarity alone, with value-aware
-#: retrieval, with quarantine (and change detection), and with both. Each takes the default's settings, so
-#: it follows them, and the run's ``--draft-budget`` as the default does.
+#: Curation (method 4.12-4.14): the default ``memtrial`` (value-aware retrieval and quarantine, with change
+#: detection) taken apart: retrieving by similarity alone without quarantine (the default before curation),
+#: value-aware retrieval alone, quarantine alone, and both (the default, named). Each takes the default's other
+#: settings, so it follows them, and the run's ``--draft-budget`` as the default does.
 QUARANTINE = QuarantineConfig(enabled=True)
 CURATION_VARIANTS: dict[str, dict[str, object]] = {
     "memtrial_similarity": {
@@ -101,8 +102,12 @@ CURATION_VARIANTS: dict[str, dict[str, object]] = {
         "retrieval": "similarity",
         "quarantine": QuarantineConfig(),
     },
-    "memtrial_value_aware": {**MEMTRIAL_VARIANTS["memtrial"], "retrieval": "value_aware"},
-    "memtrial_quarantine": {**MEMTRIAL_VARIANTS["memtrial"], "quarantine": QUARANTINE},
+    "memtrial_value_aware": {
+        **MEMTRIAL_VARIANTS["memtrial"],
+        "retrieval": "value_aware",
+        "quarantine": QuarantineConfig(),
+    },
+    "memtrial_quarantine": {**MEMTRIAL_VARIANTS["memtrial"], "retrieval": "similarity", "quarantine": QUARANTINE},
     "memtrial_curated": {**MEMTRIAL_VARIANTS["memtrial"], "retrieval": "value_aware", "quarantine": QUARANTINE},
 }
 MEMTRIAL_VARIANTS.update(CURATION_VARIANTS)

@@ -134,11 +134,8 @@ def _assemble(
 
 
 def _posterior_means(fit: ValueFit, ids: Sequence[int]) -> list[float]:
-    """``[fit.posterior(e).mean for e in ids]``, the learnt experiences read off the fit's arrays at once."""
-    rows = [fit.index.get(e) for e in ids]
-    if all(row is not None for row in rows):
-        return (fit.model.mean[rows] * fit.scale).tolist()  # type: ignore[no-any-return,index]
-    return [fit.posterior(e).mean for e in ids]
+    """``[fit.posterior(e).mean for e in ids]``, read off the fit at once (:meth:`ValueFit.posteriors`)."""
+    return fit.posteriors(ids)[0].tolist()  # type: ignore[no-any-return]
 
 
 def _key(config: EngineConfig) -> tuple[DesignKind, CreditBasis, bool]:
@@ -640,7 +637,8 @@ class MemTrialFamily:
                 else LearnerMode.IDENTITY
             )
         fit = design.final.get(mode)
-        return {e: 0.0 if fit is None else fit.posterior(e).mean for e in self.versions[-1]}
+        ids = list(self.versions[-1])
+        return dict(zip(ids, [0.0] * len(ids) if fit is None else _posterior_means(fit, ids), strict=True))
 
 
 class FamilyMember(Method):

@@ -204,8 +204,9 @@ class Evidence:
             raise InputError(f"contribution must be finite, got {contribution!r}", field="contribution")
         sign = weighted_sign(contribution, scale)
         self.n_seen += 1
-        self.wealth = [w * (1.0 + b * sign) for w, b in zip(self.wealth, BETS, strict=True)]
-        self.detector = [max(d, 1.0) * (1.0 + b * sign) for d, b in zip(self.detector, BETS, strict=True)]
+        factors = [1.0 + b * sign for b in BETS]
+        self.wealth = [w * f for w, f in zip(self.wealth, factors, strict=True)]
+        self.detector = [max(d, 1.0) * f for d, f in zip(self.detector, factors, strict=True)]
         self.n += 1
         self.total += contribution
         self.squares += contribution * contribution

@@ -33,7 +33,7 @@ class ReferenceSource(StrEnum):
 
 #: The paper's rule (method 4.1 to 4.8 as first specified): the binary prequential gate on date-centred
 #: values over the even half fraction, its closed share on the learnt anchored mixture (``ftrl``), the plain
-#: estimator. It was EngineConfig's default until the measured-best configuration replaced it, so a stored
+#: estimator, retrieval by similarity alone and no quarantine. It was EngineConfig's default until the measured-best configuration replaced it, so a stored
 #: configuration that leaves one of these keys out was written under it (:meth:`EngineConfig.from_dict`).
 PAPER_RULE: Mapping[str, Any] = MappingProxyType(
     {
@@ -43,6 +43,8 @@ PAPER_RULE: Mapping[str, Any] = MappingProxyType(
         "action": ActionRule.GATE,
         "credit": CreditBasis.CENTRED,
         "robust": False,
+        "retrieval": RetrievalMode.SIMILARITY,
+        "quarantine": QuarantineConfig(),
     }
 )
 
@@ -58,7 +60,9 @@ class EngineConfig:
     The defaults are the configuration the PlantedMem dev seeds measure best, the backtests' default
     ``memtrial``: the trust dial (method 4.8) with the anytime gate, on values learnt from the raw
     same-day contrasts, over the odd half fraction (``fold``: every retrieved experience drafted alone,
-    2**(k-1) = 8 drafts at k = 4), its closed share on the reference (``fallback="ref"``). A new REST
+    2**(k-1) = 8 drafts at k = 4), its closed share on the reference (``fallback="ref"``), retrieving by
+    similarity and learnt value as far as trust allows (``retrieval="value_aware"``, method 4.12) and keeping
+    credibly harmful experiences in quarantine (``quarantine`` on at level 0.05, method 4.13-4.14). A new REST
     agent takes the same (:func:`default_setting`); :data:`PAPER_RULE` spells the paper's rule.
 
     design: the fraction of the subsets drafted (method 4.1): ``fold`` (the odd half), ``half`` (the
@@ -88,7 +92,8 @@ class EngineConfig:
     retrieval: ``similarity`` (cosine alone) or ``value_aware`` (similarity and learned values, weighed by
     the trust evidence; method 4.12).
     quarantine: the test that keeps credibly harmful experiences out of retrieval and detects lessons
-    gone stale (:class:`~memtrial.curation.QuarantineConfig`; method 4.13, 4.14). Off by default.
+    gone stale (:class:`~memtrial.curation.QuarantineConfig`; method 4.13, 4.14). On by default, at the
+    false discovery rate 0.05.
     """
 
     k: int = 4
@@ -107,8 +112,8 @@ class EngineConfig:
     draft_budget: float | None = None
     reference: ReferenceSource = ReferenceSource.GIVEN
     draft_horizon: int | None = None
-    retrieval: RetrievalMode = RetrievalMode.SIMILARITY
-    quarantine: QuarantineConfig = field(default_factory=QuarantineConfig)
+    retrieval: RetrievalMode = RetrievalMode.VALUE_AWARE
+    quarantine: QuarantineConfig = field(default_factory=lambda: QuarantineConfig(enabled=True))
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
@@ -184,8 +189,8 @@ class EngineConfig:
             **({} if self.draft_budget is None else {"draft_budget": self.draft_budget}),
             **({} if self.reference is ReferenceSource.GIVEN else {"reference": self.reference.value}),
             **({} if self.draft_horizon is None else {"draft_horizon": self.draft_horizon}),
-            **({} if self.retrieval is RetrievalMode.SIMILARITY else {"retrieval": self.retrieval.value}),
-            **({} if self.quarantine == QuarantineConfig() else {"quarantine": self.quarantine.to_dict()}),
+            **({} if self.retrieval is PAPER_RULE["retrieval"] else {"retrieval": self.retrieval.value}),
+            **({} if self.quarantine == PAPER_RULE["quarantine"] else {"quarantine": self.quarantine.to_dict()}),
         }
 
     @classmethod
@@ -195,7 +200,7 @@ class EngineConfig:
         as it was made."""
         values = {name: value for name, value in PAPER_RULE.items() if name != "gate"} | dict(data)
         values["gate"] = GateConfig.from_dict(values["gate"])
-        if "quarantine" in values:
+        if isinstance(values["quarantine"], Mapping):
             values["quarantine"] = QuarantineConfig.from_dict(values["quarantine"])
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])

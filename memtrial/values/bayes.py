@@ -452,3 +452,7 @@ class BayesLearner:
 
     def predict(self, experience_id: Hashable) -> float:
         return self.posterior(experience_id).mean if self.is_fitted else 0.0
+
+    def predictions(self, experience_ids: Sequence[Hashable]) -> list[float]:
+        """:meth:`predict` of each of ``experience_ids`` (the engine reads a plan's or every experience's at once)."""
+        return [self.predict(experience_id) for experience_id in experience_ids]

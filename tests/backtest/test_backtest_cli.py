@@ -151,7 +151,8 @@ def test_forecast_command_runs_scored_decisions_and_writes_its_table(tmp_path):
     }
     assert methods["memtrial"]["mean_utility"] > methods["no_memory"]["mean_utility"]  # the useful experiences are used
     calls = {m: cell["draft_calls_per_decision"] for m, cell in methods.items()}
-    assert calls["memtrial"] == calls["counterfactual_argmax"] == 8 and calls["no_memory"] == 1
+    # the default quarantines credibly misleading experiences: a plan without them drafts the subsets of those left
+    assert calls["memtrial"] <= calls["counterfactual_argmax"] == 8 and calls["no_memory"] == 1
     assert all(calls[f"memtrial_budget_{b}"] <= b for b in (2, 3, 4))
     assert all(-2.0 <= m["mean_utility"] <= 0.0 for m in methods.values())  # minus a Brier score
     assert document["value_recovery"] > 0

@@ -120,7 +120,7 @@ def test_plan_and_rank_refuse_a_retired_candidate():
 
 
 def test_retrieval_changed_mid_life_is_logged_and_survives_the_state():
-    engine = _engine()
+    engine = _engine(retrieval="similarity")
     entry = engine.change_settings({"retrieval": "value_aware"})
     assert entry is not None and entry.kind == LogKind.SETTINGS
     assert entry.payload["changes"] == {"retrieval": {"old": "similarity", "new": "value_aware"}}
@@ -130,7 +130,7 @@ def test_retrieval_changed_mid_life_is_logged_and_survives_the_state():
 
 
 def test_quarantine_turned_on_and_off_mid_life_is_logged_as_json_and_the_book_follows():
-    engine = _engine()
+    engine = _engine(quarantine=QuarantineConfig())
     assert engine.curator is None
     entry = engine.change_settings({"quarantine": {"enabled": True, "level": 0.2}})
     assert entry is not None
@@ -170,7 +170,7 @@ def test_a_bad_curation_setting_names_the_field_and_changes_nothing(changes, fie
 
 def test_a_correction_replays_the_quarantine_book_only_from_where_it_was_turned_on():
     values = {"bad": -1.0, "g1": 0.3, "g2": 0.3, "g3": 0.3}
-    engine = MemTrial(gamma=5.0, design="half")
+    engine = MemTrial(gamma=5.0, design="half", quarantine=QuarantineConfig())
     for name in values:
         engine.add_experience(name)
     rng = np.random.default_rng(0)

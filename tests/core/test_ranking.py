@@ -174,7 +174,14 @@ def test_value_aware_engine_at_full_trust_retrieves_a_valuable_distant_experienc
     rng = np.random.default_rng(7)
     context = np.array([1.0, 0.0, 0.0])
     engines = {
-        mode: MemTrial(gamma=5.0, k=4, retrieval=mode, gate=GateConfig(test=GateTest.NONE), design=SCORED_DESIGN)
+        mode: MemTrial(
+            gamma=5.0,
+            k=4,
+            retrieval=mode,
+            gate=GateConfig(test=GateTest.NONE),
+            design=SCORED_DESIGN,
+            quarantine=QuarantineConfig(),  # the retrieval alone: "a" stays retrievable
+        )
         for mode in ("similarity", "value_aware")
     }
     for engine in engines.values():

@@ -70,8 +70,11 @@ def test_correcting_the_second_of_ten_portfolio_decisions_equals_a_right_settlem
         if action == "dial"
         else {"test": "prequential", "alpha": 0.05, "min_scores": 3}
     )
-    corrected = client.create_agent(f"corrected-{action}", "balanced", UNIVERSE, gate=gate, action=action)
-    truthful = client.create_agent(f"truthful-{action}", "balanced", UNIVERSE, gate=gate, action=action)
+    # retrieval by similarity: the plans made after the wrong outcome are those a right settlement would have
+    # made (value-aware retrieval ranks by the values of its time, and a plan made stands: method 4.10)
+    settings = {"gate": gate, "action": action, "retrieval": "similarity"}
+    corrected = client.create_agent(f"corrected-{action}", "balanced", UNIVERSE, **settings)
+    truthful = client.create_agent(f"truthful-{action}", "balanced", UNIVERSE, **settings)
     for agent in (corrected, truthful):
         client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
     outcomes = _world_portfolio(client, corrected["id"], wrong_at=1)

@@ -84,7 +84,7 @@ def test_new_agents_take_the_cores_curation_defaults_and_show_them(client):
 
 
 def test_retrieval_and_quarantine_change_mid_life_logged_and_kept_across_restarts(client, app):
-    agent = client.create_agent("fund", "balanced", UNIVERSE)
+    agent = client.create_agent("fund", "balanced", UNIVERSE, retrieval="similarity", quarantine={"enabled": False})
     updated = client.update_agent(agent["id"], retrieval="value_aware", quarantine={"enabled": True})
     assert updated["retrieval"] == "value_aware" and updated["gate_hash"] == agent["gate_hash"]
     assert updated["quarantine"].model_dump() == QuarantineConfig(enabled=True).to_dict()
@@ -154,7 +154,8 @@ def test_curation_settings_chosen_at_creation_come_back_from_the_stored_state(cl
 
 
 def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_verified_log_entries(client, app):
-    agent, names = scored_agent(client, quarantine={"enabled": True, "level": 0.2})
+    # similarity retrieval keeps trying the harmful lesson (value-aware retrieval would demote it untested)
+    agent, names = scored_agent(client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2})
     harmful = names["harmful"]
     taken = drive_until_quarantined(client, agent["id"], names, limit=40)
     assert taken < 40, taken
