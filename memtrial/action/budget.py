@@ -83,7 +83,7 @@ SOLO_TRUST = 0.5
 
 #: R, the share of a horizon's lending held back from the first trials for trials later within it (chosen on
 #: PlantedMem's dev seeds, method 4.11; 0 lends it all at once: trials first, none after them)
-RESERVE = 0.0
+RESERVE = 0.25
 
 #: an experience whose value rests on fewer contributions than this is fresh: a plan that retrieves one may
 #: take its trial early (method 4.11; chosen on the dev seeds)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from memtrial import EngineConfig, MemTrial
+from memtrial.curation import QuarantineConfig
 from memtrial.errors import ConfigError, InputError
 from memtrial.trust.gate import GateConfig
 
@@ -15,7 +16,10 @@ LESSONS = "abcdef"
 
 
 def engine_of(budget=None, reference="given", action="dial", bets=None, **settings):
+    """An engine at ``budget`` on these tests' worlds, which retrieve by themselves (no value-aware ranking,
+    no quarantine to leave an experience out: the budget's rules are the same with both)."""
     gate = GateConfig(test="anytime", alpha=ALPHA, **({} if bets is None else {"bets": bets}))
+    settings = {"retrieval": "similarity", "quarantine": QuarantineConfig(), **settings}
     config = EngineConfig(
         investor="balanced",
         action=action,
@@ -182,12 +186,17 @@ def test_a_horizon_spends_its_trials_first_and_stays_within_the_budget_over_it(b
     assert spent[horizon - 1] <= budget * horizon + 1e-9
     assert spent[-1] <= budget * n + 1e-9
     trials = [t for t, (p, _, _) in enumerate(steps) if p.trial]
-    first = [t for t in trials if t < horizon]
-    assert first == list(range(len(first))), "within the horizon the trials come first"
+    within = [t for t in trials if t < horizon]
+    first = [t for t in within if t < len(within) and within[: t + 1] == list(range(t + 1))]
+    assert first and first == list(range(len(first))), "within the horizon the trials start it"
+    from memtrial.action.budget import RESERVE
+
+    if RESERVE * (budget - 1.0) * horizon >= 9:  # the held-back share buys a trial: trials recur later on
+        assert len(within) > len(first) and within[-1] >= horizon // 2, "the held-back share buys trials later on"
     if reference == "given":  # every exploiting plan one call: the surplus buys (B - 1) H / 7 trials of 8
-        assert len(first) >= int((budget - 1.0) * horizon // 8) - 1
+        assert len(within) >= int((budget - 1.0) * horizon // 8) - 1
     running = walk(engine_of(budget, reference=reference), world(11, n, tilt=0.0))
-    assert len(first) >= sum(p.trial for p, _, _ in running[:horizon])  # at least as many trials as without one
+    assert len(first) >= sum(p.trial for p, _, _ in running[: len(first)])  # at least as early as without one
 
 
 @pytest.mark.parametrize("horizon", [0, -3, 2.5, True, "60"])
@@ -413,3 +422,72 @@ def test_plan_budget_returns_the_new_credit_and_leaves_the_given_one_unchanged()
     assert credit == DraftCredit(credit=3.0, calls=10, decisions=4)
     unlimited = plan_budget(credit, None, None, design, needs_reference=False, memory=memory, pairs=True, blends=False)
     assert (unlimited.trial, unlimited.masks, unlimited.credit) == (True, (1, 2, 4, 7), credit)
+
+
+def test_a_plan_retrieving_a_fresh_experience_takes_its_trial_from_the_held_back_share():
+    from memtrial.action.budget import FRESH_AHEAD, RESERVE, DraftCredit, plan_budget
+
+    design = [3, 5, 6, 9, 10, 12, 15, 0]  # eight runs
+    later = 40  # decisions the horizon has after this one: it could lend 2 * 40 = 80 calls, and holds back 20
+    credit = DraftCredit(credit=-56.0, decisions=10)
+    assert RESERVE * 2.0 * later >= FRESH_AHEAD * 8 - 4  # what is held back covers most of two trials early
+    asked: list[bool] = []
+
+    def plan(fresh: bool):
+        def ask() -> bool:
+            asked.append(fresh)
+            return fresh
+
+        return plan_budget(
+            credit,
+            3.0,
+            10 + later + 1,
+            design,
+            needs_reference=False,
+            memory=lambda: (None, 0.0),
+            pairs=False,
+            blends=True,
+            fresh=ask,
+        )
+
+    # the share lent now (-56 + 3 + 60 = 7 calls) does not cover the eight runs; a fresh plan may take more
+    assert plan(True).trial and not plan(False).trial and asked == [True, False]
+    asked.clear()
+    rich = DraftCredit(credit=0.0, decisions=10)
+    trial = plan_budget(
+        rich,
+        3.0,
+        10 + later + 1,
+        design,
+        needs_reference=False,
+        memory=lambda: (None, 0.0),
+        pairs=False,
+        blends=True,
+        fresh=lambda: asked.append(True) or False,
+    )
+    assert trial.trial and asked == []  # a trial on schedule never asks
+
+
+@pytest.mark.parametrize("budget", [2.0, 3.0])
+def test_fresh_experiences_at_every_decision_keep_the_calls_within_the_budget(budget):
+    """Every plan retrieves experiences never seen before, so every plan that may take a trial early does: the
+    calls still stay within B n + (B - 1) max(H - n, 0) after every decision n, and every decision keeps a call."""
+    horizon, n = 50, 60
+    engine = engine_of(budget, draft_horizon=horizon)
+    rng = np.random.default_rng(5)
+    calls = []
+    for t in range(n):
+        ids = [f"new{t}_{j}" for j in range(4)]
+        for experience in ids:
+            engine.add_experience(experience)
+        plan = engine.plan(f"d{t}", time=20 * t, maturity=20 * t + 20, retrieved=ids, n_assets=3)
+        engine.decide(f"d{t}", rng.dirichlet(np.ones(3), size=len(plan.masks)))
+        engine.settle(f"d{t}", np.cumprod(1.0 + rng.normal(0.0, 0.01, size=(20, 3)), axis=0))
+        calls.append(plan.draft_calls)
+    spent = np.cumsum(calls)
+    done = np.arange(1, n + 1)
+    assert np.all(np.asarray(calls) >= 1)
+    assert np.all(spent <= budget * done + (budget - 1.0) * np.maximum(horizon - done, 0) + 1e-9)
+    trials = [t for t, c in enumerate(calls) if c == 8]
+    steady = walk(engine_of(budget, draft_horizon=horizon), world(5, n, tilt=0.0))  # experiences seen again
+    assert len(trials) >= sum(p.trial for p, _, _ in steady)  # fresh plans take their trials, not fewer
