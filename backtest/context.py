@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,8 +28,8 @@ class DateContext:
     assets: the date's universe (empty in PlantedMem, whose four classes never change).
     candidates: every experience a method may retrieve on the date (PlantedMem), with its retrieval
     score in ``candidate_scores`` (higher is closer; ``retrieved`` is their top four);
-    ``draft_for(retrieved)`` gives the (2**k, n) drafts of every mask of any retrieval of k of them
-    (None: the world drafts only for its own retrieval).
+    ``draft_for(retrieved)`` gives the (2**k, n) drafts of every mask of any retrieval of k of them, and
+    ``draft_for(retrieved, masks)`` those masks' only (None: the world drafts only for its own retrieval).
     """
 
     index: int
@@ -50,4 +50,4 @@ class DateContext:
     wide_drafts: NDArray[np.float64] | None = None  # (2**len(wide_retrieved), n) the draft of every mask of it
     candidates: tuple[int, ...] = ()
     candidate_scores: NDArray[np.float64] | None = None
-    draft_for: Callable[[Sequence[int]], NDArray[np.float64]] | None = None
+    draft_for: Callable[..., NDArray[np.float64]] | None = None

@@ -333,7 +333,7 @@ class PlantedMemWorld:
             added=self._added(date),
             candidates=tuple(int(e) for e in np.flatnonzero(available)),
             candidate_scores=self.scores[date][available],
-            draft_for=lambda retrieved: self.draft_for(date, retrieved),
+            draft_for=lambda retrieved, masks=None: self.draft_for(date, retrieved, masks),
         )
 
     def _added(self, date: int) -> tuple[tuple[int, NDArray[np.float64]], ...]:
@@ -342,16 +342,25 @@ class PlantedMemWorld:
             return ()
         return tuple((int(e), self.poison_features[i]) for i, e in enumerate(self.poisoned))
 
-    def draft_for(self, date: int, retrieved: Sequence[int]) -> NDArray[np.float64]:
+    def draft_for(self, date: int, retrieved: Sequence[int], masks: Sequence[int] | None = None) -> NDArray[np.float64]:
         """(2**k, n): the date's draft of every mask of a retrieval of k experiences (rank order): mask m
         tilts the date's base m by the mean pointer of its members; the similarity top four's (and the
-        wider retrieval's) are the drafts above."""
+        wider retrieval's) are the drafts above. ``masks``: those masks' drafts only, (len(masks), n), each
+        row the one of every mask's."""
         members = np.asarray(retrieved, dtype=np.int64)
         if members.size > self.bases.shape[1].bit_length() - 1:
             raise ConfigError(f"a retrieval holds at most {WIDE} experiences, got {members.size}", field="retrieved")
         classes = self.pointer_all[date, members][None, :]
-        pointers = self._pointers(classes)
-        return np.asarray(self._tilt(self.bases[date : date + 1, : 1 << members.size], pointers)[0])
+        if masks is None:
+            pointers = self._pointers(classes)
+            return np.asarray(self._tilt(self.bases[date : date + 1, : 1 << members.size], pointers)[0])
+        rows = np.asarray(masks, dtype=np.int64)
+        onehot = np.eye(self.n_assets)[classes]  # (1, k, n)
+        shares = _member_shares(members.size)[:, rows]
+        pointers = np.zeros((1, rows.size, self.n_assets))
+        for j in range(members.size):  # as _pointers adds them, mask by mask
+            pointers += shares[j][None, :, None] * onehot[:, j][:, None, :]
+        return np.asarray(self._tilt(self.bases[date : date + 1, rows], pointers)[0])
 
     def outcome(self, date: int) -> NDArray[np.float64]:
         """(20, n) class levels over the hold relative to the decision close."""

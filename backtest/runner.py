@@ -27,7 +27,7 @@ import numpy as np
 from backtest.context import DateContext
 from backtest.market import Market
 from backtest.methods.base import HALF, Method, Scoring, Walk
-from backtest.methods.cohort import Cohort, Lane
+from backtest.methods.cohort import Cohort, Lane, learning_key
 from backtest.methods.registry import (
     BUDGETED,
     MEMTRIAL_VARIANTS,
@@ -356,10 +356,10 @@ def _prepare(spec: WorldSpec, market: Any, perturb: tuple[int, int, float] | Non
 
 
 def _cohorts(prepared: Sequence[_Prepared]) -> list[dict[str, Method]]:
-    """Per world, the MemTrial variants a cohort walks (:mod:`backtest.methods.cohort`), each cohort walking one
-    variant in every world of ``prepared`` that shares its configuration and calendar (their worlds' steps are
-    computed together; each world's result is what it gets alone)."""
-    groups: dict[tuple[str, EngineConfig, tuple[tuple[int, int], ...]], list[int]] = {}
+    """Per world, the MemTrial variants a cohort walks (:mod:`backtest.methods.cohort`): one cohort walks every
+    world of ``prepared`` that asks for variants learning alike (:func:`~backtest.methods.cohort.learning_key`)
+    on one calendar, their worlds' steps computed together (each world's result is what it gets alone)."""
+    groups: dict[tuple[object, ...], tuple[dict[str, EngineConfig], list[int]]] = {}
     for index, ready in enumerate(prepared):
         spec = ready.spec
         if spec.engine != "replay" or spec.value_model == "bayes":
@@ -369,14 +369,20 @@ def _cohorts(prepared: Sequence[_Prepared]) -> list[dict[str, Method]]:
             if method_id not in MEMTRIAL_VARIANTS:
                 continue
             config = memtrial_config(method_id, ready.world, ready.scoring, spec.draft_budget)
-            if not replays(config) and cohort_walks(ready.world, config):
-                groups.setdefault((method_id, config, dates), []).append(index)
+            if replays(config) or not cohort_walks(ready.world, config):
+                continue
+            configs, members = groups.setdefault((learning_key(config), dates), ({}, []))
+            configs[method_id] = config
+            if not members or members[-1] != index:
+                members.append(index)
     served: list[dict[str, Method]] = [{} for _ in prepared]
-    for (method_id, config, _), members in groups.items():
+    for configs, members in groups.values():
         lanes = [Lane(prepared[i].presented, prepared[i].rels.__getitem__, prepared[i].world.features) for i in members]
-        cohort = Cohort(method_id, config, prepared[members[0]].scoring, lanes)
-        for index, member in zip(members, cohort.members(), strict=True):
-            served[index][method_id] = member
+        cohort = Cohort(configs, prepared[members[0]].scoring, lanes)
+        for method_id in configs:
+            for index, member in zip(members, cohort.members(method_id), strict=True):
+                if method_id in prepared[index].method_ids:
+                    served[index][method_id] = member
     return served
 
 

@@ -15,6 +15,10 @@ the trust weights and the dial's combinations, and the settlements' utilities, c
 gains, each an array over the worlds. What is per world by nature stays per world: its quarantine book, its
 draft credit, its learner's running statistics and the drafts of its retrieval.
 
+Variants that differ only in what they play from the same plans (the reference of the closed share and the
+fallback: :func:`learning_key`) learn the same things, so one walk serves them all when none has a draft
+budget (whose trials follow what it spends): the default and its memory-free-reference twin, say.
+
 Every number comes from the core's own functions, which give each item of a batch exactly its result
 alone, so each world's decisions, gate states, values, retrievals and quarantines are those of a
 :class:`~memtrial.engine.lifecycle.MemTrial` engine walked through that world alone
@@ -23,15 +27,16 @@ alone, so each world's decisions, gate states, values, retrievals and quarantine
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from backtest.context import DateContext
-from backtest.methods.base import Method, Scoring, Trajectory, Walk, calendar, stacked
+from backtest.methods.base import Method, Scoring, Trajectory, Walk, calendar, stacked, without_quarantined
 from memtrial.action.budget import FRESH_CONTRIBUTIONS, DraftCredit, dial_memory_rows, exploit_weights, plan_budget
 from memtrial.action.fallback import GRID, AnchoredMixture, FallbackVariant
 from memtrial.action.rule import ActionRule, dial_combination, dial_gains, dial_weights, noise_gains
@@ -51,7 +56,7 @@ from memtrial.values.fayherriot import SpectraCache
 #: several investors learn from the same contributions until their plans part (in a null regime, never)
 SPECTRA = SpectraCache()
 
-__all__ = ["Cohort", "CohortMember", "Lane", "serves"]
+__all__ = ["Cohort", "CohortMember", "Lane", "learning_key", "serves"]
 
 MODES = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
 
@@ -59,6 +64,14 @@ MODES = (LearnerMode.IDENTITY, LearnerMode.CONTENT)
 def serves(config: EngineConfig) -> bool:
     """Whether a cohort walks a configuration: the trust dial (method 4.8) under the anytime test or none."""
     return config.action is ActionRule.DIAL and config.gate.test in (GateTest.ANYTIME, GateTest.NONE)
+
+
+def learning_key(config: EngineConfig) -> EngineConfig | tuple[EngineConfig]:
+    """What a variant's walk learns from: its configuration less the reference and the fallback, which change
+    only what is played; a variant at a draft budget is its own (what it plays decides what it can afford)."""
+    if config.draft_budget is not None:
+        return (config,)
+    return replace(config, reference=ReferenceSource.GIVEN, fallback=FallbackVariant.REF)
 
 
 @dataclass(eq=False)
@@ -73,23 +86,27 @@ class Lane:
 
 @dataclass(slots=True)
 class _Plan:
-    """What one world's plan froze and played: the experiences, the drafted masks (a reference draft outside
-    the design last), whether it learns, its predictions (selected mode, then every fitted mode), its drafts,
-    reference and previous book, and the weights played."""
+    """What one world's plan froze: the experiences, the designed masks, whether it learns, its predictions
+    (selected mode, then every fitted mode), the design's drafts, the previous book, and each variant's
+    reference (what its closed share and fallback read)."""
 
     ids: tuple[int, ...]
     masks: tuple[int, ...]
-    design_rows: int
     trial: bool
     predictions: NDArray[np.float64]
     modes: dict[LearnerMode, NDArray[np.float64]]
     drafts: NDArray[np.float64]
-    reference: NDArray[np.float64]
     previous: NDArray[np.float64]
-    weights: NDArray[np.float64] = field(default_factory=lambda: np.zeros(0))
+    references: list[NDArray[np.float64]] = field(default_factory=list)
 
 
 _Frozen = tuple[NDArray[np.float64], dict[LearnerMode, NDArray[np.float64]]]  # (selected mode's, every mode's)
+Draw = Callable[[Sequence[int]], NDArray[np.float64]]  # the drafts of the given masks of a plan's retrieval
+
+
+def _rows(drafts: NDArray[np.float64]) -> Draw:
+    """The drafts of a retrieval's masks, read off its array of every mask's."""
+    return lambda masks: drafts[list(masks)]
 
 
 @dataclass(slots=True)
@@ -109,7 +126,7 @@ class _Candidates:
 class _World:
     """One world's engine state in a cohort (what a MemTrial engine holds, less its log and history)."""
 
-    def __init__(self, config: EngineConfig, lane: Lane) -> None:
+    def __init__(self, config: EngineConfig, lane: Lane, players: Sequence[EngineConfig]) -> None:
         self.lane = lane
         self.learner = EmpiricalBayesLearner(
             config.learner,
@@ -119,13 +136,15 @@ class _World:
         )
         self.curator = Curator(config.quarantine) if config.quarantine.enabled else None
         self.credit = DraftCredit()
-        self.fallback = AnchoredMixture(config.fallback)
+        self.fallbacks = [AnchoredMixture(player.fallback) for player in players]
         self.experiences: list[int] = []
         self.plans: dict[int, _Plan] = {}
-        self.weights: list[NDArray[np.float64]] = [np.zeros(0)] * len(lane.contexts)
+        self.weights: list[list[NDArray[np.float64]]] = [[np.zeros(0)] * len(lane.contexts) for _ in players]
         self.retrievals: list[tuple[int, ...]] = []
-        self.calls: list[int] = []
+        self.calls: list[list[int]] = [[] for _ in players]
         self.quarantines: list[tuple[int, int]] = []
+        self.revision = 0  # counts what changes the values read: contributions, experiences, the book
+        self.read: tuple[tuple[object, ...], _Candidates] | None = None  # the last values read, by revision
         self.quarantined: frozenset[int] = frozenset()  # in quarantine now
         self.changed: frozenset[int] = frozenset()  # with a detected change (values learnt since it: method 4.14)
         for experience, z in enumerate(lane.features):
@@ -134,10 +153,17 @@ class _World:
     def add(self, experience: int, embedding: NDArray[np.float64]) -> None:
         self.learner.add_features(experience, np.asarray(embedding, dtype=np.float64))
         self.experiences.append(experience)
+        self.revision += 1
+
+    def learn(self, decision: str, contributions: dict[ExperienceId, float]) -> None:
+        """A settled trial's contributions to the learner (and, its quarantine on, to its book)."""
+        self.learner.update(decision, contributions)
+        self.revision += 1
 
     def observe(self, index: int, contributions: dict[ExperienceId, float]) -> None:
         """A settled trial's contributions to the quarantine book; the quarantines and changes it made."""
         assert self.curator is not None
+        self.revision += 1  # the values learnt since a change move with every contribution
         if not self.curator.observe(f"d{index}", contributions):
             return
         known = {e for e, _ in self.quarantines}
@@ -159,19 +185,25 @@ class _World:
 
 
 class Cohort:
-    """One MemTrial variant (``config``) walked through every world of ``lanes`` at once, the worlds sharing
-    one calendar (the same sessions and maturities). :meth:`run` walks them; :meth:`members` gives each world's
-    method."""
+    """MemTrial variants (``configs``: method id -> configuration, one :func:`learning_key`) walked through every
+    world of ``lanes`` at once, the worlds sharing one calendar (the same sessions and maturities). :meth:`run`
+    walks them; :meth:`members` gives each world's method of a variant."""
 
-    def __init__(self, method_id: str, config: EngineConfig, scoring: Scoring, lanes: Sequence[Lane]) -> None:
-        if not serves(config):
-            raise ValueError(f"a cohort walks the trust dial under the anytime test or none, not {method_id!r}")
-        self.id, self.config, self.scoring, self.lanes = method_id, config, scoring, list(lanes)
+    def __init__(self, configs: Mapping[str, EngineConfig], scoring: Scoring, lanes: Sequence[Lane]) -> None:
+        self.players = list(configs.values())
+        self.ids = list(configs)
+        for method_id, config in configs.items():
+            if not serves(config):
+                raise ValueError(f"a cohort walks the trust dial under the anytime test or none, not {method_id!r}")
+            if learning_key(config) != learning_key(self.players[0]):
+                raise ValueError(f"variant {method_id!r} learns otherwise than {self.ids[0]!r}: walk it apart")
+        config = self.players[0]
+        self.config, self.scoring, self.lanes = config, scoring, list(lanes)
         first = [(c.session, c.maturity) for c in self.lanes[0].contexts]
         for lane in self.lanes[1:]:
             if [(c.session, c.maturity) for c in lane.contexts] != first:
                 raise ValueError("the worlds of a cohort must share one calendar")
-        self.worlds = [_World(config, lane) for lane in self.lanes]
+        self.worlds = [_World(config, lane, self.players) for lane in self.lanes]
         size = len(self.worlds)
         bets = np.asarray(config.gate.bets, dtype=np.float64)
         self.bets = bets
@@ -188,9 +220,11 @@ class Cohort:
         self._designs: dict[int, tuple[int, ...]] = {}
         self._ran = False
 
-    def members(self) -> list[CohortMember]:
-        """Each world's method, in the order of the lanes (they walk the cohort when first asked)."""
-        return [CohortMember(self.scoring, self.id, self, index) for index in range(len(self.worlds))]
+    def members(self, method_id: str) -> list[CohortMember]:
+        """Each world's method of the variant ``method_id``, in the order of the lanes (they walk the cohort
+        when first asked)."""
+        player = self.ids.index(method_id)
+        return [CohortMember(self.scoring, method_id, self, index, player) for index in range(len(self.worlds))]
 
     # -- the walk --------------------------------------------------------------------------------
     def run(self) -> None:
@@ -259,68 +293,101 @@ class Cohort:
                     tuple(float(g) for g in gains[at]),
                     tuple(float(p) for p in pi[at]),
                 )
-        trials: list[tuple[int, _Plan, Dial, float]] = []
-        memory_free = config.reference is ReferenceSource.MEMORY_FREE
+        trials: list[tuple[int, int, _Plan, Dial, NDArray[np.float64], float]] = []
         for row, world in enumerate(self.worlds):
             context = world.lane.contexts[position]
-            ids, drafts, (predictions, modes) = retrieved[row]
-            designed, dial = designs[row], dials[row]
-            budgeted = plan_budget(
-                world.credit,
-                config.draft_budget,
-                config.draft_horizon,
-                designed,
-                needs_reference=memory_free and 0 not in designed,
-                memory=lambda row=row: memories[row],  # type: ignore[misc]
-                pairs=memory_free,
-                blends=not memory_free,
-                fresh=lambda world=world, ids=ids: any(  # type: ignore[misc]
-                    world.count(e) < FRESH_CONTRIBUTIONS for e in ids
-                ),
-            )
-            world.credit = budgeted.credit
-            masks = budgeted.masks
-            drafted = np.asarray(drafts[list(masks)], dtype=np.float64)
-            reference = drafted[masks.index(0)] if memory_free and 0 in masks else np.asarray(context.reference)
-            plan = _Plan(
-                ids,
-                masks,
-                len(masks) - int(budgeted.extra_reference),
-                budgeted.trial,
-                predictions,
-                modes,
-                drafted,
-                reference,
-                np.asarray(context.previous, dtype=np.float64),
-            )
-            world.plans[position] = plan
+            ids, draw, (predictions, modes) = retrieved[row]
             world.retrievals.append(ids)
-            world.calls.append(len(masks))
             self.opens[row].append(bool(is_open[row]))
             self.statistics[row].append(float(statistic[row]))
-            self.omegas[row].append(dial.trust_weight)
-            q = world.fallback.choose()
-            if plan.trial:
-                trials.append((row, plan, dial, q))
-            else:  # choose_exploit's rule (method 4.11)
-                share = budgeted.memory_share
-                blended = masks[-1] != 0 and 0.0 < share < 1.0
-                played = masks[-1] != 0 and not blended
-                plan.weights = drafted[-1] if played else exploit_weights(masks, drafted, q, reference, share)
-                world.weights[position] = plan.weights
+            self.omegas[row].append(dials[row].trust_weight)
+            previous = np.asarray(context.previous, dtype=np.float64)
+            if config.draft_budget is None:  # every plan a trial, each variant its reference
+                plan = self._plan(world, context, ids, draw, designs[row], predictions, modes, previous)
+                for player, reference in enumerate(plan.references):
+                    trials.append((row, player, plan, dials[row], reference, world.fallbacks[player].choose()))
+            else:
+                plan = self._budgeted(world, position, context, ids, draw, designs[row], memories[row])
+                plan.predictions, plan.modes, plan.previous = predictions, modes, previous
+                if plan.trial:
+                    trials.append((row, 0, plan, dials[row], plan.references[0], world.fallbacks[0].choose()))
+            world.plans[position] = plan
         # the trials' dial weights (choose_portfolio's rule), a batch per number of design runs and assets
-        for _, members in _groups([(plan.design_rows, plan.drafts.shape[1]) for _, plan, _, _ in trials]):
+        for _, members in _groups([plan.drafts.shape for _, _, plan, _, _, _ in trials]):
             chosen = [trials[at] for at in members]
             weights = dial_weights(
-                np.array([d.combination for _, _, d, _ in chosen]),
-                np.array([d.trust_weight for _, _, d, _ in chosen]),
-                np.array([q for _, _, _, q in chosen]),
-                np.array([p.reference for _, p, _, _ in chosen]),
-                np.array([p.drafts[: p.design_rows] for _, p, _, _ in chosen]),
+                np.array([dial.combination for _, _, _, dial, _, _ in chosen]),
+                np.array([dial.trust_weight for _, _, _, dial, _, _ in chosen]),
+                np.array([q for *_, q in chosen]),
+                np.array([reference for _, _, _, _, reference, _ in chosen]),
+                np.array([plan.drafts for _, _, plan, _, _, _ in chosen]),
             )
-            for (row, plan, _, _), played in zip(chosen, weights, strict=True):
-                plan.weights = played
-                self.worlds[row].weights[position] = played
+            for (row, player, _, _, _, _), played in zip(chosen, weights, strict=True):
+                self.worlds[row].weights[player][position] = played
+
+    def _plan(
+        self,
+        world: _World,
+        context: DateContext,
+        ids: tuple[int, ...],
+        draw: Draw,
+        designed: tuple[int, ...],
+        predictions: NDArray[np.float64],
+        modes: dict[LearnerMode, NDArray[np.float64]],
+        previous: NDArray[np.float64],
+    ) -> _Plan:
+        """A plan without a budget: the whole design, each variant's reference (a memory-free one drafts mask 0
+        beside the design where the design has none) and calls."""
+        drafted = np.asarray(draw(designed), dtype=np.float64)
+        references = []
+        for player, setting in enumerate(self.players):
+            if setting.reference is ReferenceSource.MEMORY_FREE:
+                extra = 0 not in designed
+                reference = np.asarray(draw((0,))[0], dtype=np.float64) if extra else drafted[designed.index(0)]
+            else:
+                extra, reference = False, np.asarray(context.reference)
+            world.calls[player].append(len(designed) + int(extra))
+            references.append(reference)
+        return _Plan(ids, designed, True, predictions, modes, drafted, previous, references)
+
+    def _budgeted(
+        self,
+        world: _World,
+        position: int,
+        context: DateContext,
+        ids: tuple[int, ...],
+        draw: Draw,
+        designed: tuple[int, ...],
+        memory: tuple[int | None, float],
+    ) -> _Plan:
+        """A plan at a draft budget (plan_budget's rule): a trial drafts the design (the memory-free reference
+        beside it where it is the reference), any other plan its one or two drafts, played as choose_exploit says."""
+        config = self.config
+        memory_free = config.reference is ReferenceSource.MEMORY_FREE
+        budgeted = plan_budget(
+            world.credit,
+            config.draft_budget,
+            config.draft_horizon,
+            designed,
+            needs_reference=memory_free and 0 not in designed,
+            memory=lambda: memory,
+            pairs=memory_free,
+            blends=not memory_free,
+            fresh=lambda: any(world.count(e) < FRESH_CONTRIBUTIONS for e in ids),
+        )
+        world.credit = budgeted.credit
+        masks = budgeted.masks
+        world.calls[0].append(len(masks))
+        drafted = np.asarray(draw(masks), dtype=np.float64)
+        reference = drafted[masks.index(0)] if memory_free and 0 in masks else np.asarray(context.reference)
+        rows = len(masks) - int(budgeted.extra_reference)
+        plan = _Plan(ids, masks[:rows], budgeted.trial, np.zeros(0), {}, drafted[:rows], np.zeros(0), [reference])
+        if not budgeted.trial:  # choose_exploit's rule (method 4.11)
+            q, share = world.fallbacks[0].choose(), budgeted.memory_share
+            blended = masks[-1] != 0 and 0.0 < share < 1.0
+            played = masks[-1] != 0 and not blended
+            world.weights[0][position] = drafted[-1] if played else exploit_weights(masks, drafted, q, reference, share)
+        return plan
 
     def _frozen(
         self, world: _World, ids: tuple[int, ...], selected: LearnerMode
@@ -348,26 +415,28 @@ class Cohort:
 
     def _retrieve(
         self, position: int, omega: NDArray[np.float64], selected: Sequence[LearnerMode]
-    ) -> list[tuple[tuple[int, ...], NDArray[np.float64], _Frozen]]:
+    ) -> list[tuple[tuple[int, ...], Draw, _Frozen]]:
         """Each world's retrieved experiences, the drafts of every mask of them and the plan's frozen
         predictions: its own ranking of the date's candidates where it curates and the world offers them
         (MemTrial.rank), else the world's retrieval."""
         config = self.config
         k = config.k
         curates = config.retrieval is RetrievalMode.VALUE_AWARE or config.quarantine.enabled
-        out: list[tuple[tuple[int, ...], NDArray[np.float64], _Frozen]] = []
+        out: list[tuple[tuple[int, ...], Draw, _Frozen]] = []
         ranked: list[int] = []
         for row, world in enumerate(self.worlds):
             context = world.lane.contexts[position]
             if curates and context.draft_for is not None and context.candidate_scores is not None:
                 ranked.append(row)
-                out.append(((), np.zeros(0), (np.zeros(0), {})))
+                out.append(((), _rows(np.zeros(0)), (np.zeros(0), {})))
                 continue
             if k > len(context.retrieved) and context.wide_drafts is not None:
                 ids, drafts = tuple(context.wide_retrieved[:k]), np.asarray(context.wide_drafts)
             else:
                 ids, drafts = tuple(context.retrieved), np.asarray(context.drafts)
-            out.append((ids, drafts, self._frozen(world, ids, selected[row])))
+            if world.quarantined:  # a plan may not name them: the subsets of those left are drafted
+                ids, drafts = without_quarantined(ids, drafts, sorted(world.quarantined))
+            out.append((ids, _rows(drafts), self._frozen(world, ids, selected[row])))
         if not ranked:
             return out
         trust = omega if config.retrieval is RetrievalMode.VALUE_AWARE else np.zeros(omega.shape)
@@ -398,7 +467,7 @@ class Cohort:
                 frozen = self._frozen(world, ids, selected[row])
             context = world.lane.contexts[position]
             assert context.draft_for is not None
-            out[row] = (ids, np.asarray(context.draft_for(ids)), frozen)
+            out[row] = (ids, functools.partial(context.draft_for, ids), frozen)
         return out
 
     def _candidates(self, world: _World, position: int, selected: LearnerMode, values: bool) -> _Candidates:
@@ -414,10 +483,22 @@ class Cohort:
         else:
             ids, similarity = [int(e) for e in context.candidates], scores
         size = len(ids)
-        learner = world.learner
         if not values:
             zeros = np.zeros(size)
             return _Candidates(ids, similarity, zeros, zeros, np.zeros(size, dtype=np.int64), zeros > 0.0, {})
+        key = (world.revision, selected, tuple(ids))
+        cached = world.read
+        if cached is not None and cached[0] == key:  # nothing learnt since: the values of the last read
+            return replace(cached[1], similarity=similarity)
+        candidates = self._read(world, ids, similarity, selected)
+        world.read = (key, candidates)
+        return candidates
+
+    def _read(
+        self, world: _World, ids: list[int], similarity: NDArray[np.float64], selected: LearnerMode
+    ) -> _Candidates:
+        size = len(ids)
+        learner = world.learner
         if not learner.is_fitted:
             zeros = np.zeros(size)
             modes = {mode: zeros.copy() for mode in learner.predict_modes(())}
@@ -457,24 +538,24 @@ class Cohort:
             self._learn(position, masks, size, [row for row, _ in members], [plan for _, plan in members])
 
     def _learn(self, position: int, masks: tuple[int, ...], size: int, rows: list[int], plans: list[_Plan]) -> None:
-        """The trials of one shape settled at once: utilities of every draft, the reference, the draft mean and
-        the played weights; Banzhaf contrasts; the gate's and the modes' scores; the learner, fallback, noise
-        cost and quarantine book of each world."""
+        """The trials of one shape settled at once: utilities of the design's drafts and their mean (and of each
+        variant's reference where its fallback learns from it); Banzhaf contrasts; the gate's and the modes'
+        scores; the learner, fallbacks, noise cost and quarantine book of each world."""
         config, scoring = self.config, self.scoring
         worlds = [self.worlds[row] for row in rows]
-        design = plans[0].design_rows
+        design = len(masks)
         drafts = np.array([plan.drafts for plan in plans])  # (G, runs, n)
-        means = drafts[:, :design].mean(axis=1)
-        references = np.array([plan.reference for plan in plans])
+        means = drafts.mean(axis=1)
         rel = np.array([world.lane.outcome(position) for world in worlds])
         previous = np.array([plan.previous for plan in plans])
-        books = np.concatenate(
-            [drafts, references[:, None], means[:, None], np.array([plan.weights for plan in plans])[:, None]], axis=1
-        )
+        learning = [
+            p for p, s in enumerate(self.players) if s.fallback in (FallbackVariant.FTRL, FallbackVariant.UNIFORM)
+        ]
+        references = [np.array([plan.references[player] for plan in plans]) for player in learning]
+        books = np.concatenate([drafts, means[:, None], *(r[:, None] for r in references)], axis=1)
         scores = utilities_by_date(normalised(books), rel, previous, scoring.gamma, scoring.fee_bp)
-        runs = len(masks)
-        utilities, reference_u, mean_u = scores[:, :design], scores[:, runs], scores[:, runs + 1]
-        checked = validate_masks(list(masks[:design]), size)
+        utilities, mean_u = scores[:, :design], scores[:, design]
+        checked = validate_masks(list(masks), size)
         included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
         n_in = included.sum(axis=0)
         contrasts = contributions_by_date(utilities, included, n_in, design - n_in)
@@ -500,26 +581,25 @@ class Cohort:
             for plan, row in zip(plans, contrasts, strict=True)
         ]
         for world, contributions in zip(worlds, learnt, strict=True):
-            world.learner.update(f"d{position}", contributions)
-        if config.fallback in (FallbackVariant.FTRL, FallbackVariant.UNIFORM):  # q is fixed for ref and ens
-            mixtures = mixture_utilities_by_date(references, means, rel, previous, scoring.gamma, scoring.fee_bp, GRID)
-            for world, mixture, reference, mean in zip(worlds, mixtures, reference_u.tolist(), mean_u.tolist()):
-                world.fallback.update(mixture, reference, mean)
+            world.learn(f"d{position}", contributions)
+        for column, (player, reference) in enumerate(zip(learning, references, strict=True)):  # q: ref, ens fixed
+            mixtures = mixture_utilities_by_date(reference, means, rel, previous, scoring.gamma, scoring.fee_bp, GRID)
+            reference_u = scores[:, design + 1 + column].tolist()
+            for world, mixture, utility, mean in zip(worlds, mixtures, reference_u, mean_u.tolist(), strict=True):
+                world.fallbacks[player].update(mixture, utility, mean)
         gains = noise_gains(utilities, mean_u)
         if gains is not None:
             self.noise_count[at] += 1
             self.noise_total[at] += gains
         for world, contributions in zip(worlds, learnt, strict=True):
-            if world.curator is None:
-                continue
-            world.observe(world.lane.contexts[position].index, contributions)
+            if world.curator is not None:
+                world.observe(world.lane.contexts[position].index, contributions)
 
     # -- what a member reads ----------------------------------------------------------------------
-    def trajectory(self, index: int, walk: Walk, projected: bool) -> Trajectory:
+    def trajectory(self, index: int, player: int, walk: Walk, projected: bool) -> Trajectory:
         self.run()
-        world = self.worlds[index]
         return Trajectory(
-            walk.held_all(stacked(world.weights), projected),
+            walk.held_all(stacked(self.worlds[index].weights[player]), projected),
             np.array(self.opens[index], dtype=bool),
             np.array(self.statistics[index], dtype=np.float64),
             np.array(self.omegas[index], dtype=np.float64),
@@ -535,13 +615,13 @@ def _groups(keys: Sequence[Any]) -> list[tuple[Any, list[int]]]:
 
 
 class CohortMember(Method):
-    """One world of a :class:`Cohort`, seen by the runner as a method of its own."""
+    """One variant in one world of a :class:`Cohort`, seen by the runner as a method of its own."""
 
     uses_gate = True
 
-    def __init__(self, scoring: Scoring, method_id: str, cohort: Cohort, index: int) -> None:
+    def __init__(self, scoring: Scoring, method_id: str, cohort: Cohort, index: int, player: int = 0) -> None:
         super().__init__(scoring)
-        self.id, self._cohort, self._index = method_id, cohort, index
+        self.id, self._cohort, self._index, self._player = method_id, cohort, index, player
 
     @property
     def _world(self) -> _World:
@@ -552,7 +632,7 @@ class CohortMember(Method):
         raise TypeError(f"{self.id} is served a whole walk at once: ask for its trajectory")
 
     def trajectory(self, walk: Walk, projected: bool = True) -> Trajectory:
-        return self._cohort.trajectory(self._index, walk, projected)
+        return self._cohort.trajectory(self._index, self._player, walk, projected)
 
     def values(self) -> dict[int, float]:
         self._cohort.run()
@@ -560,11 +640,11 @@ class CohortMember(Method):
 
     def draft_calls(self, reference_calls: int) -> float | None:
         """Mean draft calls per decision its plans made (the world's reference counts when it is used)."""
-        calls = self._world.calls
+        calls = self._world.calls[self._player]
         if not calls:
             return None
-        given = 0 if self._cohort.config.reference is ReferenceSource.MEMORY_FREE else reference_calls
-        return float(np.mean(calls)) + given
+        memory_free = self._cohort.players[self._player].reference is ReferenceSource.MEMORY_FREE
+        return float(np.mean(calls)) + (0 if memory_free else reference_calls)
 
     @property
     def quarantining(self) -> bool:

@@ -15,7 +15,7 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring
-from backtest.methods.cohort import Cohort, Lane, serves
+from backtest.methods.cohort import Cohort, Lane, learning_key, serves
 from backtest.methods.credit import CounterfactualArgmax, ExpeL, FinMem, OutcomeCredit, Reflexion, UpliftCredit
 from backtest.methods.memtrial_methods import Anchored, MemTrialMethod, Oracle
 from backtest.methods.replay import families, replays
@@ -32,7 +32,7 @@ from backtest.methods.simple import (
 from backtest.world import World
 from memtrial.action.budget import budget_gate
 from memtrial.credit.design import DesignKind
-from memtrial.curation import QuarantineConfig, RetrievalMode
+from memtrial.curation import QuarantineConfig
 from memtrial.engine.config import PAPER_RULE, ReferenceSource, default_setting
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.errors import ConfigError
@@ -251,17 +251,17 @@ def build_methods(
                 for member in families(scoring, replayed, world.features, world.n_components, contexts, outcome)
             }
         )
-        walked = [
-            method_id
-            for method_id, config in configs.items()
-            if method_id not in family and cohort_walks(world, config)
-        ]
-        for method_id in walked:
+        walked: dict[object, dict[str, EngineConfig]] = {}
+        for method_id, config in configs.items():
+            if method_id in family or not cohort_walks(world, config):
+                continue
             if served is not None and method_id in served:
                 family[method_id] = served[method_id]
             else:
-                lane = Lane(contexts, outcome, world.features)
-                (family[method_id],) = Cohort(method_id, configs[method_id], scoring, [lane]).members()
+                walked.setdefault(learning_key(config), {})[method_id] = config
+        for group in walked.values():  # variants that learn alike share one walk of this world
+            cohort = Cohort(group, scoring, [Lane(contexts, outcome, world.features)])
+            family.update({method_id: cohort.members(method_id)[0] for method_id in group})
     methods = [
         family[method_id]
         if method_id in family
@@ -284,7 +284,7 @@ def build_methods(
 
 def cohort_walks(world: Any, config: EngineConfig) -> bool:
     """Whether a cohort walks a variant the replay does not serve in ``world``: the trust dial under the anytime
-    test or none (:func:`~backtest.methods.cohort.serves`), and where it curates its retrieval, a world whose
-    every retrieval has its drafts (PlantedMem's); elsewhere its online engine walks."""
-    curates = config.retrieval is RetrievalMode.VALUE_AWARE or config.quarantine.enabled
-    return serves(config) and (bool(world.offers_candidates) or not curates)
+    test or none (:func:`~backtest.methods.cohort.serves`). In a world that offers no candidates (real data: a
+    draft exists only for the world's own retrieval) a curating variant plans on that retrieval, as its engine
+    does, less its quarantined experiences."""
+    return serves(config)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from backtest.methods.base import Scoring, Walk
-from backtest.methods.cohort import Cohort, Lane
+from backtest.methods.cohort import Cohort, Lane, learning_key
 from backtest.methods.memtrial_methods import MemTrialMethod
 from backtest.methods.registry import MEMTRIAL_VARIANTS, memtrial_config
 from backtest.plantedmem import ALL_REGIMES, PlantedMemWorld
@@ -49,12 +49,19 @@ def worlds(regime, investor, seeds):
     return scoring, out
 
 
-def assert_cohort_equals_online(method_id, regime, investor="balanced", seeds=(0, 1, 2)):
+def assert_cohort_equals_online(method_ids, regime, investor="balanced", seeds=(0, 1, 2)):
+    """One cohort walks ``method_ids`` (one id, or several that learn alike) in the worlds of ``seeds``; each
+    variant in each world equals its online engine. Returns the quarantines the engines made."""
     scoring, walked = worlds(regime, investor, seeds)
-    config = memtrial_config(method_id, walked[0][0], scoring)
-    members = Cohort(method_id, config, scoring, [lane for _, _, lane in walked]).members()
+    ids = [method_ids] if isinstance(method_ids, str) else list(method_ids)
+    configs = {method_id: memtrial_config(method_id, walked[0][0], scoring) for method_id in ids}
+    cohort = Cohort(configs, scoring, [lane for _, _, lane in walked])
+    return sum(_assert_members(cohort, method_id, configs[method_id], scoring, walked) for method_id in ids)
+
+
+def _assert_members(cohort, method_id, config, scoring, walked):
     events = 0
-    for (world, walk, _), member in zip(walked, members, strict=True):
+    for (world, walk, _), member in zip(walked, cohort.members(method_id), strict=True):
         online = MemTrialMethod(scoring, method_id, config, world.features)
         expected, got = online.trajectory(walk), member.trajectory(walk)
         np.testing.assert_array_equal(np.asarray(got.weights), np.asarray(expected.weights))
@@ -81,9 +88,9 @@ def test_the_cohort_checks_see_quarantines_and_budgets_at_work():
     assert sum(assert_cohort_equals_online("memtrial_quarantine", regime) for regime in ("drift", "poisoned")) > 0
     scoring, walked = worlds("beta_0.25", "balanced", (0, 1, 2))
     config = memtrial_config("memtrial_budget_3", walked[0][0], scoring)
-    cohort = Cohort("memtrial_budget_3", config, scoring, [lane for _, _, lane in walked])
+    cohort = Cohort({"memtrial_budget_3": config}, scoring, [lane for _, _, lane in walked])
     cohort.run()
-    calls = [c for world in cohort.worlds for c in world.calls]
+    calls = [c for world in cohort.worlds for c in world.calls[0]]
     assert min(calls) <= 2 and max(calls) == 9 and np.mean(calls) <= 3.0
 
 
@@ -102,9 +109,23 @@ def test_a_cohort_gives_each_world_what_its_online_engine_gives_for_every_invest
         assert_cohort_equals_online(method_id, regime, investor, seeds=(5, 6))
 
 
+@pytest.mark.parametrize("regime", ["poisoned", "beta_0.5"])
+def test_variants_that_differ_only_in_what_they_play_share_one_walk(regime):
+    """The default and its memory-free-reference twin learn alike (the reference changes what is played, not
+    what is learnt): one cohort walks both, each its online engine; a budget does not share a walk."""
+    scoring, walked = worlds(regime, "balanced", (0, 1))
+    configs = {m: memtrial_config(m, walked[0][0], scoring) for m in ("memtrial", "memtrial_memory_free")}
+    assert learning_key(configs["memtrial"]) == learning_key(configs["memtrial_memory_free"])
+    budget = memtrial_config("memtrial_budget_3", walked[0][0], scoring)
+    assert learning_key(budget) != learning_key(configs["memtrial"])
+    with pytest.raises(ValueError, match="learns otherwise"):
+        Cohort({**configs, "memtrial_budget_3": budget}, scoring, [lane for _, _, lane in walked])
+    assert_cohort_equals_online(("memtrial", "memtrial_memory_free"), regime, seeds=(0, 1))
+
+
 def test_a_run_s_task_gives_every_world_what_it_gets_run_alone():
     """run_group walks its worlds' cohorts together; each world's results are those of run_world."""
-    methods = ("equal_weight", "memtrial_curated", "memtrial_budget_3", "memtrial_similarity")
+    methods = ("equal_weight", "memtrial", "memtrial_memory_free", "memtrial_budget_3", "memtrial_similarity")
     specs = [
         WorldSpec("poisoned", investor, seed, methods=methods)
         for seed in (7, 8)
@@ -142,7 +163,7 @@ def test_a_cohort_refuses_worlds_of_other_calendars_and_the_binary_gate():
     lane = walked[0][2]
     short = Lane(lane.contexts[:-1], lane.outcome, lane.features)
     with pytest.raises(ValueError, match="share one calendar"):
-        Cohort("memtrial_curated", config, scoring, [lane, short])
+        Cohort({"memtrial_curated": config}, scoring, [lane, short])
     paper = EngineConfig(gamma=scoring.gamma, **MEMTRIAL_VARIANTS["memtrial_paper"])
     with pytest.raises(ValueError, match="anytime test or none"):
-        Cohort("memtrial_paper", paper, scoring, [lane])
+        Cohort({"memtrial_paper": paper}, scoring, [lane])
