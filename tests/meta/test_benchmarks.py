@@ -206,3 +206,12 @@ def test_bench_backtest_runs_times_both_arms_and_compares_their_results(tmp_path
     assert "--frontier" in result["frontier"]["args"] and "--frontier" not in result["fixed"]["args"]
     assert "memtrial_curated" in result["curation"]["args"][result["curation"]["args"].index("--methods") + 1]
     assert out.with_suffix(".md").read_text().startswith("Baseline `HEAD`")
+
+
+def test_bench_cohort_compares_a_cohort_with_online_engines_on_the_same_worlds(tmp_path):
+    result, out = run_bench(tmp_path, "cohort", "--worlds", "2", "--regimes", "poisoned", "--methods", "memtrial")
+    (row,) = result["rows"]
+    assert (row["regime"], row["method"], row["worlds"]) == ("poisoned", "memtrial", 2)
+    assert row["identical_results"] is True
+    assert row["online_over_cohort"] == row["online_cpu_s"] / row["cohort_cpu_s"]
+    assert out.with_suffix(".md").read_text().startswith("| regime | method | worlds |")

@@ -566,7 +566,7 @@ export interface components {
              *       "change_threshold": 1000,
              *       "clip": 1,
              *       "control": "fdr",
-             *       "enabled": false,
+             *       "enabled": true,
              *       "level": 0.05,
              *       "spread": 30
              *     }
@@ -582,7 +582,7 @@ export interface components {
             /**
              * Retrieval
              * @description similarity: plans retrieve the k experiences closest to the context; value_aware: by similarity and learned value, acting on values only as much as the trust evidence allows (with none, exactly the similarity ranking)
-             * @default similarity
+             * @default value_aware
              * @enum {string}
              */
             retrieval?: "similarity" | "value_aware";
@@ -1501,7 +1501,7 @@ export interface components {
             /**
              * Enabled
              * @description test every experience after each settlement and keep those credibly harmful out of retrieval and rank
-             * @default false
+             * @default true
              */
             enabled?: boolean;
             /**
