@@ -72,7 +72,7 @@ from memtrial.values import (
     content_features,
     degenerate_fit,
 )
-from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many
+from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many, stack_problems
 
 __all__ = ["SPECTRA", "FamilyMember", "MemTrialFamily", "calendar", "families", "family_of", "replays"]
 
@@ -336,35 +336,21 @@ class MemTrialFamily:
                 problems.setdefault(id(design.snapshots[position].stats), len(problems))
             unique = {problems[id(d.snapshots[p].stats)]: (d, p) for d, p in reversed(live)}
             first = [unique[row] for row in range(len(problems))]
-            sizes = np.array([len(design.snapshots[position].stats.experience_ids) for design, position in first])  # type: ignore[union-attr]
-            columns = int(sizes.max())
-            m, n, z = (
-                np.zeros((len(first), columns)),
-                np.ones((len(first), columns)),
-                np.zeros((len(first), columns, dim)),
-            )
-            for row, ((design, position), size) in enumerate(zip(first, sizes.tolist(), strict=True)):
+            stacked_problems = []
+            for design, position in first:
                 stats = design.snapshots[position].stats
-                m[row, :size] = stats.means / stats.scale  # type: ignore[union-attr]
-                n[row, :size] = stats.counts  # type: ignore[union-attr]
-                z[row, :size] = masters[id(design)][:size]
+                assert stats is not None
+                size = len(stats.experience_ids)
+                stacked_problems.append(
+                    (stats.means / stats.scale, stats.counts.astype(np.float64), masters[id(design)][:size])
+                )
+            m, n, z, sizes = stack_problems(stacked_problems, dim)
             batch = fit_many(m, n, z, sizes=sizes, cache=SPECTRA)
             read = self._read_off(mode, live, problems, sizes, batch.mean)
             for design, position in live:
-                if (id(design), position) in read:
-                    continue
-                row = problems[id(design.snapshots[position].stats)]
-                size = int(sizes[row])
-                fit = batch[row]
-                fitted[(id(design), position)] = FayHerriotFit(
-                    fit.sigma_b2,
-                    fit.tau2,
-                    fit.log_likelihood,
-                    fit.mean[:size],
-                    fit.variance[:size],
-                    fit.beta,
-                    fit.beta_cov,
-                )
+                if (id(design), position) not in read:
+                    row = problems[id(design.snapshots[position].stats)]
+                    fitted[(id(design), position)] = batch.fit(row, int(sizes[row]))
         done = {(id(design), position) for design, position in live} - set(fitted)
         for design, position in members:
             if (id(design), position) in done:

@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial.credit.banzhaf import ContributionRecord
 from memtrial.errors import ConfigError, InputError, LifecycleError, StateError, parse_choice
-from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many
+from memtrial.values.fayherriot import FayHerriotFit, SpectraCache, fit_many, stack_problems
 from memtrial.values.statistics import (
     DEFAULT_COMPONENTS,
     LearnerMode,
@@ -570,31 +570,12 @@ def refit_learners(learners: Sequence[EmpiricalBayesLearner], cache: SpectraCach
             else:
                 problem.install(degenerate_fit(len(problem.stats.experience_ids), problem.z.shape[1]))
     for dim, problems in by_features.items():
-        sizes = np.array([len(problem.stats.experience_ids) for problem in problems], dtype=np.int64)
-        columns = int(sizes.max())
-        m, n, z = (
-            np.zeros((len(problems), columns)),
-            np.ones((len(problems), columns)),
-            np.zeros((len(problems), columns, dim)),
+        m, n, z, sizes = stack_problems(
+            [(p.stats.means / p.stats.scale, p.stats.counts.astype(np.float64), p.z) for p in problems], dim
         )
-        for row, (problem, size) in enumerate(zip(problems, sizes.tolist(), strict=True)):
-            m[row, :size] = problem.stats.means / problem.stats.scale
-            n[row, :size] = problem.stats.counts
-            z[row, :size] = problem.z
         batch = fit_many(m, n, z, sizes=sizes, cache=cache)
         for row, (problem, size) in enumerate(zip(problems, sizes.tolist(), strict=True)):
-            fit = batch[row]
-            problem.install(
-                FayHerriotFit(
-                    fit.sigma_b2,
-                    fit.tau2,
-                    fit.log_likelihood,
-                    fit.mean[:size],
-                    fit.variance[:size],
-                    fit.beta,
-                    fit.beta_cov,
-                )
-            )
+            problem.install(batch.fit(row, size))
     for learner in learners:  # each learner's fits in the order of its modes
         learner._fits = {mode: learner._fits[mode] for mode in learner._modes() if mode in learner._fits}
 

@@ -41,8 +41,8 @@ value is exactly 0, not rounding noise.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -58,6 +58,7 @@ __all__ = [
     "fit_many",
     "log_likelihood_table",
     "posterior",
+    "stack_problems",
     "width",
 ]
 
@@ -108,6 +109,28 @@ class FayHerriotBatch:
             self.beta[index],
             self.beta_cov[index],
         )
+
+    def fit(self, index: int, size: int) -> FayHerriotFit:
+        """Problem ``index``'s fit on its first ``size`` experiences (a batch holds every problem on its widest)."""
+        fit = self[index]
+        return replace(fit, mean=fit.mean[:size], variance=fit.variance[:size])
+
+
+def stack_problems(
+    problems: Sequence[tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]], n_features: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64], NDArray[np.int64]]:
+    """Problems of several sizes, each (m, n, z) with m, n (H,) and z (H, p), as :func:`fit_many` takes them:
+    (m, n, z, sizes), each problem on the first rows, m = 0, n = 1 and z = 0 past its size."""
+    sizes = np.array([len(m) for m, _, _ in problems], dtype=np.int64)
+    columns = int(sizes.max()) if sizes.size else 0
+    m, n, z = (
+        np.zeros((len(problems), columns)),
+        np.ones((len(problems), columns)),
+        np.zeros((len(problems), columns, n_features)),
+    )
+    for row, ((values, counts, features), size) in enumerate(zip(problems, sizes.tolist(), strict=True)):
+        m[row, :size], n[row, :size], z[row, :size] = values, counts, features
+    return m, n, z, sizes
 
 
 def _check(

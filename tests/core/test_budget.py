@@ -433,11 +433,7 @@ def test_a_plan_retrieving_a_fresh_experience_takes_its_trial_from_the_held_back
     assert RESERVE * 2.0 * later >= FRESH_AHEAD * 8 - 4  # what is held back covers most of two trials early
     asked: list[bool] = []
 
-    def plan(fresh: bool):
-        def ask() -> bool:
-            asked.append(fresh)
-            return fresh
-
+    def plan(credit: DraftCredit, fresh):
         return plan_budget(
             credit,
             3.0,
@@ -447,24 +443,16 @@ def test_a_plan_retrieving_a_fresh_experience_takes_its_trial_from_the_held_back
             memory=lambda: (None, 0.0),
             pairs=False,
             blends=True,
-            fresh=ask,
+            fresh=fresh,
         )
 
+    def ask(answer: bool):
+        return lambda: asked.append(answer) or answer
+
     # the share lent now (-56 + 3 + 60 = 7 calls) does not cover the eight runs; a fresh plan may take more
-    assert plan(True).trial and not plan(False).trial and asked == [True, False]
+    assert plan(credit, ask(True)).trial and not plan(credit, ask(False)).trial and asked == [True, False]
     asked.clear()
-    rich = DraftCredit(credit=0.0, decisions=10)
-    trial = plan_budget(
-        rich,
-        3.0,
-        10 + later + 1,
-        design,
-        needs_reference=False,
-        memory=lambda: (None, 0.0),
-        pairs=False,
-        blends=True,
-        fresh=lambda: asked.append(True) or False,
-    )
+    trial = plan(DraftCredit(credit=0.0, decisions=10), ask(False))
     assert trial.trial and asked == []  # a trial on schedule never asks
 
 
