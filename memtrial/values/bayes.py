@@ -456,3 +456,14 @@ class BayesLearner:
     def predictions(self, experience_ids: Sequence[Hashable]) -> list[float]:
         """:meth:`predict` of each of ``experience_ids`` (the engine reads a plan's or every experience's at once)."""
         return [self.predict(experience_id) for experience_id in experience_ids]
+
+    def reported_posteriors(self, experience_ids: Iterable[Hashable]) -> list[BayesPosterior]:
+        """:meth:`posterior` of each experience: the full-Bayes sd already holds the hyperparameters'
+        uncertainty (what the empirical-Bayes learner's reported sd adds to its plug-in one)."""
+        return [self.posterior(experience_id) for experience_id in experience_ids]
+
+    @property
+    def has_noise_scale(self) -> bool:
+        """Whether the contributions learnt so far give a noise scale (some are not all 0)."""
+        self._refit()
+        return self.samples_ is not None and bool(np.any(self.samples_ != 0.0))

@@ -40,6 +40,9 @@ def populate(client, n_decisions=30, seed=0):
         gate={"test": "anytime"},
         action="dial",
         credit="raw",
+        # similarity ranking keeps picking the misleading lesson until it is quarantined (value-aware ranking
+        # would demote it first, untested: method 4.13, "What limits the delay")
+        retrieval="similarity",
         quarantine={"enabled": True, "level": 0.05},
     )
     added = client.add_experiences(agent.id, [*LESSONS, MISLEADING])["items"]
