@@ -37,13 +37,12 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring, Trajectory, Walk, calendar, stacked, without_quarantined
-from memtrial.action.budget import FRESH_CONTRIBUTIONS, DraftCredit, dial_memory_rows, exploit_weights, plan_budget
+from memtrial.action.budget import DraftCredit, dial_memory_rows, is_fresh, plan_budget, played_weights
 from memtrial.action.fallback import GRID, AnchoredMixture, FallbackVariant
 from memtrial.action.rule import ActionRule, dial_combination, dial_gains, dial_weights, noise_gains
 from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
 from memtrial.credit.design import plan_masks, validate_masks
 from memtrial.curation import Curator, RetrievalMode, rank_orders
-from memtrial.curation.curator import RESET_PRIOR
 from memtrial.engine.config import EngineConfig, ReferenceSource
 from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
 from memtrial.records import Dial, ExperienceId
@@ -373,7 +372,7 @@ class Cohort:
             memory=lambda: memory,
             pairs=memory_free,
             blends=not memory_free,
-            fresh=lambda: any(world.count(e) < FRESH_CONTRIBUTIONS for e in ids),
+            fresh=lambda: is_fresh(world.count(e) for e in ids),
         )
         world.credit = budgeted.credit
         masks = budgeted.masks
@@ -383,10 +382,8 @@ class Cohort:
         rows = len(masks) - int(budgeted.extra_reference)
         plan = _Plan(ids, masks[:rows], budgeted.trial, np.zeros(0), {}, drafted[:rows], np.zeros(0), [reference])
         if not budgeted.trial:  # choose_exploit's rule (method 4.11)
-            q, share = world.fallbacks[0].choose(), budgeted.memory_share
-            blended = masks[-1] != 0 and 0.0 < share < 1.0
-            played = masks[-1] != 0 and not blended
-            world.weights[0][position] = drafted[-1] if played else exploit_weights(masks, drafted, q, reference, share)
+            q = world.fallbacks[0].choose()
+            world.weights[0][position] = played_weights(masks, drafted, q, reference, budgeted.memory_share)
         return plan
 
     def _frozen(
@@ -403,13 +400,12 @@ class Cohort:
     ) -> tuple[NDArray[np.float64], dict[LearnerMode, NDArray[np.float64]]]:
         """Every mode's predictions with the value of each changed experience learnt since its change (its mean
         since the change shrunk by n / (n + RESET_PRIOR)), and the selected mode's."""
-        changed = world.changed
-        for column, experience in enumerate(ids):
-            if experience in changed:
-                regime = world.regime(experience)
-                assert regime is not None
-                for values in modes.values():
-                    values[column] = regime[0] * regime[2] / (regime[2] + RESET_PRIOR)
+        if world.curator is not None and world.changed:  # the core's reset (Curator.reset_values)
+            reset = world.curator.reset_values([e for e in ids if e in world.changed])
+            for column, experience in enumerate(ids):
+                if experience in reset:
+                    for values in modes.values():
+                        values[column] = reset[experience]
         key = selected if selected in modes else next(iter(modes))
         return modes[key].copy(), modes
 

@@ -45,7 +45,7 @@ on a wider grid (:data:`BUDGET_BETS`; any bet below 1 is valid for scores in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -72,9 +72,11 @@ __all__ = [
     "exploit_masks",
     "exploit_plan",
     "exploit_weights",
+    "is_fresh",
     "memory_row",
     "BudgetPlan",
     "plan_budget",
+    "played_weights",
 ]
 
 #: the least trust at which an exploiting decision that cannot blend plays memory's draft alone
@@ -249,6 +251,22 @@ def dial_memory_rows(
         (None, 0.0) if weight <= 0.0 or gain <= 0.0 else (every[row], float(weight))
         for weight, row, gain in zip(trust_weights.tolist(), top.tolist(), best.tolist(), strict=True)
     ]
+
+
+def is_fresh(counts: Iterable[int]) -> bool:
+    """Whether a plan retrieves a fresh experience: one whose value rests on fewer than
+    :data:`FRESH_CONTRIBUTIONS` contributions (``counts``: each retrieved experience's)."""
+    return any(count < FRESH_CONTRIBUTIONS for count in counts)
+
+
+def played_weights(
+    masks: Sequence[int], drafts: NDArray[np.float64], q: float, reference: NDArray[np.float64], share: float
+) -> NDArray[np.float64]:
+    """What an exploiting plan whose drafts can be blended plays (:func:`~memtrial.action.choices.choose_exploit`):
+    memory's draft as it is when it has the whole share (or none to give), else :func:`exploit_weights`."""
+    if masks[-1] != 0 and not 0.0 < share < 1.0:
+        return np.asarray(drafts[-1], dtype=np.float64)
+    return exploit_weights(masks, drafts, q, reference, share)
 
 
 def exploit_masks(mask: int | None, on_memory: bool) -> list[int]:

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from memtrial.action.budget import FRESH_CONTRIBUTIONS, BudgetPlan, DraftCredit, memory_row, plan_budget
+from memtrial.action.budget import BudgetPlan, DraftCredit, is_fresh, memory_row, plan_budget
 from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
@@ -282,12 +282,11 @@ class MemTrial:
         """Whether a plan retrieves a fresh experience (method 4.11): one whose value rests on fewer than
         :data:`~memtrial.action.budget.FRESH_CONTRIBUTIONS` contributions, counted since its detected change
         if it has one (method 4.14)."""
+        counts = []
         for experience_id in ids:
             regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
-            count = self.learner.count(experience_id) if regime is None else regime.n
-            if count < FRESH_CONTRIBUTIONS:
-                return True
-        return False
+            counts.append(self.learner.count(experience_id) if regime is None else regime.n)
+        return is_fresh(counts)
 
     def _dial(self, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[Any, float]) -> Dial | None:
         """The trust dial's plan under the dial rule (None under the gate's)."""
