@@ -149,7 +149,6 @@ class PlantedMemWorld:
     setting = None  # a synthetic world: no real data behind it
     mandate_projection = None  # weights are projected by the runner's default rule
     reference_calls = 8  # the reference is the mean of eight fresh memory-free drafts
-    offers_candidates = True  # every context offers every experience and the drafts of any retrieval
 
     def __init__(self, market: Market, regime: Regime | str, seed: int) -> None:
         if isinstance(regime, str):

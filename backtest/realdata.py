@@ -263,7 +263,6 @@ class RealWorld:
     types = None  # real experiences have no planted quality
     reference_calls = 0  # the reference is equal weight (projected onto the mandate)
     wide = 0  # no wider retrieval: a draft budget keeps the odd half of the four
-    offers_candidates = False  # drafts exist for the world's own retrieval only (each costs LLM calls)
 
     def __init__(
         self,

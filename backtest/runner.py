@@ -27,14 +27,13 @@ import numpy as np
 from backtest.context import DateContext
 from backtest.market import Market
 from backtest.methods.base import HALF, Method, Scoring, Walk
-from backtest.methods.cohort import Cohort, Lane, learning_key
+from backtest.methods.cohort import Cohort, Lane, learning_key, serves
 from backtest.methods.registry import (
     BUDGETED,
     MEMTRIAL_VARIANTS,
     METHOD_IDS,
     REAL_METHOD_IDS,
     build_methods,
-    cohort_walks,
     memtrial_config,
 )
 from backtest.methods.replay import replays
@@ -369,7 +368,7 @@ def _cohorts(prepared: Sequence[_Prepared]) -> list[dict[str, Method]]:
             if method_id not in MEMTRIAL_VARIANTS:
                 continue
             config = memtrial_config(method_id, ready.world, ready.scoring, spec.draft_budget)
-            if replays(config) or not cohort_walks(ready.world, config):
+            if replays(config) or not serves(config):
                 continue
             configs, members = groups.setdefault((learning_key(config), dates), ({}, []))
             configs[method_id] = config

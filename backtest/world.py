@@ -32,9 +32,7 @@ class World(Protocol):
     reference_calls: the draft calls the dates' reference costs (PlantedMem's is the
     mean of eight memory-free drafts; equal weight costs none); wide: how many
     experiences its contexts' wider retrieval holds (``DateContext.wide_retrieved``;
-    0: none), which a draft budget's saturated design screens; offers_candidates: whether every context
-    offers every experience with its retrieval score and the drafts of any retrieval (``candidates``,
-    ``draft_for``), so that a method may retrieve by itself.
+    0: none), which a draft budget's saturated design screens.
     """
 
     @property
@@ -60,9 +58,6 @@ class World(Protocol):
 
     @property
     def wide(self) -> int: ...
-
-    @property
-    def offers_candidates(self) -> bool: ...
 
     @property
     def mandate_projection(self) -> Callable[[int, NDArray[np.float64]], NDArray[np.float64]] | None: ...

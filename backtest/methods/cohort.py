@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 
 from backtest.context import DateContext
 from backtest.methods.base import Method, Scoring, Trajectory, Walk, calendar, stacked, without_quarantined
-from memtrial.action.budget import DraftCredit, dial_memory_rows, is_fresh, plan_budget, played_weights
+from memtrial.action.budget import DraftCredit, dial_memory_rows, exploit_weights, is_fresh, plan_budget
 from memtrial.action.fallback import GRID, AnchoredMixture, FallbackVariant
 from memtrial.action.rule import ActionRule, dial_combination, dial_gains, dial_weights, noise_gains
 from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
@@ -383,7 +383,7 @@ class Cohort:
         plan = _Plan(ids, masks[:rows], budgeted.trial, np.zeros(0), {}, drafted[:rows], np.zeros(0), [reference])
         if not budgeted.trial:  # choose_exploit's rule (method 4.11)
             q = world.fallbacks[0].choose()
-            world.weights[0][position] = played_weights(masks, drafted, q, reference, budgeted.memory_share)
+            world.weights[0][position] = exploit_weights(masks, drafted, q, reference, budgeted.memory_share)
         return plan
 
     def _frozen(
@@ -528,7 +528,7 @@ class Cohort:
         shapes: dict[tuple[tuple[int, ...], int, int], list[tuple[int, _Plan]]] = {}
         for row, world in enumerate(self.worlds):
             plan = world.plans.pop(position)
-            if plan.trial and plan.ids:
+            if plan.trial:  # a trial without experiences still teaches the fallback (learn()'s rule)
                 shapes.setdefault((plan.masks, len(plan.ids), plan.drafts.shape[1]), []).append((row, plan))
         for (masks, size, _), members in shapes.items():
             self._learn(position, masks, size, [row for row, _ in members], [plan for _, plan in members])
@@ -537,7 +537,7 @@ class Cohort:
         """The trials of one shape settled at once: utilities of the design's drafts and their mean (and of each
         variant's reference where its fallback learns from it); Banzhaf contrasts; the gate's and the modes'
         scores; the learner, fallbacks, noise cost and quarantine book of each world."""
-        config, scoring = self.config, self.scoring
+        scoring = self.scoring
         worlds = [self.worlds[row] for row in rows]
         design = len(masks)
         drafts = np.array([plan.drafts for plan in plans])  # (G, runs, n)
@@ -551,19 +551,44 @@ class Cohort:
         books = np.concatenate([drafts, means[:, None], *(r[:, None] for r in references)], axis=1)
         scores = utilities_by_date(normalised(books), rel, previous, scoring.gamma, scoring.fee_bp)
         utilities, mean_u = scores[:, :design], scores[:, design]
+        at = np.asarray(rows, dtype=np.int64)
+        if size:
+            self._credit(position, masks, size, at, worlds, plans, utilities)
+        for column, (player, reference) in enumerate(zip(learning, references, strict=True)):  # q: ref, ens fixed
+            mixtures = mixture_utilities_by_date(reference, means, rel, previous, scoring.gamma, scoring.fee_bp, GRID)
+            reference_u = scores[:, design + 1 + column].tolist()
+            for world, mixture, utility, mean in zip(worlds, mixtures, reference_u, mean_u.tolist(), strict=True):
+                world.fallbacks[player].update(mixture, utility, mean)
+        gains = noise_gains(utilities, mean_u)
+        if gains is not None:
+            self.noise_count[at] += 1
+            self.noise_total[at] += gains
+
+    def _credit(
+        self,
+        position: int,
+        masks: tuple[int, ...],
+        size: int,
+        at: NDArray[np.int64],
+        worlds: list[_World],
+        plans: list[_Plan],
+        utilities: NDArray[np.float64],
+    ) -> None:
+        """What trials with experiences learn beyond the fallback and the noise cost: Banzhaf contrasts, the
+        gate's and the modes' scores, the learner and the quarantine book."""
+        design = len(masks)
         checked = validate_masks(list(masks), size)
         included = (np.asarray(checked)[:, None] >> np.arange(size)[None, :]) & 1 > 0
         n_in = included.sum(axis=0)
         contrasts = contributions_by_date(utilities, included, n_in, design - n_in)
         centred = centre_contrasts(contrasts)
-        at = np.asarray(rows, dtype=np.int64)
         gate_scores = pearson_scores(np.array([plan.predictions for plan in plans]), centred)
         scored = ~np.isnan(gate_scores)
         self.log_growth[at[scored]] = self.log_growth[at[scored]] + np.log1p(
             gate_scores[scored][:, None] * self.bets[None, :]
         )
         self.n_scored[at[scored]] += 1
-        if config.learner is LearnerMode.AUTO:
+        if self.config.learner is LearnerMode.AUTO:
             for column, mode in enumerate(MODES):
                 values = pearson_scores(np.array([plan.modes[mode] for plan in plans]), centred)
                 kept = ~np.isnan(values)
@@ -578,16 +603,6 @@ class Cohort:
         ]
         for world, contributions in zip(worlds, learnt, strict=True):
             world.learn(f"d{position}", contributions)
-        for column, (player, reference) in enumerate(zip(learning, references, strict=True)):  # q: ref, ens fixed
-            mixtures = mixture_utilities_by_date(reference, means, rel, previous, scoring.gamma, scoring.fee_bp, GRID)
-            reference_u = scores[:, design + 1 + column].tolist()
-            for world, mixture, utility, mean in zip(worlds, mixtures, reference_u, mean_u.tolist(), strict=True):
-                world.fallbacks[player].update(mixture, utility, mean)
-        gains = noise_gains(utilities, mean_u)
-        if gains is not None:
-            self.noise_count[at] += 1
-            self.noise_total[at] += gains
-        for world, contributions in zip(worlds, learnt, strict=True):
             if world.curator is not None:
                 world.observe(world.lane.contexts[position].index, contributions)
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -87,21 +84,6 @@ class MemTrialMethod(Method):
     def quarantining(self) -> bool:
         """Whether its engine keeps a quarantine book (method 4.13)."""
         return self.engine.curator is not None
-
-    def fork(self, method_id: str, config: EngineConfig) -> MemTrialMethod:
-        """A copy of this walk that goes on as variant ``method_id`` under ``config`` (which may differ from
-        this engine's in the settings :meth:`MemTrial.change_settings` changes): its engine continues from a
-        copy of this one's state (:meth:`MemTrial.from_state`), with no quarantine book where ``config`` has
-        no quarantine, and with no quarantines of its own so far."""
-        state = copy.deepcopy(self.engine.state())
-        curation = state.curation if config.quarantine.enabled else None
-        forked = copy.copy(self)
-        forked.id = method_id
-        forked.engine = MemTrial.from_state(replace(state, config=config, curation=curation))
-        forked.calls, forked.retrievals = list(self.calls), list(self.retrievals)
-        forked.quarantines = list(self.quarantines) if config.quarantine.enabled else []
-        forked.curates = config.retrieval is RetrievalMode.VALUE_AWARE or config.quarantine.enabled
-        return forked
 
     def values(self) -> dict[int, float]:
         return {int(e): v for e, v in self.engine.values().items()}

@@ -194,7 +194,7 @@ FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
 FACTORIES["q_retrieval"] = lambda w, s, seed: QRetrieval(s)
 FACTORIES["oracle_retrieval"] = lambda w, s, seed: OracleRetrieval(s, w.type_by_date)
 
-#: the variants at a draft budget and on the memory-free reference (replayed, each budget a family of its own):
+#: the variants at a draft budget and on the memory-free reference (walked by cohorts: method 5):
 #: asked for by name (``--methods``), they draw the cost-quality frontier (method 4.11); a default run leaves them out
 FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtrial_budget_", "memtrial_memory_free"))]
 #: the curation comparison (method 4.12-4.14): methods that retrieve from a PlantedMem world's candidates,
@@ -253,7 +253,7 @@ def build_methods(
         )
         walked: dict[object, dict[str, EngineConfig]] = {}
         for method_id, config in configs.items():
-            if method_id in family or not cohort_walks(world, config):
+            if method_id in family or not serves(config):
                 continue
             if served is not None and method_id in served:
                 family[method_id] = served[method_id]
@@ -280,11 +280,3 @@ def build_methods(
             if isinstance(method, MemTrialMethod):
                 use_bayes_learner(method, world.features)
     return methods
-
-
-def cohort_walks(world: Any, config: EngineConfig) -> bool:
-    """Whether a cohort walks a variant the replay does not serve in ``world``: the trust dial under the anytime
-    test or none (:func:`~backtest.methods.cohort.serves`). In a world that offers no candidates (real data: a
-    draft exists only for the world's own retrieval) a curating variant plans on that retrieval, as its engine
-    does, less its quarantined experiences."""
-    return serves(config)

@@ -76,7 +76,6 @@ __all__ = [
     "memory_row",
     "BudgetPlan",
     "plan_budget",
-    "played_weights",
 ]
 
 #: the least trust at which an exploiting decision that cannot blend plays memory's draft alone
@@ -257,16 +256,6 @@ def is_fresh(counts: Iterable[int]) -> bool:
     """Whether a plan retrieves a fresh experience: one whose value rests on fewer than
     :data:`FRESH_CONTRIBUTIONS` contributions (``counts``: each retrieved experience's)."""
     return any(count < FRESH_CONTRIBUTIONS for count in counts)
-
-
-def played_weights(
-    masks: Sequence[int], drafts: NDArray[np.float64], q: float, reference: NDArray[np.float64], share: float
-) -> NDArray[np.float64]:
-    """What an exploiting plan whose drafts can be blended plays (:func:`~memtrial.action.choices.choose_exploit`):
-    memory's draft as it is when it has the whole share (or none to give), else :func:`exploit_weights`."""
-    if masks[-1] != 0 and not 0.0 < share < 1.0:
-        return np.asarray(drafts[-1], dtype=np.float64)
-    return exploit_weights(masks, drafts, q, reference, share)
 
 
 def exploit_masks(mask: int | None, on_memory: bool) -> list[int]:

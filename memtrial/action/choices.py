@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memtrial.action.budget import exploit_weights, played_weights
+from memtrial.action.budget import exploit_weights
 from memtrial.action.explain import describe_trust, explain
 from memtrial.action.rule import (
     acts_on_memory,
@@ -56,8 +56,8 @@ def choose_exploit(
             else f"{where}: memory's draft {list(subset)} {'alone' if mixable else 'played as it is'}"
         )
         return Decision(
-            weights=played_weights(plan.masks, drafts, plan.q, reference, share)  # type: ignore[arg-type]
-            if mixable
+            weights=exploit_weights(plan.masks, drafts, plan.q, reference, share)  # type: ignore[arg-type]
+            if blended
             else drafts[-1],
             action=Action.SUBSET if plan.dial is None else Action.DIAL,
             subset=subset,

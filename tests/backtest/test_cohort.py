@@ -3,6 +3,7 @@ own online engine gives it alone: weights, gate states, trust weights, values, r
 draft calls, bit for bit."""
 
 import functools
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,8 +14,10 @@ from backtest.methods.memtrial_methods import MemTrialMethod
 from backtest.methods.registry import MEMTRIAL_VARIANTS, memtrial_config
 from backtest.plantedmem import ALL_REGIMES, PlantedMemWorld
 from backtest.runner import CALENDARS_PER_TASK, WorldSpec, _groups, market_for, run_group, run_world
+from memtrial.curation import QuarantineConfig
 from memtrial.engine.lifecycle import EngineConfig
 from memtrial.outcomes.mandates import INVESTORS
+from memtrial.trust.gate import GateConfig, GateTest
 
 #: the variants a cohort walks in a run (those the replay does not serve: their plans follow their own state)
 WALKED = [
@@ -167,3 +170,73 @@ def test_a_cohort_refuses_worlds_of_other_calendars_and_the_binary_gate():
     paper = EngineConfig(gamma=scoring.gamma, **MEMTRIAL_VARIANTS["memtrial_paper"])
     with pytest.raises(ValueError, match="anytime test or none"):
         Cohort({"memtrial_paper": paper}, scoring, [lane])
+
+
+#: settings the run's variants do not use, each one cohort against its online engines (several variants that learn
+#: alike share the cohort): the rules the cohort calls must hold for every configuration it accepts
+SETTINGS = {
+    "a budget without a horizon": [{"draft_budget": 3.0}],
+    "a budget without a horizon, the memory-free reference": [{"draft_budget": 3.0, "reference": "memory_free"}],
+    "a budget with the learnt mixture": [{"draft_budget": 2.0, "draft_horizon": 60, "fallback": "ftrl"}],
+    "centred credit, the identity learner": [{"credit": "centred", "learner": "identity"}],
+    "the content learner": [{"learner": "content"}],
+    "the outlier screen on centred credit": [{"robust": True, "credit": "centred"}],
+    "no gate": [{"gate": GateConfig(test=GateTest.NONE)}],
+    "three fallbacks sharing a walk": [
+        {"fallback": "ftrl"},
+        {"fallback": "uniform", "reference": "memory_free"},
+        {},
+    ],
+}
+FAST_SETTINGS = ("three fallbacks sharing a walk", "a budget without a horizon")
+
+
+def assert_settings_equal_online(settings, walked, scoring):
+    configs = {
+        f"v{i}": EngineConfig(gamma=scoring.gamma, n_components=None, diagnostics=False, **s)
+        for i, s in enumerate(settings)
+    }
+    cohort = Cohort(configs, scoring, [lane for _, _, lane in walked])
+    return sum(_assert_members(cohort, method_id, config, scoring, walked) for method_id, config in configs.items())
+
+
+@pytest.mark.parametrize("case", FAST_SETTINGS)
+def test_a_cohort_equals_the_online_engines_under_settings_a_run_does_not_use(case):
+    scoring, walked = worlds("drift", "balanced", (0, 1))
+    assert_settings_equal_online(SETTINGS[case], walked, scoring)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", [c for c in SETTINGS if c not in FAST_SETTINGS])
+def test_a_cohort_equals_the_online_engines_under_the_other_settings(case):
+    scoring, walked = worlds("poisoned", "balanced", (0, 1))
+    assert_settings_equal_online(SETTINGS[case], walked, scoring)
+
+
+def test_on_a_world_s_own_retrieval_a_cohort_leaves_quarantined_experiences_out_as_the_engine_does():
+    """A world that drafts only its own retrieval (no candidates: real data's kind), twenty dates that retrieve
+    nothing, and a quarantine quick enough to act: the plans on fewer experiences than k, the trials without
+    any (which teach the learnt mixture only) and the quarantines are the engine's, for two fallbacks at once."""
+    scoring, walked = worlds("drift", "balanced", (0, 1))
+    own = []
+    for world, walk, lane in walked:
+        contexts = [
+            replace(
+                c,
+                candidate_scores=None,
+                draft_for=None,
+                **({"retrieved": (), "wide_drafts": None} if 5 <= position < 25 else {}),
+            )
+            for position, c in enumerate(walk.contexts)
+        ]
+        rels = walk.rels
+        own.append(
+            (
+                world,
+                Walk(contexts, rels, scoring, world.mandate_projection),
+                Lane(contexts, lane.outcome, world.features),
+            )
+        )
+    quick = QuarantineConfig(enabled=True, level=0.3)
+    settings = [{"quarantine": quick, "fallback": "ftrl"}, {"quarantine": quick}]
+    assert assert_settings_equal_online(settings, own, scoring) > 0  # a quarantine happened: the check is not vacuous

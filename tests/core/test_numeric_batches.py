@@ -80,3 +80,66 @@ def test_running_statistics_reject_a_non_finite_contribution_and_change_nothing(
     with pytest.raises(InputError, match=r"^contributions must be finite$"):
         running.add_date({1: 0.5, 2: math.nan})
     assert running.n_records == 0 and len(running) == 0
+
+
+def test_rank_orders_gives_each_padded_row_the_order_and_scores_it_gets_alone():
+    """Lists of several lengths padded into one batch (``valid``), some at omega 0: each row's order over its own
+    candidates and its scores are those of the list ranked alone, and the padding comes last."""
+    from memtrial.curation import rank_orders
+
+    rng = np.random.default_rng(8)
+    sizes, width = [3, 7, 5, 7], 7
+    rows = []
+    for size in sizes:
+        similarity = np.round(rng.normal(size=size), 1)  # ties, broken by the given order
+        rows.append((similarity, rng.normal(size=size), np.abs(rng.normal(size=size)), rng.integers(0, 4, size)))
+    omega = np.array([0.0, 0.4, 1.0, 0.0])
+    shape = (len(sizes), width)
+    batch = [np.zeros(shape), np.zeros(shape), np.zeros(shape), np.zeros(shape, dtype=np.int64)]
+    valid = np.zeros(shape, dtype=bool)
+    for at, (size, row) in enumerate(zip(sizes, rows, strict=True)):
+        for part, values in zip(batch, row, strict=True):
+            part[at, :size] = values
+        valid[at, :size] = True
+    known = valid.copy()
+    orders, scores = rank_orders(*batch[:3], batch[3], known, omega, valid=valid)
+    for at, (size, row) in enumerate(zip(sizes, rows, strict=True)):
+        alone_order, alone_scores = rank_orders(
+            *(np.asarray(v)[None] for v in row[:3]),
+            np.asarray(row[3])[None],
+            np.ones((1, size), bool),
+            omega[at : at + 1],
+        )
+        assert orders[at, :size].tolist() == alone_order[0].tolist()
+        assert sorted(orders[at, size:].tolist()) == list(range(size, width))  # padding last
+        np.testing.assert_array_equal(scores[at, :size], alone_scores[0])
+
+
+def test_value_posteriors_of_many_experiences_equal_each_read_alone():
+    """Learnt and unseen experiences, with and without features, in both modes: ValueFit.posteriors of a list
+    equals posterior of each alone, bit for bit, and a batch refit of learners of several sizes equals each
+    learner's own refit."""
+    from memtrial.values import EmpiricalBayesLearner, refit_learners
+
+    def learner(n_experiences: int, seed: int) -> EmpiricalBayesLearner:
+        local = np.random.default_rng(seed)
+        made = EmpiricalBayesLearner("auto", n_components=None, centre=False)
+        for e in range(n_experiences + 2):  # two with features but never learnt
+            made.add_features(e, local.normal(size=4))
+        for _ in range(30):
+            picked = local.choice(n_experiences, size=3, replace=False)
+            made.update(None, {int(e): float(local.normal(0.1 * e, 1.0)) for e in picked})
+        return made
+
+    sizes = [5, 12, 20]
+    together = [learner(n, seed) for seed, n in enumerate(sizes)]
+    alone = [learner(n, seed) for seed, n in enumerate(sizes)]
+    refit_learners(together)
+    for batch_learner, own, size in zip(together, alone, sizes, strict=True):
+        ids = [*range(size + 2), "stranger"]  # learnt, then two with features only, then one with neither
+        for mode in ("identity", "content"):
+            fitted, fit = batch_learner.fits_[mode], own.fits_[mode]  # own: its own refit, alone
+            for hyper in (False, True):
+                means, sds = fitted.posteriors(ids, hyper)
+                for e, mean, sd in zip(ids, means.tolist(), sds.tolist(), strict=True):
+                    assert (mean, sd) == tuple(fit.posterior(e, hyper)), (mode, hyper, e)
