@@ -78,17 +78,51 @@ def test_the_replay_serves_the_whole_design_on_the_world_s_retrieval_only():
     assert not replays(dataclasses.replace(plain, quarantine=QuarantineConfig(enabled=True)))
 
 
-#: the regimes whose world of every variant the fast tier checks: the null, the neutral lessons, the planted
-#: influence, many experiences and content features; the two other strengths of influence (the same paths as
-#: beta_0.25 with other numbers) are checked in the slow tier, in the same worlds, so ``pytest --all`` checks
-#: every regime as before
-FAST_REGIMES = ("no_influence", "noise_only", "beta_0.25", "many_experiences", "informative_content")
+#: the regimes the fast tier checks beside beta_0.25 (whose world of every variant is checked above): the null,
+#: the neutral lessons, many experiences and content features; the two other strengths of influence (the same
+#: paths as beta_0.25 with other numbers) are checked in the slow tier, in the same worlds, so ``pytest --all``
+#: checks every regime as before
+FAST_REGIMES = ("no_influence", "noise_only", "many_experiences", "informative_content")
+#: what the fast tier checks in those regimes: a variant of each path a regime's numbers take differently, each
+#: replay trajectory (the paper's design and the full one, raw and centred credit, the odd half) and learner
+#: (auto, content, identity), the prequential and anytime gates, and each cohort (the default's curated walk,
+#: its memory-free twin, a budget); the slow tier checks every variant in every regime, under every investor
+FAST_VARIANTS = (
+    "equal_weight",
+    "memtrial",
+    "memtrial_memory_free",
+    "memtrial_budget_3",
+    "memtrial_paper",
+    "memtrial_content",
+    "memtrial_identity",
+    "memtrial_full",
+    "memtrial_dial_centred",
+    "memtrial_similarity",
+)
+
+
+def config(settings):
+    return EngineConfig(gamma=2.0, **settings)
+
+
+def test_the_fast_variants_take_every_path_the_regimes_vary():
+    """The fast tier's subset keeps a variant of every replayed design and learner and of every cohort kind."""
+    configs = [config(MEMTRIAL_VARIANTS[m]) for m in FAST_VARIANTS if m in MEMTRIAL_VARIANTS]
+    every = [config(settings) for settings in MEMTRIAL_VARIANTS.values()]
+    assert {c.design.value for c in configs} == {c.design.value for c in every}
+    assert {c.credit.value for c in configs} == {"raw", "centred"}
+    assert {c.learner.value for c in configs} == {"auto", "content", "identity"}
+    assert {c.gate.test.value for c in configs} >= {"prequential", "anytime"}
+    assert {c.retrieval.value for c in configs} == {"similarity", "value_aware"}
+    assert {c.reference.value for c in configs} == {c.reference.value for c in every}
+    assert any(c.draft_budget is not None for c in configs) and any(c.quarantine.enabled for c in configs)
+    assert not replays(configs[0]) and any(replays(c) for c in configs)
 
 
 @pytest.mark.parametrize("regime", FAST_REGIMES)
 def test_replay_equals_the_online_engines_on_every_regime(regime):
-    """The fast tier's check of the regimes' paths, one world each (the slow tier adds every investor)."""
-    assert_identical(*both(regime_spec(regime)))
+    """The fast tier's check of the regimes' paths, one world each (the slow tier adds every variant and investor)."""
+    assert_identical(*both(replace(regime_spec(regime), methods=FAST_VARIANTS)))
 
 
 @pytest.mark.slow

@@ -5,7 +5,9 @@ import pytest
 from oracles import simulate
 
 from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
-from memtrial.values.bayes import BayesLearner, Problem, fit_many, hierarchical_normal_means
+
+# memtrial.values.bayes (JAX and NumPyro, 2 s to import) is imported by each test: collecting this module, as the
+# fast tier does, imports neither
 
 
 def simulate_with_target(seed, n_experiences, n_dates):
@@ -17,6 +19,8 @@ def simulate_with_target(seed, n_experiences, n_dates):
 
 @pytest.mark.slow  # NUTS
 def test_eight_schools_reproduce_the_published_posterior_means():
+    from memtrial.values.bayes import hierarchical_normal_means
+
     result = hierarchical_normal_means([28, 8, -3, 7, -1, 1, 18, 12], [15, 10, 16, 11, 9, 11, 10, 18])
     print(f"\neight schools: mu {result['mu'][0]:.2f}, tau {result['tau'][0]:.2f}, divergences {result['divergences']}")
     assert result["mu"][0] == pytest.approx(4.4, abs=0.3)
@@ -26,6 +30,8 @@ def test_eight_schools_reproduce_the_published_posterior_means():
 
 @pytest.mark.slow  # NUTS
 def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
+    from memtrial.values.bayes import BayesLearner
+
     records, _ = simulate_with_target(0, n_experiences=40, n_dates=600)
     bayes = BayesLearner("identity").fit(records)
     empirical = EmpiricalBayesLearner("identity").fit(records)
@@ -40,6 +46,8 @@ def test_with_plentiful_data_nuts_agrees_with_the_empirical_bayes_learner():
 
 @pytest.mark.slow  # Monte Carlo
 def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_the_time():
+    from memtrial.values.bayes import BayesLearner
+
     records, target = simulate_with_target(1, n_experiences=80, n_dates=1200)
     bayes = BayesLearner("identity").fit(records)
     posteriors = [bayes.posterior(h) for h in range(80)]
@@ -51,6 +59,8 @@ def test_ninety_percent_intervals_cover_the_truth_about_ninety_percent_of_the_ti
 
 @pytest.mark.slow  # NUTS
 def test_content_features_predict_unseen_experiences_with_intervals():
+    from memtrial.values.bayes import BayesLearner
+
     rng = np.random.default_rng(2)
     n_experiences = 60
     kind = rng.choice([-1.0, 0.0, 1.0], size=n_experiences)
@@ -67,6 +77,8 @@ def test_content_features_predict_unseen_experiences_with_intervals():
 
 @pytest.mark.slow  # NUTS
 def test_many_problems_of_different_sizes_fit_in_one_batched_call():
+    from memtrial.values.bayes import Problem, fit_many
+
     problems = []
     closed = []
     for seed, size in ((3, 12), (4, 30), (5, 48)):
@@ -91,5 +103,6 @@ def test_many_problems_of_different_sizes_fit_in_one_batched_call():
 
 def test_values_module_exposes_the_bayes_learner_lazily():
     import memtrial.values
+    from memtrial.values.bayes import BayesLearner
 
     assert memtrial.values.BayesLearner is BayesLearner

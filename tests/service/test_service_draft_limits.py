@@ -49,59 +49,81 @@ def weights(subsets):
     return [{"SPY": 0.25, "TLT": 0.25, "GLD": 0.25, "BIL": 0.25} for _ in subsets]
 
 
-def test_every_design_and_k_the_limit_accepts_completes_a_decision_by_client_and_by_server(serve):
+#: the settings that need more than 64 drafts, exactly the ones refused
+REFUSED = [
+    ("half", "given", 8),
+    ("fold", "given", 8),
+    ("fold", "memory_free", 7),
+    ("fold", "memory_free", 8),
+    ("full", "given", 7),
+    ("full", "given", 8),
+]
+SETTINGS = [
+    (design, reference)
+    for design in DESIGNS
+    for reference in (["given", "memory_free"] if design in ("fold", "saturated") else ["given"])
+]
+
+
+def _every_k_or_the_edges(sweep):
+    """Every k of every setting (``sweep``), or each setting's edges: k = 1, the largest k the limit accepts and
+    the first it refuses."""
+    for design, reference in SETTINGS:
+        refused = [k for d, r, k in REFUSED if (d, r) == (design, reference)]
+        first_refused = min(refused, default=9)
+        ks = range(1, 9) if sweep else sorted({1, first_refused - 1, *([first_refused] if refused else [])})
+        yield from ((design, reference, k) for k in ks)
+
+
+def _complete_or_refused(client, llm, design, reference, k):
+    """Whether the limit refuses the setting; accepted, a decision drafted by the client and one by the server."""
+    try:
+        agent = client.create_agent(
+            f"{design}-{reference}-{k}",
+            "balanced",
+            UNIVERSE,
+            design=design,
+            k=k,
+            reference=reference,
+            drafter={"provider": "fake", "model": "openai/fake", "max_retries": 0},
+        )
+    except ServiceError as error:
+        assert error.status == 422 and error.field == "k"
+        assert "limit of 64 (MEMTRIAL_MAX_DRAFTS_PER_DECISION)" in error.message
+        return True
+    ids = [e["id"] for e in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:k]])["items"]]
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "x", horizon=2, retrieved_ids=ids)
+    decided = client.submit_drafts(agent["id"], plan["decision_id"], weights(plan["subsets"]))
+    assert decided["status"] == "decided"
+    later = START + dt.timedelta(days=1)
+    before = llm.calls
+    drafted = client.create_decision(
+        agent["id"], later, later + dt.timedelta(days=28), "x", horizon=2, retrieved_ids=ids, drafting="server"
+    )
+    assert drafted["status"] == "decided" and llm.calls - before == len(drafted["drafts"]) <= 64
+    return False
+
+
+@pytest.mark.parametrize(
+    "sweep",
+    [
+        False,  # each setting's edges: the fast tier
+        pytest.param(True, marks=pytest.mark.slow),  # every k of every setting
+    ],
+    ids=["edges", "every k"],
+)
+def test_every_design_and_k_the_limit_accepts_completes_a_decision_by_client_and_by_server(serve, sweep):
     with FakeLLM() as llm:
         client = serve(llm)
-        refused = []
-        for design in DESIGNS:
-            for reference in ["given", "memory_free"] if design in ("fold", "saturated") else ["given"]:
-                for k in range(1, 9):
-                    try:
-                        agent = client.create_agent(
-                            f"{design}-{k}",
-                            "balanced",
-                            UNIVERSE,
-                            design=design,
-                            k=k,
-                            reference=reference,
-                            drafter={"provider": "fake", "model": "openai/fake", "max_retries": 0},
-                        )
-                    except ServiceError as error:
-                        assert error.status == 422 and error.field == "k"
-                        assert "limit of 64 (MEMTRIAL_MAX_DRAFTS_PER_DECISION)" in error.message
-                        refused.append((design, reference, k))
-                        continue
-                    ids = [
-                        e["id"]
-                        for e in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS[:k]])["items"]
-                    ]
-                    plan = client.create_decision(
-                        agent["id"], START, START + dt.timedelta(days=28), "x", horizon=2, retrieved_ids=ids
-                    )
-                    decided = client.submit_drafts(agent["id"], plan["decision_id"], weights(plan["subsets"]))
-                    assert decided["status"] == "decided"
-                    later = START + dt.timedelta(days=1)
-                    before = llm.calls
-                    drafted = client.create_decision(
-                        agent["id"],
-                        later,
-                        later + dt.timedelta(days=28),
-                        "x",
-                        horizon=2,
-                        retrieved_ids=ids,
-                        drafting="server",
-                    )
-                    assert drafted["status"] == "decided" and llm.calls - before == len(drafted["drafts"]) <= 64
+        tried = list(_every_k_or_the_edges(sweep))
+        refused = [setting for setting in tried if _complete_or_refused(client, llm, *setting)]
     # exactly the settings that need more than 64 drafts are refused
-    assert refused == [
-        ("half", "given", 8),
-        ("fold", "given", 8),
-        ("fold", "memory_free", 7),
-        ("fold", "memory_free", 8),
-        ("full", "given", 7),
-        ("full", "given", 8),
-    ]
-    assert all(max_drafts(d, k, extra_reference=r == "memory_free") > 64 for d, r, k in refused)
+    assert refused == [setting for setting in REFUSED if setting in tried]
+    assert len(refused) == (len(REFUSED) if sweep else 4)
+    assert all(max_drafts(d, k, extra_reference=r == "memory_free") > 64 for d, r, k in REFUSED)
+    assert all(
+        max_drafts(d, k, extra_reference=r == "memory_free") <= 64 for d, r, k in tried if (d, r, k) not in refused
+    )
 
 
 def test_the_drafts_request_and_the_settings_follow_the_operators_limit(serve):
