@@ -42,13 +42,12 @@ from memtrial.action.fallback import GRID, AnchoredMixture, FallbackVariant
 from memtrial.action.rule import ActionRule, dial_combination, dial_gains, dial_weights, noise_gains
 from memtrial.credit.banzhaf import centre_contrasts, contributions_by_date
 from memtrial.credit.design import plan_masks, validate_masks
-from memtrial.curation import Curator, RetrievalMode, rank_orders
+from memtrial.curation import Curator, RetrievalMode, contribution_counts, rank_orders
 from memtrial.engine.config import EngineConfig, ReferenceSource
 from memtrial.outcomes.mandates import mixture_utilities_by_date, normalised, utilities_by_date
 from memtrial.records import Dial, ExperienceId
-from memtrial.trust.gate import GateSeries, GateTest, gate_states, log_e_values, pearson_scores
-from memtrial.values import CreditBasis, EmpiricalBayesLearner, LearnerMode, auto_prefers_content, refit_learners
-from memtrial.values.empirical import MIN_AUTO_SCORES
+from memtrial.trust.gate import GateSeries, GateTest, add_scores, gate_states, log_e_values, pearson_scores
+from memtrial.values import CreditBasis, EmpiricalBayesLearner, LearnerMode, refit_learners, selected_modes
 from memtrial.values.fayherriot import SpectraCache
 
 #: the learners' eigendecompositions, shared by the cohorts a process walks: the worlds of one calendar under
@@ -170,18 +169,6 @@ class _World:
         self.quarantined = frozenset(int(e) for e in self.curator.quarantined)
         self.changed = frozenset(int(e) for e, x in self.curator.evidence.items() if x.changed_at is not None)
 
-    def regime(self, experience: int) -> tuple[float, float | None, int] | None:
-        """The value learnt since a detected change (method 4.14), or None."""
-        if self.curator is None:
-            return None
-        posterior = self.curator.regime_posterior(experience)
-        return None if posterior is None else (posterior.mean, posterior.sd, posterior.n)
-
-    def count(self, experience: int) -> int:
-        """The contributions an experience's value rests on now (since its change, if it has one)."""
-        regime = self.regime(experience)
-        return self.learner.count(experience) if regime is None else regime[2]
-
 
 class Cohort:
     """MemTrial variants (``configs``: method id -> configuration, one :func:`learning_key`) walked through every
@@ -210,8 +197,6 @@ class Cohort:
         self.n_scored = np.zeros(size, dtype=np.int64)
         self.noise_count = np.zeros(size, dtype=np.int64)
         self.noise_total = np.zeros(size)
-        self.mode_counts = np.zeros((size, 2), dtype=np.int64)
-        self.mode_totals = np.zeros((size, 2))
         self.opens: list[list[bool]] = [[] for _ in self.worlds]
         self.statistics: list[list[float]] = [[] for _ in self.worlds]
         self.omegas: list[list[float]] = [[] for _ in self.worlds]
@@ -253,14 +238,6 @@ class Cohort:
         is_open, statistic, omega = gate_states(self.config.gate, GateSeries(self.n_scored, log_e, None))
         return omega, log_e, is_open, statistic
 
-    def _selected(self) -> list[LearnerMode]:
-        """Each world's learner mode now (``auto``: the better scored once both have enough scores)."""
-        mode = self.config.learner
-        if mode is not LearnerMode.AUTO:
-            return [mode] * len(self.worlds)
-        prefers = auto_prefers_content(self.mode_counts, self.mode_totals, MIN_AUTO_SCORES)
-        return [LearnerMode.CONTENT if bool(p) else LearnerMode.IDENTITY for p in prefers]
-
     def _decide(self, position: int) -> None:
         config = self.config
         for world in self.worlds:
@@ -268,7 +245,7 @@ class Cohort:
                 world.add(int(experience), embedding)
         refit_learners([world.learner for world in self.worlds], SPECTRA)
         omega, log_e, is_open, statistic = self._trust()
-        selected = self._selected()
+        selected = selected_modes([world.learner for world in self.worlds])
         retrieved = self._retrieve(position, omega, selected)
         costs = np.where(self.noise_count > 0, self.noise_total / np.maximum(self.noise_count, 1), np.nan)
         frozen = [plan for _, _, plan in retrieved]
@@ -372,7 +349,7 @@ class Cohort:
             memory=lambda: memory,
             pairs=memory_free,
             blends=not memory_free,
-            fresh=lambda: is_fresh(world.count(e) for e in ids),
+            fresh=lambda: is_fresh(contribution_counts(world.curator, ids, world.learner.count)),
         )
         world.credit = budgeted.credit
         masks = budgeted.masks
@@ -512,14 +489,13 @@ class Cohort:
             noise = any(fit.scale > 0.0 for fit in fits.values())
             known = np.full(size, noise)
             candidates = _Candidates(ids, similarity, means, sds if noise else np.zeros(size), counts, known, modes)
-        changed = world.changed
-        for column, experience in enumerate(ids):
-            if experience in changed:
-                regime = world.regime(experience)
-                assert regime is not None
-                mean, sd, n = regime
-                candidates.means[column], candidates.sds[column] = mean, sd or 0.0
-                candidates.counts[column], candidates.known[column] = n, sd is not None
+        if world.curator is not None and world.changed:  # the values learnt since a change (MemTrial._posteriors)
+            since = world.curator.since_changes(e for e in ids if e in world.changed)
+            for column, experience in enumerate(ids):
+                if experience in since:
+                    regime = since[experience]
+                    candidates.means[column], candidates.sds[column] = regime.mean, regime.sd or 0.0
+                    candidates.counts[column], candidates.known[column] = regime.n, regime.sd is not None
         return candidates
 
     def _settle(self, position: int) -> None:
@@ -584,18 +560,13 @@ class Cohort:
         centred = centre_contrasts(contrasts)
         gate_scores = pearson_scores(np.array([plan.predictions for plan in plans]), centred)
         scored = ~np.isnan(gate_scores)
-        self.log_growth[at[scored]] = self.log_growth[at[scored]] + np.log1p(
-            gate_scores[scored][:, None] * self.bets[None, :]
-        )
+        self.log_growth[at[scored]] = add_scores(self.log_growth[at[scored]], gate_scores[scored], self.bets)
         self.n_scored[at[scored]] += 1
         if self.config.learner is LearnerMode.AUTO:
-            for column, mode in enumerate(MODES):
+            for mode in MODES:
                 values = pearson_scores(np.array([plan.modes[mode] for plan in plans]), centred)
-                kept = ~np.isnan(values)
-                self.mode_counts[at[kept], column] += 1
-                self.mode_totals[at[kept], column] += values[kept]
-                for world, value, ok in zip(worlds, values.tolist(), kept.tolist(), strict=True):
-                    if ok:
+                for world, value in zip(worlds, values.tolist(), strict=True):
+                    if not np.isnan(value):
                         world.learner.record_score(mode, value)
         learnt: list[dict[ExperienceId, float]] = [
             dict(zip(plan.ids, (float(c) for c in row), strict=True))

@@ -1,7 +1,7 @@
 """Values that curate memory: value-aware retrieval (method 4.12), quarantine of harmful experiences
 (4.13) and stale lessons (4.14)."""
 
-from memtrial.curation.curator import Curator, Event, replay
+from memtrial.curation.curator import Curator, Event, contribution_counts, replay
 from memtrial.curation.quarantine import BETS, ErrorControl, Evidence, QuarantineConfig, Verdict, threshold
 from memtrial.curation.ranking import (
     DEMOTION,
@@ -29,6 +29,7 @@ __all__ = [
     "Ranked",
     "RetrievalMode",
     "Verdict",
+    "contribution_counts",
     "rank",
     "rank_orders",
     "replay",

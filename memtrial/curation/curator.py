@@ -4,7 +4,7 @@ and what each matured contribution did; and its replay from a log after a correc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,7 +13,7 @@ from memtrial.curation.ranking import Posterior
 from memtrial.errors import InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["RESET_PRIOR", "Curator", "Event", "replay", "setting_at_start"]
+__all__ = ["RESET_PRIOR", "Curator", "Event", "contribution_counts", "replay", "setting_at_start"]
 
 RESET_PRIOR = 2.0  # after a detected change, a value is its mean since the change shrunk by n / (n + this)
 
@@ -149,16 +149,24 @@ class Curator:
         variance = max(evidence.squares - evidence.n * mean * mean, 0.0) / (evidence.n - 1)
         return Posterior(mean, math.sqrt(variance / evidence.n), evidence.n)
 
+    def since_changes(self, experience_ids: Iterable[ExperienceId]) -> dict[ExperienceId, Posterior]:
+        """:meth:`regime_posterior` of each of ``experience_ids`` with a detected change (method 4.14): what
+        the ranking reads of it instead of the learner's posterior; the others are left out."""
+        since = {}
+        for experience_id in experience_ids:
+            regime = self.regime_posterior(experience_id)
+            if regime is not None:
+                since[experience_id] = regime
+        return since
+
     def reset_values(self, experience_ids: Iterable[ExperienceId]) -> dict[ExperienceId, float]:
         """The value a plan freezes for each of ``experience_ids`` whose contributions changed (method 4.14):
         the mean of its contributions since the change shrunk to 0 as n / (n + ``RESET_PRIOR``), 0 before
         any. Experiences without a change are left out (their value is the learner's)."""
-        reset = {}
-        for experience_id in experience_ids:
-            regime = self.regime_posterior(experience_id)
-            if regime is not None:
-                reset[experience_id] = regime.mean * regime.n / (regime.n + RESET_PRIOR)
-        return reset
+        return {
+            e: regime.mean * regime.n / (regime.n + RESET_PRIOR)
+            for e, regime in self.since_changes(experience_ids).items()
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -178,6 +186,15 @@ class Curator:
         curator.abs_count = int(data.get("abs_count", 0))
         curator.discoveries = int(data.get("discoveries", len(curator.quarantined)))
         return curator
+
+
+def contribution_counts(
+    curator: Curator | None, experience_ids: Sequence[ExperienceId], learnt: Callable[[ExperienceId], int]
+) -> list[int]:
+    """How many contributions each experience's value rests on now (a draft budget's fresh rule, method 4.11):
+    those since its detected change where it has one (method 4.14), else the learner's (``learnt``)."""
+    since = {} if curator is None else curator.since_changes(experience_ids)
+    return [since[e].n if e in since else learnt(e) for e in experience_ids]
 
 
 def replay(

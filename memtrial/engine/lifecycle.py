@@ -32,7 +32,16 @@ from memtrial.action.choices import choose_portfolio, choose_scored, plan_dial
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.action.rule import ActionRule
 from memtrial.credit import design as design_module
-from memtrial.curation import Curator, Event, Posterior, QuarantineConfig, Ranked, RetrievalMode, rank
+from memtrial.curation import (
+    Curator,
+    Event,
+    Posterior,
+    QuarantineConfig,
+    Ranked,
+    RetrievalMode,
+    contribution_counts,
+    rank,
+)
 from memtrial.drafting.retrieval import cosine_similarities, top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
@@ -282,11 +291,7 @@ class MemTrial:
         """Whether a plan retrieves a fresh experience (method 4.11): one whose value rests on fewer than
         :data:`~memtrial.action.budget.FRESH_CONTRIBUTIONS` contributions, counted since its detected change
         if it has one (method 4.14)."""
-        counts = []
-        for experience_id in ids:
-            regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
-            counts.append(self.learner.count(experience_id) if regime is None else regime.n)
-        return is_fresh(counts)
+        return is_fresh(contribution_counts(self.curator, ids, self.learner.count))
 
     def _dial(self, ids: Sequence[ExperienceId], masks: Sequence[int], predictions: Mapping[Any, float]) -> Dial | None:
         """The trust dial's plan under the dial rule (None under the gate's)."""
@@ -418,11 +423,11 @@ class MemTrial:
     def _posteriors(self, ids: Sequence[ExperienceId]) -> dict[ExperienceId, Posterior]:
         """Each experience's value posterior as learnt from matured outcomes; after a detected change,
         the value learnt since the change (method 4.14)."""
-        posteriors = {}
-        for experience_id, learnt in zip(ids, self.posteriors(ids), strict=True):
-            regime = None if self.curator is None else self.curator.regime_posterior(experience_id)
-            posteriors[experience_id] = regime if regime is not None else Posterior(*learnt)
-        return posteriors
+        since = {} if self.curator is None else self.curator.since_changes(ids)
+        return {
+            e: since[e] if e in since else Posterior(*learnt)
+            for e, learnt in zip(ids, self.posteriors(ids), strict=True)
+        }
 
     def _since_changes(self, frozen: dict[str, Any], ids: Sequence[ExperienceId]) -> dict[str, Any]:
         """A plan's frozen predictions with the value of every experience whose contributions changed sign

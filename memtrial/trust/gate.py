@@ -52,6 +52,7 @@ __all__ = [
     "TrustGate",
     "TrustStatus",
     "UngatedGate",
+    "add_scores",
     "anytime_log_wealth",
     "dial_omega",
     "gate_series",
@@ -255,6 +256,14 @@ def _mixture_log_wealth(log_growth: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(peak + np.log(total / scaled.shape[-2]), dtype=np.float64)
 
 
+def add_scores(
+    log_growth: NDArray[np.float64], scores: NDArray[np.float64], bets: NDArray[np.float64]
+) -> NDArray[np.float64]:
+    """The betting e-process after one more score in each of L gates: ``log_growth`` (L, bets) plus
+    log(1 + bet r) of each gate's score r (L,), each gate's row exactly as :meth:`GateStatistics.add` gives it."""
+    return np.asarray(log_growth + np.log1p(scores[:, None] * bets[None, :]), dtype=np.float64)
+
+
 def log_e_values(log_growth: NDArray[np.float64]) -> NDArray[np.float64]:
     """:meth:`GateStatistics.log_e_value` of L gates at once from their ``log_growth`` (L, bets): log K_t of
     each, exactly as alone."""
@@ -295,7 +304,7 @@ class GateStatistics:
         self.n_scored += 1
         self.total += score
         self.total_sq += score * score
-        self.log_growth = self.log_growth + np.log1p(score * self.bets)
+        self.log_growth = add_scores(self.log_growth[None, :], np.array([score]), self.bets)[0]
         self._cache.clear()
 
     @property

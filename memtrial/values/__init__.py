@@ -16,6 +16,7 @@ from memtrial.values.empirical import (
     auto_prefers_content,
     degenerate_fit,
     refit_learners,
+    selected_modes,
 )
 from memtrial.values.fayherriot import (
     VARIANCE_GRID,
@@ -72,6 +73,7 @@ __all__ = [
     "posterior",
     "predictions_at",
     "refit_learners",
+    "selected_modes",
     "sufficient_statistics",
     "width",
 ]

@@ -60,6 +60,7 @@ __all__ = [
     "refit_learners",
     "row_products",
     "row_quadratics",
+    "selected_modes",
 ]
 
 
@@ -168,15 +169,33 @@ def row_quadratics(rows: NDArray[np.float64], matrix: NDArray[np.float64]) -> ND
     return row_products(product * rows, np.ones(rows.shape[1]))
 
 
-def auto_prefers_content(counts: ArrayLike, totals: ArrayLike, minimum: int = MIN_AUTO_SCORES) -> NDArray[np.bool_]:
+def auto_prefers_content(
+    counts: ArrayLike, totals: ArrayLike, minimum: int | ArrayLike = MIN_AUTO_SCORES
+) -> NDArray[np.bool_]:
     """The ``auto`` mode's choice at each moment: content once both modes have ``minimum`` scores and
-    content's mean score is the higher. counts, totals: (..., 2), identity then content; returns (...)."""
+    content's mean score is the higher. counts, totals: (..., 2), identity then content; returns (...);
+    ``minimum`` broadcasts against (...)."""
     count = np.asarray(counts)
     total = np.asarray(totals, dtype=np.float64)
     enough = count.min(axis=-1) >= minimum
     with np.errstate(divide="ignore", invalid="ignore"):
         better = total[..., 1] / count[..., 1] > total[..., 0] / count[..., 0]
     return np.asarray(enough & better, dtype=bool)
+
+
+def selected_modes(learners: Sequence[EmpiricalBayesLearner]) -> list[LearnerMode]:
+    """:attr:`EmpiricalBayesLearner.selected_mode` of each of ``learners`` (many worlds' at once): its own mode,
+    or under ``auto`` content once both modes have its ``min_auto_scores`` scores and content's mean is higher."""
+    auto = [at for at, learner in enumerate(learners) if learner.mode is LearnerMode.AUTO]
+    modes = [learner.mode for learner in learners]
+    if auto:
+        scores = [learners[at].mode_scores for at in auto]
+        counts = np.array([[s[LearnerMode.IDENTITY].count, s[LearnerMode.CONTENT].count] for s in scores])
+        totals = np.array([[s[LearnerMode.IDENTITY].total, s[LearnerMode.CONTENT].total] for s in scores])
+        minimum = np.array([learners[at].min_auto_scores for at in auto])
+        for at, content in zip(auto, auto_prefers_content(counts, totals, minimum).tolist(), strict=True):
+            modes[at] = LearnerMode.CONTENT if content else LearnerMode.IDENTITY
+    return modes
 
 
 class _ModeScores:
@@ -433,16 +452,7 @@ class EmpiricalBayesLearner:
     @property
     def selected_mode(self) -> LearnerMode:
         """The mode whose predictions ``predict`` returns."""
-        if self.mode is not LearnerMode.AUTO:
-            return self.mode
-        identity, content = self.mode_scores[LearnerMode.IDENTITY], self.mode_scores[LearnerMode.CONTENT]
-        counts = np.array([[identity.count, content.count]])
-        totals = np.array([[identity.total, content.total]])
-        return (
-            LearnerMode.CONTENT
-            if bool(auto_prefers_content(counts, totals, self.min_auto_scores)[0])
-            else LearnerMode.IDENTITY
-        )
+        return selected_modes([self])[0]
 
     def record_score(self, mode: LearnerMode | str, score: float) -> None:
         """Add a prequential score of ``mode``'s frozen predictions (for ``auto``)."""

@@ -143,3 +143,65 @@ def test_value_posteriors_of_many_experiences_equal_each_read_alone():
                 means, sds = fitted.posteriors(ids, hyper)
                 for e, mean, sd in zip(ids, means.tolist(), sds.tolist(), strict=True):
                     assert (mean, sd) == tuple(fit.posterior(e, hyper)), (mode, hyper, e)
+
+
+def test_add_scores_grows_each_gate_as_its_own_statistics_grow():
+    """The e-process's addition of many gates at once (a cohort's) equals GateStatistics.add of each alone."""
+    from memtrial.trust.gate import DEFAULT_BETS, GateStatistics, add_scores, log_e_values
+
+    rng = np.random.default_rng(8)
+    scores = np.clip(rng.normal(0.1, 0.5, (40, 6)), -1.0, 1.0)  # 40 dates, 6 gates
+    bets = np.asarray(DEFAULT_BETS)
+    alone = [GateStatistics(DEFAULT_BETS) for _ in range(6)]
+    together = np.zeros((6, bets.size))
+    for row in scores:
+        together = add_scores(together, row, bets)
+        for statistics, score in zip(alone, row.tolist(), strict=True):
+            statistics.add(score)
+    assert np.array_equal(together, np.array([s.log_growth for s in alone]))
+    assert log_e_values(together).tolist() == [s.log_e_value() for s in alone]
+
+
+def test_selected_modes_of_many_learners_equal_each_learners_own():
+    """The auto mode's choice of many learners at once, fixed modes and auto learners before and after
+    enough scores among them, equals each learner's selected_mode."""
+    from memtrial.values import EmpiricalBayesLearner, LearnerMode, selected_modes
+
+    rng = np.random.default_rng(9)
+    learners = [EmpiricalBayesLearner(mode) for mode in ("auto", "identity", "auto", "content", "auto", "auto")]
+    for at, learner in enumerate(learners):
+        if learner.mode is not LearnerMode.AUTO:
+            continue
+        for _ in range(3 * at):  # 0, 6, 12, 15 scores of each mode
+            learner.record_score("identity", float(rng.uniform(-1, 1)))
+            learner.record_score("content", float(rng.uniform(-1, 1)))
+    learners[5].min_auto_scores = 100  # enough scores for the others, not for this one
+    chosen = selected_modes(learners)
+    assert chosen == [learner.selected_mode for learner in learners]
+    assert set(chosen) == {LearnerMode.IDENTITY, LearnerMode.CONTENT}  # the check sees both choices
+    assert selected_modes([]) == []
+
+
+def test_contribution_counts_read_the_values_learnt_since_a_change():
+    """A budget's fresh rule counts an experience's contributions since its detected change where it has one
+    (Curator.since_changes), else the learner's; without a curator, the learner's."""
+    from memtrial.curation import Curator, QuarantineConfig, contribution_counts
+
+    curator = Curator(QuarantineConfig(enabled=True, change_threshold=20.0))
+    decision = 0
+    for _ in range(30):  # experience "a" helps, then hurts: its change is detected; "b" stays alike
+        decision += 1
+        curator.observe(f"d{decision}", {"a": 1.0, "b": 0.5})
+    for _ in range(40):
+        decision += 1
+        curator.observe(f"d{decision}", {"a": -1.0, "b": 0.5})
+        if curator.changed_at("a") is not None:
+            break
+    assert curator.changed_at("a") is not None and curator.changed_at("b") is None
+    curator.observe("later", {"a": -1.0})
+    since = curator.since_changes(["a", "b", "c"])
+    assert list(since) == ["a"] and since["a"] == curator.regime_posterior("a") and since["a"].n >= 1
+    learnt = {"a": 70, "b": 70, "c": 0}.__getitem__
+    assert contribution_counts(curator, ["a", "b", "c"], learnt) == [since["a"].n, 70, 0]
+    assert contribution_counts(None, ["a", "b", "c"], learnt) == [70, 70, 0]
+    assert curator.reset_values(["a", "b"]) == {"a": since["a"].mean * since["a"].n / (since["a"].n + 2.0)}
