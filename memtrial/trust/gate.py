@@ -304,7 +304,9 @@ class GateStatistics:
         self.n_scored += 1
         self.total += score
         self.total_sq += score * score
-        self.log_growth = add_scores(self.log_growth[None, :], np.array([score]), self.bets)[0]
+        self.log_growth = add_scores(
+            self.log_growth[None, :], np.array([score], dtype=np.float64).reshape(1), self.bets
+        )[0]
         self._cache.clear()
 
     @property

@@ -79,14 +79,15 @@ def test_the_replay_serves_the_whole_design_on_the_world_s_retrieval_only():
 
 
 #: the regimes the fast tier checks beside beta_0.25 (whose world of every variant is checked above): the null,
-#: the neutral lessons, many experiences and content features; the two other strengths of influence (the same
-#: paths as beta_0.25 with other numbers) are checked in the slow tier, in the same worlds, so ``pytest --all``
-#: checks every regime as before
+#: the neutral lessons, many experiences and content features, each with the variants below; the slow tier checks
+#: every variant in each of those worlds and in the two other strengths of influence, so ``pytest --all`` checks
+#: every variant in every regime's world as before
 FAST_REGIMES = ("no_influence", "noise_only", "many_experiences", "informative_content")
 #: what the fast tier checks in those regimes: a variant of each path a regime's numbers take differently, each
-#: replay trajectory (the paper's design and the full one, raw and centred credit, the odd half) and learner
-#: (auto, content, identity), the prequential and anytime gates, and each cohort (the default's curated walk,
-#: its memory-free twin, a budget); the slow tier checks every variant in every regime, under every investor
+#: replay trajectory (the paper's design and the full one, raw and centred credit, the odd half), learner (auto,
+#: content, identity), gate (prequential, anytime, none), action rule and fallback (the learnt mixtures, the
+#: ensemble, the reference), and each cohort (the default's curated walk, its memory-free twin, a budget); the
+#: robust variant's path is checked in the curation regimes below
 FAST_VARIANTS = (
     "equal_weight",
     "memtrial",
@@ -98,6 +99,9 @@ FAST_VARIANTS = (
     "memtrial_full",
     "memtrial_dial_centred",
     "memtrial_similarity",
+    "memtrial_uniform",
+    "memtrial_closed_ens",
+    "memtrial_no_gate",
 )
 
 
@@ -106,28 +110,31 @@ def config(settings):
 
 
 def test_the_fast_variants_take_every_path_the_regimes_vary():
-    """The fast tier's subset keeps a variant of every replayed design and learner and of every cohort kind."""
+    """The fast tier's subset keeps a variant of every replayed design, credit, learner, gate, action rule,
+    fallback, retrieval and reference, and of every cohort kind; the robust one is checked in the curation
+    regimes. Only settings that change numbers, not paths (a gate's alpha), are left to the slow tier."""
     configs = [config(MEMTRIAL_VARIANTS[m]) for m in FAST_VARIANTS if m in MEMTRIAL_VARIANTS]
     every = [config(settings) for settings in MEMTRIAL_VARIANTS.values()]
-    assert {c.design.value for c in configs} == {c.design.value for c in every}
-    assert {c.credit.value for c in configs} == {"raw", "centred"}
-    assert {c.learner.value for c in configs} == {"auto", "content", "identity"}
-    assert {c.gate.test.value for c in configs} >= {"prequential", "anytime"}
-    assert {c.retrieval.value for c in configs} == {"similarity", "value_aware"}
-    assert {c.reference.value for c in configs} == {c.reference.value for c in every}
+    for setting in ("design", "credit", "learner", "action", "fallback", "retrieval", "reference"):
+        assert {getattr(c, setting).value for c in configs} == {getattr(c, setting).value for c in every}, setting
+    assert {c.gate.test.value for c in configs} == {c.gate.test.value for c in every}
+    assert {c.robust for c in every} == {False, True} and "memtrial_robust" in CURATION
     assert any(c.draft_budget is not None for c in configs) and any(c.quarantine.enabled for c in configs)
     assert not replays(configs[0]) and any(replays(c) for c in configs)
 
 
 @pytest.mark.parametrize("regime", FAST_REGIMES)
 def test_replay_equals_the_online_engines_on_every_regime(regime):
-    """The fast tier's check of the regimes' paths, one world each (the slow tier adds every variant and investor)."""
+    """The fast tier's check of the regimes' paths, one world each (the slow tier checks every variant in these
+    worlds, and every investor in others)."""
     assert_identical(*both(replace(regime_spec(regime), methods=FAST_VARIANTS)))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("regime", [r for r in REGIMES if r not in FAST_REGIMES])
-def test_replay_equals_the_online_engines_on_the_other_strengths_of_influence(regime):
+@pytest.mark.parametrize("regime", [r for r in REGIMES if r != "beta_0.25"])
+def test_replay_equals_the_online_engines_on_every_regime_with_every_variant(regime):
+    """The fast tier's worlds with every variant (beta_0.25's is the fast tier's first check), and the other
+    strengths of influence."""
     assert_identical(*both(regime_spec(regime)))
 
 

@@ -160,6 +160,11 @@ def test_add_scores_grows_each_gate_as_its_own_statistics_grow():
             statistics.add(score)
     assert np.array_equal(together, np.array([s.log_growth for s in alone]))
     assert log_e_values(together).tolist() == [s.log_e_value() for s in alone]
+    # and the sum of log(1 + bet r) over the scores, written out (method 4.8), added one score after another
+    by_hand = np.zeros((6, bets.size))
+    for row in scores:
+        by_hand = by_hand + np.log1p(row[:, None] * bets[None, :])
+    assert np.array_equal(together, by_hand)
 
 
 def test_selected_modes_of_many_learners_equal_each_learners_own():
@@ -178,6 +183,15 @@ def test_selected_modes_of_many_learners_equal_each_learners_own():
     learners[5].min_auto_scores = 100  # enough scores for the others, not for this one
     chosen = selected_modes(learners)
     assert chosen == [learner.selected_mode for learner in learners]
+    # the rule written out: content once both modes have the learner's minimum of scores and content's mean is higher
+    for learner, mode in zip(learners, chosen, strict=True):
+        if learner.mode is not LearnerMode.AUTO:
+            assert mode is learner.mode
+            continue
+        identity, content = learner.mode_scores[LearnerMode.IDENTITY], learner.mode_scores[LearnerMode.CONTENT]
+        enough = min(identity.count, content.count) >= learner.min_auto_scores
+        better = enough and content.total / content.count > identity.total / identity.count
+        assert mode is (LearnerMode.CONTENT if better else LearnerMode.IDENTITY)
     assert set(chosen) == {LearnerMode.IDENTITY, LearnerMode.CONTENT}  # the check sees both choices
     assert selected_modes([]) == []
 
