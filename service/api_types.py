@@ -190,11 +190,13 @@ class ValuePublic(Public):
 
     The interval and P(v > 0) are empirical Bayes (normal posterior) as soon as there is an sd; on
     ``/values`` after a full-Bayes refit of the same state they are the refit's (``interval`` says which).
-    ``n`` counts the settlements that credited the experience."""
+    ``n`` counts the settlements that credited the experience. After a detected change of sign (method
+    4.14) the value is the one learnt since the change, as value-aware retrieval reads it: the mean of the
+    contributions since then, their standard error, and ``n`` their number."""
 
     mean: float = Field(description=f"posterior mean value, {U}")
     sd: float | None = Field(description=f"posterior sd, {U} (null: no estimate yet)")
-    n: int = Field(description="settlements that credited the experience")
+    n: int = Field(description="settlements that credited the experience (since a detected change, if any)")
     lower: float | None = Field(default=None, description=f"the 90% interval's lower end, {U}")
     upper: float | None = Field(default=None, description=f"the 90% interval's upper end, {U}")
     p_positive: float | None = Field(default=None, description="P(v > 0), a probability")
@@ -213,7 +215,7 @@ class ValueEntryPublic(ValuePublic):
     status: Status | None = Field(default=None, description=f"{_STATUS} (null: deleted since)")
     changed_at: str | None = Field(
         default=None,
-        description="the decision at which a change of sign of the experience's contributions was detected (its value is learnt from there on); null: none",
+        description="the decision at which a change of sign of the experience's contributions was detected (its value, interval and n are learnt from there on); null: none",
     )
     text: str | None = Field(default=None, description="the experience's text (null: deleted since)")
     external_id: str | None = Field(default=None, description="the experience's id in the client's memory store")

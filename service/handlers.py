@@ -91,7 +91,10 @@ def _described(request: Request, item: Mapping[str, Any]) -> tuple[str, str]:
             field,
             f"{field}: fixed when the agent was created ({FIXED_AGENT_SETTINGS[field]}); PATCH changes name, drafter, draft_budget, draft_horizon, retrieval and quarantine",
         )
-    return field, f"{field}: {item.get('msg', 'invalid value')}"
+    message = str(item.get("msg", "invalid value"))
+    if item.get("type") == "value_error":  # a validator's own words, without pydantic's "Value error, " before them
+        message = message.removeprefix("Value error, ")
+    return field, f"{field}: {message}"
 
 
 def _request_id(request: Request) -> str:

@@ -538,7 +538,7 @@ class RankRequest(Strict):
     similarities: list[Weight] | None = Field(
         None,
         max_length=MAX_CANDIDATES,
-        description="one finite score per candidate, higher is closer (null: the given order is the similarity order)",
+        description="one finite score per candidate, higher is closer, on a cosine's scale (about -1 to 1: the value term spans at most [-1, 1]; null: the given order is the similarity order)",
     )
     k: StrictInt = Field(ge=1, le=MAX_CANDIDATES, description="how many to pick, 1 to 100 and at most the candidates")
 

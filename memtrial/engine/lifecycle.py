@@ -422,12 +422,8 @@ class MemTrial:
 
     def _posteriors(self, ids: Sequence[ExperienceId]) -> dict[ExperienceId, Posterior]:
         """Each experience's value posterior as learnt from matured outcomes; after a detected change,
-        the value learnt since the change (method 4.14)."""
-        since = {} if self.curator is None else self.curator.since_changes(ids)
-        return {
-            e: since[e] if e in since else Posterior(*learnt)
-            for e, learnt in zip(ids, self.posteriors(ids), strict=True)
-        }
+        the value learnt since the change (method 4.14): :meth:`posteriors`, as the ranking reads them."""
+        return {e: Posterior(*posterior) for e, posterior in zip(ids, self.posteriors(ids), strict=True)}
 
     def _since_changes(self, frozen: dict[str, Any], ids: Sequence[ExperienceId]) -> dict[str, Any]:
         """A plan's frozen predictions with the value of every experience whose contributions changed sign
@@ -468,7 +464,7 @@ class MemTrial:
         if retired:
             raise InputError(f"{field}: experiences {retired!r} are retired and cannot be retrieved", field=field)
         if similarities is None:
-            scores = [-float(i) for i in range(len(ids))]
+            scores = [float(-i) for i in range(len(ids))]  # 0, -1, -2, ... (0, not -0)
         else:
             scores = [float(v) for v in similarities]
             if len(scores) != len(ids):
@@ -894,17 +890,22 @@ class MemTrial:
         return check
 
     def values(self) -> dict[ExperienceId, float]:
-        """Posterior mean value of every experience (0, the prior mean, before data)."""
+        """The learner's posterior mean value of every experience (0, the prior mean, before data), pooled
+        over its whole history: after a detected change, :meth:`posterior` gives the value learnt since."""
         ids = list(self.experiences)
         return dict(zip(ids, self.learner.predictions(ids), strict=True))
 
     def posterior(self, experience_id: ExperienceId) -> tuple[float, float | None, int]:
-        """(mean, sd, n) of an experience's value; sd is None while there is no noise scale.
+        """(mean, sd, n) of an experience's value as the engine acts on it; sd is None while there is no
+        noise scale.
 
         The sd is the reported one (:meth:`EmpiricalBayesLearner.reported_posterior`): the plug-in
         posterior's plus the uncertainty of the estimated tau2, never 0 for a value learnt from data.
         Before the learner has data, and while every contribution it has learnt is exactly 0 (drafts
         that did not differ by subset), nothing scales the values' noise: the sd is None, not 0.
+        After a detected change of sign (method 4.14) it is the value learnt since the change: the mean
+        of the contributions since then, their standard error (|mean| after one, None before one) and
+        their number, what value-aware retrieval ranks by (method 4.12).
         """
         return self.posteriors([experience_id])[0]
 
@@ -912,13 +913,22 @@ class MemTrial:
         """:meth:`posterior` of each experience (the learner's mode and noise scale read once)."""
         for experience_id in experience_ids:
             self._experience(experience_id)
+        since = {} if self.curator is None else self.curator.since_changes(experience_ids)
+        learnt: list[tuple[float, float | None, int]]
         if not self.learner.is_fitted:
-            return [(0.0, None, 0)] * len(experience_ids)
-        reported = self.learner.reported_posteriors(experience_ids)
-        counts = [self.learner.count(experience_id) for experience_id in experience_ids]
-        if not self.learner.has_noise_scale:
-            return [(posterior.mean, None, count) for posterior, count in zip(reported, counts, strict=True)]
-        return [(posterior.mean, posterior.sd, count) for posterior, count in zip(reported, counts, strict=True)]
+            learnt = [(0.0, None, 0)] * len(experience_ids)
+        else:
+            reported = self.learner.reported_posteriors(experience_ids)
+            counts = [self.learner.count(experience_id) for experience_id in experience_ids]
+            noise = self.learner.has_noise_scale
+            learnt = [
+                (posterior.mean, posterior.sd if noise else None, count)
+                for posterior, count in zip(reported, counts, strict=True)
+            ]
+        return [
+            (since[e].mean, since[e].sd, since[e].n) if e in since else posterior
+            for e, posterior in zip(experience_ids, learnt, strict=True)
+        ]
 
     # -- state -------------------------------------------------------------
     def to_json(self, *, embeddings: bool = True, history: bool = True) -> str:

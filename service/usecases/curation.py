@@ -20,7 +20,7 @@ from service.errors import ApiError
 from service.models import Agent, Experience, LogRow
 from service.schemas import ExperiencePublic, QuarantinePublic, RankedPublic, RankRequest, RankResult
 from service.store import load_agent, owned_row, return_engine, save_engine
-from service.views import experience_public
+from service.views import experience_public, experience_status
 
 __all__ = ["candidate_rows", "quarantine_evidence", "rank", "release"]
 
@@ -99,16 +99,18 @@ def rank(services: Services, tenant_id: str, agent_id: str, body: RankRequest) -
 
 def release(services: Services, tenant_id: str, agent_id: str, experience_id: str, reason: str) -> ExperiencePublic:
     """Release a quarantined experience by hand (a ``release`` log entry with the evidence and the reason);
-    409 ``not_quarantined`` for one that is not, and nothing is written."""
+    409 ``not_quarantined`` for one that is not (a retired one included: its status is retired, whatever its
+    evidence), and nothing is written."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Experience, agent, experience_id, "experience")
         engine = services.engines.checkout(session, agent)
-        if row.id not in engine.quarantined:
+        if not row.active or row.id not in engine.quarantined:
+            status = experience_status(row.active, row.id, engine).value
             raise ApiError(
                 409,
                 "not_quarantined",
-                f"experience {row.id!r} is not quarantined (only a quarantined experience can be released)",
+                f"experience {row.id!r} is {status}, not quarantined (only a quarantined experience can be released)",
                 "experience_id",
             )
         engine.release(row.id, reason)

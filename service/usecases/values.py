@@ -19,13 +19,17 @@ __all__ = ["read"]
 def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
     """Every valued experience, best first: the empirical-Bayes value and interval, or the interval of the
     newest full-Bayes refit where there is one, with the experience's text, external id and state, its
-    status (active, quarantined, retired) and where a change of sign was detected (``changed_at``)."""
+    status (active, quarantined, retired) and where a change of sign was detected (``changed_at``; from
+    there on the value, its interval and ``n`` are those learnt since the change, as retrieval reads them)."""
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
         values = {str(e): value_public(engine, str(e)) for e in engine.experiences}
+        changed = {e: engine.changed_at(e) for e in values}
         for experience_id, interval in latest_posterior(session, agent.id).items():
-            if experience_id in values:
+            # a refit pools an experience's whole history: after a detected change its value is the one
+            # learnt since the change (method 4.14), whose interval is the empirical one
+            if experience_id in values and changed[experience_id] is None:
                 values[experience_id] = values[experience_id].model_copy(
                     update={
                         "lower": interval["lower"],
@@ -44,7 +48,6 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
         }
         mode = engine.learner.selected_mode.value
         status = {e: experience_status(rows[e].active, e, engine).value for e in values if e in rows}
-        changed = {e: engine.changed_at(e) for e in values}
         return_engine(session, agent, engine, services.engines)
     entries = {
         e: ValueEntryPublic(

@@ -292,6 +292,21 @@ def _lesson_that_flips(engine, rows, n_settled, n_planned, settings=None):
             engine.settle_scored(f"d{t}", utilities=rows[t])
 
 
+def test_after_a_change_the_posterior_is_the_value_learnt_since_it_and_values_stay_pooled():
+    """MemTrial.posterior reads what the engine acts on (method 4.12, 4.14): after a detected change, the mean,
+    standard error and number of the contributions since it; values() keeps the learner's pooled means."""
+    engine = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig(enabled=True, change_threshold=10.0))
+    _lesson_that_flips(engine, {}, 24, 24)
+    assert engine.changed_at("stale") is not None and engine.changed_at("e0") is None
+    regime = engine.curator.regime_posterior("stale")
+    assert engine.posterior("stale") == (regime.mean, regime.sd, regime.n)
+    assert 1 <= regime.n < engine.learner.count("stale") and regime.mean < 0
+    assert engine.values()["stale"] == engine.learner.predictions(["stale"])[0] != regime.mean  # pooled
+    reported = engine.learner.reported_posterior("e0")  # no change: the learner's own
+    assert engine.posterior("e0") == (reported.mean, reported.sd, engine.learner.count("e0"))
+    assert engine.posteriors(["e0", "stale"]) == [engine.posterior("e0"), engine.posterior("stale")]
+
+
 def test_correction_before_and_after_a_change_equals_an_engine_settled_with_the_corrected_outcomes():
     quarantine = QuarantineConfig(enabled=True, change_threshold=10.0)
     truthful_rows: dict[int, list[float]] = {}

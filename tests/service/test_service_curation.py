@@ -187,8 +187,8 @@ def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_v
     with pytest.raises(ServiceError) as error:
         client.create_decision(agent["id"], when, when, "own retrieval", retrieved_external_ids=["harmful", "a"])
     assert (error.value.status, error.value.field) == (422, "retrieved_external_ids")
-    assert error.value.message == (
-        f"retrieved_external_ids: [{harmful!r}] are quarantined experiences and cannot be retrieved (release them first)"
+    assert error.value.message == (  # named as the request named it: by its external id
+        "retrieved_external_ids: ['harmful'] are quarantined experiences and cannot be retrieved (release them first)"
     )
     assert written(client, agent["id"]) == before
 
@@ -209,6 +209,63 @@ def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_v
         client.release_experience(agent["id"], harmful, reason="again")
     assert (error.value.status, error.value.code, error.value.field) == (409, "not_quarantined", "experience_id")
     assert written(client, agent["id"]) == before
+
+
+def test_a_quarantined_experience_retired_by_hand_is_retired_and_cannot_be_released(client, http):
+    """Retiring wins: a retired experience reads as retired whatever its evidence, and releasing it is a 409
+    that writes nothing, as for any experience not in quarantine."""
+    agent, names = scored_agent(client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2})
+    harmful = names["harmful"]
+    assert drive_until_quarantined(client, agent["id"], names, limit=40) < 40
+    client.retire_experience(agent["id"], harmful)
+    assert client.values(agent["id"])["values"][harmful]["status"] == "retired"
+    assert client.list_experiences(agent["id"], status="quarantined")["items"] == []
+    before = written(client, agent["id"])
+    with pytest.raises(ServiceError) as error:
+        client.release_experience(agent["id"], harmful, reason="reviewed")
+    assert (error.value.status, error.value.code, error.value.field) == (409, "not_quarantined", "experience_id")
+    assert "is retired, not quarantined" in error.value.message
+    assert written(client, agent["id"]) == before
+
+
+def test_after_a_detected_change_values_show_the_value_learnt_since_it_as_rank_reads_it(client):
+    """A lesson that helped and now hurts (method 4.14): once its change is detected, ``/values`` reports the
+    value learnt since the change (its mean, interval and n), the very value rank shows and retrieval uses."""
+    agent, names = scored_agent(
+        client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2, "change_threshold": 20.0}
+    )
+    lesson = names["a"]
+    rng = np.random.default_rng(6)
+    order = [names[n] for n in ("a", "b", "c", "d", "e", "harmful")]  # the lesson always among the four
+    by_id = {i: n for n, i in names.items()}
+    changed_at, t = None, 0
+    while changed_at is None and t < 80:
+        worth = {**dict.fromkeys(VALUES, 0.0), "a": 0.3 if t < 15 else -0.3}
+        when = START + dt.timedelta(days=t)
+        plan = client.create_decision(agent["id"], when, when, f"day {t}", candidate_ids=order)
+        utilities = [
+            sum(worth[by_id[e]] for e in subset["experience_ids"]) + rng.normal(0.0, 0.05) for subset in plan["subsets"]
+        ]
+        client.submit_drafts(agent["id"], plan["decision_id"], [f"draft {i}" for i in range(len(utilities))])
+        client.settle(agent["id"], plan["decision_id"], utilities=utilities, settled_at=when)
+        t += 1
+        changed_at = client.values(agent["id"])["values"][lesson]["changed_at"]
+    assert changed_at is not None, "no change detected: the check is weak"
+    for _ in range(3):  # a few contributions since the change
+        when = START + dt.timedelta(days=t)
+        plan = client.create_decision(agent["id"], when, when, f"day {t}", candidate_ids=order)
+        utilities = [-0.3 * (names["a"] in s["experience_ids"]) + rng.normal(0.0, 0.05) for s in plan["subsets"]]
+        client.submit_drafts(agent["id"], plan["decision_id"], [f"draft {i}" for i in range(len(utilities))])
+        client.settle(agent["id"], plan["decision_id"], utilities=utilities, settled_at=when)
+        t += 1
+    entry = client.values(agent["id"])["values"][lesson]
+    ranked = {r["id"]: r for r in client.rank_experiences(agent["id"], k=6, candidate_ids=order)["items"]}[lesson]
+    assert 3 <= entry["n"] < t  # contributions since the change, not every settlement that credited it
+    assert (entry["mean"], entry["n"]) == (ranked["value"], ranked["n"])
+    assert entry["mean"] < 0 and entry["upper"] is not None and entry["interval"] == "empirical_bayes"
+    assert client.get_experience(agent["id"], lesson)["value"] == {
+        key: entry[key] for key in ("mean", "sd", "n", "lower", "upper", "p_positive", "interval")
+    }
 
 
 def test_rank_under_similarity_follows_the_given_similarities_and_value_aware_without_evidence_equals_it(client):

@@ -152,7 +152,7 @@ def test_prices_and_returns_settle_the_same(client, stocked):
             [{**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 8,
             422,
             "drafts",
-            "drafts: Value error, drafts[0] weight for 'SPY' must be >= 0 (long only), got -0.1",
+            "drafts: drafts[0] weight for 'SPY' must be >= 0 (long only), got -0.1",
         ),
         ([{**DRAFT, "SPY": 0.5}] * 8, 422, "drafts[0]", "drafts[0]: weights must sum to 1, got 1.1"),
     ],
@@ -200,7 +200,7 @@ def test_maturity_before_decision_time_is_422_naming_maturity(client, stocked):
         client.create_decision(stocked["id"], START, START - dt.timedelta(days=1), "x")
     assert (error.value.status, error.value.field) == (422, "maturity")
     assert error.value.message == (
-        "maturity: Value error, maturity must not be before decision_time "
+        "maturity: maturity must not be before decision_time "
         "(2021-01-28T21:00:00+00:00 is before 2021-01-29T21:00:00+00:00)"
     )
 

@@ -1615,7 +1615,7 @@ export interface components {
             k: number;
             /**
              * Similarities
-             * @description one finite score per candidate, higher is closer (null: the given order is the similarity order)
+             * @description one finite score per candidate, higher is closer, on a cosine's scale (about -1 to 1: the value term spans at most [-1, 1]; null: the given order is the similarity order)
              */
             similarities?: number[] | null;
         };
@@ -1900,7 +1900,7 @@ export interface components {
             active?: boolean | null;
             /**
              * Changed At
-             * @description the decision at which a change of sign of the experience's contributions was detected (its value is learnt from there on); null: none
+             * @description the decision at which a change of sign of the experience's contributions was detected (its value, interval and n are learnt from there on); null: none
              */
             changed_at?: string | null;
             /**
@@ -1930,7 +1930,7 @@ export interface components {
             mean: number;
             /**
              * N
-             * @description settlements that credited the experience
+             * @description settlements that credited the experience (since a detected change, if any)
              */
             n: number;
             /**
@@ -1967,7 +1967,9 @@ export interface components {
          *
          *     The interval and P(v > 0) are empirical Bayes (normal posterior) as soon as there is an sd; on
          *     ``/values`` after a full-Bayes refit of the same state they are the refit's (``interval`` says which).
-         *     ``n`` counts the settlements that credited the experience.
+         *     ``n`` counts the settlements that credited the experience. After a detected change of sign (method
+         *     4.14) the value is the one learnt since the change, as value-aware retrieval reads it: the mean of the
+         *     contributions since then, their standard error, and ``n`` their number.
          */
         ValuePublic: {
             /**
@@ -1987,7 +1989,7 @@ export interface components {
             mean: number;
             /**
              * N
-             * @description settlements that credited the experience
+             * @description settlements that credited the experience (since a detected change, if any)
              */
             n: number;
             /**
