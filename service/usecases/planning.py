@@ -218,11 +218,10 @@ def _retries(services: Services, agent: Agent, engine: MemTrial, runs: int) -> R
 def _refuse_quarantined(engine: MemTrial, retrieved: list[str], body: DecisionCreate) -> None:
     """A request's own retrieval may not name a quarantined experience: 422 naming the field and them, by the
     ids the request used (its external ids, where it named experiences by those)."""
-    by_external = body.retrieved_external_ids is not None
-    named = body.retrieved_external_ids if by_external else retrieved  # as the request named them, in its order
-    quarantined = [name for e, name in zip(retrieved, named or retrieved, strict=True) if e in engine.quarantined]
+    named = retrieved if body.retrieved_external_ids is None else body.retrieved_external_ids  # in its order
+    quarantined = [name for e, name in zip(retrieved, named, strict=True) if e in engine.quarantined]
     if quarantined:
-        field = "retrieved_external_ids" if by_external else "retrieved_ids"
+        field = "retrieved_ids" if body.retrieved_external_ids is None else "retrieved_external_ids"
         raise ApiError(
             422,
             "invalid",
