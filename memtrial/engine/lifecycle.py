@@ -501,8 +501,11 @@ class MemTrial:
 
     def release(self, experience_id: ExperienceId, reason: str) -> LogEntry:
         """Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
-        ``release`` log entry records the reason and the evidence at that moment."""
-        self._experience(experience_id)
+        ``release`` log entry records the reason and the evidence at that moment. An experience retired by
+        hand is not released (retiring wins, whatever its evidence): an InputError naming ``experience_id``,
+        as for one not in quarantine."""
+        if not self._experience(experience_id).active:
+            raise InputError(f"experience {experience_id!r} is retired, not quarantined", field="experience_id")
         if not isinstance(reason, str) or not reason.strip():
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         book = self._book()

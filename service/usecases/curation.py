@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from memtrial.errors import ConfigError, InputError
 from memtrial.trust.log import LogKind
 from service.db import transaction
 from service.deps import Services
@@ -20,7 +21,7 @@ from service.errors import ApiError
 from service.models import Agent, Experience, LogRow
 from service.schemas import ExperiencePublic, QuarantinePublic, RankedPublic, RankRequest, RankResult
 from service.store import load_agent, owned_row, return_engine, save_engine
-from service.views import experience_public, experience_status
+from service.views import experience_public
 
 __all__ = ["candidate_rows", "quarantine_evidence", "rank", "release"]
 
@@ -105,14 +106,13 @@ def release(services: Services, tenant_id: str, agent_id: str, experience_id: st
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Experience, agent, experience_id, "experience")
         engine = services.engines.checkout(session, agent)
-        if not row.active or row.id not in engine.quarantined:
-            status = experience_status(row.active, row.id, engine).value
-            raise ApiError(
-                409,
-                "not_quarantined",
-                f"experience {row.id!r} is {status}, not quarantined (only a quarantined experience can be released)",
-                "experience_id",
-            )
-        engine.release(row.id, reason)
+        try:
+            engine.release(row.id, reason)  # the core refuses one not in quarantine, or retired
+        except (InputError, ConfigError) as error:
+            if error.field not in ("experience_id", "quarantine"):
+                raise
+            why = error.message if error.field == "experience_id" else f"experience {row.id!r} is not quarantined"
+            message = f"{why} (only a quarantined experience can be released)"
+            raise ApiError(409, "not_quarantined", message, "experience_id") from None
         save_engine(session, agent, engine, services.engines)
         return experience_public(row, engine)  # active again: no quarantine evidence

@@ -124,6 +124,19 @@ def test_engine_release_logs_the_evidence_and_restarts_the_test():
     assert engine.verify().ok
 
 
+def test_engine_does_not_release_a_quarantined_experience_retired_by_hand():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 80, np.random.default_rng(0))
+    assert "bad" in engine.quarantined
+    engine.retire_experience("bad")
+    entries = engine.gate.log.length
+    with pytest.raises(InputError) as error:
+        engine.release("bad", "reviewed")
+    assert (str(error.value), error.value.field) == ("experience 'bad' is retired, not quarantined", "experience_id")
+    assert engine.gate.log.length == entries and "bad" in engine.quarantined  # nothing written, nothing changed
+
+
 def test_engine_without_quarantine_has_no_book():
     engine = _engine({"a": 0.0}, QuarantineConfig())
     assert engine.quarantined == () and engine.changed_at("a") is None

@@ -228,6 +228,15 @@ def test_a_quarantined_experience_retired_by_hand_is_retired_and_cannot_be_relea
     assert written(client, agent["id"]) == before
 
 
+def test_releasing_on_an_agent_without_quarantine_is_a_409_that_writes_nothing(client):
+    agent, names = scored_agent(client, quarantine={"enabled": False})
+    before = written(client, agent["id"])
+    with pytest.raises(ServiceError) as error:
+        client.release_experience(agent["id"], names["a"], reason="reviewed")
+    assert (error.value.status, error.value.code, error.value.field) == (409, "not_quarantined", "experience_id")
+    assert written(client, agent["id"]) == before
+
+
 def test_after_a_detected_change_values_show_the_value_learnt_since_it_as_rank_reads_it(client):
     """A lesson that helped and now hurts (method 4.14): once its change is detected, ``/values`` reports the
     value learnt since the change (its mean, interval and n), the very value rank shows and retrieval uses."""
