@@ -4,8 +4,16 @@ a tier's tests spread over the machine's cores (pytest-xdist, one process per co
 Fixtures live in the conftest of the folder whose tests use them; shared data and helpers in `support.py`."""
 
 import os
+import sys
 
 import pytest
+
+# The README's test install skips pip's compile step (`--no-compile`: compiling every installed package took
+# about half of the install), so each module is compiled when first imported and its bytecode written for the
+# next process: the suite starts dozens (workers, live servers, command-line and benchmark runs) that import the
+# same packages. Where PYTHONDONTWRITEBYTECODE is set, every one of them would compile them again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
