@@ -51,9 +51,9 @@ def _posteriors(means, sds=None, n=5):
 def _differences(now, before, path="") -> tuple[list[str], bool]:
     """Where two states differ, and whether every float is equal bit for bit.
 
-    NumPy's vectorised exp and log differ in the last bits between CPUs (AVX2 against AVX-512), so a float may
-    differ by a few ulps between the machine that wrote the fixture and this one: within 1e-9 relative is the
-    same state. The chain's hashes cover those floats, so they must match only where every float does.
+    NumPy picks its vectorised code by what the CPU offers, so the same engine may write floats a few ulps apart
+    on two machines (a hash of this state, pinned on one, failed on another): within 1e-9 relative is the same
+    state. The chain's hashes cover those floats, so they must match only where every float does.
     """
     if isinstance(before, dict):
         if not isinstance(now, dict) or now.keys() != before.keys():
