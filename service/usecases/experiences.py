@@ -147,13 +147,18 @@ def add(
 
 
 def search(services: Services, tenant_id: str, agent_id: str, query: str, k: int) -> SearchResult:
-    """The k active experiences closest to ``query`` (cosine), best first, with their texts and external ids."""
+    """The k experiences closest to ``query`` (cosine) among those retrieval may use (active, not in quarantine),
+    best first, with their texts and external ids."""
     with span("embedding.encode", texts=1):
         vector = services.embedder.encode([query])[0]
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
-        with span("retrieval.search", k=k):
-            hits = services.indexes.search(session, agent, vector, k)
+        engine = services.engines.checkout(session, agent)
+        quarantined = {str(e) for e in engine.quarantined}
+        return_engine(session, agent, engine, services.engines)
+        with span("retrieval.search", k=k + len(quarantined)):
+            nearest = services.indexes.search(session, agent, vector, k + len(quarantined))
+        hits = [(h, s) for h, s in nearest if h not in quarantined][:k]
         rows = session.execute(
             select(Experience.id, Experience.text, Experience.external_id).where(
                 Experience.id.in_([h for h, _ in hits])
