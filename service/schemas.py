@@ -516,6 +516,10 @@ def _one_score_each(similarities: list[float] | None, info: ValidationInfo) -> l
         return similarities
     if len(similarities) != len(given):
         raise ValueError(f"must hold one score per candidate ({len(given)}), got {len(similarities)}")
+    if similarities and not math.isfinite(max(similarities) - min(similarities)):
+        raise ValueError(  # the ranking's terms are read on this range: it must be a number
+            f"must span a finite range: the largest minus the smallest ({max(similarities)!r} - {min(similarities)!r}) overflows"
+        )
     return similarities
 
 

@@ -16,6 +16,7 @@ same bit for bit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -109,8 +110,13 @@ def _check(
             f"similarities must hold one score per candidate ({len(candidates)}), got {len(similarities)}",
             field="similarities",
         )
-    if not np.all(np.isfinite(np.asarray(similarities, dtype=np.float64))):
+    scores = np.asarray(similarities, dtype=np.float64)
+    if not np.all(np.isfinite(scores)):
         raise InputError("similarities must be finite", field="similarities")
+    if scores.size and not math.isfinite(float(scores.max()) - float(scores.min())):
+        raise InputError(
+            "similarities must span a finite range (the largest minus the smallest overflows)", field="similarities"
+        )
     missing = [e for e in candidates if e not in posteriors]
     if missing:
         raise InputError(f"no posterior for candidates {missing!r}", field="posteriors")

@@ -189,6 +189,10 @@ def test_rank_bad_demotion_is_rejected():
         ((["e0"], [1.0, 2.0], 0.0, 1), "similarities must hold one score per candidate (1), got 2"),
         ((["e0"], [1.0], 1.5, 1), "omega must be in [0, 1], got 1.5"),
         ((["e0"], [float("nan")], 0.0, 1), "similarities must be finite"),
+        (
+            (["e0", "e1"], [1e308, -1e308], 0.0, 1),  # each finite, their range not: the terms would be NaN
+            "similarities must span a finite range (the largest minus the smallest overflows)",
+        ),
         ((["e9"], [1.0], 0.0, 1), "no posterior for candidates ['e9']"),
     ],
 )
