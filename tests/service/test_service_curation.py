@@ -183,6 +183,8 @@ def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_v
     searched = client.create_decision(agent["id"], when, when, TEXTS["harmful"])
     for plan in (on_candidates, searched):
         assert harmful not in {r["id"] for r in plan["retrieved"]} and len(plan["retrieved"]) == 4
+    hits = client.search_experiences(agent["id"], TEXTS["harmful"], k=6)["hits"]  # the search retrieval serves
+    assert harmful not in {h["id"] for h in hits} and len(hits) == 5
     before = written(client, agent["id"])
     with pytest.raises(ServiceError) as error:
         client.create_decision(agent["id"], when, when, "own retrieval", retrieved_external_ids=["harmful", "a"])
@@ -203,6 +205,7 @@ def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_v
     assert client.list_experiences(agent["id"], status="quarantined")["items"] == []
     ranked = client.rank_experiences(agent["id"], k=6, candidate_ids=everyone)["items"]
     assert ranked[0]["id"] == harmful  # retrieved again: first in the given order
+    assert client.search_experiences(agent["id"], TEXTS["harmful"], k=1)["hits"][0]["id"] == harmful
 
     before = written(client, agent["id"])
     with pytest.raises(ServiceError) as error:
@@ -317,6 +320,7 @@ def _rank_refusals(names, other):
         ({"candidate_ids": ids, "k": 101}, "k"),
         ({"candidate_ids": ids[:2], "k": 3}, "k"),  # more than the candidates
         ({"candidate_ids": ids[:2], "similarities": [1.0], "k": 1}, "similarities"),
+        ({"candidate_ids": ids[:2], "similarities": [1e308, -1e308], "k": 1}, "similarities"),  # range overflows
         ({"candidate_ids": ids[:2], "candidate_external_ids": ["a"], "k": 1}, "candidate_external_ids"),
         ({"k": 1}, "candidate_external_ids"),
         ({"candidate_ids": [], "k": 1}, "candidate_ids"),
@@ -346,6 +350,7 @@ def test_every_bad_rank_is_refused_naming_the_field_and_writes_nothing(client, h
         ({"candidate_external_ids": ["a", "a"]}, "candidate_external_ids"),
         ({"candidate_external_ids": ["a"], "similarities": [0.1, 0.2]}, "similarities"),
         ({"similarities": [0.1]}, "similarities"),
+        ({"candidate_external_ids": ["a", "b"], "similarities": [1e308, -1e308]}, "similarities"),
         ({"candidate_external_ids": ["a"], "retrieved_external_ids": ["b"]}, "candidate_external_ids"),
     ],
 )
