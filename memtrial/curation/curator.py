@@ -209,9 +209,11 @@ def replay(
     ``settings`` entry that changes the quarantine is applied as the engine applied it (turned on: a fresh
     book; off: none; otherwise the running book under the new setting). ``at_plan`` sees the book as it
     stood at each ``prediction`` entry (decision id, book) while there is one. Returns the book (None when
-    the quarantine is off at the log's end) and the quarantines the log lacks (to write now)."""
+    the quarantine is off at the log's end) and the quarantines the log lacks (to write now), each with the
+    evidence at the settlement that made it, as an engine settled so from the start logged it."""
     curator = Curator(config) if config.enabled else None
     logged: set[ExperienceId] = set()
+    fired: dict[ExperienceId, Event] = {}  # each quarantine the replay made, as it was made
     for kind, payload in log:
         if kind == "settings":
             change = payload.get("changes", {}).get("quarantine")
@@ -219,9 +221,9 @@ def replay(
                 continue
             setting = QuarantineConfig.from_dict(change["new"])
             if not setting.enabled:
-                curator = None
+                curator, fired = None, {}
             elif curator is None:
-                curator, logged = Curator(setting), set()
+                curator, logged, fired = Curator(setting), set(), {}
             else:
                 curator.config = setting
         elif curator is None:
@@ -230,18 +232,24 @@ def replay(
             if at_plan is not None:
                 at_plan(str(payload["date"]), curator)
         elif kind == "score":
-            curator.observe(str(payload["date"]), contributions_of(str(payload["date"])))
+            for event in curator.observe(str(payload["date"]), contributions_of(str(payload["date"]))):
+                if event.kind == "quarantine":
+                    fired[event.experience_id] = event
         elif kind == "quarantine":
             logged.add(payload["experience_id"])
             if not curator.is_quarantined(payload["experience_id"]):
                 curator.force(payload["experience_id"], payload.get("date"))
         elif kind == "release":
             logged.discard(payload["experience_id"])
+            fired.pop(payload["experience_id"], None)
             curator.release(payload["experience_id"])
     if curator is None:
         return None, []
     missing = [e for e in curator.quarantined if e not in logged]
-    return curator, [Event("quarantine", e, curator.payload(e, curator.evidence[e].quarantined_at)) for e in missing]
+    return curator, [
+        fired[e] if e in fired else Event("quarantine", e, curator.payload(e, curator.evidence[e].quarantined_at))
+        for e in missing
+    ]
 
 
 def setting_at_start(log: Iterable[tuple[str, Mapping[str, Any]]], now: QuarantineConfig) -> QuarantineConfig:

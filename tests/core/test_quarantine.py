@@ -182,6 +182,44 @@ def test_correction_with_quarantine_equals_an_engine_settled_with_the_corrected_
     assert engine.verify().ok
 
 
+def test_a_quarantine_a_correction_finds_is_logged_with_the_evidence_at_the_decision_it_fired():
+    # the harmful lesson was first settled as neutral: the corrections, one by one, make the replay quarantine
+    # it; the entry must hold what an engine settled right from the start logged at that decision (the threshold
+    # before that quarantine counted, the mean and e-value then), not the book as it stands after the replay
+    values = {"bad": -1.0} | {f"e{i}": 0.0 for i in range(5)}
+    level = QuarantineConfig(enabled=True, level=0.2)
+    rng = np.random.default_rng(8)
+    engine = _engine(values, level)
+    plans, wrong, right = [], [], []
+    for t in range(30):
+        retrieved = ["bad", *(str(e) for e in rng.choice(list(values)[1:], size=3, replace=False))]
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        noise = rng.normal(0.0, 0.3, size=len(plan.subsets))
+        wrong.append([float(x) for x in noise])  # as if "bad" were neutral
+        engine.settle_scored(f"d{t}", utilities=wrong[-1])
+        plans.append(retrieved)
+        right.append([sum(values[e] for e in s) + x for s, x in zip(plan.subsets, noise, strict=True)])
+    assert engine.quarantined == ()
+    for t in range(30):
+        engine.correct(f"d{t}", reason="regraded", utilities=right[t])
+        if engine.quarantined:
+            break
+    assert engine.quarantined == ("bad",)
+    logged = [e.payload for e in engine.history.log if e.kind == LogKind.QUARANTINE]
+    assert len(logged) == 1 and logged[0]["discoveries"] == 0  # the first quarantine
+    fired_at = int(logged[0]["date"][1:])
+    assert fired_at < 29  # later decisions, with "bad" in them, were replayed after it fired
+    fresh = _engine(values, level)  # settled from the start with the outcomes as they stand now
+    for s in range(fired_at + 1):
+        plan = fresh.plan(f"d{s}", s, s, retrieved=plans[s], kind="scored")
+        fresh.decide_scored(f"d{s}", n_drafts=len(plan.masks))
+        fresh.settle_scored(f"d{s}", utilities=right[s] if s <= t else wrong[s])
+    expected = [e.payload for e in fresh.history.log if e.kind == LogKind.QUARANTINE]
+    assert fresh.quarantined == ("bad",) and logged == expected
+    assert engine.verify().ok
+
+
 def _null_world_quarantines(seed: int, n_experiences: int = 8, decisions: int = 150) -> int:
     """Experiences whose value is >= 0 (zero or positive, Gaussian noise) wrongly quarantined in one world."""
     rng = np.random.default_rng(seed)
