@@ -23,7 +23,7 @@ from pydantic import (
 from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.design import DesignKind
-from memtrial.curation import ErrorControl, QuarantineConfig, RetrievalMode
+from memtrial.curation import SPAN_RULE, ErrorControl, QuarantineConfig, RetrievalMode, spans_finitely
 from memtrial.drafting.answers import AnswerKind
 from memtrial.engine.config import SCORED_DESIGN, ReferenceSource, default_setting
 from memtrial.outcomes.scoring import Rule
@@ -516,10 +516,8 @@ def _one_score_each(similarities: list[float] | None, info: ValidationInfo) -> l
         return similarities
     if len(similarities) != len(given):
         raise ValueError(f"must hold one score per candidate ({len(given)}), got {len(similarities)}")
-    if similarities and not math.isfinite(max(similarities) - min(similarities)):
-        raise ValueError(  # the ranking's terms are read on this range: it must be a number
-            f"must span a finite range: the largest minus the smallest ({max(similarities)!r} - {min(similarities)!r}) overflows"
-        )
+    if not spans_finitely(similarities):  # the core's rule, checked here so the request is refused whole
+        raise ValueError(SPAN_RULE)
     return similarities
 
 

@@ -6,6 +6,7 @@ from memtrial.curation.quarantine import BETS, ErrorControl, Evidence, Quarantin
 from memtrial.curation.ranking import (
     DEMOTION,
     EXPLORATION,
+    SPAN_RULE,
     Pick,
     Posterior,
     Ranked,
@@ -13,6 +14,7 @@ from memtrial.curation.ranking import (
     rank,
     rank_orders,
     similarity_order,
+    spans_finitely,
 )
 
 __all__ = [
@@ -28,11 +30,13 @@ __all__ = [
     "QuarantineConfig",
     "Ranked",
     "RetrievalMode",
+    "SPAN_RULE",
     "Verdict",
     "contribution_counts",
     "rank",
     "rank_orders",
     "replay",
     "similarity_order",
+    "spans_finitely",
     "threshold",
 ]

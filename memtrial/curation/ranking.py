@@ -37,6 +37,8 @@ __all__ = [
     "rank",
     "rank_orders",
     "similarity_order",
+    "SPAN_RULE",
+    "spans_finitely",
 ]
 
 #: z: a value whose mean + z sd is below 0 is credibly harmful and ranks last at full trust (method 4.12;
@@ -44,6 +46,8 @@ __all__ = [
 DEMOTION: float | None = 1.5
 EXPLORATION = 0.25  # kappa: sds of optimism added to a value's mean (method 4.12; chosen on the dev seeds)
 INTERVAL_Z = 1.959963984540054  # the 95% interval reported beside each pick
+#: what similarities must meet besides being finite: the ranking's terms are read on their range
+SPAN_RULE = "must span a finite range (the largest minus the smallest overflows)"
 
 
 class RetrievalMode(StrEnum):
@@ -94,6 +98,11 @@ def similarity_order(similarities: ArrayLike) -> list[int]:
     return [int(i) for i in np.lexsort((np.arange(values.size), -values))]
 
 
+def spans_finitely(similarities: Sequence[float]) -> bool:
+    """Whether the largest of finite ``similarities`` minus the smallest is a number (it may overflow)."""
+    return len(similarities) == 0 or math.isfinite(float(max(similarities)) - float(min(similarities)))
+
+
 def _check(
     candidates: Sequence[ExperienceId],
     similarities: Sequence[float],
@@ -110,13 +119,10 @@ def _check(
             f"similarities must hold one score per candidate ({len(candidates)}), got {len(similarities)}",
             field="similarities",
         )
-    scores = np.asarray(similarities, dtype=np.float64)
-    if not np.all(np.isfinite(scores)):
+    if not np.all(np.isfinite(np.asarray(similarities, dtype=np.float64))):
         raise InputError("similarities must be finite", field="similarities")
-    if scores.size and not math.isfinite(float(scores.max()) - float(scores.min())):
-        raise InputError(
-            "similarities must span a finite range (the largest minus the smallest overflows)", field="similarities"
-        )
+    if not spans_finitely(similarities):
+        raise InputError(f"similarities {SPAN_RULE}", field="similarities")
     missing = [e for e in candidates if e not in posteriors]
     if missing:
         raise InputError(f"no posterior for candidates {missing!r}", field="posteriors")
