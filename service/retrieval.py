@@ -18,6 +18,7 @@ own MiniLM embeddings is measured by ``benchmarks/bench_retrieval.py``
 from __future__ import annotations
 
 import threading
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -165,6 +166,13 @@ class IndexCache:
                 live.sort(key=lambda hit: (-round(hit[0], 6), hit[1]))
                 return [(ids[seq], score) for score, seq in live[:k]]
             want *= 4  # many of the best are retired: look further
+
+    def search_usable(
+        self, session: Session, agent: Agent, query: NDArray[np.float32], k: int, quarantined: Collection[str]
+    ) -> list[tuple[str, float]]:
+        """Top k experiences retrieval may use (active and not in ``quarantined``), in :meth:`search`'s order."""
+        found = self.search(session, agent, query, k + len(quarantined))
+        return [(h, score) for h, score in found if h not in quarantined][:k]
 
     def forget(self, agent_id: str) -> None:
         self.budget.discard("index", agent_id)

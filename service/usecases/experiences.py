@@ -157,8 +157,7 @@ def search(services: Services, tenant_id: str, agent_id: str, query: str, k: int
         quarantined = {str(e) for e in engine.quarantined}
         return_engine(session, agent, engine, services.engines)
         with span("retrieval.search", k=k + len(quarantined)):
-            nearest = services.indexes.search(session, agent, vector, k + len(quarantined))
-        hits = [(h, s) for h, s in nearest if h not in quarantined][:k]
+            hits = services.indexes.search_usable(session, agent, vector, k, quarantined)
         rows = session.execute(
             select(Experience.id, Experience.text, Experience.external_id).where(
                 Experience.id.in_([h for h, _ in hits])

@@ -238,13 +238,14 @@ def _server_selection(
     k = _retrieval_k(agent)
     quarantined = {str(e) for e in engine.quarantined}
     value_aware = engine.config.retrieval is RetrievalMode.VALUE_AWARE
-    wanted = POOL if value_aware else k + len(quarantined)
-    with span("retrieval.search", k=wanted):
-        found = [(h, s) for h, s in services.indexes.search(session, agent, context, wanted) if h not in quarantined]
+    if not value_aware:
+        with span("retrieval.search", k=k + len(quarantined)):
+            found = services.indexes.search_usable(session, agent, context, k, quarantined)
+        return {"retrieved": [h for h, _ in found]}, dict(found)
+    with span("retrieval.search", k=POOL):
+        found = [(h, s) for h, s in services.indexes.search(session, agent, context, POOL) if h not in quarantined]
     similarity: dict[str, float | None] = dict(found)
-    if value_aware:
-        return {"candidates": [h for h, _ in found], "similarities": [s for _, s in found]}, similarity
-    return {"retrieved": [h for h, _ in found[:k]]}, similarity
+    return {"candidates": [h for h, _ in found], "similarities": [s for _, s in found]}, similarity
 
 
 def _engine_plan(
