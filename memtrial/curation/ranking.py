@@ -78,8 +78,9 @@ class Posterior:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """One pick: the experience, its similarity, its value's mean, sd and 95% interval, the number of
-    contributions, its score and why it was picked."""
+    """One pick: the experience, its similarity, its value's mean, sd and 95% interval (lower and upper None
+    where the sd is None or 0: no estimate of its spread), the number of contributions, its score and why it
+    was picked."""
 
     experience_id: ExperienceId
     similarity: float
@@ -224,7 +225,9 @@ def rank(
     for i in order[:k]:
         reason = Pick.SIMILARITY if i in by_similarity else Pick.VALUE if i in by_mean else Pick.EXPLORATION
         posterior = posteriors[candidates[i]]
-        half = None if posterior.sd is None else INTERVAL_Z * posterior.sd
+        # a point is not an interval: an sd of 0 (an experience without contributions while the learner reads
+        # every value as equal, tau2 = 0) reports none, as the values endpoint does
+        half = None if posterior.sd is None or not posterior.sd > 0.0 else INTERVAL_Z * posterior.sd
         picks.append(
             Ranked(
                 experience_id=candidates[i],

@@ -258,3 +258,36 @@ def test_value_aware_engine_at_full_trust_retrieves_a_valuable_distant_experienc
     assert "a" in similar.experience_ids and "a" not in valued.experience_ids
     picks = engines["value_aware"].rank(list(values), 4, similarities=[1.0, 0.99, 0.98, 0.97, 0.96, 0.0])
     assert {p.experience_id: p.reason for p in picks}["far"] is Pick.VALUE
+
+
+def test_rank_reports_no_interval_for_a_point_posterior():
+    picks = rank(
+        ["tried", "untried"], [1.0, 0.5], {"tried": Posterior(0.1, 0.05, 9), "untried": Posterior(0.0, 0.0, 0)}, 1.0, 2
+    )
+    assert [(p.experience_id, p.lower is None, p.upper is None) for p in picks] == [
+        ("tried", False, False),
+        ("untried", True, True),
+    ]
+
+
+def test_an_untried_experience_reads_no_interval_while_the_learner_reads_every_value_as_equal():
+    # pure-noise drafts: the learner estimates no spread between experiences (tau2 = 0), so its prior for an
+    # experience without contributions is the point 0; a tried one's interval counts the uncertainty of tau2
+    engine = MemTrial(gamma=5.0, k=4, retrieval=RetrievalMode.VALUE_AWARE, design=SCORED_DESIGN)
+    names = [f"e{i}" for i in range(8)]
+    for name in names:
+        engine.add_experience(name)
+    rng = np.random.default_rng(0)
+    for t in range(30):
+        retrieved = [str(e) for e in rng.choice(names, size=4, replace=False)]
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        engine.settle_scored(f"d{t}", utilities=list(rng.normal(0.0, 0.3, size=len(plan.masks))))
+    engine.add_experience("untried")
+    assert engine.learner.fits_[engine.learner.selected_mode].model.tau2 == 0.0
+    assert engine.posterior("untried") == (0.0, 0.0, 0)
+    picks = {p.experience_id: p for p in engine.rank(["untried", "e0"], 2)}
+    assert picks["untried"].lower is None and picks["untried"].upper is None and picks["untried"].n == 0
+    tried = picks["e0"]
+    assert tried.sd is not None and tried.sd > 0.0 and tried.lower is not None and tried.upper is not None
+    assert tried.lower < tried.mean < tried.upper
