@@ -71,7 +71,7 @@ from service.api_types import (
 )
 from service.modes import ExperienceStatus, Listed, listed_in_order
 from service.settings import MAX_DRAFTS_CEILING
-from service.validation import ExternalId, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
+from service.validation import ExternalId, Id, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
 
 __all__ = [
     "ASSET_CLASSES",
@@ -524,7 +524,7 @@ def _one_score_each(similarities: list[float] | None, info: ValidationInfo) -> l
 class RankRequest(Strict):
     """Candidates from your own store, by id or by external id (one of the two), and how many to use."""
 
-    candidate_ids: list[Name] | None = Field(
+    candidate_ids: list[Id] | None = Field(
         None,
         min_length=1,
         max_length=MAX_CANDIDATES,
@@ -595,7 +595,7 @@ class DecisionCreate(Strict):
     reference_weights: dict[Name, Weight] | None = None
     horizon: StrictInt = Field(20, ge=1, le=1000, description="holding horizon in sessions")
     drafting: Literal["client", "server"] = "client"
-    retrieved_ids: list[Name] | None = Field(
+    retrieved_ids: list[Id] | None = Field(
         None,
         min_length=1,
         max_length=8,
@@ -607,7 +607,7 @@ class DecisionCreate(Strict):
         max_length=8,
         description="as retrieved_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
     )
-    candidate_ids: list[Name] | None = Field(
+    candidate_ids: list[Id] | None = Field(
         None,
         min_length=1,
         max_length=MAX_CANDIDATES,

@@ -23,6 +23,7 @@ __all__ = [
     "AssetName",
     "EARLIEST",
     "ExternalId",
+    "Id",
     "LATEST",
     "MAX_DEPTH",
     "MAX_DOCUMENT_BYTES",
@@ -100,6 +101,10 @@ def _name(value: str) -> str:
     return check_name(value)
 
 
+def _id(value: str) -> str:
+    return check_name(value, "an id")
+
+
 def _walk(value: Any, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise ValueError(f"nests deeper than {MAX_DEPTH} levels")
@@ -166,6 +171,7 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_name)]
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(external_id)]
+Id = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_id)]  # an id the server gave
 AssetName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_name)]
 JsonDocument = Annotated[dict[str, Any], AfterValidator(check_document)]
 JsonValue = Annotated[Any, AfterValidator(check_value)]

@@ -314,6 +314,7 @@ def _rank_refusals(names, other):
         ({"candidate_ids": [ids[0], names["a"]], "k": 1, "_retire": True}, "candidate_ids"),  # retired
         ({"candidate_ids": [ids[0], other], "k": 1}, "candidate_ids"),  # another agent's
         ({"candidate_ids": [ids[0], ids[0]], "k": 1}, "candidate_ids"),  # repeated
+        ({"candidate_ids": [ids[0], f" {ids[1]}"], "k": 1}, "candidate_ids.1"),  # an id with a leading space
         ({"candidate_external_ids": ["a", "nope"], "k": 1}, "candidate_external_ids"),
         ({"candidate_ids": [f"{i:032x}" for i in range(101)], "k": 1}, "candidate_ids"),  # more than 100
         ({"candidate_ids": ids, "k": 0}, "k"),
@@ -383,3 +384,25 @@ def test_a_bad_curation_setting_is_refused_naming_the_field_and_changes_nothing(
     assert (written(client, agent["id"]), client.get_agent(agent["id"]).model_dump()) == before
     created = send(http, client, "POST", "/v1/agents", {"name": "x", "kind": "scored", **body})
     assert created.status_code == 422 and created.json()["error"]["field"] == field, created.text
+
+
+def test_an_id_with_white_space_is_refused_as_an_id(client, http):
+    agent, names = scored_agent(client)
+    ids = [names[n] for n in VALUES]
+    paths = {
+        "rank": (f"/v1/agents/{agent['id']}/experiences/rank", {"k": 1}),
+        "plan": (
+            f"/v1/agents/{agent['id']}/decisions",
+            {"decision_time": START.isoformat(), "maturity": START.isoformat(), "context_text": "x"},
+        ),
+    }
+    for field, (path, base) in [
+        ("candidate_ids", paths["rank"]),
+        ("candidate_ids", paths["plan"]),
+        ("retrieved_ids", paths["plan"]),
+    ]:
+        response = send(http, client, "POST", path, {**base, field: [ids[0], f" {ids[1]}"]})
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert error["field"] == f"{field}.1", error
+        assert error["message"].startswith(f"{field}.1: an id must not begin or end with white space"), error
