@@ -207,6 +207,8 @@ class ValuePublic(Public):
 
 Status = Annotated[str, values_of(ExperienceStatus)]
 _STATUS = "active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)"
+#: ``active`` is the retirement flag alone, so a quarantined experience stays active
+_ACTIVE = "false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved)"
 
 
 class ValueEntryPublic(ValuePublic):
@@ -219,7 +221,7 @@ class ValueEntryPublic(ValuePublic):
     )
     text: str | None = Field(default=None, description="the experience's text (null: deleted since)")
     external_id: str | None = Field(default=None, description="the experience's id in the client's memory store")
-    active: bool | None = None
+    active: bool | None = Field(default=None, description=f"{_ACTIVE} (null: deleted since)")
     label: str | None = Field(
         default=None,
         description="what a reader sees: the text, shortened, in quotes (else the external id, else the id)",
@@ -252,7 +254,7 @@ class ExperiencePublic(Public):
     text: str
     metadata: dict[str, Any]
     structured: dict[str, Any] | None
-    active: bool
+    active: bool = Field(description=_ACTIVE)
     created_at: dt.datetime
     value: ValuePublic
     status: Status = Field("active", description=_STATUS)
@@ -359,8 +361,9 @@ class PlanPublic(Public):
     decision_time: dt.datetime
     maturity: dt.datetime
     retrieved: list[RetrievedPublic]
-    retrieval: Literal["server", "client"] = Field(
-        "server", description="server: searched by the context's embedding; client: the request's retrieved ids"
+    retrieval: Literal["server", "client", "candidates"] = Field(
+        "server",
+        description="server: searched by the context's embedding; client: the request's retrieved ids; candidates: picked among the request's candidates by the agent's retrieval mode",
     )
     subsets: list[SubsetPublic]
     predictions: dict[str, float] = Field(description=f"predicted value of each retrieved experience, by id, {U}")

@@ -51,6 +51,8 @@ POOL = MAX_CANDIDATES
 
 #: what the engine plans on: ``{"retrieved": ids}`` or ``{"candidates": ids, "similarities": scores}``
 Selection = dict[str, Any]
+#: how a plan's experiences were chosen: searched by the server, given by the client, or picked among its candidates
+Retrieval = Literal["server", "client", "candidates"]
 
 
 def agent_kind(settings: dict[str, object]) -> DecisionKind:
@@ -92,7 +94,8 @@ def plan(
         with span("engine.plan", experiences=len(similarity)):
             plan = _engine_plan(engine, decision_id, body, selection, universe, reference)
         hits = [(str(e), similarity[str(e)]) for e in plan.experience_ids]
-        public = _plan_public(session, decision_id, plan, hits, "server" if context is not None else "client")
+        retrieval: Retrieval = "server" if context is not None else "candidates" if candidates else "client"
+        public = _plan_public(session, decision_id, plan, hits, retrieval)
         row = history.rows[decision_id]
         # decisions planned before settle checked the horizon keep being settled as they were
         row.request = {**body.model_dump(mode="json"), "horizon_checked": True}
@@ -161,7 +164,7 @@ def _plan_public(
     decision_id: str,
     plan: Plan,
     hits: list[tuple[str, float | None]],
-    retrieval: Literal["server", "client"],
+    retrieval: Retrieval,
 ) -> PlanPublic:
     """The plan as answered: the retrieved experiences (their texts and external ids), the subsets, the
     frozen predictions, the trust state."""

@@ -181,6 +181,7 @@ def test_a_harmful_experience_is_quarantined_listed_kept_out_and_released_with_v
     when = START + dt.timedelta(days=100)
     on_candidates = client.create_decision(agent["id"], when, when, "candidates", candidate_ids=everyone)
     searched = client.create_decision(agent["id"], when, when, TEXTS["harmful"])
+    assert (on_candidates["retrieval"], searched["retrieval"]) == ("candidates", "server")
     for plan in (on_candidates, searched):
         assert harmful not in {r["id"] for r in plan["retrieved"]} and len(plan["retrieved"]) == 4
     hits = client.search_experiences(agent["id"], TEXTS["harmful"], k=6)["hits"]  # the search retrieval serves

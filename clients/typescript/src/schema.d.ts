@@ -1181,7 +1181,10 @@ export interface components {
         };
         /** ExperienceDetail */
         ExperienceDetail: {
-            /** Active */
+            /**
+             * Active
+             * @description false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved)
+             */
             active: boolean;
             /** Contributions */
             contributions: components["schemas"]["ContributionPublic"][];
@@ -1249,7 +1252,10 @@ export interface components {
         };
         /** ExperiencePublic */
         ExperiencePublic: {
-            /** Active */
+            /**
+             * Active
+             * @description false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved)
+             */
             active: boolean;
             /**
              * Created At
@@ -1394,11 +1400,11 @@ export interface components {
             q: number;
             /**
              * Retrieval
-             * @description server: searched by the context's embedding; client: the request's retrieved ids
+             * @description server: searched by the context's embedding; client: the request's retrieved ids; candidates: picked among the request's candidates by the agent's retrieval mode
              * @default server
              * @enum {string}
              */
-            retrieval?: "server" | "client";
+            retrieval?: "server" | "client" | "candidates";
             /** Retrieved */
             retrieved: components["schemas"]["RetrievedPublic"][];
             /** Status */
@@ -1896,7 +1902,10 @@ export interface components {
          * @description A value on ``/values``, with what it is the value of.
          */
         ValueEntryPublic: {
-            /** Active */
+            /**
+             * Active
+             * @description false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved) (null: deleted since)
+             */
             active?: boolean | null;
             /**
              * Changed At
