@@ -30,6 +30,7 @@ __all__ = [
     "experience_status",
     "gate_statistic",
     "plan_labels",
+    "shown",
     "trust_public",
     "value_public",
 ]
@@ -82,19 +83,26 @@ def gate_statistic(gate: TrustGate) -> float | None:
 Z90 = 1.6448536269514722  # the 95th percentile of the standard normal: a central 90% interval
 
 
+def shown(value: float) -> float:
+    """A value as the API shows it: a negative zero (a mean shrunk to 0 from below) as 0.0. Adding 0.0 leaves
+    every other float as it is; the trust log's payloads are shown as written, for their hashes."""
+    return value + 0.0
+
+
 def value_public(engine: MemTrial, experience_id: str) -> ValuePublic:
     """The empirical-Bayes value: mean, sd, and from the sd a normal 90% interval and P(v > 0)."""
     if experience_id not in engine.experiences:
         return ValuePublic(mean=0.0, sd=None, n=0)
     mean, sd, n = engine.posterior(experience_id)
+    mean = shown(mean)
     if sd is None or not sd > 0:
         return ValuePublic(mean=mean, sd=sd, n=n)
     return ValuePublic(
         mean=mean,
         sd=sd,
         n=n,
-        lower=mean - Z90 * sd,
-        upper=mean + Z90 * sd,
+        lower=shown(mean - Z90 * sd),
+        upper=shown(mean + Z90 * sd),
         p_positive=0.5 * (1.0 + math.erf(mean / (sd * math.sqrt(2.0)))),
         interval="empirical_bayes",
     )

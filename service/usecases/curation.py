@@ -21,7 +21,7 @@ from service.errors import ApiError
 from service.models import Agent, Experience, LogRow
 from service.schemas import ExperiencePublic, QuarantinePublic, RankedPublic, RankRequest, RankResult
 from service.store import load_agent, owned_row, return_engine, save_engine
-from service.views import experience_public
+from service.views import experience_public, shown
 
 __all__ = ["candidate_rows", "quarantine_evidence", "rank", "release"]
 
@@ -87,11 +87,11 @@ def rank(services: Services, tenant_id: str, agent_id: str, body: RankRequest) -
             id=str(p.experience_id),
             external_id=external[str(p.experience_id)],
             reason=p.reason.value,
-            similarity=p.similarity,
-            value=p.mean,
-            interval=None if p.lower is None or p.upper is None else [p.lower, p.upper],
+            similarity=shown(p.similarity),
+            value=shown(p.mean),
+            interval=None if p.lower is None or p.upper is None else [shown(p.lower), shown(p.upper)],
             n=p.n,
-            score=p.score,
+            score=shown(p.score),
         )
         for p in picks
     ]

@@ -51,7 +51,7 @@ from service.tracing import span
 from service.universe import Universe
 from service.usecases.planning import agent_kind, plan
 from service.usecases.unit import agent_write
-from service.views import plan_labels, trust_public
+from service.views import plan_labels, shown, trust_public
 
 _PORTFOLIO_DRAFTS: TypeAdapter[list[dict[str, float]]] = TypeAdapter(
     Annotated[PortfolioDrafts, AfterValidator(check_portfolio_drafts)]
@@ -159,7 +159,7 @@ def _decision_public(
         mask=decision.mask,
         q=decision.q,
         trust=trust_public(decision.trust),
-        predictions={str(e): v for e, v in decision.predictions.items()},
+        predictions={str(e): shown(v) for e, v in decision.predictions.items()},
         predicted_gain=decision.predicted_gain,
         learner_mode=decision.learner_mode,
         explanation=name_experiences(decision.explanation, plan_labels(row.plan)),

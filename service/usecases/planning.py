@@ -44,7 +44,7 @@ from service.universe import Universe
 from service.usecases.agents import check_draft_limit
 from service.usecases.curation import candidate_rows
 from service.usecases.unit import agent_write
-from service.views import trust_public
+from service.views import shown, trust_public
 
 #: how many of the closest experiences server retrieval hands value-aware retrieval to pick k from
 POOL = MAX_CANDIDATES
@@ -191,7 +191,7 @@ def _plan_public(
             )
             for i, (m, subset) in enumerate(zip(plan.masks, plan.subsets, strict=True))
         ],
-        predictions={str(e): v for e, v in plan.predictions.items()},
+        predictions={str(e): shown(v) for e, v in plan.predictions.items()},
         learner_mode=plan.learner_mode,
         trust=trust_public(plan.trust),
         q=plan.q,

@@ -4,6 +4,7 @@ kept out of rank and retrieval and released by hand, every refusal naming its fi
 
 import datetime as dt
 import json
+import math
 
 import numpy as np
 import pytest
@@ -407,3 +408,58 @@ def test_an_id_with_white_space_is_refused_as_an_id(client, http):
         error = response.json()["error"]
         assert error["field"] == f"{field}.1", error
         assert error["message"].startswith(f"{field}.1: an id must not begin or end with white space"), error
+
+
+def _negative_zeros(text):
+    """The paths of the numbers that a JSON text writes as a negative zero (-0.0)."""
+    found = []
+
+    def walk(value, path):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, f"{path}.{key}")
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, f"{path}[{i}]")
+        elif isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0.0:
+            found.append(path)
+
+    walk(json.loads(text), "")
+    return found
+
+
+def test_values_ranks_and_plans_never_show_a_negative_zero(client, http):
+    # drafts that differ by noise alone: early values shrink to exactly zero, some from a negative mean
+    agent, names = scored_agent(client, retrieval="value_aware")
+    rng = np.random.default_rng(0)
+    ids = [names[n] for n in VALUES]
+    shown = []
+    for t in range(40):
+        when = START + dt.timedelta(days=t)
+        response = send(
+            http,
+            client,
+            "POST",
+            f"/v1/agents/{agent['id']}/decisions",
+            {
+                "decision_time": when.isoformat(),
+                "maturity": when.isoformat(),
+                "context_text": f"day {t}",
+                "candidate_ids": ids,
+            },
+        )
+        assert response.status_code == 201, response.text
+        plan = response.json()
+        shown.append(("plan", _negative_zeros(response.text)))
+        decided = client.submit_drafts(
+            agent["id"], plan["decision_id"], [f"d {i}" for i in range(len(plan["subsets"]))]
+        )
+        shown.append(("decision", _negative_zeros(json.dumps(decided.model_dump(mode="json")))))
+        utilities = [float(u) for u in rng.normal(0.0, 0.3, size=len(plan["subsets"]))]
+        client.settle(agent["id"], plan["decision_id"], utilities=utilities, settled_at=when)
+        values = raw(http, client, "GET", f"/v1/agents/{agent['id']}/values", None)
+        ranked = send(
+            http, client, "POST", f"/v1/agents/{agent['id']}/experiences/rank", {"candidate_ids": ids, "k": 6}
+        )
+        shown += [("values", _negative_zeros(values.text)), ("rank", _negative_zeros(ranked.text))]
+    assert [(what, paths) for what, paths in shown if paths] == []
