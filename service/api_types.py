@@ -208,7 +208,9 @@ class ValuePublic(Public):
 Status = Annotated[str, values_of(ExperienceStatus)]
 _STATUS = "active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)"
 #: ``active`` is the retirement flag alone, so a quarantined experience stays active
-_ACTIVE = "false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved)"
+_ACTIVE = (
+    "false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved)"
+)
 
 
 class ValueEntryPublic(ValuePublic):
