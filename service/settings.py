@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
+from memtrial.engine.checks import MAX_UTILITY
 from service.db import DatabaseTimeouts
 
 __all__ = ["DEFAULT_DATABASE_URL", "MAX_DRAFTS_CEILING", "Settings", "configuration_table"]
@@ -167,7 +168,7 @@ class Settings:
     max_abs_utility: float = _setting(
         1e6,
         "MEMTRIAL_MAX_ABS_UTILITY",
-        "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422.",
+        "Largest plausible absolute utility in a scored settlement; utilities beyond it are refused with 422. At most 1e100, the largest the engine learns from.",
     )
     log_level: str = _setting(
         "INFO",
@@ -193,6 +194,8 @@ class Settings:
             raise ValueError(
                 f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {self.idempotency_lease_seconds!r}"
             )
+        if not 0.0 < self.max_abs_utility <= MAX_UTILITY:  # the engine's own bound: what it can learn from
+            raise ValueError(f"MEMTRIAL_MAX_ABS_UTILITY must be in (0, {MAX_UTILITY:g}], got {self.max_abs_utility!r}")
         if not 1 <= self.max_drafts_per_decision <= MAX_DRAFTS_CEILING:
             raise ValueError(
                 f"MEMTRIAL_MAX_DRAFTS_PER_DECISION must be in [1, {MAX_DRAFTS_CEILING}], got {self.max_drafts_per_decision!r}"

@@ -22,16 +22,23 @@ from memtrial.outcomes.scoring import rule as scoring_rule
 from memtrial.records import DecisionKind, Plan, Settlement, Time, encode_time
 
 __all__ = [
+    "MAX_UTILITY",
     "Universe",
     "check_plan_times",
     "check_scored",
     "check_scored_design",
+    "check_utility_range",
     "later_or_equal",
     "same_scored",
     "settled_at_or_after",
     "shown",
     "universe_arrays",
 ]
+
+#: the largest utility, in absolute value, a scored settlement may give: the engine squares differences of
+#: utilities and sums the squares over decisions, which overflows to inf, then NaN, from about 1e154 on; 1e100
+#: leaves room for any unit a caller scores in
+MAX_UTILITY = 1e100
 
 Universe = tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_] | None, NDArray[np.bool_] | None]
 
@@ -129,11 +136,29 @@ def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> N
             message = f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.outcomes.scoring.score) and give utilities"
             raise InputError(message, field="rule")
         return None
-    given = np.asarray(utilities, dtype=np.float64)
+    try:
+        given = np.asarray(utilities, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"utilities must be {len(plan.masks)} finite numbers, one per draft, got {utilities!r}"[:300],
+            field="utilities",
+        ) from None
     if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
         message = f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}"
         raise InputError(message, field="utilities")
+    check_utility_range(given, "utilities")
     return given
+
+
+def check_utility_range(utilities: NDArray[np.float64], field: str) -> None:
+    """Utilities within +-:data:`MAX_UTILITY` (finite ones already): an InputError naming ``field`` otherwise."""
+    largest = float(np.max(np.abs(utilities), initial=0.0))
+    if largest > MAX_UTILITY:
+        raise InputError(
+            f"{field} must be at most {MAX_UTILITY:g} in absolute value (the engine squares their differences), "
+            f"got {largest:g}",
+            field=field,
+        )
 
 
 def same_scored(settlement: Settlement, utilities: NDArray[np.float64] | None, outcome: Any, rule: str | None) -> bool:

@@ -27,6 +27,7 @@ from memtrial.action.rule import noise_gain
 from memtrial.credit.banzhaf import centre_contrasts
 from memtrial.credit.banzhaf import contributions as banzhaf_contrasts
 from memtrial.credit.banzhaf import interactions as interaction_contrasts
+from memtrial.engine.checks import MAX_UTILITY
 from memtrial.engine.config import EngineConfig
 from memtrial.errors import InputError
 from memtrial.outcomes.mandates import mixture_utilities, normalised, utility
@@ -155,6 +156,13 @@ def scored_outcome(
             )
         draft_mean = vectors.mean(axis=0)
         scores = score_drafts(str(rule), outcome, vectors=np.vstack([vectors, draft_mean, decision.weights]))
+        largest = float(np.max(np.abs(scores), initial=0.0))
+        if not largest <= MAX_UTILITY:  # numbers far apart (abs_error): their scores' squares would overflow
+            raise InputError(
+                f"outcome: rule {rule!r} scores the drafts on it at up to {largest:g} in absolute value; "
+                f"utilities must be at most {MAX_UTILITY:g} (the engine squares their differences)",
+                field="outcome",
+            )
         draft_utilities = scores[: vectors.shape[0]]
         mean_u, chosen_u = float(scores[-2]), float(scores[-1])
         mixture_u = score_drafts(str(rule), outcome, vectors=mixture_weights(vectors[reference_index], draft_mean))

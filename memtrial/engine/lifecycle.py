@@ -722,7 +722,8 @@ class MemTrial:
         """Score a matured scored decision and learn from it.
 
         Give ``utilities`` (one per draft, computed by the caller; higher is
-        better) or an ``outcome`` and a mixable built-in ``rule``: ``brier`` or
+        better; finite and within +-1e100, ``MAX_UTILITY``, since the engine
+        squares their differences) or an ``outcome`` and a mixable built-in ``rule``: ``brier`` or
         ``log`` over the decision's probability vectors (the outcome is the
         index of the realised outcome) or ``abs_error`` over numbers (vectors
         of length 1). Settling twice with the same data is a no-op; with other

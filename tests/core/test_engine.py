@@ -217,6 +217,59 @@ def test_bad_drafts_are_rejected_and_nothing_is_stored(drafts, message):
     assert engine.entries["d1"].decision is None
 
 
+def _scored(drafts=None):
+    engine = MemTrial(EngineConfig(investor="balanced", design="half"))
+    for e in "abcd":
+        engine.add_experience(e)
+    plan = engine.plan("d0", 0, 1, retrieved=list("abcd"), kind="scored")
+    if drafts is None:
+        engine.decide_scored("d0", n_drafts=len(plan.masks))
+    else:
+        engine.decide_scored("d0", vectors=drafts(len(plan.masks)))
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("settlement", "field", "message"),
+    [
+        ({"utilities": [1e200, -1e200] * 4}, "utilities", "utilities must be at most 1e+100 in absolute value"),
+        ({"utilities": [1e308, -1e308] * 4}, "utilities", "utilities must be at most 1e+100 in absolute value"),
+        ({"utilities": ["x", "y"] * 4}, "utilities", "utilities must be 8 finite numbers, one per draft, got ['x'"),
+        ({"utilities": [0.0, float("inf")] * 4}, "utilities", "utilities must be 8 finite numbers"),
+    ],
+)
+def test_scored_utilities_the_engine_cannot_learn_from_are_refused_and_nothing_changes(settlement, field, message):
+    # squares of differences near 1e200 overflow: the values would read NaN and the state could not be saved
+    engine = _scored()
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:
+        engine.settle_scored("d0", **settlement)
+    assert error.value.field == field and str(error.value).startswith(message), str(error.value)
+    assert engine.to_json() == before
+    engine.settle_scored("d0", utilities=[1e100, -1e100] * 4)  # the bound itself is learnt from
+    assert all(np.isfinite(v) for v in engine.values().values())
+    assert json.loads(engine.to_json())
+
+
+def test_a_rule_scoring_numbers_far_apart_is_refused_naming_the_outcome_and_nothing_changes():
+    engine = _scored(lambda n: [[1e200], [0.0]] * (n // 2))
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:
+        engine.settle_scored("d0", outcome=0.0, rule="abs_error")
+    assert error.value.field == "outcome" and "utilities must be at most 1e+100" in str(error.value)
+    assert engine.to_json() == before
+
+
+def test_a_correction_to_utilities_the_engine_cannot_learn_from_is_refused():
+    engine = _scored()
+    engine.settle_scored("d0", utilities=[0.1 * i for i in range(8)])
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:
+        engine.correct("d0", reason="a typo", utilities=[1e200, -1e200] * 4)
+    assert error.value.field == "utilities"
+    assert engine.to_json() == before
+
+
 def test_deciding_again_with_other_drafts_is_rejected():
     engine, _ = planned()
     engine.decide("d1", np.tile(EQUAL, (8, 1)))

@@ -239,3 +239,12 @@ def test_every_call_a_provider_receives_is_paid_from_the_draft_budget_retries_in
     assert client.verify(agent["id"])["ok"]
     if mode == "flaky":  # retries were made where the credit allowed them, and decisions completed
         assert "decided" in outcomes and any(e["kind"] == "retry" for e in log)
+
+
+def test_a_utility_bound_outside_what_the_engine_learns_from_stops_the_start_naming_the_variable():
+    from service.settings import Settings
+
+    for value in (0.0, 1e101, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match=r"MEMTRIAL_MAX_ABS_UTILITY must be in \(0, 1e\+100\], got"):
+            Settings(max_abs_utility=value)
+    assert Settings(max_abs_utility=1e100).max_abs_utility == 1e100
