@@ -113,6 +113,20 @@ def _check(
     exploration: float,
     demotion: float | None,
 ) -> None:
+    if isinstance(candidates, (str, bytes)):
+        raise InputError(f"candidates must be a sequence of experience ids, got {candidates!r}", field="candidates")
+    if isinstance(similarities, (str, bytes)) or any(isinstance(v, (str, bytes, bool, np.bool_)) for v in similarities):
+        raise InputError(
+            f"similarities must be one number per candidate, got {similarities!r}"[:300], field="similarities"
+        )
+    try:
+        shape = np.asarray(similarities, dtype=np.float64).shape
+    except (TypeError, ValueError):
+        shape = None
+    if shape is None or len(shape) != 1:
+        raise InputError(
+            f"similarities must be one number per candidate, got {similarities!r}"[:300], field="similarities"
+        )
     if len(set(candidates)) != len(candidates):
         raise InputError(f"candidates must be distinct ids, got {list(candidates)!r}", field="candidates")
     if len(similarities) != len(candidates):

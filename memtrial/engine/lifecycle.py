@@ -387,11 +387,18 @@ class MemTrial:
                 p.experience_id for p in self._rank_candidates(candidates, self.config.k, similarities, "candidates")
             ]
         if retrieved is not None:
+            if isinstance(retrieved, (str, bytes)):  # not the ids of its characters
+                raise InputError(
+                    f"retrieved must be a sequence of experience ids, got {retrieved!r}", field="retrieved"
+                )
             ids = [check_experience_id(e, "retrieved") for e in retrieved]
             if len(set(ids)) != len(ids) or len(ids) > self.config.k:
                 raise InputError(
                     f"retrieved must hold at most {self.config.k} distinct ids, got {ids!r}", field="retrieved"
                 )
+            unknown = [e for e in ids if e not in self.experiences]
+            if unknown:
+                raise InputError(f"retrieved: unknown experiences {unknown!r}", field="retrieved")
             for experience_id in ids:
                 if not self._experience(experience_id).active:
                     raise InputError(f"experience {experience_id!r} is retired", field="retrieved")
@@ -466,7 +473,16 @@ class MemTrial:
         if similarities is None:
             scores = [float(-i) for i in range(len(ids))]  # 0, -1, -2, ... (0, not -0)
         else:
-            scores = [float(v) for v in similarities]
+            try:
+                if isinstance(similarities, (str, bytes)) or any(
+                    isinstance(v, (str, bytes, bool, np.bool_)) for v in similarities
+                ):
+                    raise TypeError("texts and flags are not scores")
+                scores = [float(v) for v in similarities]
+            except (TypeError, ValueError):
+                raise InputError(
+                    f"similarities must be one number per candidate, got {similarities!r}"[:300], field="similarities"
+                ) from None
             if len(scores) != len(ids):
                 raise InputError(
                     f"similarities must hold one score per candidate ({len(ids)}), got {len(scores)}",

@@ -194,6 +194,10 @@ def test_rank_bad_demotion_is_rejected():
             "similarities must span a finite range (the largest minus the smallest overflows)",
         ),
         ((["e9"], [1.0], 0.0, 1), "no posterior for candidates ['e9']"),
+        (("e0", [1.0, 1.0], 0.0, 1), "candidates must be a sequence of experience ids, got 'e0'"),
+        ((["e0"], ["1.0"], 0.0, 1), "similarities must be one number per candidate, got ['1.0']"),
+        ((["e0"], [True], 0.0, 1), "similarities must be one number per candidate, got [True]"),
+        ((["e0"], [[1.0]], 0.0, 1), "similarities must be one number per candidate, got [[1.0]]"),
     ],
 )
 def test_rank_bad_input_is_rejected(args, message):
@@ -291,3 +295,33 @@ def test_an_untried_experience_reads_no_interval_while_the_learner_reads_every_v
     tried = picks["e0"]
     assert tried.sd is not None and tried.sd > 0.0 and tried.lower is not None and tried.upper is not None
     assert tried.lower < tried.mean < tried.upper
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "message"),
+    [
+        ("plan", "retrieved", "retrieved must be a sequence of experience ids, got 'ab'"),
+        ("plan_unknown", "retrieved", "retrieved: unknown experiences ['zz']"),
+        ("rank_text", "similarities", "similarities must be one number per candidate, got ['0.5', 1, 2]"),
+        ("rank_flag", "similarities", "similarities must be one number per candidate, got [True, 0.0, 1.0]"),
+        ("rank_string", "similarities", "similarities must be one number per candidate, got '123'"),
+        ("rank_nested", "similarities", "similarities must be one number per candidate, got [[1, 2], [3, 4], [5, 6]]"),
+    ],
+)
+def test_an_engine_refuses_ids_and_scores_of_the_wrong_kind_naming_the_field(call, field, message):
+    engine = MemTrial(gamma=5.0, retrieval=RetrievalMode.VALUE_AWARE)
+    for name in ("a", "b", "ab"):
+        engine.add_experience(name)
+    before = engine.to_json()
+    calls = {
+        "plan": lambda: engine.plan("d", 0, 1, retrieved="ab", kind="scored"),  # not the ids "a" and "b"
+        "plan_unknown": lambda: engine.plan("d", 0, 1, retrieved=["a", "zz"], kind="scored"),
+        "rank_text": lambda: engine.rank(["a", "b", "ab"], 2, similarities=["0.5", 1, 2]),
+        "rank_flag": lambda: engine.rank(["a", "b", "ab"], 2, similarities=[True, 0.0, 1.0]),
+        "rank_string": lambda: engine.rank(["a", "b", "ab"], 2, similarities="123"),
+        "rank_nested": lambda: engine.rank(["a", "b", "ab"], 2, similarities=[[1, 2], [3, 4], [5, 6]]),
+    }
+    with pytest.raises(InputError) as error:
+        calls[call]()
+    assert (error.value.field, str(error.value)) == (field, message)
+    assert engine.to_json() == before
