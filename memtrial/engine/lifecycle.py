@@ -177,6 +177,14 @@ class MemTrial:
         check_experience_id(experience_id)
         if experience_id in self.experiences:
             raise DuplicateError(f"experience {experience_id!r} already exists", field="experience_id")
+        if experience_id in self.learner.statistics.index or (
+            self.curator is not None and experience_id in self.curator.evidence
+        ):  # a new experience under this id would inherit them: its value, its quarantine
+            raise DuplicateError(
+                f"experience {experience_id!r} was removed and its records stay (its contributions, value and "
+                "quarantine evidence): add the new experience under a new id",
+                field="experience_id",
+            )
         vector = None
         if embedding is not None:
             vector = np.asarray(embedding, dtype=np.float64)
@@ -191,7 +199,9 @@ class MemTrial:
         experience.embedding = vector
 
     def remove_experience(self, experience_id: ExperienceId) -> None:
-        """Forget an experience: no longer retrievable or valued (past records still centre their dates)."""
+        """Forget an experience: no longer retrievable, valued or listed in quarantine (past records still
+        centre their dates, and a quarantine still counts among the agent's discoveries). Its id is not
+        given to a new experience while its records stay."""
         self._experience(experience_id)
         del self.experiences[experience_id]
         self.learner.remove_features(experience_id)
@@ -499,8 +509,10 @@ class MemTrial:
 
     @property
     def quarantined(self) -> tuple[ExperienceId, ...]:
-        """The experiences in quarantine now (empty when quarantine is off)."""
-        return () if self.curator is None else self.curator.quarantined
+        """The experiences in quarantine now (empty when quarantine is off; a removed one is not listed)."""
+        if self.curator is None:
+            return ()
+        return tuple(e for e in self.curator.quarantined if e in self.experiences)
 
     def changed_at(self, experience_id: ExperienceId) -> str | None:
         """The decision at which a change of sign of the experience's contributions was detected (method

@@ -12,7 +12,7 @@ from support import assert_snapshots_close, engine_snapshot
 from memtrial.curation import BETS, Evidence, QuarantineConfig, threshold
 from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import MemTrial
-from memtrial.errors import ConfigError, InputError
+from memtrial.errors import ConfigError, DuplicateError, InputError
 from memtrial.trust.log import LogKind
 
 ON = QuarantineConfig(enabled=True)
@@ -135,6 +135,25 @@ def test_engine_does_not_release_a_quarantined_experience_retired_by_hand():
         engine.release("bad", "reviewed")
     assert (str(error.value), error.value.field) == ("experience 'bad' is retired, not quarantined", "experience_id")
     assert engine.gate.log.length == entries and "bad" in engine.quarantined  # nothing written, nothing changed
+
+
+def test_a_removed_experience_leaves_the_quarantine_list_and_its_id_is_not_given_to_a_new_one():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 80, np.random.default_rng(0))
+    assert engine.quarantined == ("bad",)
+    discoveries = engine.curator.discoveries
+    engine.remove_experience("bad")
+    assert engine.quarantined == () and engine.curator.discoveries == discoveries  # the quarantine still counts
+    before = engine.to_json()
+    with pytest.raises(DuplicateError) as error:  # it would be born quarantined, with the old value
+        engine.add_experience("bad")
+    assert error.value.field == "experience_id" and "was removed and its records stay" in str(error.value)
+    assert engine.to_json() == before
+    engine.add_experience("fresh")
+    engine.remove_experience("fresh")  # no records: its id may be given again
+    engine.add_experience("fresh")
+    assert engine.posterior("fresh")[2] == 0 and "fresh" not in engine.quarantined
 
 
 def test_engine_without_quarantine_has_no_book():
