@@ -99,6 +99,10 @@ class QuarantineConfig:
             raise ConfigError(
                 f"quarantine.clip must be finite and > 0 (or null), got {self.clip!r}", field="quarantine.clip"
             )
+        for name in ("level", "change_threshold", "spread", "clip"):  # as a stored state reads them back
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, float(value))
         if not isinstance(self.control, ErrorControl):
             if self.control not in set(ErrorControl):
                 raise ConfigError(

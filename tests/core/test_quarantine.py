@@ -156,6 +156,14 @@ def test_a_removed_experience_leaves_the_quarantine_list_and_its_id_is_not_given
     assert engine.posterior("fresh")[2] == 0 and "fresh" not in engine.quarantined
 
 
+@pytest.mark.parametrize("setting", [{"spread": 10}, {"clip": 2}, {"change_threshold": 500}])
+def test_a_quarantine_setting_given_as_an_integer_round_trips_byte_for_byte(setting):
+    engine = MemTrial(gamma=5.0, quarantine=QuarantineConfig(enabled=True, **setting))
+    text = engine.to_json()
+    assert MemTrial.from_json(text).to_json() == text
+    assert engine.config.quarantine == QuarantineConfig.from_dict(engine.config.quarantine.to_dict())
+
+
 def test_engine_without_quarantine_has_no_book():
     engine = _engine({"a": 0.0}, QuarantineConfig())
     assert engine.quarantined == () and engine.changed_at("a") is None
