@@ -28,6 +28,7 @@ __all__ = [
     "Settlement",
     "Time",
     "check_experience_id",
+    "check_text_id",
     "decode_time",
     "encode_time",
 ]
@@ -37,9 +38,24 @@ Time = int | float | dt.datetime | dt.date
 
 
 def check_experience_id(value: object, field: str = "experience_id") -> ExperienceId:
+    """An experience id: an int, or a non-empty str that is text (no lone surrogate: the state is UTF-8)."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise InputError(f"{field} must be a str or int, got {value!r}", field=field)
+    if isinstance(value, str):
+        check_text_id(value, field)
     return value
+
+
+def check_text_id(value: str, field: str) -> None:
+    """A non-empty str the state can write (UTF-8: no lone surrogate), or an InputError naming ``field``."""
+    if not value:
+        raise InputError(f"{field} must be a non-empty str", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"{field} must be text UTF-8 can write (no lone surrogate), got {value!r}", field=field
+        ) from None
 
 
 def encode_time(value: Time) -> dict[str, Any]:

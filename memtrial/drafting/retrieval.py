@@ -15,7 +15,28 @@ from numpy.typing import NDArray
 from memtrial.errors import InputError
 from memtrial.records import ExperienceId
 
-__all__ = ["cosine_similarities", "top_k"]
+__all__ = ["check_embedding", "cosine_similarities", "top_k"]
+
+
+def _finite_length(vector: NDArray[np.float64]) -> bool:
+    with np.errstate(over="ignore"):
+        return bool(np.isfinite(np.linalg.norm(vector)))
+
+
+def check_embedding(value: object, field: str = "embedding") -> NDArray[np.float64]:
+    """An embedding as retrieval reads it: a non-empty 1-d vector of finite numbers whose length (L2 norm) is
+    finite too (cosine similarity divides by it); an InputError naming ``field`` otherwise."""
+    try:
+        vector = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{field} must be a 1-d vector of numbers, got {value!r}"[:300], field=field) from None
+    if isinstance(value, (str, bytes)) or vector.ndim != 1 or vector.size == 0:
+        raise InputError(f"{field} must be a non-empty 1-d vector of numbers, got shape {vector.shape}", field=field)
+    if not np.all(np.isfinite(vector)):
+        raise InputError(f"{field} must be finite (no NaN or inf)", field=field)
+    if not _finite_length(vector):
+        raise InputError(f"{field} must have a finite length: its L2 norm overflows", field=field)
+    return vector
 
 
 def cosine_similarities(
@@ -25,6 +46,10 @@ def cosine_similarities(
     if context.ndim != 1 or not np.all(np.isfinite(context)):
         raise InputError(
             f"context_embedding must be a finite 1-d vector, got shape {context.shape}", field="context_embedding"
+        )
+    if not _finite_length(context):
+        raise InputError(
+            "context_embedding must have a finite length: its L2 norm overflows", field="context_embedding"
         )
     usable = [(e, v) for e, v in candidates if v is not None]
     if not usable:

@@ -19,7 +19,7 @@ from memtrial.engine.config import SCORED_DESIGN
 from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError
 from memtrial.outcomes.mandates import Investor, check_weights, project
 from memtrial.outcomes.scoring import rule as scoring_rule
-from memtrial.records import DecisionKind, Plan, Settlement, Time, encode_time
+from memtrial.records import DecisionKind, Plan, Settlement, Time, check_text_id, encode_time
 
 __all__ = [
     "MAX_UTILITY",
@@ -63,6 +63,7 @@ def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time |
     ``clock`` and ``maturity`` not before ``time``."""
     if not isinstance(decision_id, str) or not decision_id:
         raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
+    check_text_id(decision_id, "decision_id")
     encode_time(time)
     encode_time(maturity)
     if clock is not None and not later_or_equal(time, clock, "time"):

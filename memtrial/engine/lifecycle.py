@@ -42,7 +42,7 @@ from memtrial.curation import (
     contribution_counts,
     rank,
 )
-from memtrial.drafting.retrieval import cosine_similarities, top_k
+from memtrial.drafting.retrieval import check_embedding, cosine_similarities, top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
     Universe,
@@ -187,15 +187,15 @@ class MemTrial:
             )
         vector = None
         if embedding is not None:
-            vector = np.asarray(embedding, dtype=np.float64)
-            self.learner.add_features(experience_id, vector)
+            vector = check_embedding(embedding)
+            self.learner.add_features(experience_id, vector, "embedding")
         self.experiences[experience_id] = _Experience(vector)
 
     def update_experience(self, experience_id: ExperienceId, embedding: ArrayLike) -> None:
         """Replace an experience's embedding (its text was rewritten); its records and value stay."""
         experience = self._experience(experience_id)
-        vector = np.asarray(embedding, dtype=np.float64)
-        self.learner.add_features(experience_id, vector)
+        vector = check_embedding(embedding)
+        self.learner.add_features(experience_id, vector, "embedding")
         experience.embedding = vector
 
     def remove_experience(self, experience_id: ExperienceId) -> None:

@@ -263,16 +263,16 @@ class EmpiricalBayesLearner:
             self.add_features(experience_id, vector)
 
     # -- features ---------------------------------------------------------
-    def add_features(self, experience_id: Hashable, vector: ArrayLike) -> None:
-        """Set the embedding of one experience (used by ``content`` and ``auto``)."""
+    def add_features(self, experience_id: Hashable, vector: ArrayLike, field: str = "features") -> None:
+        """Set the embedding of one experience (used by ``content`` and ``auto``); an error names ``field``."""
         array = np.asarray(vector, dtype=np.float64)
         if array.ndim != 1 or not np.all(np.isfinite(array)):
-            raise InputError(f"features of {experience_id!r} must be a finite 1-d vector", field="features")
+            raise InputError(f"{field} of {experience_id!r} must be a finite 1-d vector", field=field)
         dims = {existing.shape[0] for existing in self.features.values()}
         if dims and array.shape[0] not in dims:
             raise InputError(
-                f"features of {experience_id!r} have {array.shape[0]} dimensions, expected {dims.pop()}",
-                field="features",
+                f"{field} of {experience_id!r} has {array.shape[0]} dimensions, expected {dims.pop()}",
+                field=field,
             )
         self.features[experience_id] = array
         self._features_changed()

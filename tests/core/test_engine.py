@@ -524,3 +524,42 @@ def test_engine_state_value_continues_as_the_json_state_does_and_holds_no_engine
     assert again.to_json() == engine.to_json()
     assert engine.state(history=False).history is None
     assert MemTrial.from_json(engine.to_json(history=False)).to_json(history=False) == engine.to_json(history=False)
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "message"),
+    [
+        (lambda e: e.add_experience("x", []), "embedding", "embedding must be a non-empty 1-d vector of numbers"),
+        (lambda e: e.add_experience("x", "abc"), "embedding", "embedding must be a 1-d vector of numbers, got 'abc'"),
+        (lambda e: e.add_experience("x", [[1.0, 0.0]]), "embedding", "embedding must be a non-empty 1-d vector"),
+        (lambda e: e.add_experience("x", [1e200, 0.0]), "embedding", "embedding must have a finite length"),
+        (
+            lambda e: e.add_experience("x", [1.0, 0.0, 0.0]),
+            "embedding",
+            "embedding of 'x' has 3 dimensions, expected 2",
+        ),
+        (lambda e: e.update_experience("a", [1e200, 0.0]), "embedding", "embedding must have a finite length"),
+        (lambda e: e.add_experience(""), "experience_id", "experience_id must be a non-empty str"),
+        (lambda e: e.add_experience("\ud800"), "experience_id", "experience_id must be text UTF-8 can write"),
+        (
+            lambda e: e.plan("\udc00", 0, 1, retrieved=["a"], kind="scored"),
+            "decision_id",
+            "decision_id must be text UTF-8 can write",
+        ),
+        (
+            lambda e: e.plan("d", 0, 1, context_embedding=[1e200, 0.0], kind="scored"),
+            "context_embedding",
+            "context_embedding must have a finite length",
+        ),
+    ],
+)
+def test_embeddings_and_ids_the_state_cannot_hold_are_refused_naming_the_field(call, field, message):
+    # an empty embedding fixed every later one's dimension at 0; an overflowing norm made similarities NaN or
+    # wrong; a lone surrogate was taken, then the state could not be written
+    engine = MemTrial(gamma=5.0)
+    engine.add_experience("a", [1.0, 0.0])
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:
+        call(engine)
+    assert error.value.field == field and str(error.value).startswith(message), str(error.value)
+    assert engine.to_json() == before

@@ -167,7 +167,7 @@ def test_learner_rejects_an_unknown_mode():
 
 def test_learner_rejects_features_of_another_dimension():
     learner = EmpiricalBayesLearner("content", features={"a": np.zeros(4)})
-    with pytest.raises(InputError, match="features of 'b' have 3 dimensions, expected 4"):
+    with pytest.raises(InputError, match="features of 'b' has 3 dimensions, expected 4"):
         learner.add_features("b", np.zeros(3))
 
 
