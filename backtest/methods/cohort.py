@@ -176,8 +176,18 @@ class Cohort:
     walks them; :meth:`members` gives each world's method of a variant."""
 
     def __init__(self, configs: Mapping[str, EngineConfig], scoring: Scoring, lanes: Sequence[Lane]) -> None:
-        self.players = list(configs.values())
+        # one player per distinct configuration: two ids of one setting (the default at a budget and that
+        # budget's variant) walk as one, as a budgeted walk serves a single player
+        self.players: list[EngineConfig] = []
+        self.player_of: dict[str, int] = {}
+        for method_id, config in configs.items():
+            same = [p for p, player in enumerate(self.players) if player == config]
+            if not same:
+                self.players.append(config)
+            self.player_of[method_id] = same[0] if same else len(self.players) - 1
         self.ids = list(configs)
+        if self.players[0].draft_budget is not None and len(self.players) > 1:
+            raise ValueError(f"a budgeted walk serves one setting, not those of {self.ids!r}: walk them apart")
         for method_id, config in configs.items():
             if not serves(config):
                 raise ValueError(f"a cohort walks the trust dial under the anytime test or none, not {method_id!r}")
@@ -207,7 +217,7 @@ class Cohort:
     def members(self, method_id: str) -> list[CohortMember]:
         """Each world's method of the variant ``method_id``, in the order of the lanes (they walk the cohort
         when first asked)."""
-        player = self.ids.index(method_id)
+        player = self.player_of[method_id]
         return [CohortMember(self.scoring, method_id, self, index, player) for index in range(len(self.worlds))]
 
     # -- the walk --------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from backtest.report import aggregate, frontier_lines, frontier_points, render, write_report
-from backtest.runner import WorldSpec, drafted_masks, run_world
+from backtest.runner import WorldSpec, drafted_masks, run_many, run_world
 
 COUNTED = (
     "equal_weight", "no_memory", "reference", "counterfactual_argmax", "uplift_credit", "similarity_top2_anchored",
@@ -34,6 +34,15 @@ def test_the_default_memtrials_budget_is_set_from_the_run(world):
     budgeted = run_world(WorldSpec("beta_0.5", "balanced", 3, methods=("memtrial",), draft_budget=2.0))
     assert 1.5 < budgeted["methods"]["memtrial"]["draft_calls_per_decision"] <= 2.0
     assert budgeted["methods"]["memtrial"]["mean_utility_pp"] != world["methods"]["memtrial"]["mean_utility_pp"]
+
+
+def test_the_default_at_a_frontier_budget_walks_as_that_budgets_variant():
+    # --frontier with --draft-budget 3: the default and memtrial_budget_3 are one setting (a budgeted walk serves
+    # one, and the second id was left without weights)
+    both = ("memtrial", "memtrial_budget_3", "no_memory")
+    together = run_many([WorldSpec("beta_0.5", "balanced", 3, methods=both, draft_budget=3.0)])[0]["methods"]
+    alone = run_many([WorldSpec("beta_0.5", "balanced", 3, methods=("memtrial_budget_3",), draft_budget=3.0)])[0]
+    assert together["memtrial"] == together["memtrial_budget_3"] == alone["methods"]["memtrial_budget_3"]
 
 
 def test_a_real_data_world_drafts_the_subsets_its_methods_need():
