@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import math
+import os
+import re
 import shlex
 import sys
 import time
@@ -48,28 +51,78 @@ FRONTIER = typer.Option(
 )
 
 
+MAX_SEEDS = 100_000  # worlds per investor and regime a command line may ask for
+
+
+def bad(option: str, message: str) -> typer.BadParameter:
+    """A refusal of an option's value, naming the option (``Invalid value for '--seeds': ...``)."""
+    return typer.BadParameter(message, param_hint=f"'--{option}'")
+
+
 def parse_seeds(text: str) -> list[int]:
-    """'15-114' or '0,3,5' or '7' -> seeds."""
+    """'15-114' or '0,3,5' or '7' -> seeds: integers >= 0, a range's start not above its end, none twice."""
     seeds: list[int] = []
-    try:
-        for part in text.split(","):
+    rule = "seeds are integers >= 0, as a range (15-114) or a list (1,2,3), a range's start not above its end"
+    for part in text.split(","):
+        try:
             if "-" in part:
                 low, high = (int(x) for x in part.split("-", 1))
-                if high < low:
-                    raise ValueError
-                seeds.extend(range(low, high + 1))
             else:
-                seeds.append(int(part))
-    except ValueError:
-        raise typer.BadParameter(f"seeds must look like 15-114 or 1,2,3, got {text!r}") from None
+                low = high = int(part)
+        except ValueError:
+            raise bad("seeds", f"{rule}; got {text!r}") from None
+        if low < 0 or high < low:
+            raise bad("seeds", f"{rule}; got {part.strip()!r} in {text!r}")
+        if len(seeds) + high - low + 1 > MAX_SEEDS:
+            raise bad("seeds", f"at most {MAX_SEEDS:,} seeds; {text!r} holds more")
+        seeds.extend(range(low, high + 1))
+    if repeated := _repeats(seeds):
+        raise bad("seeds", f"each seed once (a repeated seed would count its worlds twice); repeated: {repeated[:10]}")
     return seeds
 
 
+def _repeats(values: list[int]) -> list[int]:
+    seen: set[int] = set()
+    repeated: set[int] = set()
+    for value in values:
+        (repeated if value in seen else seen).add(value)
+    return sorted(repeated)
+
+
+def _listed(option: str, text: str) -> list[str]:
+    """A comma-separated list of names, each once."""
+    names = [name.strip() for name in text.split(",")]
+    if repeated := sorted({n for n in names if names.count(n) > 1}):
+        raise bad(option, f"each name once (a repeated one would count its worlds twice); repeated: {repeated}")
+    return names
+
+
 def _check_methods_and_learner(method_ids: tuple[str, ...] | None, known: list[str], learner: str) -> None:
-    if method_ids is not None and (bad := [m for m in method_ids if m not in known]):
-        raise typer.BadParameter(f"unknown methods {bad}; choose from {known}")
+    if method_ids is not None and (unknown := [m for m in method_ids if m not in known]):
+        raise bad("methods", f"unknown methods {unknown}; choose from {known}")
     if learner not in ("empirical", "bayes"):
-        raise typer.BadParameter(f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
+        raise bad("learner", f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
+
+
+def _check_budget_and_scheduler(draft_budget: float | None, scheduler: str | None) -> None:
+    if draft_budget is not None and not math.isfinite(draft_budget):
+        raise bad("draft-budget", f"a budget is a finite number of calls >= 1, got {draft_budget!r}")
+    if scheduler is not None and not re.fullmatch(r"[a-z]+://\S+:\d+", scheduler):
+        raise bad("scheduler", f"a scheduler's address looks like tcp://host:port, got {scheduler!r}")
+
+
+def _check_out(out: Path) -> None:
+    """The output folder can be written before any world runs (a run is not lost at its end)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise bad("out", f"cannot make the output folder {str(out)!r}: {error.strerror or error}") from None
+    if not os.access(out, os.W_OK):
+        raise bad("out", f"the output folder {str(out)!r} is not writable")
+
+
+def _methods(text: str | None) -> tuple[str, ...] | None:
+    return None if text is None else tuple(_listed("methods", text))
 
 
 def _with_frontier(method_ids: tuple[str, ...] | None, default: list[str]) -> tuple[str, ...]:
@@ -85,6 +138,18 @@ def _load_or_exit(load: Callable[[], object]) -> None:
         load()
     except MemtrialError as error:
         typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
+
+
+@contextlib.contextmanager
+def _scheduler_reached(scheduler: str | None) -> Any:
+    """A scheduler that cannot be reached ends the command naming it, not with a traceback."""
+    try:
+        yield
+    except OSError as error:
+        if scheduler is None:
+            raise
+        typer.echo(f"error: --scheduler {scheduler}: cannot reach it ({error})", err=True)
         raise typer.Exit(code=2) from None
 
 
@@ -126,17 +191,22 @@ def plantedmem(
 
     investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
     if any(i not in INVESTOR_CHOICES for i in investors):
-        raise typer.BadParameter(f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
+        raise bad("investor", f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
     named = {"all": list(REGIMES), "curation": list(CURATION_REGIMES)}
-    regime_ids = named.get(regimes) or [r.strip() for r in regimes.split(",")]
+    regime_ids = named.get(regimes) or _listed("regimes", regimes)
     unknown = [r for r in regime_ids if r not in ALL_REGIMES]
     if unknown:
-        raise typer.BadParameter(f"unknown regimes {unknown}; choose from {list(ALL_REGIMES)}")
-    method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
+        raise bad(
+            "regimes",
+            f"unknown regimes {unknown}; give 'all' or 'curation' alone, or regime ids from {list(ALL_REGIMES)}",
+        )
+    method_ids = _methods(methods)
     _check_methods_and_learner(method_ids, KNOWN_IDS, learner)
+    _check_budget_and_scheduler(draft_budget, scheduler)
     if frontier:
         method_ids = _with_frontier(method_ids, METHOD_IDS)
     seed_list = parse_seeds(seeds)
+    _check_out(out)
     _load_or_exit(lambda: market_for(synthetic_market))
     specs = [
         WorldSpec(r, i, s, synthetic_market, method_ids, learner, draft_budget=draft_budget)
@@ -153,7 +223,7 @@ def plantedmem(
         TextColumn("left"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, transient=False) as progress:
+    with Progress(*columns, transient=False) as progress, _scheduler_reached(scheduler):
         task = progress.add_task("worlds", total=len(specs))
         results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
     wall = time.perf_counter() - start
@@ -263,22 +333,24 @@ def _run_real(
 
     investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
     if any(i not in INVESTOR_CHOICES for i in investors):
-        raise typer.BadParameter(f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
+        raise bad("investor", f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
     if drafter not in ("analogical", "litellm", "smollm2"):
-        raise typer.BadParameter(f"drafter must be one of ['analogical', 'litellm', 'smollm2'], got {drafter!r}")
+        raise bad("drafter", f"drafter must be one of ['analogical', 'litellm', 'smollm2'], got {drafter!r}")
     if drafter == "smollm2" and (model or api_base):
         raise typer.BadParameter("--model and --api-base do not apply to --drafter smollm2 (it serves its own model)")
     if drafter == "litellm" and not model:
         raise typer.BadParameter("--model is required with --drafter litellm")
     if drafter == "analogical" and (model or api_base or offline):
         raise typer.BadParameter("--model, --api-base and --offline apply to --drafter litellm only")
-    method_ids = None if methods is None else tuple(m.strip() for m in methods.split(","))
+    method_ids = _methods(methods)
     _check_methods_and_learner(method_ids, [*REAL_METHOD_IDS, *FRONTIER_IDS], learner)
+    _check_budget_and_scheduler(draft_budget, scheduler)
     if frontier:
         method_ids = _with_frontier(method_ids, REAL_METHOD_IDS)
     if method_ids is not None and "equal_weight" not in method_ids:
         method_ids = ("equal_weight", *method_ids)
     seed_list = parse_seeds(seeds)
+    _check_out(out)
     _load_or_exit(lambda: load_setting(env))
     if drafter != "analogical" and cache is None:
         cache = out / "draft_cache.sqlite"
@@ -351,7 +423,7 @@ def _run_specs(
         TimeRemainingColumn(),
     )
     try:
-        with Progress(*columns, transient=False) as progress:
+        with Progress(*columns, transient=False) as progress, _scheduler_reached(scheduler):
             task = progress.add_task("worlds", total=len(specs))
             results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
     except MemtrialError as error:
@@ -400,10 +472,23 @@ def render(
     folder: Path = typer.Argument(..., help="A PlantedMem run's output folder (its results.json)."),
 ) -> None:
     """Re-render a PlantedMem run's results.md and cost-quality plot from its results.json, running nothing."""
+    import json
+
     from backtest.report import render as render_report
 
-    if not (folder / "results.json").is_file():
-        raise typer.BadParameter(f"{folder / 'results.json'} does not exist: give a PlantedMem run's --out folder")
+    source = folder / "results.json"
+    if not source.is_file():
+        raise typer.BadParameter(f"{source} does not exist: give a PlantedMem run's --out folder")
+    try:
+        document = json.loads(source.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise typer.BadParameter(f"{source} is not a run's results (JSON): {error}") from None
+    env = document.get("env") if isinstance(document, dict) else None
+    if env != "plantedmem" or not isinstance(document.get("investors"), dict) or not document["investors"]:
+        raise typer.BadParameter(
+            f"{source} holds a {env or 'non-PlantedMem'} run's results: render rewrites a PlantedMem run's page only "
+            "(its own page was written by the run and stays as it is)"
+        )
     for path in render_report(folder):
         typer.echo(f"wrote {path}")
 
@@ -424,9 +509,10 @@ def forecast(
     from backtest.forecast import FORECAST_METHODS, forecast_report, run_forecasts
 
     seed_list = parse_seeds(seeds)
-    chosen = tuple(m.strip() for m in methods.split(",")) if methods else tuple(FORECAST_METHODS)
-    if bad := [m for m in chosen if m not in FORECAST_METHODS]:
-        raise typer.BadParameter(f"unknown methods {bad}; choose from {FORECAST_METHODS}")
+    chosen = tuple(_listed("methods", methods)) if methods else tuple(FORECAST_METHODS)
+    if unknown := [m for m in chosen if m not in FORECAST_METHODS]:
+        raise bad("methods", f"unknown methods {unknown}; choose from {FORECAST_METHODS}")
+    _check_out(out)
     results, wall = run_forecasts(seed_list, workers, chosen)
     command = (
         "memtrial backtest forecast " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("forecast") + 1 :])

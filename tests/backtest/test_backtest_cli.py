@@ -102,6 +102,64 @@ def test_unknown_regime_is_rejected(tmp_path):
     assert "unknown regimes ['beta_0.9']" in result.output
 
 
+def _words(output: str) -> str:
+    return " ".join(output.replace("│", " ").split())  # the error box wraps long messages
+
+
+@pytest.mark.parametrize(
+    ("arguments", "option", "message"),
+    [
+        (["--seeds", "5-2"], "--seeds", "a range's start not above its end; got '5-2'"),
+        (["--seeds", "-1"], "--seeds", "seeds are integers >= 0"),
+        (
+            ["--seeds", "0,0,1"],
+            "--seeds",
+            "each seed once (a repeated seed would count its worlds twice); repeated: [0]",
+        ),
+        (["--seeds", "0-2,1-3"], "--seeds", "repeated: [1, 2]"),
+        (["--seeds", "0-99999999999999"], "--seeds", "at most 100,000 seeds"),
+        (["--regimes", "poisoned,poisoned"], "--regimes", "each name once"),
+        (["--regimes", "curation,all"], "--regimes", "give 'all' or 'curation' alone, or regime ids"),
+        (["--methods", "memtrial,memtrial"], "--methods", "each name once"),
+        (["--draft-budget", "inf"], "--draft-budget", "a budget is a finite number of calls >= 1, got inf"),
+        (["--scheduler", "bogus"], "--scheduler", "looks like tcp://host:port, got 'bogus'"),
+        (["--investor", "x"], "--investor", "investor must be one of"),
+        (["--learner", "y"], "--learner", "learner must be one of"),
+    ],
+)
+def test_a_bad_option_is_refused_naming_it_before_any_world_runs(tmp_path, arguments, option, message):
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["backtest", "plantedmem", *arguments, "--out", str(out)])
+    words = _words(result.output)
+    assert result.exit_code == 2 and f"Invalid value for '{option}':" in words and message in words, words
+    assert not out.exists()  # nothing ran, nothing written
+
+
+def test_an_output_folder_that_cannot_be_made_is_refused_before_any_world_runs(tmp_path):
+    taken = tmp_path / "a_file"
+    taken.write_text("not a folder")
+    result = CliRunner().invoke(
+        app, ["backtest", "plantedmem", "--seeds", "0", "--regimes", "beta_0.5", "--out", str(taken)]
+    )
+    words = _words(result.output)
+    assert result.exit_code == 2 and "Invalid value for '--out': cannot make the output folder" in words
+    assert "worlds" not in words and taken.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("kind", ["classalloc", "forecast", "corrupt"])
+def test_render_refuses_what_is_not_a_plantedmem_run_and_keeps_its_page(tmp_path, kind):
+    (tmp_path / "results.md").write_text("# the run's own page\n")
+    if kind == "corrupt":
+        (tmp_path / "results.json").write_text('{"env": "plantedmem", "investors": ')
+    else:
+        (tmp_path / "results.json").write_text(json.dumps({"env": kind, "investors": {"balanced": {}}, "seeds": [0]}))
+    result = CliRunner().invoke(app, ["backtest", "render", str(tmp_path)])
+    words = _words(result.output)
+    assert result.exit_code == 2, words
+    assert ("is not a run's results" if kind == "corrupt" else f"holds a {kind} run's results") in words
+    assert (tmp_path / "results.md").read_text() == "# the run's own page\n"
+
+
 @pytest.mark.slow  # NUTS inside every MemTrial variant
 def test_plantedmem_with_the_bayes_learner(tmp_path):
     out = tmp_path / "bayes"
