@@ -205,7 +205,10 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
         )
     axis.set_xticks(np.arange(len(investors)) + 0.4 - width / 2, list(investors))
     axis.set_ylabel("share of scored decisions with the gate open")
-    axis.legend(fontsize=7)
+    if gated:
+        axis.legend(fontsize=7)
+    else:  # a run of methods without a gate: the plot says so instead of an empty legend
+        axis.text(0.5, 0.5, "no gated method in this run", ha="center", va="center", transform=axis.transAxes)
     save_figure(figure, folder / "gate_open_rate.png", paths)
     methods = list(next(iter(investors.values()))[env])
     frontier_plot(

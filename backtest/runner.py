@@ -42,7 +42,7 @@ from backtest.world import World
 from memtrial.credit.design import odd_half
 from memtrial.drafting.drafts import AnalogicalDrafter, Drafter
 from memtrial.engine.config import EngineConfig, default_setting
-from memtrial.errors import ConfigError
+from memtrial.errors import ConfigError, InputError
 from memtrial.outcomes.mandates import INVESTORS, nav_paths_by_date, utilities_by_date
 
 __all__ = ["DrafterSpec", "WorldSpec", "calendar_key", "run_group", "run_many", "run_world"]
@@ -400,6 +400,9 @@ def _run(prepared: _Prepared, keep_choices: bool, served: dict[str, Method] | No
         spec.draft_budget,
         served,
     )
+    if not any(c.scored for c in presented):  # nothing to average: no figures of NaN
+        reasons = "; ".join(e["reason"] for e in _exclusions(world.setting, presented))
+        raise InputError(f"no test date was scored, so there is nothing to report ({reasons})", field="test_dates")
     walk = Walk(presented, rels, scoring, world.mandate_projection)
     trajectories = {m.id: walk.trajectory(m) for m in methods}
     scored = [c.scored for c in presented]
@@ -423,7 +426,7 @@ def _run(prepared: _Prepared, keep_choices: bool, served: dict[str, Method] | No
         "spec": asdict(spec),
         "dates": [c.label for c in presented if c.scored],
         "presented_dates": world.presented,
-        "exclusions": [] if world.setting is None else [e.to_dict() for e in world.setting.exclusions],
+        "exclusions": _exclusions(world.setting, presented),
         "drafter_usage": None if usage is None else usage.to_dict(),
         "choices": {m.id: [w.tolist() for w in trajectories[m.id].weights] for m in methods} if keep_choices else None,
         "trust_states": {m.id: trajectories[m.id].states() for m in methods if m.uses_gate} if keep_choices else None,
@@ -504,6 +507,26 @@ def curation_metrics(
             float(max(when.values()) + 1 - event) if set(when) == poisoned else float(n_dates - event)
         )
     return out
+
+
+def _exclusions(setting: Any, presented: Sequence[DateContext]) -> list[dict[str, str]]:
+    """A real-data run's exclusions: the setting's, and the test dates no method was presented (a date is
+    presented once four experiences have matured, so a run shortened to few warm-up dates loses its first)."""
+    if setting is None:
+        return []
+    notes = [e.to_dict() for e in setting.exclusions]
+    missing = setting.n_test - sum(1 for c in presented if c.scored)
+    if missing > 0:
+        notes.append(
+            {
+                "what": "test dates",
+                "reason": f"the first {missing} of {setting.n_test} test dates were not presented: fewer than four "
+                "experiences had matured by then (the memory bank fills from matured decisions; give more warm-up "
+                "dates)",
+                "dates": "",
+            }
+        )
+    return notes
 
 
 def _world_retrieval(context: DateContext, width: int | None) -> tuple[int, ...]:

@@ -151,3 +151,18 @@ def test_missing_investorbench_data_names_the_file(tmp_path: Path, monkeypatch: 
     assert result.exit_code == 2
     assert "benchmark data file investorbench/hon.json is missing: looked in" in result.output
     assert str(tmp_path / "nowhere" / "investorbench" / "hon.json") in result.output
+
+
+def test_a_run_too_short_to_score_a_date_writes_nothing_and_a_short_one_says_what_it_lost(tmp_path: Path) -> None:
+    # a date is presented once four experiences have matured: without warm-up the first test dates fill the bank
+    base = ["backtest", "classalloc", "--investor", "balanced", "--seeds", "0", "--methods", "no_memory"]
+    empty = CliRunner().invoke(app, [*base, "--warmup-dates", "0", "--test-dates", "3", "--out", str(tmp_path / "a")])
+    assert empty.exit_code == 2 and "no test date was scored, so there is nothing to report" in empty.output
+    assert not (tmp_path / "a" / "results.json").exists()  # no document of NaN
+    short = CliRunner().invoke(app, [*base, "--warmup-dates", "0", "--test-dates", "6", "--out", str(tmp_path / "b")])
+    assert short.exit_code == 0, short.output
+    document = json.loads((tmp_path / "b" / "results.json").read_text())
+    assert len(document["scored_dates"]) == 2
+    lost = [e for e in document["exclusions"] if e["what"] == "test dates"]
+    assert lost and lost[0]["reason"].startswith("the first 4 of 6 test dates were not presented")
+    assert "the first 4 of 6 test dates were not presented" in (tmp_path / "b" / "results.md").read_text()
