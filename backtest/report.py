@@ -182,6 +182,60 @@ def _ranks(cell: dict[str, dict[str, Any]]) -> dict[str, int]:
     return {m: i + 1 for i, m in enumerate(ranked)}
 
 
+#: the curation figures of a cell (issue of the curation regimes), their column titles and formats
+CURATION_FIGURES = (
+    ("mean_utility_after_event_pp", "after the event (pp)", ".4f"),
+    ("poison_retrieved_share", "poisoned share of slots", ".3f"),
+    ("false_quarantine_rate", "false quarantine rate", ".2f"),
+    ("quarantine_delay", "median quarantine delay", ".0f"),
+)
+
+
+def _curation_lines(investors: dict[str, Any], regimes: list[str], methods: list[str]) -> list[str]:
+    """Per investor, the curation figures of every regime that has them (the poisoning or the drift, the share
+    of retrieval slots poisoned experiences took after it, false quarantines, the delay until all four poisoned
+    experiences are quarantined): a table per regime, a row per method with any of them, '-' for one it lacks."""
+    lines: list[str] = []
+    for investor, cells in investors.items():
+        for regime in regimes:
+            shown = [
+                (key, title, pattern)
+                for key, title, pattern in CURATION_FIGURES
+                if any(key in cells[regime][m] for m in methods)
+            ]
+            if (
+                not shown
+                or shown == [CURATION_FIGURES[2]]
+                and all(cells[regime][m].get("false_quarantine_rate", 0.0) == 0.0 for m in methods)
+            ):
+                continue  # a null regime where nothing was quarantined: the all-zero column is in results.json
+            if not lines:
+                lines += [
+                    "",
+                    "## Curation",
+                    "",
+                    "After the event: mean utility per scored decision after the poisoning (`poisoned`) or the drift "
+                    "(`drift`); poisoned share: the share of retrieval slots the poisoned experiences took after "
+                    "their arrival; false quarantine rate: the share of worlds in which an experience whose value was "
+                    ">= 0 then was quarantined; median quarantine delay: decisions from the poisoning until all four "
+                    "poisoned experiences are quarantined (the decisions left when they never are).",
+                ]
+            lines += [
+                "",
+                f"### {investor}, {regime}",
+                "",
+                "| method | " + " | ".join(title for _, title, _ in shown) + " |",
+                "|---|" + "---:|" * len(shown),
+            ]
+            for method in methods:
+                cell = cells[regime][method]
+                if not any(key in cell for key, _, _ in shown):
+                    continue  # a method with none of these figures (a run's other baselines)
+                row = " | ".join("-" if key not in cell else format(cell[key], pattern) for key, _, pattern in shown)
+                lines.append(f"| {DISPLAY.get(method, method)} | {row} |")
+    return lines
+
+
 def markdown(document: dict[str, Any], command: str) -> str:
     investors = document["investors"]
     regimes = list(next(iter(investors.values())))
@@ -229,6 +283,7 @@ def markdown(document: dict[str, Any], command: str) -> str:
                 + " | ".join(f"{cells[r]['memtrial']['trust_weight']:.2f}" for r in regimes)
                 + " | |"
             )
+    lines += _curation_lines(investors, regimes, methods)
     lines += _summary(investors, regimes, methods)
     groups = [
         (n, [r for r in rs if r in regimes])

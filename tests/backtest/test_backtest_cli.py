@@ -230,3 +230,31 @@ def test_a_run_of_curation_variants_alone_writes_its_report(tmp_path):
     assert set(json.loads((out / "results.json").read_text())["investors"]["balanced"]["drift"]) == set(
         methods.split(",")
     )
+
+
+def test_the_report_shows_each_curation_figure_results_json_holds(tmp_path):
+    out = tmp_path / "poisoned"
+    methods = "memtrial,memtrial_similarity,no_memory"
+    arguments = ["--investor", "balanced", "--regimes", "poisoned,noise_only", "--seeds", "0-1", "--workers", "1"]
+    result = CliRunner().invoke(app, ["backtest", "plantedmem", *arguments, "--methods", methods, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    cells = json.loads((out / "results.json").read_text())["investors"]["balanced"]["poisoned"]
+    page = (out / "results.md").read_text()
+    section = page.split("## Curation", 1)[1].split("\n## ", 1)[0]
+    table = section.split("### balanced, poisoned", 1)[1]
+    header = (
+        "| method | after the event (pp) | poisoned share of slots | false quarantine rate | median quarantine delay |"
+    )
+    assert header in table
+    default = cells["memtrial"]
+    assert (
+        f"| MemTrial (trust dial, odd half) | {default['mean_utility_after_event_pp']:.4f} | "
+        f"{default['poison_retrieved_share']:.3f} | {default['false_quarantine_rate']:.2f} | "
+        f"{default['quarantine_delay']:.0f} |"
+    ) in table
+    similarity = cells["memtrial_similarity"]
+    assert (
+        f"| MemTrial, similarity retrieval | {similarity['mean_utility_after_event_pp']:.4f} | "
+        f"{similarity['poison_retrieved_share']:.3f} | - | - |"
+    ) in table
+    assert "### balanced, noise_only" not in section  # a null regime without a quarantine: nothing to show
