@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from memtrial.curation.quarantine import ErrorControl, Evidence, QuarantineConfig
+from memtrial.curation.quarantine import ErrorControl, Evidence, QuarantineConfig, count
 from memtrial.curation.ranking import Posterior
-from memtrial.errors import InputError
+from memtrial.errors import InputError, StateError
 from memtrial.records import ExperienceId
 
 __all__ = ["RESET_PRIOR", "Curator", "Event", "contribution_counts", "replay", "setting_at_start"]
@@ -179,12 +179,26 @@ class Curator:
 
     @classmethod
     def from_dict(cls, config: QuarantineConfig, data: Mapping[str, Any]) -> Curator:
+        """A stored book, checked (a StateError naming the part otherwise): one test per experience, each in a
+        slot below ``next_slot``, counts >= 0, the mean absolute contribution's sums finite and consistent."""
         curator = cls(config)
-        curator.next_slot = int(data["next_slot"])
-        curator.evidence = {e: Evidence.from_dict(x) for e, x in data["evidence"]}
+        curator.next_slot = count(data["next_slot"], "next_slot", 1)
+        pairs = [(e, Evidence.from_dict(x)) for e, x in data["evidence"]]
+        curator.evidence = dict(pairs)
+        if len(curator.evidence) != len(pairs):
+            repeated = sorted({str(e) for e, _ in pairs if sum(1 for f, _ in pairs if f == e) > 1})
+            raise StateError(f"curation: an experience has one test, repeated: {repeated}")
+        if late := [e for e, x in pairs if x.slot >= curator.next_slot]:
+            raise StateError(f"curation: tests of {late} hold slots not yet given (next_slot {curator.next_slot})")
         curator.abs_total = float(data.get("abs_total", 0.0))
-        curator.abs_count = int(data.get("abs_count", 0))
-        curator.discoveries = int(data.get("discoveries", len(curator.quarantined)))
+        curator.abs_count = count(data.get("abs_count", 0), "abs_count")
+        if not (math.isfinite(curator.abs_total) and curator.abs_total >= 0.0) or (
+            curator.abs_count == 0 and curator.abs_total != 0.0
+        ):
+            raise StateError(
+                f"curation: abs_total must be finite, >= 0 and 0 without contributions, got {curator.abs_total!r}"
+            )
+        curator.discoveries = count(data.get("discoveries", len(curator.quarantined)), "discoveries")
         return curator
 
 

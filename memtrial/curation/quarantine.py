@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from memtrial.errors import ConfigError, InputError
+from memtrial.errors import ConfigError, InputError, StateError
 from memtrial.records import ExperienceId
 
 __all__ = [
@@ -263,14 +263,37 @@ class Evidence:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Evidence:
-        return cls(
-            slot=int(data["slot"]),
+        """A stored test, checked: a slot >= 1, a wealth per bet (positive, finite), a detector per bet (>= 0),
+        counts >= 0 and finite sums (a StateError naming the part otherwise)."""
+        evidence = cls(
+            slot=count(data["slot"], "slot", 1),
             wealth=[float(w) for w in data["wealth"]],
             detector=[float(d) for d in data["detector"]],
-            n=int(data["n"]),
+            n=count(data["n"], "n"),
             total=float(data["total"]),
             squares=float(data["squares"]),
-            n_seen=int(data["n_seen"]),
+            n_seen=count(data["n_seen"], "n_seen"),
             quarantined_at=data["quarantined_at"],
             changed_at=data["changed_at"],
         )
+        for name, values, bound in (("wealth", evidence.wealth, "positive"), ("detector", evidence.detector, ">= 0")):
+            floor_ok = [v > 0.0 if bound == "positive" else v >= 0.0 for v in values]
+            if len(values) != len(BETS) or not all(
+                math.isfinite(v) and ok for v, ok in zip(values, floor_ok, strict=True)
+            ):
+                raise StateError(
+                    f"curation: evidence {name} must be {len(BETS)} finite {bound} numbers, got {values!r}"
+                )
+        if not (math.isfinite(evidence.total) and math.isfinite(evidence.squares) and evidence.squares >= 0.0):
+            raise StateError("curation: evidence total and squares must be finite (squares >= 0)")
+        for name in ("quarantined_at", "changed_at"):
+            if getattr(evidence, name) is not None and not isinstance(getattr(evidence, name), str):
+                raise StateError(f"curation: evidence {name} must be a decision id or null")
+        return evidence
+
+
+def count(value: Any, name: str, low: int = 0) -> int:
+    """A stored count: an integer >= ``low`` (not a flag, not a fraction), or a StateError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < low:
+        raise StateError(f"curation: {name} must be an integer >= {low}, got {value!r}")
+    return int(value)

@@ -1039,7 +1039,9 @@ class MemTrial:
             engine.credit = state.credit
             engine.checkpointed_at = state.checkpointed_at
             engine.rederived = {d: dict(v) for d, v in state.rederived.items()}
-            if engine.curator is not None and state.curation is not None:
+            if engine.curator is not None:
+                if state.curation is None:  # a truncated state: the quarantine would be lost silently
+                    raise StateError("quarantine is on but the state holds no quarantine book", field="curation")
                 engine.curator = Curator.from_dict(state.config.quarantine, state.curation)
         except (KeyError, TypeError, ValueError) as error:
             raise StateError(f"state is malformed: {error!r}") from None

@@ -4,6 +4,7 @@ release, log, state and corrections, and the guarantees checked by Monte Carlo t
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from support import assert_snapshots_close, engine_snapshot
 from memtrial.curation import BETS, Evidence, QuarantineConfig, threshold
 from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import MemTrial
-from memtrial.errors import ConfigError, DuplicateError, InputError
+from memtrial.errors import ConfigError, DuplicateError, InputError, StateError
 from memtrial.trust.log import LogKind
 
 ON = QuarantineConfig(enabled=True)
@@ -162,6 +163,43 @@ def test_a_quarantine_setting_given_as_an_integer_round_trips_byte_for_byte(sett
     text = engine.to_json()
     assert MemTrial.from_json(text).to_json() == text
     assert engine.config.quarantine == QuarantineConfig.from_dict(engine.config.quarantine.to_dict())
+
+
+def _book_state():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 80, np.random.default_rng(0))
+    assert engine.quarantined == ("bad",)
+    return json.loads(engine.to_json())
+
+
+def _evidence(state, field, value):
+    state["curation"]["evidence"][0][1][field] = value
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda s: s.pop("curation"), "quarantine is on but the state holds no quarantine book"),
+        (lambda s: s["curation"]["evidence"].append(s["curation"]["evidence"][0]), "an experience has one test"),
+        (lambda s: _evidence(s, "wealth", [-1.0] * len(BETS)), "evidence wealth must be"),
+        (lambda s: _evidence(s, "wealth", [1.0]), "evidence wealth must be"),
+        (lambda s: _evidence(s, "detector", [-0.5] * len(BETS)), "evidence detector must be"),
+        (lambda s: _evidence(s, "slot", 0), "slot must be an integer >= 1"),
+        (lambda s: _evidence(s, "slot", 2.7), "slot must be an integer >= 1"),
+        (lambda s: _evidence(s, "n", -1), "n must be an integer >= 0"),
+        (lambda s: _evidence(s, "squares", -1.0), "evidence total and squares must be finite"),
+        (lambda s: _evidence(s, "slot", 10_000), "hold slots not yet given"),
+        (lambda s: s["curation"].update(discoveries=-3), "discoveries must be an integer >= 0"),
+        (lambda s: s["curation"].update(abs_count=0), "abs_total must be finite, >= 0 and 0 without contributions"),
+    ],
+)
+def test_a_damaged_quarantine_book_is_refused_naming_what_is_wrong(damage, message):
+    state = _book_state()
+    damage(state)
+    with pytest.raises(StateError) as error:
+        MemTrial.from_dict(state)
+    assert message in str(error.value)
 
 
 def test_engine_without_quarantine_has_no_book():
