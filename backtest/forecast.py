@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.methods.base import without_quarantined
+from backtest.report import seeds_label
 from memtrial.action.budget import budget_gate
 from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.banzhaf import contributions
@@ -255,7 +256,7 @@ def forecast_report(
         "value_recovery": float(np.mean(recoveries)) if recoveries else None,
     }
     lines = [
-        f"# PlantedForecast results ({len(seeds)} seeds: {seeds[0]}-{seeds[-1]})",
+        f"# PlantedForecast results ({seeds_label(seeds)})",
         "",
         f"Command: `{command}`  ",
         f"Wall time: {wall:.0f} s on this machine.",

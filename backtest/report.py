@@ -23,8 +23,22 @@ __all__ = [
     "markdown",
     "plots",
     "save_figure",
+    "seeds_label",
     "write_report",
 ]
+
+
+def seeds_label(seeds: Sequence[int]) -> str:
+    """How a page names a run's seeds: '1 seed: 7', '100 seeds: 15-114', '3 seeds: 0, 5, 9-10'."""
+    runs: list[list[int]] = []
+    for seed in seeds:
+        if runs and seed == runs[-1][-1] + 1:
+            runs[-1].append(seed)
+        else:
+            runs.append([seed])
+    parts = ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
+    return f"{len(seeds)} seed{'' if len(seeds) == 1 else 's'}: {parts}"
+
 
 DISPLAY: dict[str, str] = {
     "equal_weight": "1/N",
@@ -241,7 +255,7 @@ def markdown(document: dict[str, Any], command: str) -> str:
     regimes = list(next(iter(investors.values())))
     methods = list(next(iter(next(iter(investors.values())).values())))
     lines = [
-        f"# PlantedMem results ({len(document['seeds'])} seeds: {document['seeds'][0]}-{document['seeds'][-1]})",
+        f"# PlantedMem results ({seeds_label(document['seeds'])})",
         "",
         f"Command: `{command}`  ",
         f"Wall time: {document['wall_seconds']:.0f} s on this machine ({len(investors)} investors x {len(regimes)} regimes x {len(document['seeds'])} seeds).",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from backtest.report import DISPLAY, aggregate, frontier_lines, frontier_plot, save_figure
+from backtest.report import DISPLAY, aggregate, frontier_lines, frontier_plot, save_figure, seeds_label
 
 __all__ = ["markdown_real", "plots_real", "write_real_report"]
 
@@ -59,7 +59,7 @@ def markdown_real(document: dict[str, Any], command: str) -> str:
     seeds = document["seeds"]
     dates = document["scored_dates"]
     lines = [
-        f"# {TITLES.get(env, env)} results ({document['drafter']['kind']} drafter, {len(seeds)} seeds: {seeds[0]}-{seeds[-1]})",
+        f"# {TITLES.get(env, env)} results ({document['drafter']['kind']} drafter, {seeds_label(seeds)})",
         "",
         f"Command: `{command}`  ",
         f"Wall time: {document['wall_seconds']:.0f} s on this machine ({len(document['investors'])} investors x {len(seeds)} seeds).  ",

@@ -258,3 +258,12 @@ def test_the_report_shows_each_curation_figure_results_json_holds(tmp_path):
         f"{similarity['poison_retrieved_share']:.3f} | - | - |"
     ) in table
     assert "### balanced, noise_only" not in section  # a null regime without a quarantine: nothing to show
+
+
+def test_a_page_names_its_seeds_as_they_were_given():
+    from backtest.report import seeds_label
+
+    assert seeds_label([7]) == "1 seed: 7"
+    assert seeds_label([0, 5]) == "2 seeds: 0, 5"
+    assert seeds_label(list(range(15, 115))) == "100 seeds: 15-114"
+    assert seeds_label([0, 1, 2, 5, 7, 8, 9]) == "7 seeds: 0-2, 5, 7-9"
