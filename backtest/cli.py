@@ -22,6 +22,20 @@ app = typer.Typer(help="Offline backtests on PlantedMem and the real-data benchm
 data_app = typer.Typer(help="Benchmark data: what is present and where each input is looked for.", no_args_is_help=True)
 
 INVESTOR_CHOICES = ("aggressive", "balanced", "conservative")
+#: PlantedForecast's methods (backtest.forecast.FORECAST_METHODS, named here so the help needs no import)
+FORECAST_IDS = (
+    "memtrial",
+    "memtrial_paper",
+    "no_memory",
+    "all_four",
+    "draft_mean",
+    "outcome_credit",
+    "counterfactual_argmax",
+    "oracle",
+    "memtrial_budget_2",
+    "memtrial_budget_3",
+    "memtrial_budget_4",
+)
 REGIME_HELP = (
     "'all' (the seven: "
     + ", ".join(REGIMES)
@@ -500,7 +514,7 @@ def forecast(
     out: Path = typer.Option(..., help="Output folder for results.json and results.md."),
     methods: str | None = typer.Option(
         None,
-        help="Comma-separated method ids (default: all): memtrial, memtrial_paper, no_memory, all_four, draft_mean, outcome_credit, counterfactual_argmax, oracle.",
+        help="Comma-separated method ids (default: all): " + ", ".join(FORECAST_IDS) + ".",
     ),
 ) -> None:
     """PlantedForecast: scored decisions (three-outcome forecasts, Brier rule) with planted experiences."""

@@ -267,3 +267,12 @@ def test_a_page_names_its_seeds_as_they_were_given():
     assert seeds_label([0, 5]) == "2 seeds: 0, 5"
     assert seeds_label(list(range(15, 115))) == "100 seeds: 15-114"
     assert seeds_label([0, 1, 2, 5, 7, 8, 9]) == "7 seeds: 0-2, 5, 7-9"
+
+
+def test_the_forecast_help_lists_every_forecast_method():
+    from backtest.cli import FORECAST_IDS
+    from backtest.forecast import FORECAST_METHODS
+
+    assert list(FORECAST_IDS) == FORECAST_METHODS
+    words = _words(CliRunner().invoke(app, ["backtest", "forecast", "--help"], terminal_width=400).output)
+    assert ", ".join(FORECAST_METHODS) in words
