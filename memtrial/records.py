@@ -58,16 +58,18 @@ def check_text_id(value: str, field: str) -> None:
         ) from None
 
 
-def encode_time(value: Time) -> dict[str, Any]:
-    """A time as a tagged JSON value (exact round trip)."""
+def encode_time(value: Time, field: str = "time") -> dict[str, Any]:
+    """A time as a tagged JSON value (exact round trip); a value that is not one is an InputError naming
+    ``field``."""
     if isinstance(value, dt.datetime):
         return {"type": "datetime", "value": value.isoformat()}
     if isinstance(value, dt.date):
         return {"type": "date", "value": value.isoformat()}
+    what = "a time" if field == "time" else field
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(f"a time must be an int, float, date or datetime, got {value!r}", field="time")
+        raise InputError(f"{what} must be an int, float, date or datetime, got {value!r}", field=field)
     if isinstance(value, float) and not np.isfinite(value):
-        raise InputError(f"a time must be finite, got {value!r}", field="time")
+        raise InputError(f"{what} must be finite, got {value!r}", field=field)
     return {"type": "int" if isinstance(value, int) else "float", "value": value}
 
 

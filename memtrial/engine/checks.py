@@ -65,7 +65,7 @@ def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time |
         raise InputError(f"decision_id must be a non-empty str, got {decision_id!r}", field="decision_id")
     check_text_id(decision_id, "decision_id")
     encode_time(time)
-    encode_time(maturity)
+    encode_time(maturity, "maturity")
     if clock is not None and not later_or_equal(time, clock, "time"):
         raise TimeOrderError(f"time {shown(time)} is before the engine's clock {shown(clock)}", field="time")
     if not later_or_equal(maturity, time, "maturity"):
@@ -75,7 +75,7 @@ def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time |
 def settled_at_or_after(decision_id: str, plan: Plan, at: Time | None) -> Time:
     """When the outcome is known (default the maturity): never before the maturity."""
     settled_at = plan.maturity if at is None else at
-    encode_time(settled_at)
+    encode_time(settled_at, "at")
     if not later_or_equal(settled_at, plan.maturity, "at"):
         message = (
             f"decision {decision_id!r} matures at {shown(plan.maturity)}; it cannot be settled at {shown(settled_at)}"

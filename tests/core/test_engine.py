@@ -563,3 +563,29 @@ def test_embeddings_and_ids_the_state_cannot_hold_are_refused_naming_the_field(c
         call(engine)
     assert error.value.field == field and str(error.value).startswith(message), str(error.value)
     assert engine.to_json() == before
+
+
+@pytest.mark.parametrize(
+    ("call", "field", "message"),
+    [
+        (lambda e: e.plan("d", 0, float("nan"), retrieved=["a"], kind="scored"), "maturity", "maturity must be finite"),
+        (lambda e: e.plan("d", float("inf"), 1, retrieved=["a"], kind="scored"), "time", "a time must be finite"),
+        (lambda e: e.plan("d", 0, "soon", retrieved=["a"], kind="scored"), "maturity", "maturity must be an int"),
+    ],
+)
+def test_a_time_that_is_not_one_is_refused_naming_its_parameter(call, field, message):
+    engine = MemTrial(gamma=5.0)
+    engine.add_experience("a")
+    with pytest.raises(InputError) as error:
+        call(engine)
+    assert error.value.field == field and str(error.value).startswith(message), str(error.value)
+
+
+def test_a_settlement_time_that_is_not_one_is_refused_naming_at():
+    engine = MemTrial(gamma=5.0)
+    engine.add_experience("a")
+    plan = engine.plan("d", 0, 1, retrieved=["a"], kind="scored")
+    engine.decide_scored("d", n_drafts=len(plan.masks))
+    with pytest.raises(InputError) as error:
+        engine.settle_scored("d", utilities=[0.0] * len(plan.masks), at=float("nan"))
+    assert (error.value.field, str(error.value)) == ("at", "at must be finite, got nan")
