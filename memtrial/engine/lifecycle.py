@@ -397,9 +397,10 @@ class MemTrial:
                 p.experience_id for p in self._rank_candidates(candidates, self.config.k, similarities, "candidates")
             ]
         if retrieved is not None:
-            if isinstance(retrieved, (str, bytes)):  # not the ids of its characters
+            if isinstance(retrieved, (str, bytes, set, frozenset, dict)):  # not its characters; an order
                 raise InputError(
-                    f"retrieved must be a sequence of experience ids, got {retrieved!r}", field="retrieved"
+                    f"retrieved must be a sequence of experience ids in rank order, got {retrieved!r}",
+                    field="retrieved",
                 )
             ids = [check_experience_id(e, "retrieved") for e in retrieved]
             if len(set(ids)) != len(ids) or len(ids) > self.config.k:
@@ -461,14 +462,15 @@ class MemTrial:
         """Rank bring-your-own candidates (method 4.12): the k best of ``candidate_ids`` (distinct ids of
         active experiences; quarantined ones are never picked) by ``similarities`` (one per candidate, higher
         is closer; without them the given order is the similarity order) and, under ``value_aware``
-        retrieval, their learned values. An unknown, retired or repeated id, or similarities that do not
-        match the candidates, is an InputError naming ``candidate_ids`` or ``similarities``."""
+        retrieval, their learned values; fewer than k come back when fewer are usable (k >= 0). An unknown,
+        retired or repeated id, ids given as a set (it has no order) or similarities that do not match the
+        candidates, is an InputError naming ``candidate_ids`` or ``similarities``."""
         return self._rank_candidates(candidate_ids, k, similarities, "candidate_ids")
 
     def _rank_candidates(
         self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None, field: str
     ) -> list[Ranked]:
-        if isinstance(candidate_ids, (str, bytes)):
+        if isinstance(candidate_ids, (str, bytes, set, frozenset, dict)):  # a set has no similarity order
             raise InputError(f"{field} must be a sequence of experience ids, got {candidate_ids!r}", field=field)
         ids = [check_experience_id(e, field) for e in candidate_ids]
         repeated = sorted({e for e in ids if ids.count(e) > 1})

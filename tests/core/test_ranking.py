@@ -300,7 +300,9 @@ def test_an_untried_experience_reads_no_interval_while_the_learner_reads_every_v
 @pytest.mark.parametrize(
     ("call", "field", "message"),
     [
-        ("plan", "retrieved", "retrieved must be a sequence of experience ids, got 'ab'"),
+        ("plan", "retrieved", "retrieved must be a sequence of experience ids in rank order, got 'ab'"),
+        ("plan_set", "retrieved", "retrieved must be a sequence of experience ids in rank order, got {'a'}"),
+        ("rank_set", "candidate_ids", "candidate_ids must be a sequence of experience ids, got {'a'}"),
         ("plan_unknown", "retrieved", "retrieved: unknown experiences ['zz']"),
         ("rank_text", "similarities", "similarities must be one number per candidate, got ['0.5', 1, 2]"),
         ("rank_flag", "similarities", "similarities must be one number per candidate, got [True, 0.0, 1.0]"),
@@ -316,6 +318,8 @@ def test_an_engine_refuses_ids_and_scores_of_the_wrong_kind_naming_the_field(cal
     calls = {
         "plan": lambda: engine.plan("d", 0, 1, retrieved="ab", kind="scored"),  # not the ids "a" and "b"
         "plan_unknown": lambda: engine.plan("d", 0, 1, retrieved=["a", "zz"], kind="scored"),
+        "plan_set": lambda: engine.plan("d", 0, 1, retrieved={"a"}, kind="scored"),
+        "rank_set": lambda: engine.rank({"a"}, 1),
         "rank_text": lambda: engine.rank(["a", "b", "ab"], 2, similarities=["0.5", 1, 2]),
         "rank_flag": lambda: engine.rank(["a", "b", "ab"], 2, similarities=[True, 0.0, 1.0]),
         "rank_string": lambda: engine.rank(["a", "b", "ab"], 2, similarities="123"),
