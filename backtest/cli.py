@@ -121,8 +121,8 @@ def _check_methods_and_learner(method_ids: tuple[str, ...] | None, known: list[s
 def _check_budget_and_scheduler(draft_budget: float | None, scheduler: str | None) -> None:
     if draft_budget is not None and not math.isfinite(draft_budget):
         raise bad("draft-budget", f"a budget is a finite number of calls >= 1, got {draft_budget!r}")
-    if scheduler is not None and not re.fullmatch(r"[a-z]+://\S+:\d+", scheduler):
-        raise bad("scheduler", f"a scheduler's address looks like tcp://host:port, got {scheduler!r}")
+    if scheduler is not None and not re.fullmatch(r"(?:[a-z]+://)?\S+:\d+", scheduler):
+        raise bad("scheduler", f"a scheduler's address looks like tcp://host:port (or host:port), got {scheduler!r}")
 
 
 def _check_out(out: Path) -> None:
@@ -152,18 +152,6 @@ def _load_or_exit(load: Callable[[], object]) -> None:
         load()
     except MemtrialError as error:
         typer.echo(f"error: {error}", err=True)
-        raise typer.Exit(code=2) from None
-
-
-@contextlib.contextmanager
-def _scheduler_reached(scheduler: str | None) -> Any:
-    """A scheduler that cannot be reached ends the command naming it, not with a traceback."""
-    try:
-        yield
-    except OSError as error:
-        if scheduler is None:
-            raise
-        typer.echo(f"error: --scheduler {scheduler}: cannot reach it ({error})", err=True)
         raise typer.Exit(code=2) from None
 
 
@@ -237,9 +225,15 @@ def plantedmem(
         TextColumn("left"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, transient=False) as progress, _scheduler_reached(scheduler):
-        task = progress.add_task("worlds", total=len(specs))
-        results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
+    from memtrial.errors import MemtrialError
+
+    try:
+        with Progress(*columns, transient=False) as progress:
+            task = progress.add_task("worlds", total=len(specs))
+            results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
+    except MemtrialError as error:  # an unreachable scheduler, a world's bad input: one line, no traceback
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(code=2) from None
     wall = time.perf_counter() - start
     command = (
         "memtrial backtest " + " ".join(shlex.quote(a) for a in sys.argv[2:])
@@ -437,7 +431,7 @@ def _run_specs(
         TimeRemainingColumn(),
     )
     try:
-        with Progress(*columns, transient=False) as progress, _scheduler_reached(scheduler):
+        with Progress(*columns, transient=False) as progress:
             task = progress.add_task("worlds", total=len(specs))
             results = run_many(specs, workers, scheduler, on_done=lambda _: progress.advance(task))
     except MemtrialError as error:

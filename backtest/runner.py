@@ -42,7 +42,7 @@ from backtest.world import World
 from memtrial.credit.design import odd_half
 from memtrial.drafting.drafts import AnalogicalDrafter, Drafter
 from memtrial.engine.config import EngineConfig, default_setting
-from memtrial.errors import ConfigError, InputError
+from memtrial.errors import ConfigError, InputError, MemtrialError
 from memtrial.outcomes.mandates import INVESTORS, nav_paths_by_date, utilities_by_date
 
 __all__ = ["DrafterSpec", "WorldSpec", "calendar_key", "run_group", "run_many", "run_world"]
@@ -639,12 +639,20 @@ def _groups(specs: Sequence[WorldSpec]) -> list[list[int]]:
     return tasks
 
 
+class SchedulerError(MemtrialError):
+    """The Dask scheduler a run was given cannot be reached."""
+
+
 def _iterate(specs: Sequence[WorldSpec], workers: int, scheduler: str | None) -> Iterator[tuple[int, dict[str, Any]]]:
     groups = _groups(specs)
     if scheduler is not None:
         from distributed import Client, as_completed
 
-        with Client(scheduler) as client:  # type: ignore[no-untyped-call]
+        try:
+            client = Client(scheduler)  # type: ignore[no-untyped-call]
+        except OSError as error:  # only the connection: a world's own OSError is the world's
+            raise SchedulerError(f"--scheduler {scheduler}: cannot reach it ({error})", field="scheduler") from None
+        with client:
             futures = {client.submit(run_group, [specs[i] for i in group], pure=False): group for group in groups}
             for future in as_completed(futures):  # type: ignore[no-untyped-call]
                 yield from zip(futures[future], future.result(), strict=True)

@@ -276,14 +276,11 @@ class Evidence:
             quarantined_at=data["quarantined_at"],
             changed_at=data["changed_at"],
         )
-        for name, values, bound in (("wealth", evidence.wealth, "positive"), ("detector", evidence.detector, ">= 0")):
-            floor_ok = [v > 0.0 if bound == "positive" else v >= 0.0 for v in values]
-            if len(values) != len(BETS) or not all(
-                math.isfinite(v) and ok for v, ok in zip(values, floor_ok, strict=True)
-            ):
-                raise StateError(
-                    f"curation: evidence {name} must be {len(BETS)} finite {bound} numbers, got {values!r}"
-                )
+        # a wealth may underflow to 0 (a lesson that helps at every settlement bets against itself a few hundred
+        # times), never below
+        for name, values in (("wealth", evidence.wealth), ("detector", evidence.detector)):
+            if len(values) != len(BETS) or not all(math.isfinite(v) and v >= 0.0 for v in values):
+                raise StateError(f"curation: evidence {name} must be {len(BETS)} finite numbers >= 0, got {values!r}")
         if not (math.isfinite(evidence.total) and math.isfinite(evidence.squares) and evidence.squares >= 0.0):
             raise StateError("curation: evidence total and squares must be finite (squares >= 0)")
         for name in ("quarantined_at", "changed_at"):
@@ -294,6 +291,12 @@ class Evidence:
 
 def count(value: Any, name: str, low: int = 0) -> int:
     """A stored count: an integer >= ``low`` (not a flag, not a fraction), or a StateError naming it."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value) or value < low:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value != int(value)
+        or value < low
+    ):
         raise StateError(f"curation: {name} must be an integer >= {low}, got {value!r}")
     return int(value)

@@ -191,6 +191,18 @@ class MemTrial:
             self.learner.add_features(experience_id, vector, "embedding")
         self.experiences[experience_id] = _Experience(vector)
 
+    def _restore_experience(self, experience_id: ExperienceId, embedding: ArrayLike | None, active: bool) -> None:
+        """An experience as a stored state holds it (a state written before an input rule existed still loads)."""
+        if isinstance(experience_id, bool) or not isinstance(experience_id, str | int):
+            raise StateError(f"experience ids are str or int, got {experience_id!r}", field="experiences")
+        if experience_id in self.experiences:
+            raise DuplicateError(f"experience {experience_id!r} already exists", field="experience_id")
+        vector = None if embedding is None else np.asarray(embedding, dtype=np.float64)
+        if vector is not None:
+            self.learner.add_features(experience_id, vector)
+        self.experiences[experience_id] = _Experience(vector)
+        self.experiences[experience_id].active = active
+
     def update_experience(self, experience_id: ExperienceId, embedding: ArrayLike) -> None:
         """Replace an experience's embedding (its text was rewritten); its records and value stay."""
         experience = self._experience(experience_id)
@@ -486,11 +498,12 @@ class MemTrial:
             scores = [float(-i) for i in range(len(ids))]  # 0, -1, -2, ... (0, not -0)
         else:
             try:
-                if isinstance(similarities, (str, bytes)) or any(
-                    isinstance(v, (str, bytes, bool, np.bool_)) for v in similarities
-                ):
+                if isinstance(similarities, (str, bytes)):
+                    raise TypeError("a text is not scores")
+                given = list(similarities)  # once: an iterator is read a single time
+                if any(isinstance(v, (str, bytes, bool, np.bool_)) for v in given):
                     raise TypeError("texts and flags are not scores")
-                scores = [float(v) for v in similarities]
+                scores = [float(v) for v in given]
             except (TypeError, ValueError):
                 raise InputError(
                     f"similarities must be one number per candidate, got {similarities!r}"[:300], field="similarities"
@@ -1031,9 +1044,8 @@ class MemTrial:
             if engine.gate_hash != state.gate_hash:
                 raise StateError("the gate configuration does not match its registered hash", field="gate_hash")
             engine.clock = state.clock
-            for experience in state.experiences:
-                engine.add_experience(experience.experience_id, experience.embedding)
-                engine.experiences[experience.experience_id].active = experience.active
+            for experience in state.experiences:  # as stored: the input rules of add_experience are for new ones
+                engine._restore_experience(experience.experience_id, experience.embedding, experience.active)
             engine.learner.load_state_dict(state.learner)
             engine.gate.load_state_dict(state.gate)
             engine.fallback = state.fallback

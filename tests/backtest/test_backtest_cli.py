@@ -122,7 +122,7 @@ def _words(output: str) -> str:
         (["--regimes", "curation,all"], "--regimes", "give 'all' or 'curation' alone, or regime ids"),
         (["--methods", "memtrial,memtrial"], "--methods", "each name once"),
         (["--draft-budget", "inf"], "--draft-budget", "a budget is a finite number of calls >= 1, got inf"),
-        (["--scheduler", "bogus"], "--scheduler", "looks like tcp://host:port, got 'bogus'"),
+        (["--scheduler", "bogus"], "--scheduler", "looks like tcp://host:port (or host:port), got 'bogus'"),
         (["--investor", "x"], "--investor", "investor must be one of"),
         (["--learner", "y"], "--learner", "learner must be one of"),
     ],
@@ -276,3 +276,28 @@ def test_the_forecast_help_lists_every_forecast_method():
     assert list(FORECAST_IDS) == FORECAST_METHODS
     words = _words(CliRunner().invoke(app, ["backtest", "forecast", "--help"], terminal_width=400).output)
     assert ", ".join(FORECAST_METHODS) in words
+
+
+def test_a_scheduler_address_with_or_without_its_scheme_is_taken():
+    from backtest.cli import _check_budget_and_scheduler
+
+    for address in ("tcp://127.0.0.1:8786", "127.0.0.1:8786", "localhost:8786", "tls://[::1]:8786"):
+        _check_budget_and_scheduler(None, address)
+
+
+def test_an_unreachable_scheduler_ends_the_command_in_one_line_and_only_a_connection_is_blamed(tmp_path):
+    import dask
+
+    from backtest.runner import SchedulerError, WorldSpec, run_many
+
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        with pytest.raises(SchedulerError) as error:
+            run_many([WorldSpec("beta_0.5", "balanced", 0, methods=("no_memory",))], scheduler="tcp://127.0.0.1:1")
+        assert str(error.value).startswith("--scheduler tcp://127.0.0.1:1: cannot reach it")
+        arguments = ["--seeds", "0", "--regimes", "beta_0.5", "--investor", "balanced", "--methods", "no_memory"]
+        out = tmp_path / "out"
+        result = CliRunner().invoke(
+            app, ["backtest", "plantedmem", *arguments, "--scheduler", "tcp://127.0.0.1:1", "--out", str(out)]
+        )
+    assert result.exit_code == 2 and "error: --scheduler tcp://127.0.0.1:1: cannot reach it" in result.output
+    assert "Traceback" not in result.output and not (out / "results.json").exists()

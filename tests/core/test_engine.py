@@ -589,3 +589,14 @@ def test_a_settlement_time_that_is_not_one_is_refused_naming_at():
     with pytest.raises(InputError) as error:
         engine.settle_scored("d", utilities=[0.0] * len(plan.masks), at=float("nan"))
     assert (error.value.field, str(error.value)) == ("at", "at must be finite, got nan")
+
+
+def test_a_state_written_before_an_input_rule_existed_still_loads():
+    # an empty id and an empty embedding were accepted once; the state that holds them must load as written
+    engine = MemTrial(gamma=5.0)
+    engine.add_experience("a", [1.0, 0.0])
+    for experiences in ([["", [1.0, 0.0], True]], [["b", [], True]]):
+        old = {**json.loads(engine.to_json()), "experiences": experiences}
+        restored = MemTrial.from_dict(old)
+        assert list(restored.experiences) == [experiences[0][0]]
+        assert MemTrial.from_dict(json.loads(restored.to_json())).to_json() == restored.to_json()

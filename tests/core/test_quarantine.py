@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from support import assert_snapshots_close, engine_snapshot
 
-from memtrial.curation import BETS, Evidence, QuarantineConfig, threshold
+from memtrial.curation import BETS, Curator, Evidence, QuarantineConfig, threshold
 from memtrial.engine.config import SCORED_DESIGN
 from memtrial.engine.lifecycle import MemTrial
 from memtrial.errors import ConfigError, DuplicateError, InputError, StateError
@@ -200,6 +200,25 @@ def test_a_damaged_quarantine_book_is_refused_naming_what_is_wrong(damage, messa
     with pytest.raises(StateError) as error:
         MemTrial.from_dict(state)
     assert message in str(error.value)
+
+
+def test_a_book_whose_wealth_underflowed_to_zero_still_loads():
+    # a lesson that helps at every settlement bets against itself: the wealth of the boldest bet reaches 0.0
+    # after a few hundred settlements, and the state must load as it was written
+    curator = Curator(ON)
+    for t in range(400):
+        curator.observe(f"d{t}", {"good": 1.0})
+    assert 0.0 in curator.evidence["good"].wealth
+    restored = Curator.from_dict(ON, curator.to_dict())
+    assert restored.to_dict() == curator.to_dict()
+
+
+def test_a_book_with_an_infinite_count_is_refused_as_a_state_error():
+    state = _book_state()
+    state["curation"]["next_slot"] = float("inf")
+    with pytest.raises(StateError) as error:
+        MemTrial.from_dict(state)
+    assert "next_slot must be an integer >= 1, got inf" in str(error.value)
 
 
 def test_engine_without_quarantine_has_no_book():

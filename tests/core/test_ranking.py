@@ -329,3 +329,13 @@ def test_an_engine_refuses_ids_and_scores_of_the_wrong_kind_naming_the_field(cal
         calls[call]()
     assert (error.value.field, str(error.value)) == (field, message)
     assert engine.to_json() == before
+
+
+def test_similarities_given_as_an_iterator_are_read_once():
+    engine = MemTrial(gamma=5.0)
+    for name in "abc":
+        engine.add_experience(name)
+    picks = engine.rank(["a", "b", "c"], 2, similarities=(s for s in [0.1, 0.9, 0.5]))
+    assert [p.experience_id for p in picks] == ["b", "c"]
+    plan = engine.plan("d", 0, 1, candidates=["a", "b", "c"], similarities=map(float, [0.1, 0.9, 0.5]), kind="scored")
+    assert set(plan.experience_ids) == {"a", "b", "c"}
