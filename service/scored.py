@@ -103,7 +103,7 @@ def rule_settlement(
     """
     rule = Rule(rule)
     if rule in (Rule.BRIER, Rule.LOG):
-        if not vectors:
+        if not vectors or not (settings.get("outcomes") or all(isinstance(d, list | tuple) for d in drafts)):
             raise ApiError(
                 422,
                 "invalid",

@@ -157,6 +157,21 @@ def test_each_kind_of_agent_gets_what_it_needs(client, body, field):
     assert refused.value.status == 422 and refused.value.field == field
 
 
+@pytest.mark.parametrize("rule", ["brier", "log"])
+def test_a_probability_rule_on_number_drafts_is_422_naming_the_rule_and_writes_nothing(client, rule):
+    agent = client._request("POST", "/v1/agents", {"name": "numbers", "kind": "scored"})
+    client.add_experiences(agent["id"], [{"text": text} for text in LESSONS[:4]])
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "how likely?")
+    client.submit_drafts(agent["id"], plan["decision_id"], [0.5 + 0.01 * i for i in range(len(plan["subsets"]))])
+    before = client.trust_log(agent["id"], limit=1000).model_dump()
+    with pytest.raises(ServiceError) as refused:
+        client.settle(agent["id"], plan["decision_id"], outcome=1, rule=rule, settled_at=START + dt.timedelta(hours=1))
+    assert (refused.value.status, refused.value.field) == (422, "rule")
+    assert "scores probability forecasts; this decision's drafts are not probability vectors" in refused.value.message
+    assert client.trust_log(agent["id"], limit=1000).model_dump() == before
+    assert client.get_decision(agent["id"], plan["decision_id"]).status == "decided"
+
+
 def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, agent):
     scored = client._request("POST", "/v1/agents", {"name": "f", "kind": "scored", "outcomes": OUTCOMES})
     client.add_experiences(scored["id"], [{"text": text} for text in LESSONS[:4]])
