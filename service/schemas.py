@@ -597,13 +597,13 @@ class DecisionCreate(Strict):
     drafting: Literal["client", "server"] = "client"
     retrieved_ids: list[Id] | None = Field(
         None,
-        min_length=1,
+        min_length=0,
         max_length=8,
-        description="bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches",
+        description="bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 0 to k, in your rank order; [] when your retrieval found nothing: the plan drafts without memory alone); the server then neither embeds the context nor searches",
     )
     retrieved_external_ids: list[ExternalId] | None = Field(
         None,
-        min_length=1,
+        min_length=0,
         max_length=8,
         description="as retrieved_ids, by the external ids the experiences were added with (compared in Unicode normal form C)",
     )

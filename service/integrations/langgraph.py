@@ -23,13 +23,15 @@ between your ``retrieve`` and the plan: ``retrieve -> rank -> plan -> draft -> d
 
 from __future__ import annotations
 
+import math
 import operator
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from memtrial.errors import import_extra
-from service.client import MemtrialClient
+from service.client import MemtrialClient, ServiceError
 
 __all__ = ["DecisionState", "DraftTask", "RankState", "SettleState", "decision_graph", "rank_node", "settle_node"]
 
@@ -86,27 +88,38 @@ def decision_graph(
     ``by_external_id``, the external ids) of the experiences to plan on, best first. rank_k: optional;
     ``retrieve`` then names candidates (ids, or (id, similarity) pairs) and memtrial picks the
     ``rank_k`` to plan on (:func:`rank_node`); the state keeps ``candidates``, ``similarities`` and
-    ``ranked``. A plan names 1 to k experiences, so with no pick (no candidate, or all quarantined) it
-    retrieves as a plan without ``retrieve`` does.
+    ``ranked``. With ``retrieve``, the plan never falls back on the service's own search: with no pick (no
+    candidate, or all quarantined) it drafts without memory alone (an empty retrieval). Without ``rank_k``
+    the plan uses exactly what ``retrieve`` returns (ids, or the ids of (id, similarity) pairs), less any
+    the agent has quarantined since (a plan may not name one, method 4.13).
     """
     graph_module = import_extra("langgraph.graph", "langgraph", "the LangGraph decision graph")
     types = import_extra("langgraph.types", "langgraph", "the LangGraph decision graph")
     if rank_k is not None and retrieve is None:
         raise ValueError("rank_k: memtrial ranks the candidates retrieve finds; give retrieve too")
 
+    field = "retrieved_external_ids" if by_external_id else "retrieved_ids"
+
+    def create(state: DecisionState, options: Mapping[str, Any]) -> Any:
+        return client.create_decision(
+            agent_id, state["decision_time"], state["maturity"], state["context_text"], **options
+        )
+
     def plan(state: DecisionState) -> dict[str, Any]:
         options = dict(state.get("options") or {})
         if rank_k is not None:
-            picked = [item["id"] for item in state.get("ranked") or []]
-            if picked:
-                options["retrieved_ids"] = picked
-        elif retrieve is not None:
-            chosen = list(retrieve(state["context_text"]))
-            if chosen:
-                options["retrieved_external_ids" if by_external_id else "retrieved_ids"] = chosen
-        planned = client.create_decision(
-            agent_id, state["decision_time"], state["maturity"], state["context_text"], **options
-        )
+            options["retrieved_ids"] = [item["id"] for item in state.get("ranked") or []]  # [] : no memory
+            return {"plan": create(state, options).model_dump(mode="json")}
+        if retrieve is None:
+            return {"plan": create(state, options).model_dump(mode="json")}
+        chosen, _ = _split(retrieve(state["context_text"]), "retrieve")
+        try:
+            planned = create(state, {**options, field: chosen})
+        except ServiceError as error:  # one of them quarantined since: plan on the others
+            kept = _without_quarantined(client, agent_id, chosen, by_external_id)
+            if error.status != 422 or error.field != field or kept == chosen:
+                raise
+            planned = create(state, {**options, field: kept})
         return {"plan": planned.model_dump(mode="json")}
 
     def fan_out(state: DecisionState) -> list[Any]:
@@ -181,16 +194,19 @@ def rank_node(
         raise ValueError(f"k: the number of memories to pick must be an integer >= 1, got {k!r}")
 
     def rank(state: Mapping[str, Any]) -> dict[str, Any]:
-        candidates = list(state.get("candidates") or [])
+        given = state.get("candidates") or []
+        if isinstance(given, str | bytes):
+            raise ValueError(f"candidates: a list of ids, got the text {given!r}")
+        candidates = [str(c) for c in given]
         if not candidates:
             return {"ranked": []}
-        similarities = state.get("similarities")
+        similarities = _scores(state.get("similarities"))
         answer = client.rank_experiences(
             agent_id,
             k=min(k, len(candidates)),
             candidate_external_ids=candidates if by_external_id else None,
             candidate_ids=None if by_external_id else candidates,
-            similarities=None if similarities is None else [float(s) for s in similarities],
+            similarities=similarities,
         )
         return {"ranked": [_as_json(item) for item in answer["items"]]}
 
@@ -203,7 +219,7 @@ def _retrieve_node(
     """The node putting what ``retrieve`` finds for the context into ``candidates`` and ``similarities``."""
 
     def find(state: DecisionState) -> dict[str, Any]:
-        candidates, similarities = _split(retrieve(state["context_text"]))
+        candidates, similarities = _split(retrieve(state["context_text"]), "retrieve")
         return {"candidates": candidates, "similarities": similarities}
 
     return find
@@ -214,11 +230,42 @@ def _as_json(item: Any) -> dict[str, Any]:
     return dict(dumped)
 
 
-def _split(found: Sequence[str] | Sequence[tuple[str, float]]) -> tuple[list[str], list[float] | None]:
+def _split(found: Sequence[str] | Sequence[tuple[str, float]], where: str) -> tuple[list[str], list[float] | None]:
     """A retriever's answer as (candidates, similarities): ids alone (None: their order is the
-    similarity order), or (id, similarity) pairs."""
+    similarity order), or (id, similarity) pairs; anything else is a ValueError naming ``where``."""
+    if isinstance(found, str | bytes):
+        raise ValueError(f"{where}: a list of ids or (id, similarity) pairs, got the text {found!r}")
     items = list(found)
     if not items or isinstance(items[0], str):
-        return [str(i) for i in items], None
-    pairs = [(str(i), float(s)) for i, s in items]
-    return [i for i, _ in pairs], [s for _, s in pairs]
+        if not all(isinstance(i, str) for i in items):
+            raise ValueError(f"{where}: ids or (id, similarity) pairs, not a mix, got {items!r}"[:300])
+        return list(items), None  # type: ignore[arg-type]
+    try:
+        pairs = [(str(i), s) for i, s in items]
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: a list of ids or (id, similarity) pairs, got {items!r}"[:300]) from None
+    return [i for i, _ in pairs], _scores([s for _, s in pairs], where)
+
+
+def _scores(values: Any, where: str = "similarities") -> list[float] | None:
+    """Similarities as the rank request takes them: finite numbers (None: none given)."""
+    if values is None:
+        return None
+    if isinstance(values, str | bytes) or any(isinstance(v, str | bytes | bool) for v in values):
+        raise ValueError(f"{where}: similarities are numbers, got {values!r}"[:300])
+    try:
+        scores = [float(v) for v in values]
+    except (TypeError, ValueError):
+        raise ValueError(f"{where}: similarities are numbers, got {values!r}"[:300]) from None
+    if not all(math.isfinite(v) for v in scores):
+        raise ValueError(f"{where}: similarities must be finite, got {scores!r}"[:300])
+    return scores
+
+
+def _without_quarantined(client: MemtrialClient, agent_id: str, chosen: list[str], by_external_id: bool) -> list[str]:
+    """``chosen`` less the experiences the agent holds in quarantine (by id, or by external id in NFC)."""
+    quarantined = {
+        (unicodedata.normalize("NFC", e.external_id) if e.external_id is not None else None) if by_external_id else e.id
+        for e in client.iter_experiences(agent_id, status="quarantined")
+    }
+    return [c for c in chosen if (unicodedata.normalize("NFC", c) if by_external_id else c) not in quarantined]

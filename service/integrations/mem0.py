@@ -223,8 +223,7 @@ class Mem0Credit:
         the plan has the memory-free draft only.
         """
         ids = [_nfc(h["id"]) for h in self.search(query if query is not None else context_text)]
-        if not ids:
-            return self.client.create_decision(self.agent_id, decision_time, maturity, context_text, **decision)
+        # no hit: an empty retrieval (the memory-free draft alone), never the server's search of the agent
         return self.client.create_decision(
             self.agent_id, decision_time, maturity, context_text, retrieved_external_ids=ids, **decision
         )

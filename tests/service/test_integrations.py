@@ -80,6 +80,18 @@ def test_mem0_plans_on_memtrials_picks_among_mem0s_hits_mirrored_once_by_externa
     ]
 
 
+def test_mem0_with_no_hit_plans_the_memory_free_draft_alone_not_the_agents_other_experiences(client, agent, memory):
+    from service.integrations.mem0 import Mem0Credit
+
+    client.add_experiences(agent["id"], [{"text": "A lesson from another store.", "external_id": "other-store-1"}])
+    credit = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
+    credit.search("The central bank cut interest rates.")  # some Mem0 memories are mirrored too
+    nothing = Mem0Credit(memory, client, agent["id"], filters={"user_id": "nobody"})
+    plan = nothing.plan(*month(0), "The central bank cut interest rates.", horizon=2)
+    assert plan.retrieval == "client" and plan.retrieved == []
+    assert [s.mask for s in plan.subsets] == [0]
+
+
 def test_mem0_search_leaves_out_a_memory_retired_in_memtrial_after_it_was_mirrored(client, agent, memory):
     from service.integrations.mem0 import Mem0Credit
 
@@ -375,6 +387,84 @@ def test_langgraph_decision_graph_with_rank_k_plans_on_memtrials_picks_of_your_c
     assert state["decision"]["status"] == "decided" and len(calls) == len(state["plan"]["subsets"])
     with pytest.raises(ValueError, match="rank_k: memtrial ranks the candidates retrieve finds; give retrieve too"):
         decision_graph(client, agent["id"], draft_for, rank_k=2)
+
+
+def _graph_state(graph, t=0):
+    decision_time, maturity = month(t)
+    return graph.invoke(
+        {"decision_time": decision_time.isoformat(), "maturity": maturity.isoformat(), "context_text": "x"}
+    )
+
+
+def test_langgraph_with_nothing_retrieved_drafts_without_memory_and_never_searches_the_agent(client, agent):
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from service.integrations.langgraph import decision_graph
+
+    client.add_experiences(agent["id"], [{"text": t, "external_id": f"m{i}"} for i, t in enumerate(MEMORIES)])
+    for rank_k in (None, 2):
+        graph = decision_graph(
+            client, agent["id"], lambda task: draft_for(task.lessons), retrieve=lambda context: [], rank_k=rank_k
+        )
+        state = _graph_state(graph)
+        assert state["plan"]["retrieved"] == [] and [s["mask"] for s in state["plan"]["subsets"]] == [0], rank_k
+        assert state["plan"]["retrieval"] == "client" and state["decision"]["status"] == "decided"
+
+
+def test_langgraph_own_retrieval_plans_on_the_others_once_one_is_quarantined(client):
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from service.integrations.langgraph import decision_graph
+
+    agent = client.create_agent("graph-curated", kind="scored", credit="raw", quarantine=SIGN_TEST)
+    names = [f"l{i}" for i in range(len(LESSONS))]
+    client.add_experiences(agent.id, [{"text": t, "external_id": n} for n, t in zip(names, LESSONS, strict=True)])
+    for t in range(40):  # plan on all three until the harmful lesson is quarantined
+        when = DAY_ZERO + dt.timedelta(days=t)
+        plan = client.create_decision(
+            agent.id, when, when + dt.timedelta(hours=1), QUESTION, retrieved_external_ids=names
+        )
+        client.submit_drafts(agent.id, plan.decision_id, [forecast(s.texts) for s in plan.subsets])
+        client.settle(
+            agent.id, plan.decision_id, outcome=1.0, rule="abs_error", settled_at=when + dt.timedelta(hours=1)
+        )
+        if client.list_experiences(agent.id, status="quarantined")["items"]:
+            break
+    [quarantined] = [e.external_id for e in client.iter_experiences(agent.id, status="quarantined")]
+    assert quarantined == names[list(LESSONS).index(HARMFUL)]
+    graph = decision_graph(
+        client,
+        agent.id,
+        lambda task: forecast(task.lessons),
+        retrieve=lambda context: [(n, 1.0 - 0.1 * i) for i, n in enumerate(names)],  # pairs: their ids are used
+        by_external_id=True,
+    )
+    state = graph.invoke(
+        {
+            "decision_time": (DAY_ZERO + dt.timedelta(days=60)).isoformat(),
+            "maturity": (DAY_ZERO + dt.timedelta(days=60, hours=1)).isoformat(),
+            "context_text": QUESTION,
+        }
+    )
+    assert [r["external_id"] for r in state["plan"]["retrieved"]] == [n for n in names if n != quarantined]
+
+
+@pytest.mark.parametrize(
+    ("state", "words"),
+    [
+        ({"candidates": "m1"}, "candidates: a list of ids, got the text 'm1'"),
+        ({"candidates": ["m0", "m1"], "similarities": ["a", "b"]}, "similarities: similarities are numbers"),
+        (
+            {"candidates": ["m0", "m1"], "similarities": [float("nan"), 1.0]},
+            "similarities: similarities must be finite",
+        ),
+    ],
+)
+def test_langgraph_rank_node_refuses_candidates_and_scores_of_the_wrong_kind_naming_them(client, agent, state, words):
+    from service.integrations.langgraph import rank_node
+
+    client.add_experiences(agent["id"], [{"text": t, "external_id": f"m{i}"} for i, t in enumerate(MEMORIES)])
+    with pytest.raises(ValueError) as refused:
+        rank_node(client, agent["id"], k=2, by_external_id=True)(state)
+    assert str(refused.value).startswith(words)
 
 
 @pytest.mark.slow  # a live server, Mem0 with the embedding model, LangGraph

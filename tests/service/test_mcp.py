@@ -337,3 +337,12 @@ def test_mcp_over_http_will_not_start_without_a_token(monkeypatch):
     monkeypatch.delenv("MEMTRIAL_MCP_TOKEN", raising=False)
     result = CliRunner().invoke(app, ["mcp", "--transport", "http", "--api-key", "mt_x"])
     assert result.exit_code == 2 and "bearer token" in result.output
+
+
+def test_the_mcp_guide_names_every_tool_the_server_lists():
+    from pathlib import Path
+
+    from service.mcp import TOOLS
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "mcp.md").read_text()
+    assert [t.__name__ for t in TOOLS if f"`{t.__name__}`" not in guide] == []

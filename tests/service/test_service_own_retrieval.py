@@ -70,6 +70,25 @@ def test_a_plan_by_external_ids_resolves_them_to_the_agent_experiences(client, m
     assert client.get_decision(agent["id"], planned.decision_id).plan.retrieval == "client"
 
 
+@pytest.mark.parametrize("field", ["retrieved_ids", "retrieved_external_ids"])
+def test_an_empty_retrieval_plans_the_memory_free_draft_alone_without_searching(client, app, mirrored, field):
+    # your retrieval found nothing: the plan must not fall back on the server's search of the agent
+    agent, _ = mirrored
+    services = app.state.services
+    real, services.embedder = services.embedder, _NoEmbedding(services.embedder)
+    try:
+        planned = plan(client, agent, **{field: []})
+    finally:
+        services.embedder = real
+    assert planned.retrieval == "client" and planned.retrieved == []
+    assert [(s.mask, s.experience_ids) for s in planned.subsets] == [(0, [])]
+    client.submit_drafts(agent["id"], planned.decision_id, [DRAFT])
+    settlement = client.settle(
+        agent["id"], planned.decision_id, returns=RETURNS, settled_at=START + dt.timedelta(days=29)
+    )
+    assert settlement.contributions == {}
+
+
 def test_server_retrieval_is_unchanged_and_says_so(client, mirrored):
     agent, _ = mirrored
     planned = plan(client, agent)
@@ -81,7 +100,6 @@ def test_server_retrieval_is_unchanged_and_says_so(client, mirrored):
     [
         ({"retrieved_ids": ["nope"]}, "retrieved_ids", "no experience of this agent has the ids ['nope']"),
         ({"retrieved_external_ids": ["mem-0", "gone"]}, "retrieved_external_ids", "external ids ['gone']"),
-        ({"retrieved_ids": []}, "retrieved_ids", "at least 1"),
         ({"retrieved_ids": ["a", "b", "c", "d", "e"]}, "retrieved_ids", "at most k = 4 experiences, got 5"),
         ({"retrieved_ids": list("abcdefghi")}, "retrieved_ids", "at most 8"),
         ({"retrieved_ids": ["a", "a"]}, "retrieved_ids", "repeated: ['a']"),

@@ -902,7 +902,7 @@ export interface components {
             retrieved_external_ids?: string[] | null;
             /**
              * Retrieved Ids
-             * @description bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 1 to k, in your rank order); the server then neither embeds the context nor searches
+             * @description bring your own retrieval: the experiences to plan on (ids of this agent's active experiences, 0 to k, in your rank order; [] when your retrieval found nothing: the plan drafts without memory alone); the server then neither embeds the context nor searches
              */
             retrieved_ids?: string[] | null;
             /**
