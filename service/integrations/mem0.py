@@ -135,9 +135,14 @@ class Mem0Credit:
     def hits(self, query: str) -> list[dict[str, Any]]:
         """Mem0's own hits for ``query`` in this scope, best first (at most ``candidates``), quarantined
         memories (``memtrial_status``) left out; nothing is sent to memtrial."""
-        found = self.memory.search(query, filters=self.filters, top_k=self.candidates, **self.search_options)
-        hits = found.get("results", found) if isinstance(found, dict) else found
-        return [dict(h) for h in list(hits)[: self.candidates] if _status_of(h) != "quarantined"]
+        top_k = self.candidates
+        while True:  # a quarantined memory does not take one of the candidates' places: ask for one more each
+            found = self.memory.search(query, filters=self.filters, top_k=top_k, **self.search_options)
+            hits = list(found.get("results", found) if isinstance(found, dict) else found)[:top_k]
+            kept = [dict(h) for h in hits if _status_of(h) != "quarantined"]
+            if len(kept) >= self.candidates or len(hits) < top_k:  # enough, or Mem0 has no more
+                return kept[: self.candidates]
+            top_k += len(hits) - len(kept)
 
     def search(self, query: str) -> list[dict[str, Any]]:
         """The k memories memtrial picks among Mem0's hits for ``query``, in memtrial's order (best first).

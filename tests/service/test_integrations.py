@@ -92,6 +92,20 @@ def test_mem0_with_no_hit_plans_the_memory_free_draft_alone_not_the_agents_other
     assert [s.mask for s in plan.subsets] == [0]
 
 
+def test_mem0_a_quarantined_memory_does_not_take_a_candidates_place(client, agent, mem0_memory_class, tmp_path):
+    from service.integrations.mem0 import STATUS_KEY, Mem0Credit, offline_config
+
+    store = mem0_memory_class.from_config(offline_config(str(tmp_path / "slots")))
+    for i, text in enumerate(MEMORIES[:3]):
+        metadata = {STATUS_KEY: "quarantined"} if i == 0 else {}
+        store.add(text, user_id="fund", infer=False, metadata=metadata)
+    credit = Mem0Credit(
+        store, client, agent["id"], filters={"user_id": "fund"}, k=2, candidates=2, search_options={"threshold": 0.0}
+    )
+    found = credit.hits(MEMORIES[0])  # the quarantined memory is the nearest
+    assert [h["memory"] for h in found] == MEMORIES[1:3]
+
+
 def test_mem0_search_leaves_out_a_memory_retired_in_memtrial_after_it_was_mirrored(client, agent, memory):
     from service.integrations.mem0 import Mem0Credit
 
