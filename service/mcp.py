@@ -175,7 +175,11 @@ async def plan_decision(
     submit_drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
     now = dt.datetime.now(dt.UTC)
     when = decision_time or now.isoformat()
-    matures = maturity or (dt.datetime.fromisoformat(when) + dt.timedelta(days=1)).isoformat()
+    try:
+        start = dt.datetime.fromisoformat(when)
+    except ValueError:
+        raise ValueError(f"decision_time: an ISO 8601 time, e.g. 2026-01-05T12:00:00Z, got {when!r}") from None
+    matures = maturity or (start + dt.timedelta(days=1)).isoformat()
     plan = await _call(service, "create_decision", agent_id, when, matures, context)
     return {
         "decision_id": plan["decision_id"],
@@ -306,7 +310,8 @@ async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_ret
             return parse(text)
         except DraftError:
             continue
-    raise ValueError(f"the host model's answers were malformed {max(0, max_retries) + 1} times in a row")
+    tries = max(0, max_retries) + 1
+    raise ValueError(f"the host model's answers were malformed {tries} time{'s' if tries > 1 else ''} in a row")
 
 
 async def draft_with_host_model(
@@ -331,7 +336,10 @@ async def draft_with_host_model(
 async def draft_subset(service: Service, agent_id: str, decision_id: str, index: str) -> list[Any]:
     """One designed subset's draft as a prompt: run it in its own conversation, once per subset."""
     system, prompts, _, _ = await _subset_prompts(service, agent_id, decision_id)
-    position = int(index)
+    try:
+        position = int(index)
+    except ValueError:
+        raise ValueError(f"index: a subset's index, 0 to {len(prompts) - 1}, got {index!r}") from None
     if not 0 <= position < len(prompts):
         raise ValueError(f"index: the plan has subsets 0 to {len(prompts) - 1}, got {index}")
     base = import_extra("mcp.server.fastmcp.prompts.base", "mcp", "the MCP server")

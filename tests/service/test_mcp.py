@@ -346,3 +346,11 @@ def test_the_mcp_guide_names_every_tool_the_server_lists():
 
     guide = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "mcp.md").read_text()
     assert [t.__name__ for t in TOOLS if f"`{t.__name__}`" not in guide] == []
+
+
+def test_plan_decision_with_a_time_that_is_not_one_names_decision_time():
+    from service.mcp import plan_decision
+
+    with pytest.raises(ValueError) as refused:
+        asyncio.run(plan_decision(None, "agent", "context", decision_time="yesterday"))  # refused before any call
+    assert str(refused.value) == "decision_time: an ISO 8601 time, e.g. 2026-01-05T12:00:00Z, got 'yesterday'"
