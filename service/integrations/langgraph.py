@@ -98,29 +98,7 @@ def decision_graph(
     if rank_k is not None and retrieve is None:
         raise ValueError("rank_k: memtrial ranks the candidates retrieve finds; give retrieve too")
 
-    field = "retrieved_external_ids" if by_external_id else "retrieved_ids"
-
-    def create(state: DecisionState, options: Mapping[str, Any]) -> Any:
-        return client.create_decision(
-            agent_id, state["decision_time"], state["maturity"], state["context_text"], **options
-        )
-
-    def plan(state: DecisionState) -> dict[str, Any]:
-        options = dict(state.get("options") or {})
-        if rank_k is not None:
-            options["retrieved_ids"] = [item["id"] for item in state.get("ranked") or []]  # [] : no memory
-            return {"plan": create(state, options).model_dump(mode="json")}
-        if retrieve is None:
-            return {"plan": create(state, options).model_dump(mode="json")}
-        chosen, _ = _split(retrieve(state["context_text"]), "retrieve")
-        try:
-            planned = create(state, {**options, field: chosen})
-        except ServiceError as error:  # one of them quarantined since: plan on the others
-            kept = _without_quarantined(client, agent_id, chosen, by_external_id)
-            if error.status != 422 or error.field != field or kept == chosen:
-                raise
-            planned = create(state, {**options, field: kept})
-        return {"plan": planned.model_dump(mode="json")}
+    plan = _plan_node(client, agent_id, retrieve, by_external_id, rank_k)
 
     def fan_out(state: DecisionState) -> list[Any]:
         return [
@@ -163,6 +141,42 @@ def decision_graph(
     builder.add_edge("draft", "decide")
     builder.add_edge("decide", graph_module.END)
     return builder.compile()
+
+
+def _plan_node(
+    client: MemtrialClient,
+    agent_id: str,
+    retrieve: Callable[[str], Sequence[str] | Sequence[tuple[str, float]]] | None,
+    by_external_id: bool,
+    rank_k: int | None,
+) -> Callable[[DecisionState], dict[str, Any]]:
+    """The node asking for the plan (:func:`decision_graph`): on memtrial's picks (``rank_k``), on exactly
+    what ``retrieve`` returns less any quarantined since, or on the service's own search without ``retrieve``."""
+    field = "retrieved_external_ids" if by_external_id else "retrieved_ids"
+
+    def create(state: DecisionState, options: Mapping[str, Any]) -> Any:
+        return client.create_decision(
+            agent_id, state["decision_time"], state["maturity"], state["context_text"], **options
+        )
+
+    def plan(state: DecisionState) -> dict[str, Any]:
+        options = dict(state.get("options") or {})
+        if rank_k is not None:
+            options["retrieved_ids"] = [item["id"] for item in state.get("ranked") or []]  # []: no memory
+            return {"plan": create(state, options).model_dump(mode="json")}
+        if retrieve is None:
+            return {"plan": create(state, options).model_dump(mode="json")}
+        chosen, _ = _split(retrieve(state["context_text"]), "retrieve")
+        try:
+            planned = create(state, {**options, field: chosen})
+        except ServiceError as error:  # one of them quarantined since: plan on the others
+            kept = _without_quarantined(client, agent_id, chosen, by_external_id)
+            if error.status != 422 or error.field != field or kept == chosen:
+                raise
+            planned = create(state, {**options, field: kept})
+        return {"plan": planned.model_dump(mode="json")}
+
+    return plan
 
 
 def settle_node(client: MemtrialClient, agent_id: str) -> Callable[[SettleState], dict[str, Any]]:

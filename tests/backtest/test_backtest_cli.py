@@ -287,6 +287,7 @@ def test_a_scheduler_address_with_or_without_its_scheme_is_taken():
 
 def test_an_unreachable_scheduler_ends_the_command_in_one_line_and_only_a_connection_is_blamed(tmp_path):
     import dask
+    import distributed  # noqa: F401  # its defaults in dask's config first: leaving the set below restores them
 
     from backtest.runner import SchedulerError, WorldSpec, run_many
 
