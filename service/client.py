@@ -15,7 +15,11 @@ reads like a dict, ``agent["id"]``). An error answer raises
 
 Retries: a request that fails in transport, or is answered 429/502/503/504 with
 no ``Retry-After`` or one of at most ``max_wait`` seconds, is sent again, up to
-``retries`` times with a growing pause. Every creating POST carries an
+``retries`` times with a growing pause, except where sending it again could do
+twice what the first attempt may have done: a lost answer, or a 502/503/504 that
+is not the service's own refusal (a proxy's), is resent only for a read (GET) or
+a keyed call; and the service's own 502 (server drafting failed: the decision
+failed, its model calls spent) is final. Every creating POST carries an
 ``Idempotency-Key`` generated once per call and reused by its retries, so a
 retry can never create twice: the service answers it with the first answer.
 A retry answered 409 ``idempotency_in_progress`` (the first attempt still runs,
@@ -103,12 +107,18 @@ class _Attempts:
             return pause
         if self.attempt >= self.retries:
             return None
+        # resent without doing twice: a read, or a call whose key makes the service answer a retry with the first
+        resendable = self.call.method == "GET" or "Idempotency-Key" in self.headers
         if isinstance(outcome, httpx.TransportError):
-            if self.call.method in ("PATCH", "DELETE"):  # not keyed: a lost answer may hide a done change
+            if not resendable:  # a lost answer may hide a done change
                 return None
             wait: float | None = min(0.25 * 2**self.attempt, self.max_wait)
         elif outcome.status_code not in RETRY_STATUSES:
             return None
+        elif outcome.status_code == 502 and _refusal(outcome):
+            return None  # the service's own: server drafting failed, the decision with it (its calls spent)
+        elif outcome.status_code != 429 and not resendable and not _refusal(outcome):
+            return None  # a proxy's 502/503/504: the service may have done the change
         else:
             header = outcome.headers.get("retry-after")
             try:
@@ -133,6 +143,15 @@ class _Attempts:
         if isinstance(outcome, httpx.TransportError):
             raise outcome
         return _decode(self.call, outcome)
+
+
+def _refusal(response: httpx.Response) -> bool:
+    """Whether an answer is the service's own error (its envelope ``{"error": {"code": ...}}``), not a proxy's."""
+    try:
+        body = response.json()
+    except ValueError:
+        return False
+    return isinstance(body, dict) and isinstance(body.get("error"), dict) and "code" in body["error"]
 
 
 def _retry_after(response: httpx.Response, default: float) -> float:

@@ -188,3 +188,34 @@ def test_an_operation_refuses_an_id_that_is_a_path_before_sending_anything():
     client = AsyncMemtrialClient("http://memtrial.invalid")
     with pytest.raises(ValueError, match="decision_id must be a single id, not a path: got 'a/b'"):
         client.get_decision("agent", "a/b")  # raised at the call, before anything is awaited
+
+
+def _answer(status, error_code=None):
+    import httpx
+
+    if error_code is None:  # a proxy's answer: not the service's envelope
+        return httpx.Response(status, text="<html>Bad Gateway</html>", headers={"content-type": "text/html"})
+    return httpx.Response(status, json={"error": {"code": error_code, "message": "m", "field": None}})
+
+
+def test_a_retry_is_sent_only_where_it_cannot_do_twice_what_the_first_attempt_may_have_done():
+    import httpx
+
+    from service.client import _Attempts
+    from service.operations import Call
+
+    lost = httpx.ConnectError("refused")
+    release = Call("POST", "/v1/agents/a/experiences/e/release")  # unkeyed: its change may be done
+    create = Call("POST", "/v1/agents/a/decisions", creates=True)
+    read = Call("GET", "/v1/agents/a/values")
+    wait = lambda call, outcome: _Attempts(call, 2, 2.0).wait_after(outcome)  # noqa: E731
+    # the service's own 502: server drafting failed and failed the decision, its model calls spent: final
+    assert wait(create, _answer(502, "malformed_draft")) is None
+    assert wait(create, _answer(502, "drafter_unavailable")) is None
+    # a proxy's 502/503/504, or a lost answer: resent for a keyed call or a read, not for an unkeyed change
+    for outcome in (lost, _answer(502), _answer(503), _answer(504)):
+        assert wait(create, outcome) == 0.25 and wait(read, outcome) == 0.25
+        assert wait(release, outcome) is None
+    # the service's own 503 (nothing written) and any 429: resent for every call
+    for call in (release, create, read):
+        assert wait(call, _answer(503, "unavailable")) == 0.25 and wait(call, _answer(429, "rate_limited")) == 0.25

@@ -8,9 +8,12 @@
  * Retries: a request that gets no answer (the connection fails or the attempt times out), or is answered
  * 429/502/503/504 with no `Retry-After` or one of at most `maxWaitMs`, is sent again, up to `retries`
  * times, after a pause that doubles from 250 ms (capped at `maxWaitMs`) or the `Retry-After` the service
- * named. A PATCH or DELETE that got no answer is not sent again (it carries no key: a lost answer may
- * hide a done change). Every creating call carries an `Idempotency-Key` made once per call and reused by
- * its retries, so the service answers a retry with the first answer: a retry can never create twice.
+ * named, except where sending it again could do twice what the first attempt may have done: a lost answer,
+ * or a 502/503/504 that is not the service's own refusal (a proxy's), is resent only for a read (GET) or a
+ * keyed call (a PATCH, DELETE or other POST carries no key: the change may be done); the service's own 502
+ * (server drafting failed: the decision failed, its model calls spent) is final. Every creating call carries
+ * an `Idempotency-Key` made once per call and reused by its retries, so the service answers a retry with
+ * the first answer: a retry can never create twice.
  * A retry answered 409 `idempotency_in_progress` (the first attempt still runs) is sent again after the
  * `Retry-After` it names, for up to `inProgressWaitMs` in all.
  */
@@ -111,11 +114,17 @@ export class Attempts {
     if (this.attempt >= this.retries) return null;
     let wait: number | null;
     const backoff = Math.min(250 * 2 ** this.attempt, this.maxWaitMs);
+    // resent without doing twice: a read, or a call whose key makes the service answer a retry with the first
+    const resendable = this.call.method === "GET" || "Idempotency-Key" in this.headers;
     if ("lost" in outcome) {
-      if (this.call.method === "PATCH" || this.call.method === "DELETE") return null;
+      if (!resendable) return null; // a lost answer may hide a done change
       wait = backoff;
     } else if (!RETRY_STATUSES.has(outcome.response.status)) {
       return null;
+    } else if (outcome.response.status === 502 && refusal(outcome.text)) {
+      return null; // the service's own: server drafting failed, the decision with it (its calls spent)
+    } else if (outcome.response.status !== 429 && !resendable && !refusal(outcome.text)) {
+      return null; // a proxy's 502/503/504: the service may have done the change
     } else {
       const header = outcome.response.headers.get("retry-after");
       const wanted = header === null ? backoff : retryAfterMs(outcome.response);
@@ -134,6 +143,16 @@ export class Attempts {
     } catch {
       return false;
     }
+  }
+}
+
+/** Whether an answer's body is the service's own error (its envelope `{"error": {"code": ...}}`), not a proxy's. */
+function refusal(text: string): boolean {
+  try {
+    const error = (JSON.parse(text) as { error?: unknown }).error;
+    return typeof error === "object" && error !== null && "code" in error;
+  } catch {
+    return false;
   }
 }
 

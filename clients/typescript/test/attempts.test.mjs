@@ -38,6 +38,27 @@ test("a refusal is final, and so is a lost PATCH or DELETE (no key: the change m
   assert.equal(new Attempts({ method: "GET", path: "/healthz", creates: false }, 2, 2000, 0).waitAfter(lost), 250);
 });
 
+test("a retry is sent only where it cannot do twice what the first attempt may have done", () => {
+  const own = (status, code) => answer(status, {}, JSON.stringify({ error: { code, message: "m", field: null } }));
+  const release = { method: "POST", path: "/v1/agents/a/experiences/e/release", creates: false };
+  const read = { method: "GET", path: "/v1/agents/a/values", creates: false };
+  const wait = (call, outcome) => new Attempts(call, 2, 2000, 0).waitAfter(outcome);
+  // the service's own 502: server drafting failed and failed the decision, its model calls spent: final
+  assert.equal(wait(create, own(502, "malformed_draft")), null);
+  assert.equal(wait(create, own(502, "drafter_unavailable")), null);
+  // a proxy's 502/503/504, or a lost answer: resent for a keyed call or a read, not for an unkeyed change
+  for (const outcome of [lost, answer(502, {}, "<html>Bad Gateway</html>"), answer(503), answer(504)]) {
+    assert.equal(wait(create, outcome), 250);
+    assert.equal(wait(read, outcome), 250);
+    assert.equal(wait(release, outcome), null);
+  }
+  // the service's own 503 (nothing written) and any 429: resent for every call
+  for (const call of [release, create, read]) {
+    assert.equal(wait(call, own(503, "unavailable")), 250);
+    assert.equal(wait(call, own(429, "rate_limited")), 250);
+  }
+});
+
 test("a retry that finds its own first attempt in progress waits for it, up to inProgressWaitMs in all", () => {
   const busy = answer(409, { "retry-after": "1" }, JSON.stringify({ error: { code: "idempotency_in_progress", message: "m" } }));
   const attempts = new Attempts(create, 1, 2000, 2500);
