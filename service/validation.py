@@ -85,9 +85,20 @@ def check_name(value: str, field: str = "the name") -> str:
     return value
 
 
+#: the longest external id, in characters of its normal form C (the column holds 200)
+MAX_EXTERNAL_ID = 200
+
+
 def external_id(value: str) -> str:
-    """An external id as it is stored and looked up: Unicode normal form C (NFC), then checked as a name."""
-    return check_name(unicodedata.normalize("NFC", value), "an external id")
+    """An external id as it is stored and looked up: Unicode normal form C (NFC), then checked as a name, and
+    at most 200 characters as stored (normalising may lengthen it: U+0958 is two characters in NFC)."""
+    normal = unicodedata.normalize("NFC", value)
+    if len(normal) > MAX_EXTERNAL_ID:
+        raise ValueError(
+            f"an external id must hold at most {MAX_EXTERNAL_ID} characters in Unicode normal form C, "
+            f"got {len(normal)} ({len(value)} as given)"
+        )
+    return check_name(normal, "an external id")
 
 
 def _text(value: str) -> str:

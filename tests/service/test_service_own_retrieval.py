@@ -194,3 +194,20 @@ def test_an_external_id_is_one_id_in_either_unicode_spelling(client, agent):
     with pytest.raises(ServiceError) as error:
         plan(client, agent, t=9, retrieved_external_ids=[COMPOSED, DECOMPOSED])
     assert (error.value.status, error.value.field) == (422, "retrieved_external_ids")
+
+
+def test_an_external_id_longer_than_200_in_its_normal_form_is_422_naming_it_and_writes_nothing(client, agent):
+    # U+0958 is two characters in normal form C: 200 given are 400 stored (a 500 on PostgreSQL's column before)
+    lengthens = "\u0958"
+    for body in (
+        {"text": "t", "external_id": lengthens * 200},
+        {"text": "t", "external_id": lengthens * 101},
+    ):
+        with pytest.raises(ServiceError) as error:
+            client.add_experiences(agent["id"], [{"text": "fine", "external_id": "ok"}, body])
+        assert error.value.status == 422 and error.value.field == "experiences.1.external_id", error.value.field
+        assert "at most 200 characters in Unicode normal form C" in error.value.message
+    assert client.list_experiences(agent["id"]).total == 0
+    kept = client.add_experience(agent["id"], "t", external_id=lengthens * 100)  # 200 in its normal form
+    assert len(kept.external_id) == 200
+    assert [i.id for i in client.list_experiences(agent["id"], external_id=kept.external_id).items] == [kept.id]
