@@ -101,6 +101,9 @@ def retire_experience(
 
 @router.delete("/{experience_id}", status_code=204)
 def delete_experience(agent_id: str, experience_id: str, tenant_id: TenantDep, services: ServicesDep) -> Response:
+    """Forget an experience (its past contributions stay in the decisions that used them). 409
+    ``quarantined`` for one in quarantine: release it (logged) or retire it first, so that adding it again
+    under its external id cannot take it out of quarantine without an entry in the log."""
     experiences.change(services, tenant_id, agent_id, experience_id, delete=True)
     return Response(status_code=204)
 

@@ -260,6 +260,16 @@ def change(
         agent = load_agent(session, tenant_id, agent_id, lock=True)
         row = owned_row(session, Experience, agent, experience_id, "experience")
         engine = services.engines.checkout(session, agent)
+        if delete and row.id in engine.quarantined:  # deleted, then added again, it would leave unlogged
+            return_engine(session, agent, engine, services.engines)
+            raise ApiError(
+                409,
+                "quarantined",
+                f"experience {row.id!r} is quarantined: release it (a logged release) or retire it before "
+                "deleting it; deleted, an experience added again under its external id would leave the "
+                "quarantine without an entry in the log",
+                "experience_id",
+            )
         if delete:
             engine.remove_experience(row.id)
             session.delete(row)

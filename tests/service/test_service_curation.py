@@ -463,3 +463,21 @@ def test_values_ranks_and_plans_never_show_a_negative_zero(client, http):
         )
         shown += [("values", _negative_zeros(values.text)), ("rank", _negative_zeros(ranked.text))]
     assert [(what, paths) for what, paths in shown if paths] == []
+
+
+def test_a_quarantined_experience_is_not_deleted_until_released_or_retired(client):
+    # deleted, then added again under its external id, it would leave the quarantine without a log entry
+    agent, names = scored_agent(client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2})
+    assert drive_until_quarantined(client, agent["id"], names, limit=40) < 40
+    harmful = names["harmful"]
+    before = written(client, agent["id"])
+    with pytest.raises(ServiceError) as refused:
+        client.delete_experience(agent["id"], harmful)
+    assert (refused.value.status, refused.value.code, refused.value.field) == (409, "quarantined", "experience_id")
+    assert "release it (a logged release) or retire it before deleting it" in refused.value.message
+    assert written(client, agent["id"]) == before
+    client.release_experience(agent["id"], harmful, reason="reviewed: the lesson is wrong, forget it")
+    client.delete_experience(agent["id"], harmful)
+    assert harmful not in {e["id"] for e in client.list_experiences(agent["id"], limit=500)["items"]}
+    log = client.trust_log(agent["id"], limit=1000)["items"]
+    assert [e["kind"] for e in log if e["kind"] in ("quarantine", "release")] == ["quarantine", "release"]
