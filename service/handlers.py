@@ -53,6 +53,9 @@ _CORE_STATUS: list[tuple[type[MemtrialError], int, str]] = [
 ]
 
 
+#: the core's parameter names where a request names the field otherwise (the engine's ``at`` is ``settled_at``)
+_REQUEST_FIELDS = {"at": "settled_at"}
+
 #: Names of union members that pydantic puts into error locations; they are not fields.
 _UNION_MEMBERS = frozenset({"ExperienceCreate", "ExperienceBatch", "single", "batch"})
 
@@ -134,7 +137,8 @@ async def _core(request: Request, error: MemtrialError) -> JSONResponse:
                         "error_type": type(error).__name__,
                     },
                 )
-            return JSONResponse(error_body(code, error.message, error.field), status_code=status)
+            field = _REQUEST_FIELDS.get(error.field or "", error.field)
+            return JSONResponse(error_body(code, error.message, field), status_code=status)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

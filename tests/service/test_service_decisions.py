@@ -97,7 +97,7 @@ def test_settle_before_maturity_is_409(client, stocked):
     client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
     with pytest.raises(ServiceError) as error:
         client.settle(stocked["id"], body["decision_id"], returns=RETURNS, settled_at=START + dt.timedelta(days=27))
-    assert (error.value.status, error.value.code, error.value.field) == (409, "premature_settlement", "at")
+    assert (error.value.status, error.value.code, error.value.field) == (409, "premature_settlement", "settled_at")
 
 
 def test_settle_at_a_future_time_is_422(client, stocked):
