@@ -45,6 +45,7 @@ from memtrial.curation import (
 from memtrial.drafting.retrieval import check_embedding, cosine_similarities, top_k
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen
 from memtrial.engine.checks import (
+    MAX_UTILITY,
     Universe,
     check_plan_times,
     check_scored,
@@ -705,6 +706,12 @@ class MemTrial:
             if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
                 raise InputError(
                     f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}",
+                    field="drafts",
+                )
+            if not np.all(np.abs(matrix) <= MAX_UTILITY):  # blended and scored: their sums must not overflow
+                raise InputError(
+                    f"drafts: every number must be at most {MAX_UTILITY:g} in absolute value (the engine blends "
+                    f"and scores them), got {float(np.max(np.abs(matrix))):g}",
                     field="drafts",
                 )
         else:

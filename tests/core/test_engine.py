@@ -252,10 +252,10 @@ def test_scored_utilities_the_engine_cannot_learn_from_are_refused_and_nothing_c
 
 
 def test_a_rule_scoring_numbers_far_apart_is_refused_naming_the_outcome_and_nothing_changes():
-    engine = _scored(lambda n: [[1e200], [0.0]] * (n // 2))
+    engine = _scored(lambda n: [[1.0], [0.0]] * (n // 2))
     before = engine.to_json()
     with pytest.raises(InputError) as error:
-        engine.settle_scored("d0", outcome=0.0, rule="abs_error")
+        engine.settle_scored("d0", outcome=1e200, rule="abs_error")
     assert error.value.field == "outcome" and "utilities must be at most 1e+100" in str(error.value)
     assert engine.to_json() == before
 
@@ -600,3 +600,17 @@ def test_a_state_written_before_an_input_rule_existed_still_loads():
         restored = MemTrial.from_dict(old)
         assert list(restored.experiences) == [experiences[0][0]]
         assert MemTrial.from_dict(json.loads(restored.to_json())).to_json() == restored.to_json()
+
+
+def test_draft_numbers_the_engine_cannot_blend_are_refused_naming_drafts_and_nothing_changes():
+    engine = MemTrial(EngineConfig(investor="balanced", design="half"))
+    for e in "abcd":
+        engine.add_experience(e)
+    plan = engine.plan("d0", 0, 1, retrieved=list("abcd"), kind="scored")
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:  # each finite, their blend not: it overflowed, then failed to save
+        engine.decide_scored("d0", vectors=[[1e308]] + [[-1e308]] * (len(plan.masks) - 1))
+    assert error.value.field == "drafts" and str(error.value).startswith(
+        "drafts: every number must be at most 1e+100 in absolute value"
+    )
+    assert engine.to_json() == before
