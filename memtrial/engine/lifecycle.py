@@ -366,10 +366,16 @@ class MemTrial:
         dial: Dial | None,
     ) -> None:
         """A trial registers its frozen predictions with the gate; under a budget the log records every
-        call the budget spends, trials' and the others'."""
-        if not ids:
-            return
+        call the budget spends, trials' and the others' (a plan without experiences, which predicts nothing,
+        among the others)."""
         budget = self.config.draft_budget
+        if not ids:
+            if budget is not None:
+                self.gate.log.append(
+                    LogKind.EXPLOIT,
+                    {"date": decision_id, "draft_calls": len(budgeted.masks), "memory_share": budgeted.memory_share},
+                )
+            return
         if budgeted.trial:
             details: dict[str, Any] = {
                 "learner_mode": frozen["learner_mode"],

@@ -45,7 +45,7 @@ class LogKind(StrEnum):
     PREDICTION = "prediction"  # a trial's frozen predictions, registered before its outcome
     SCORE = "score"  # a trial's prequential score, when it settles
     CORRECTION = "correction"  # a settled outcome replaced (method 4.10)
-    EXPLOIT = "exploit"  # a budget's exploiting plan: its calls and memory's share (method 4.11)
+    EXPLOIT = "exploit"  # a budget's plan that predicts nothing (exploiting, or without experiences): its calls (4.11)
     SETTINGS = "settings"  # settings changed mid-life
     RETRY = "retry"  # retries of malformed answers paid from a budget
     WITHDRAWAL = "withdrawal"  # a plan withdrawn before its decision

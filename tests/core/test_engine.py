@@ -614,3 +614,18 @@ def test_draft_numbers_the_engine_cannot_blend_are_refused_naming_drafts_and_not
         "drafts: every number must be at most 1e+100 in absolute value"
     )
     assert engine.to_json() == before
+
+
+def test_under_a_budget_the_log_counts_the_calls_of_a_plan_without_experiences():
+    # a retrieval that found nothing drafts without memory: its call is paid from the budget and logged
+    engine = MemTrial(gamma=5.0, draft_budget=3, design=SCORED_DESIGN)
+    for e in "abcd":
+        engine.add_experience(e)
+    made = 0
+    for t, retrieved in enumerate([[], ["a", "b"], [], ["a", "b", "c", "d"]]):
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        made += plan.draft_calls
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        engine.settle_scored(f"d{t}", utilities=[0.01 * i for i in range(len(plan.masks))])
+    logged = [e.payload.get("details", e.payload).get("draft_calls", 0) for e in engine.history.log_entries()]
+    assert sum(logged) == made and engine.verify().ok
