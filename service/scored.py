@@ -77,11 +77,11 @@ def check_utilities(utilities: Sequence[float] | NDArray[np.float64], bound: flo
     """Utilities beyond the plausible bound (``MEMTRIAL_MAX_ABS_UTILITY``) are refused: 422 naming the field."""
     for index, value in enumerate(np.asarray(utilities, dtype=np.float64).tolist()):
         if not abs(value) <= bound:
-            where = f"{field}[{index}]" if field == "utilities" else field
+            where = f"{field}.{index}" if field == "utilities" else field  # the request's path, as for any item
             raise ApiError(
                 422,
                 "invalid",
-                f"{where}: a utility of {value:.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY); check the grading",
+                f"{where}: a utility of {value!r} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY); check the grading",
                 where,
             )
 
@@ -142,7 +142,7 @@ def rule_settlement(
         raise ApiError(
             422,
             "invalid",
-            f"outcome: {float(outcome):.6g} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
+            f"outcome: {float(outcome)!r} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
             "outcome",
         )
     if rule is Rule.ABS_ERROR and vectors and all(_number(d) for d in drafts):
@@ -151,7 +151,7 @@ def rule_settlement(
             raise ApiError(
                 422,
                 "invalid",
-                f"outcome: a draft misses it by {worst:.6g}, beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
+                f"outcome: a draft misses it by {worst!r}, beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
                 "outcome",
             )
         return {"outcome": float(outcome), "rule": rule.value}

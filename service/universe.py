@@ -140,7 +140,7 @@ class Universe:
             raise ApiError(
                 422,
                 "invalid",
-                f"{kind}.{asset}: session {session + 1} has {shown} of {float(returns[session, column]):.6g}, above the plausible {max_return:g} a session "
+                f"{kind}.{asset}: session {session + 1} has {shown} of {float(returns[session, column])!r}, above the plausible {max_return:g} a session "
                 "(MEMTRIAL_MAX_SESSION_RETURN); check the price feed",
                 f"{kind}.{asset}",
             )

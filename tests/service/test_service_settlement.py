@@ -68,8 +68,13 @@ def test_implausible_utilities_are_refused_and_exact_is_not_a_rule_for_probabili
         client.settle(agent["id"], plan["decision_id"], utilities=[1e150] + [0.0] * (len(plan["subsets"]) - 1))
     assert (error.value.status, error.value.field) == (
         422,
-        "utilities[0]",
+        "utilities.0",
     ) and "MEMTRIAL_MAX_ABS_UTILITY" in error.value.message
+    with pytest.raises(ServiceError) as error:  # just above the bound: the message shows it above, not at it
+        client.settle(
+            agent["id"], plan["decision_id"], utilities=[1000000.0000001] + [0.0] * (len(plan["subsets"]) - 1)
+        )
+    assert error.value.message.startswith("utilities.0: a utility of 1000000.0000001 is beyond the plausible +-1e+06")
     with pytest.raises(ServiceError) as error:
         client.settle(agent["id"], plan["decision_id"], outcome="yes", rule="exact")
     assert (error.value.status, error.value.field) == (422, "rule")
