@@ -250,7 +250,12 @@ export interface paths {
         get: operations["get_experience_v1_agents__agent_id__experiences__experience_id__get"];
         put?: never;
         post?: never;
-        /** Delete Experience */
+        /**
+         * Delete Experience
+         * @description Forget an experience (its past contributions stay in the decisions that used them). 409
+         *     ``quarantined`` for one in quarantine: release it (logged) or retire it first, so that adding it again
+         *     under its external id cannot take it out of quarantine without an entry in the log.
+         */
         delete: operations["delete_experience_v1_agents__agent_id__experiences__experience_id__delete"];
         options?: never;
         head?: never;
