@@ -32,6 +32,8 @@ failed or dead first attempt has let go of the key, runs again.
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
+import email.utils
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
@@ -121,11 +123,10 @@ class _Attempts:
             return None  # a proxy's 502/503/504: the service may have done the change
         else:
             header = outcome.headers.get("retry-after")
-            try:
-                wanted = float(header) if header is not None else min(0.25 * 2**self.attempt, self.max_wait)
-            except ValueError:
+            seconds = min(0.25 * 2**self.attempt, self.max_wait) if header is None else _delay_seconds(header)
+            if seconds is None:  # neither seconds nor an HTTP date
                 return None
-            wait = wanted if wanted <= self.max_wait else None
+            wait = seconds if seconds <= self.max_wait else None
         self.attempt += 1
         return wait
 
@@ -154,11 +155,26 @@ def _refusal(response: httpx.Response) -> bool:
     return isinstance(body, dict) and isinstance(body.get("error"), dict) and "code" in body["error"]
 
 
-def _retry_after(response: httpx.Response, default: float) -> float:
+def _delay_seconds(header: str) -> float | None:
+    """A ``Retry-After`` value in seconds from now: a number of seconds, or an HTTP date (IMF-fixdate, e.g.
+    ``Wed, 21 Oct 2015 07:28:00 GMT``: 0 once past); None for anything else."""
     try:
-        return max(0.0, float(response.headers.get("retry-after", default)))
+        return max(0.0, float(header))
     except ValueError:
-        return default
+        pass
+    if not header.strip().endswith("GMT"):
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
+
+
+def _retry_after(response: httpx.Response, default: float) -> float:
+    header = response.headers.get("retry-after")
+    seconds = None if header is None else _delay_seconds(header)
+    return default if seconds is None else seconds
 
 
 class _Page(Protocol[T_co]):

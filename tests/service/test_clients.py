@@ -219,3 +219,27 @@ def test_a_retry_is_sent_only_where_it_cannot_do_twice_what_the_first_attempt_ma
     # the service's own 503 (nothing written) and any 429: resent for every call
     for call in (release, create, read):
         assert wait(call, _answer(503, "unavailable")) == 0.25 and wait(call, _answer(429, "rate_limited")) == 0.25
+
+
+def test_a_retry_after_given_as_an_http_date_is_waited_for():
+    import email.utils
+
+    import httpx
+
+    from service.client import _Attempts
+    from service.operations import Call
+
+    read = Call("GET", "/v1/agents/a/values")
+
+    def busy(retry_after):
+        return httpx.Response(
+            503, json={"error": {"code": "unavailable", "message": "m"}}, headers={"retry-after": retry_after}
+        )
+
+    soon = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2), usegmt=True)
+    assert 0.5 < _Attempts(read, 2, 5.0).wait_after(busy(soon)) <= 2.0
+    assert _Attempts(read, 2, 5.0).wait_after(busy("Wed, 21 Oct 2015 07:28:00 GMT")) == 0.0  # past: at once
+    assert _Attempts(read, 2, 5.0).wait_after(busy("1.5")) == 1.5
+    later = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(hours=1), usegmt=True)
+    assert _Attempts(read, 2, 5.0).wait_after(busy(later)) is None  # beyond max_wait: not waited for
+    assert _Attempts(read, 2, 5.0).wait_after(busy("Wed, 21 Oct 2015")) is None  # neither seconds nor a date

@@ -156,12 +156,16 @@ function refusal(text: string): boolean {
   }
 }
 
-/** `Retry-After` in ms (seconds on the wire); null when absent or not a number of seconds. */
+/** `Retry-After` in ms from now: a number of seconds, or an HTTP date (IMF-fixdate, e.g. `Wed, 21 Oct 2015
+ * 07:28:00 GMT`: 0 once past); null when absent or neither. */
 function retryAfterMs(response: Response): number | null {
   const header = response.headers.get("retry-after");
   if (header === null || header.trim() === "") return null;
   const seconds = Number(header);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : null;
+  if (Number.isFinite(seconds)) return seconds >= 0 ? seconds * 1000 : null;
+  if (!header.trim().endsWith("GMT")) return null;
+  const when = Date.parse(header);
+  return Number.isFinite(when) ? Math.max(0, when - Date.now()) : null;
 }
 
 function decode(response: Response, text: string): unknown {

@@ -28,6 +28,13 @@ test("Retry-After is honoured up to maxWaitMs; a longer or unreadable one ends t
   assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(429, { "retry-after": "1.5" })), 1500);
   assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": "3" })), null);
   assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": "Wed, 21 Oct 2015" })), null);
+  // an HTTP date: waited for until then (at once once past; not at all beyond maxWaitMs)
+  assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": "Wed, 21 Oct 2015 07:28:00 GMT" })), 0);
+  const soon = new Date(Date.now() + 1500).toUTCString();
+  const waited = new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": soon }));
+  assert.ok(waited !== null && waited > 0 && waited <= 1500, String(waited));
+  const later = new Date(Date.now() + 3_600_000).toUTCString();
+  assert.equal(new Attempts(create, 2, 2000, 0).waitAfter(answer(503, { "retry-after": later })), null);
 });
 
 test("a refusal is final, and so is a lost PATCH or DELETE (no key: the change may be done)", () => {
