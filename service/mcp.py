@@ -259,7 +259,10 @@ async def get_values(service: Service, agent_id: str) -> dict[str, Any]:
     """What each experience is worth, in utility per decision: posterior mean, sd, number of scored uses and a
     90% interval."""
     async with service.client() as memtrial:
-        values = await memtrial.values(agent_id)
+        try:
+            values = await memtrial.values(agent_id)
+        except ServiceError as error:  # as every other tool says a refusal
+            raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
     return {
         "learner_mode": values.learner_mode,
         "unit": UTILITY_UNIT,

@@ -136,6 +136,8 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
                 "settle", {"agent_id": agent["id"], "decision_id": "0" * 32, "outcome": "up", "rule": "brier"}
             )
             assert refused.isError and "memtrial refused (404" in refused.content[0].text
+            refused = await session.call_tool("get_values", {"agent_id": "0" * 32})  # said as every other tool
+            assert refused.isError and "memtrial refused (404 not_found)" in refused.content[0].text
 
     asyncio.run(main())
 
