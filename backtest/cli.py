@@ -15,27 +15,20 @@ from typing import Any
 
 import typer
 
-from backtest.methods.registry import CURATION_IDS, FRONTIER_IDS, KNOWN_IDS, METHOD_IDS, REAL_METHOD_IDS
+from backtest.methods.registry import (
+    CURATION_IDS,
+    FORECAST_METHODS,
+    FRONTIER_IDS,
+    KNOWN_IDS,
+    METHOD_IDS,
+    REAL_METHOD_IDS,
+)
 from backtest.plantedmem import ALL_REGIMES, CURATION_REGIMES, REGIMES
 
 app = typer.Typer(help="Offline backtests on PlantedMem and the real-data benchmarks.", no_args_is_help=True)
 data_app = typer.Typer(help="Benchmark data: what is present and where each input is looked for.", no_args_is_help=True)
 
 INVESTOR_CHOICES = ("aggressive", "balanced", "conservative")
-#: PlantedForecast's methods (backtest.forecast.FORECAST_METHODS, named here so the help needs no import)
-FORECAST_IDS = (
-    "memtrial",
-    "memtrial_paper",
-    "no_memory",
-    "all_four",
-    "draft_mean",
-    "outcome_credit",
-    "counterfactual_argmax",
-    "oracle",
-    "memtrial_budget_2",
-    "memtrial_budget_3",
-    "memtrial_budget_4",
-)
 REGIME_HELP = (
     "'all' (the seven: "
     + ", ".join(REGIMES)
@@ -508,13 +501,13 @@ def forecast(
     out: Path = typer.Option(..., help="Output folder for results.json and results.md."),
     methods: str | None = typer.Option(
         None,
-        help="Comma-separated method ids (default: all): " + ", ".join(FORECAST_IDS) + ".",
+        help="Comma-separated method ids (default: all): " + ", ".join(FORECAST_METHODS) + ".",
     ),
 ) -> None:
     """PlantedForecast: scored decisions (three-outcome forecasts, Brier rule) with planted experiences."""
     import json
 
-    from backtest.forecast import FORECAST_METHODS, forecast_report, run_forecasts
+    from backtest.forecast import forecast_report, run_forecasts
 
     seed_list = parse_seeds(seeds)
     chosen = tuple(_listed("methods", methods)) if methods else tuple(FORECAST_METHODS)

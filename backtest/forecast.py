@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from backtest.methods.base import without_quarantined
+from backtest.methods.registry import FORECAST_METHODS
 from backtest.report import seeds_label
 from memtrial.action.budget import budget_gate
 from memtrial.action.fallback import FallbackVariant
@@ -51,19 +52,6 @@ __all__ = ["FORECAST_METHODS", "ForecastWorld", "run_forecast_world", "run_forec
 
 K, M, DATES, UNSCORED, OUTCOMES, BETA = 4, 12, 150, 12, 3, 0.3
 HALF = half_fraction(K)
-FORECAST_METHODS = [
-    "memtrial",
-    "memtrial_paper",
-    "no_memory",
-    "all_four",
-    "draft_mean",
-    "outcome_credit",
-    "counterfactual_argmax",
-    "oracle",
-    "memtrial_budget_2",
-    "memtrial_budget_3",
-    "memtrial_budget_4",
-]
 DISPLAY = {
     "memtrial": "MemTrial (trust dial)",
     "memtrial_paper": "MemTrial: paper's rule",

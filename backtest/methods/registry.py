@@ -39,6 +39,7 @@ from memtrial.errors import ConfigError
 from memtrial.trust.gate import GateConfig, GateTest
 
 __all__ = [
+    "FORECAST_METHODS",
     "ANCHORED_BASES",
     "BUDGETED",
     "CURATION_IDS",
@@ -201,6 +202,20 @@ FRONTIER_IDS: list[str] = [m for m in MEMTRIAL_VARIANTS if m.startswith(("memtri
 #: asked for by name (``--methods``); a default run leaves them out
 CURATION_IDS: list[str] = [*CURATION_VARIANTS, "q_retrieval", "oracle_retrieval", "memtrial_robust"]
 METHOD_IDS: list[str] = [m for m in FACTORIES if m not in FRONTIER_IDS and m not in CURATION_IDS]
+#: PlantedForecast's methods (backtest.forecast runs them; the command line's help and checks list them)
+FORECAST_METHODS: list[str] = [
+    "memtrial",
+    "memtrial_paper",
+    "no_memory",
+    "all_four",
+    "draft_mean",
+    "outcome_credit",
+    "counterfactual_argmax",
+    "oracle",
+    "memtrial_budget_2",
+    "memtrial_budget_3",
+    "memtrial_budget_4",
+]
 # the real-data settings have no oracle, and their reference is equal weight (already a method)
 REAL_METHOD_IDS: list[str] = [m for m in METHOD_IDS if m not in ("oracle", "reference")]
 KNOWN_IDS: list[str] = list(FACTORIES)  # every method a run may name
