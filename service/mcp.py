@@ -80,13 +80,18 @@ class Service:
         return AsyncMemtrialClient(self.url, self.api_key)
 
 
+def _refused(error: ServiceError) -> ValueError:
+    """A refusal of the service as a tool error, said the same way by every tool."""
+    return ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}")
+
+
 async def _call(service: Service, operation: str, *args: Any, **kwargs: Any) -> Any:
     """One client operation, its answer as JSON; a refusal of the service as a tool error."""
     async with service.client() as memtrial:
         try:
             answer = await getattr(memtrial, operation)(*args, **kwargs)
         except ServiceError as error:
-            raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+            raise _refused(error) from None
     return answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
 
 
@@ -261,8 +266,8 @@ async def get_values(service: Service, agent_id: str) -> dict[str, Any]:
     async with service.client() as memtrial:
         try:
             values = await memtrial.values(agent_id)
-        except ServiceError as error:  # as every other tool says a refusal
-            raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+        except ServiceError as error:
+            raise _refused(error) from None
     return {
         "learner_mode": values.learner_mode,
         "unit": UTILITY_UNIT,
@@ -280,7 +285,7 @@ async def _subset_prompts(service: Service, agent_id: str, decision_id: str) -> 
             agent = await memtrial.get_agent(agent_id)
             record = await memtrial.get_decision(agent_id, decision_id)
         except ServiceError as error:
-            raise ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}") from None
+            raise _refused(error) from None
     if record.plan is None or record.context_text is None:
         raise ValueError(f"decision {decision_id!r} has no plan with its context to draft from")
     settings = agent.model_dump(mode="json")

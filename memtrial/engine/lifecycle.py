@@ -504,14 +504,11 @@ class MemTrial:
         if similarities is None:
             scores = [float(-i) for i in range(len(ids))]  # 0, -1, -2, ... (0, not -0)
         else:
-            try:
+            try:  # read once (an iterator is read a single time); rank checks each is a finite number
                 if isinstance(similarities, (str, bytes)):
                     raise TypeError("a text is not scores")
-                given = list(similarities)  # once: an iterator is read a single time
-                if any(isinstance(v, (str, bytes, bool, np.bool_)) for v in given):
-                    raise TypeError("texts and flags are not scores")
-                scores = [float(v) for v in given]
-            except (TypeError, ValueError):
+                scores = list(similarities)
+            except TypeError:
                 raise InputError(
                     f"similarities must be one number per candidate, got {similarities!r}"[:300], field="similarities"
                 ) from None
