@@ -68,6 +68,9 @@ AssetClass = Literal["equities", "bonds", "cash", "commodities", "real_estate", 
 class Public(BaseModel):
     """A model of an answer; ``model["field"]`` reads a field like a dict key."""
 
+    # every field of an answer is sent, a default one too: the REST description says so (required)
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     def __getitem__(self, key: str) -> Any:
         if key not in type(self).model_fields:
             raise KeyError(key)
@@ -216,16 +219,15 @@ _ACTIVE = (
 class ValueEntryPublic(ValuePublic):
     """A value on ``/values``, with what it is the value of."""
 
-    status: Status | None = Field(default=None, description=f"{_STATUS} (null: deleted since)")
+    status: Status = Field(description=_STATUS)
     changed_at: str | None = Field(
         default=None,
         description="the decision at which a change of sign of the experience's contributions was detected (its value, interval and n are learnt from there on); null: none",
     )
-    text: str | None = Field(default=None, description="the experience's text (null: deleted since)")
+    text: str = Field(description="the experience's text")
     external_id: str | None = Field(default=None, description="the experience's id in the client's memory store")
-    active: bool | None = Field(default=None, description=f"{_ACTIVE} (null: deleted since)")
-    label: str | None = Field(
-        default=None,
+    active: bool = Field(description=_ACTIVE)
+    label: str = Field(
         description="what a reader sees: the text, shortened, in quotes (else the external id, else the id)",
     )
 

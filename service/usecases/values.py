@@ -47,17 +47,18 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
             )
         }
         mode = engine.learner.selected_mode.value
-        status = {e: experience_status(rows[e].active, e, engine).value for e in values if e in rows}
+        # the engine values the agent's experiences, every one a row (a deleted one leaves both together)
+        status = {e: experience_status(rows[e].active, e, engine).value for e in values}
         return_engine(session, agent, engine, services.engines)
     entries = {
         e: ValueEntryPublic(
             **value.model_dump(),
-            text=rows[e].text if e in rows else None,
-            external_id=rows[e].external_id if e in rows else None,
-            active=rows[e].active if e in rows else None,
-            status=status.get(e),
+            text=rows[e].text,
+            external_id=rows[e].external_id,
+            active=rows[e].active,
+            status=status[e],
             changed_at=changed[e],
-            label=experience_label(rows[e].text, e, rows[e].external_id) if e in rows else e,
+            label=experience_label(rows[e].text, e, rows[e].external_id),
         )
         for e, value in sorted(values.items(), key=lambda item: -item[1].mean)
     }

@@ -21,3 +21,38 @@ def test_docs_load_swagger_ui_from_the_package_not_a_cdn(http):
     script = http.get("/docs/assets/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
     assert http.get("/redoc").status_code == 404
+
+
+def _referenced(schema: object) -> set[str]:
+    """The component schemas a piece of the description names, directly."""
+    if isinstance(schema, dict):
+        found = {schema["$ref"].rsplit("/", 1)[1]} if "$ref" in schema else set()
+        return found.union(*(_referenced(v) for v in schema.values()))
+    if isinstance(schema, list):
+        return set().union(*(_referenced(v) for v in schema))
+    return set()
+
+
+def test_every_field_of_an_answer_is_required_as_every_answer_sends_it(http):
+    """An answer sends every field of its model, a defaulted one too (null where it has none): the
+    description marks each required, so a generated client (the TypeScript types) reads them as always
+    there, not as possibly missing."""
+    schema = http.get("/openapi.json").json()
+    components = schema["components"]["schemas"]
+    answers: set[str] = set()
+    pending = _referenced([op["responses"] for path in schema["paths"].values() for op in path.values()])
+    while pending:
+        name = pending.pop()
+        if name not in answers:
+            answers.add(name)
+            pending |= _referenced(components[name])
+    assert {"ValueEntryPublic", "ExperiencePublic", "DecisionPublic", "ErrorDetail"} <= answers
+    missing = {
+        name: sorted(set(components[name].get("properties", {})) - set(components[name].get("required", [])))
+        for name in answers
+    }
+    assert {name: fields for name, fields in missing.items() if fields} == {}
+    # a valued experience has its row (deleting one forgets its value too): never a null text or status
+    entry = components["ValueEntryPublic"]["properties"]
+    assert entry["text"] == {"type": "string", "title": "Text", "description": "the experience's text"}
+    assert "anyOf" not in entry["status"] and "anyOf" not in entry["active"]

@@ -655,7 +655,7 @@ export interface components {
              * Answer
              * @description scored agents: what a server-drafted draft is (null: probabilities over outcomes, else text)
              */
-            answer?: {
+            answer: {
                 [key: string]: unknown;
             } | null;
             /**
@@ -671,12 +671,12 @@ export interface components {
              * Draft Budget
              * @description LLM draft calls per decision on average (null: the whole design)
              */
-            draft_budget?: number | null;
+            draft_budget: number | null;
             /**
              * Draft Horizon
              * @description the number of decisions the budget covers (null: open-ended)
              */
-            draft_horizon?: number | null;
+            draft_horizon: number | null;
             /** Drafter */
             drafter: {
                 [key: string]: unknown;
@@ -697,33 +697,33 @@ export interface components {
              * @description experiences retrieved per decision
              * @default 4
              */
-            k?: number;
+            k: number;
             /**
              * Kind
              * @default portfolio
              */
-            kind?: string;
+            kind: string;
             /** Learner */
             learner: string;
             /** Name */
             name: string;
             /** Outcomes */
-            outcomes?: string[] | null;
+            outcomes: string[] | null;
             /** @description the quarantine of credibly harmful experiences (null: an agent made before the setting existed, which runs without one) */
-            quarantine?: components["schemas"]["QuarantineStatePublic"] | null;
+            quarantine: components["schemas"]["QuarantineStatePublic"] | null;
             /**
              * Reference
              * @description given (reference_weights, equal weight by default) or memory_free
              * @default given
              */
-            reference?: string;
+            reference: string;
             /**
              * Retrieval
              * @description how plans retrieve: by similarity alone, or by similarity and learned value
              * @default similarity
              * @enum {string}
              */
-            retrieval?: "similarity" | "value_aware";
+            retrieval: "similarity" | "value_aware";
             /** Universe */
             universe: components["schemas"]["Asset"][] | null;
         };
@@ -938,15 +938,15 @@ export interface components {
             /** Action */
             action: string;
             /** Chosen */
-            chosen?: unknown;
+            chosen: unknown;
             /** Decision Id */
             decision_id: string;
-            dial?: components["schemas"]["DialPublic"] | null;
+            dial: components["schemas"]["DialPublic"] | null;
             /**
              * Draft Calls
              * @description the drafts the decision was made from (one LLM call each)
              */
-            draft_calls?: number | null;
+            draft_calls: number | null;
             /** Drafts */
             drafts: unknown[];
             /** Explanation */
@@ -957,7 +957,7 @@ export interface components {
             mask: number | null;
             plan: components["schemas"]["PlanPublic"];
             /** Played */
-            played?: number | null;
+            played: number | null;
             /**
              * Predicted Gain
              * @description the predicted gain of the chosen subset over the reference, in utility per decision
@@ -973,7 +973,7 @@ export interface components {
             /** Q */
             q: number | null;
             /** Reference */
-            reference?: number | null;
+            reference: number | null;
             /** Status */
             status: string;
             /** Subset */
@@ -993,7 +993,7 @@ export interface components {
              * Context Text
              * @description the context the decision was planned for
              */
-            context_text?: string | null;
+            context_text: string | null;
             /** Decision */
             decision: {
                 [key: string]: unknown;
@@ -1038,7 +1038,7 @@ export interface components {
              * Failure
              * @description why a failed decision was withdrawn (None unless failed)
              */
-            failure?: string | null;
+            failure: string | null;
             /**
              * Maturity
              * Format: date-time
@@ -1136,7 +1136,7 @@ export interface components {
              * Errors
              * @description every error found, the first first (a validation error lists each field)
              */
-            errors?: components["schemas"]["ErrorItem"][];
+            errors: components["schemas"]["ErrorItem"][];
             /**
              * Field
              * @description the first error's field
@@ -1202,7 +1202,7 @@ export interface components {
              * External Id
              * @description the experience's id in the client's own memory store
              */
-            external_id?: string | null;
+            external_id: string | null;
             /** Id */
             id: string;
             /** Metadata */
@@ -1210,14 +1210,14 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description a quarantined experience: the evidence at quarantine */
-            quarantine?: components["schemas"]["QuarantinePublic"] | null;
+            quarantine: components["schemas"]["QuarantinePublic"] | null;
             /**
              * Status
              * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)
              * @default active
              * @enum {string}
              */
-            status?: "active" | "quarantined" | "retired";
+            status: "active" | "quarantined" | "retired";
             /** Structured */
             structured: {
                 [key: string]: unknown;
@@ -1229,7 +1229,7 @@ export interface components {
              * Write
              * @description in the answer to an add: created, or (an external_id that existed) updated or unchanged
              */
-            write?: ("created" | "updated" | "unchanged") | null;
+            write: ("created" | "updated" | "unchanged") | null;
         };
         /**
          * ExperienceList
@@ -1242,7 +1242,7 @@ export interface components {
             /** Limit */
             limit: number;
             /** Next Cursor */
-            next_cursor?: string | null;
+            next_cursor: string | null;
             /** Offset */
             offset: number;
             /** Total */
@@ -1271,7 +1271,7 @@ export interface components {
              * External Id
              * @description the experience's id in the client's own memory store
              */
-            external_id?: string | null;
+            external_id: string | null;
             /** Id */
             id: string;
             /** Metadata */
@@ -1279,14 +1279,14 @@ export interface components {
                 [key: string]: unknown;
             };
             /** @description a quarantined experience: the evidence at quarantine */
-            quarantine?: components["schemas"]["QuarantinePublic"] | null;
+            quarantine: components["schemas"]["QuarantinePublic"] | null;
             /**
              * Status
              * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)
              * @default active
              * @enum {string}
              */
-            status?: "active" | "quarantined" | "retired";
+            status: "active" | "quarantined" | "retired";
             /** Structured */
             structured: {
                 [key: string]: unknown;
@@ -1298,7 +1298,7 @@ export interface components {
              * Write
              * @description in the answer to an add: created, or (an external_id that existed) updated or unchanged
              */
-            write?: ("created" | "updated" | "unchanged") | null;
+            write: ("created" | "updated" | "unchanged") | null;
         };
         /** GatePublic */
         GatePublic: {
@@ -1367,7 +1367,7 @@ export interface components {
              * Superseded
              * @description score entries a correction replaced, by index (as a string): the index of that correction entry
              */
-            superseded?: {
+            superseded: {
                 [key: string]: number;
             };
         };
@@ -1381,12 +1381,12 @@ export interface components {
              */
             decision_time: string;
             /** @description agents acting by the trust dial: omega, its evidence and how the drafts will be combined */
-            dial?: components["schemas"]["DialPublic"] | null;
+            dial: components["schemas"]["DialPublic"] | null;
             /**
              * Draft Calls
              * @description the drafts to make for this decision (one LLM call each)
              */
-            draft_calls?: number | null;
+            draft_calls: number | null;
             /** Learner Mode */
             learner_mode: string;
             /**
@@ -1409,7 +1409,7 @@ export interface components {
              * @default server
              * @enum {string}
              */
-            retrieval?: "server" | "client" | "candidates";
+            retrieval: "server" | "client" | "candidates";
             /** Retrieved */
             retrieved: components["schemas"]["RetrievedPublic"][];
             /** Status */
@@ -1421,7 +1421,7 @@ export interface components {
              * @description false: a draft-budget decision that exploits what is known (one draft, listed in subsets) and learns nothing
              * @default true
              */
-            trial?: boolean;
+            trial: boolean;
             trust: components["schemas"]["TrustStatePublic"];
         };
         /** ProviderPublic */
@@ -1463,7 +1463,7 @@ export interface components {
              * Log Index
              * @description the index of the quarantine entry in the agent's log
              */
-            log_index?: number | null;
+            log_index: number | null;
             /**
              * Mean
              * @description their mean, in utility per decision
@@ -1542,13 +1542,13 @@ export interface components {
              * Clip
              * @description the weighted sign's scale; null: the plain sign test
              */
-            clip?: number | null;
+            clip: number | null;
             /**
              * Control
              * @description what level bounds: fdr (the false discovery rate) or fwer (the probability of any wrong quarantine; an agent made before the setting existed)
              * @default fwer
              */
-            control?: string;
+            control: string;
             /** Enabled */
             enabled: boolean;
             /**
@@ -1561,7 +1561,7 @@ export interface components {
              * @description s of the tests' shares of the level (method 4.13)
              * @default 0
              */
-            spread?: number;
+            spread: number;
         };
         /**
          * RankedPublic
@@ -1569,7 +1569,7 @@ export interface components {
          */
         RankedPublic: {
             /** External Id */
-            external_id?: string | null;
+            external_id: string | null;
             /** Id */
             id: string;
             /**
@@ -1685,7 +1685,7 @@ export interface components {
         /** RetrievedPublic */
         RetrievedPublic: {
             /** External Id */
-            external_id?: string | null;
+            external_id: string | null;
             /** Id */
             id: string;
             /**
@@ -1708,7 +1708,7 @@ export interface components {
         /** SearchHit */
         SearchHit: {
             /** External Id */
-            external_id?: string | null;
+            external_id: string | null;
             /** Id */
             id: string;
             /** Score */
@@ -1749,7 +1749,7 @@ export interface components {
              * Contribution Labels
              * @description each credited experience's label (its text, shortened, in quotes), by id
              */
-            contribution_labels?: {
+            contribution_labels: {
                 [key: string]: string;
             };
             /**
@@ -1763,7 +1763,7 @@ export interface components {
              * Corrections
              * @description outcomes this settlement replaced, oldest first
              */
-            corrections?: components["schemas"]["CorrectionPublic"][];
+            corrections: components["schemas"]["CorrectionPublic"][];
             /** Decision Id */
             decision_id: string;
             /**
@@ -1781,7 +1781,7 @@ export interface components {
              * @description for readers: each credited experience by its label with its contribution
              * @default
              */
-            explanation?: string;
+            explanation: string;
             /**
              * Interactions
              * @description the two-factor interaction contrasts, in utility per decision
@@ -1790,14 +1790,14 @@ export interface components {
                 [key: string]: number;
             };
             /** Outcome */
-            outcome?: unknown;
+            outcome: unknown;
             /**
              * Reference Utility
              * @description the reference draft's settled utility, in utility per decision
              */
             reference_utility: number;
             /** Rule */
-            rule?: string | null;
+            rule: string | null;
             /** Score */
             score: number | null;
             /**
@@ -1815,7 +1815,7 @@ export interface components {
              * Warnings
              * @description accepted input that looks wrong, e.g. a session return of 50% or more (percentages given as fractions?); empty when none
              */
-            warnings?: components["schemas"]["WarningPublic"][];
+            warnings: components["schemas"]["WarningPublic"][];
         };
         /** SettleRequest */
         SettleRequest: {
@@ -1862,7 +1862,7 @@ export interface components {
              * External Ids
              * @description the experiences' external ids, in order
              */
-            external_ids?: (string | null)[];
+            external_ids: (string | null)[];
             /** Index */
             index: number;
             /** Mask */
@@ -1909,34 +1909,34 @@ export interface components {
         ValueEntryPublic: {
             /**
              * Active
-             * @description false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved) (null: deleted since)
+             * @description false: retired by hand; a quarantined experience stays active (not retired: status says whether it is retrieved)
              */
-            active?: boolean | null;
+            active: boolean;
             /**
              * Changed At
              * @description the decision at which a change of sign of the experience's contributions was detected (its value, interval and n are learnt from there on); null: none
              */
-            changed_at?: string | null;
+            changed_at: string | null;
             /**
              * External Id
              * @description the experience's id in the client's memory store
              */
-            external_id?: string | null;
+            external_id: string | null;
             /**
              * Interval
              * @description where lower, upper and p_positive come from (null: no estimate yet)
              */
-            interval?: ("empirical_bayes" | "full_bayes") | null;
+            interval: ("empirical_bayes" | "full_bayes") | null;
             /**
              * Label
              * @description what a reader sees: the text, shortened, in quotes (else the external id, else the id)
              */
-            label?: string | null;
+            label: string;
             /**
              * Lower
              * @description the 90% interval's lower end, in utility per decision
              */
-            lower?: number | null;
+            lower: number | null;
             /**
              * Mean
              * @description posterior mean value, in utility per decision
@@ -1951,7 +1951,7 @@ export interface components {
              * P Positive
              * @description P(v > 0), a probability
              */
-            p_positive?: number | null;
+            p_positive: number | null;
             /**
              * Sd
              * @description posterior sd, in utility per decision (null: no estimate yet)
@@ -1959,19 +1959,20 @@ export interface components {
             sd: number | null;
             /**
              * Status
-             * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand) (null: deleted since)
+             * @description active (retrieved), quarantined (kept out of retrieval by its evidence) or retired (by hand)
+             * @enum {string}
              */
-            status?: ("active" | "quarantined" | "retired") | null;
+            status: "active" | "quarantined" | "retired";
             /**
              * Text
-             * @description the experience's text (null: deleted since)
+             * @description the experience's text
              */
-            text?: string | null;
+            text: string;
             /**
              * Upper
              * @description the 90% interval's upper end, in utility per decision
              */
-            upper?: number | null;
+            upper: number | null;
         };
         /**
          * ValuePublic
@@ -1990,12 +1991,12 @@ export interface components {
              * Interval
              * @description where lower, upper and p_positive come from (null: no estimate yet)
              */
-            interval?: ("empirical_bayes" | "full_bayes") | null;
+            interval: ("empirical_bayes" | "full_bayes") | null;
             /**
              * Lower
              * @description the 90% interval's lower end, in utility per decision
              */
-            lower?: number | null;
+            lower: number | null;
             /**
              * Mean
              * @description posterior mean value, in utility per decision
@@ -2010,7 +2011,7 @@ export interface components {
              * P Positive
              * @description P(v > 0), a probability
              */
-            p_positive?: number | null;
+            p_positive: number | null;
             /**
              * Sd
              * @description posterior sd, in utility per decision (null: no estimate yet)
@@ -2020,7 +2021,7 @@ export interface components {
              * Upper
              * @description the 90% interval's upper end, in utility per decision
              */
-            upper?: number | null;
+            upper: number | null;
         };
         /**
          * ValuesPublic
