@@ -556,7 +556,7 @@ class Operations:
     delete_experience = Operation("DELETE", _EXPERIENCE, _delete_experience)
     search_experiences = Operation("POST", _AGENT + "/experiences/search", _search_experiences)
     rank_experiences = Operation("POST", _AGENT + "/experiences/rank", _rank_experiences)
-    release_experience = Operation("POST", _EXPERIENCE + "/release", _release_experience)
+    release_experience = Operation("POST", _EXPERIENCE + "/release", _release_experience, creates=True)
     # -- decisions ------------------------------------------------------------------------------------
     create_decision = Operation("POST", _AGENT + "/decisions", _create_decision, creates=True)
     submit_drafts = Operation("POST", _DECISION + "/drafts", _submit_drafts, creates=True)

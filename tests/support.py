@@ -9,6 +9,7 @@ import datetime as dt
 import os
 from urllib.parse import urlsplit, urlunsplit
 
+import httpx
 import pytest
 
 #: The database ``MEMTRIAL_TEST_POSTGRES_URL`` names: the one a serial run uses, and the one each parallel
@@ -206,3 +207,20 @@ def assert_snapshots_close(first, second, atol=1e-12):
                 )
         else:
             np.testing.assert_allclose(a, b, rtol=0, atol=atol, err_msg=key)
+
+
+class LoseFirstAnswer(httpx.BaseTransport):
+    """Forwards every request; the first answer to a matching POST is lost on its way back."""
+
+    def __init__(self, inner: httpx.BaseTransport, path_suffix: str) -> None:
+        self.inner, self.path_suffix, self.lost, self.keys = inner, path_suffix, 0, []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self.inner.handle_request(request)
+        response = httpx.Response(answer.status_code, headers=answer.headers, content=answer.read(), request=request)
+        if request.method == "POST" and request.url.path.endswith(self.path_suffix):
+            self.keys.append(request.headers.get("idempotency-key"))
+            if not self.lost:
+                self.lost += 1
+                raise httpx.ReadError("connection reset before the answer arrived", request=request)
+        return response

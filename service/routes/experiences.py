@@ -123,9 +123,17 @@ def rank_experiences(agent_id: str, body: RankRequest, tenant_id: TenantDep, ser
 
 @router.post("/{experience_id}/release")
 def release_experience(
-    agent_id: str, experience_id: str, body: ReleaseRequest, tenant_id: TenantDep, services: ServicesDep
+    agent_id: str,
+    experience_id: str,
+    body: ReleaseRequest,
+    tenant_id: TenantDep,
+    services: ServicesDep,
+    request: Request,
+    key: IdempotencyKey = None,
 ) -> ExperiencePublic:
     """Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
     ``release`` entry of the agent's log records the evidence at this moment and the reason; 409
-    ``not_quarantined`` for an experience that is not quarantined."""
-    return curation.release(services, tenant_id, agent_id, experience_id, body.reason)
+    ``not_quarantined`` for an experience that is not quarantined. With an ``Idempotency-Key``, a retry
+    whose first answer was lost gets that answer (the release is logged once), not a 409."""
+    guard = Idempotency(key, tenant_id, request, body)
+    return curation.release(services, tenant_id, agent_id, experience_id, body.reason, guard)

@@ -18,9 +18,11 @@ from memtrial.trust.log import LogKind
 from service.db import transaction
 from service.deps import Services
 from service.errors import ApiError
+from service.idempotency import Idempotency
 from service.models import Agent, Experience, LogRow
 from service.schemas import ExperiencePublic, QuarantinePublic, RankedPublic, RankRequest, RankResult
 from service.store import load_agent, owned_row, return_engine, save_engine
+from service.usecases.unit import agent_write
 from service.views import experience_public, shown
 
 __all__ = ["candidate_rows", "quarantine_evidence", "rank", "release"]
@@ -98,12 +100,13 @@ def rank(services: Services, tenant_id: str, agent_id: str, body: RankRequest) -
     return RankResult(items=items)
 
 
-def release(services: Services, tenant_id: str, agent_id: str, experience_id: str, reason: str) -> ExperiencePublic:
+def release(
+    services: Services, tenant_id: str, agent_id: str, experience_id: str, reason: str, guard: Idempotency
+) -> ExperiencePublic:
     """Release a quarantined experience by hand (a ``release`` log entry with the evidence and the reason);
     409 ``not_quarantined`` for one that is not (a retired one included: its status is retired, whatever its
-    evidence), and nothing is written."""
-    with transaction(services.sessions) as session:
-        agent = load_agent(session, tenant_id, agent_id, lock=True)
+    evidence), and nothing is written. A retry with the first request's key gets its answer."""
+    with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         row = owned_row(session, Experience, agent, experience_id, "experience")
         engine = services.engines.checkout(session, agent)
         try:
@@ -115,4 +118,6 @@ def release(services: Services, tenant_id: str, agent_id: str, experience_id: st
             message = f"{why} (only a quarantined experience can be released)"
             raise ApiError(409, "not_quarantined", message, "experience_id") from None
         save_engine(session, agent, engine, services.engines)
-        return experience_public(row, engine)  # active again: no quarantine evidence
+        answer = experience_public(row, engine)  # active again: no quarantine evidence
+        guard.complete(200, answer)
+        return answer

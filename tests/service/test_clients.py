@@ -7,7 +7,7 @@ import typing
 
 import httpx
 import pytest
-from support import UNIVERSE, make_tenant
+from support import UNIVERSE, LoseFirstAnswer, make_tenant
 
 from service.api_types import AgentPublic, DecisionPublic, PlanPublic, SettlementPublic, VerifyPublic
 from service.client import AsyncMemtrialClient, MemtrialClient, Operation, Operations, ServiceError
@@ -56,23 +56,6 @@ def test_the_async_client_runs_an_agent_loop_with_typed_answers(
             assert missing.value.status == 404
 
     asyncio.run(main())
-
-
-class LoseFirstAnswer(httpx.BaseTransport):
-    """Forwards every request; the first answer to a matching POST is lost on its way back."""
-
-    def __init__(self, inner: httpx.BaseTransport, path_suffix: str) -> None:
-        self.inner, self.path_suffix, self.lost, self.keys = inner, path_suffix, 0, []
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        answer = self.inner.handle_request(request)
-        response = httpx.Response(answer.status_code, headers=answer.headers, content=answer.read(), request=request)
-        if request.method == "POST" and request.url.path.endswith(self.path_suffix):
-            self.keys.append(request.headers.get("idempotency-key"))
-            if not self.lost:
-                self.lost += 1
-                raise httpx.ReadError("connection reset before the answer arrived", request=request)
-        return response
 
 
 @pytest.mark.parametrize("suffix", ["/v1/agents", "/settle"])

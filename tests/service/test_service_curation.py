@@ -6,9 +6,10 @@ import datetime as dt
 import json
 import math
 
+import httpx
 import numpy as np
 import pytest
-from support import UNIVERSE, raw
+from support import UNIVERSE, LoseFirstAnswer, raw
 
 from memtrial.curation import QuarantineConfig
 from service.client import ServiceError
@@ -481,3 +482,34 @@ def test_a_quarantined_experience_is_not_deleted_until_released_or_retired(clien
     assert harmful not in {e["id"] for e in client.list_experiences(agent["id"], limit=500)["items"]}
     log = client.trust_log(agent["id"], limit=1000)["items"]
     assert [e["kind"] for e in log if e["kind"] in ("quarantine", "release")] == ["quarantine", "release"]
+
+
+def test_a_release_whose_answer_was_lost_is_retried_with_its_key_and_logged_once(client, http):
+    """The client sends a release with an ``Idempotency-Key``: a retry after a lost answer gets the first
+    answer (not a 409 ``not_quarantined``), the log holds one release, and the key replays that answer."""
+    from service.client import MemtrialClient
+
+    agent, names = scored_agent(client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2})
+    harmful = names["harmful"]
+    assert drive_until_quarantined(client, agent["id"], names, limit=40) < 40
+    flaky = LoseFirstAnswer(http._transport, "/release")
+    api_key = client._headers["Authorization"].removeprefix("Bearer ")
+    with httpx.Client(transport=flaky, base_url=str(http.base_url)) as losing:
+        released = MemtrialClient(api_key=api_key, http=losing, retries=2).release_experience(
+            agent["id"], harmful, reason="reviewed"
+        )
+    assert released["status"] == "active" and flaky.lost == 1
+    assert len(flaky.keys) == 2 and flaky.keys[0] == flaky.keys[1] is not None  # one key, reused by the retry
+    releases = [entry for entry in client.trust_log(agent["id"], limit=1000)["items"] if entry["kind"] == "release"]
+    assert [entry["payload"]["experience_id"] for entry in releases] == [harmful]
+
+    path = f"/v1/agents/{agent['id']}/experiences/{harmful}/release"
+    before = written(client, agent["id"])
+    replayed = raw(http, client, "POST", path, json.dumps({"reason": "reviewed"}), {"Idempotency-Key": flaky.keys[0]})
+    assert replayed.status_code == 200 and replayed.headers["Idempotent-Replayed"] == "true"
+    assert replayed.json() == released.model_dump(mode="json")
+    other = raw(http, client, "POST", path, json.dumps({"reason": "other"}), {"Idempotency-Key": flaky.keys[0]})
+    assert (other.status_code, other.json()["error"]["code"]) == (409, "idempotency_conflict")
+    unkeyed = send(http, client, "POST", path, {"reason": "reviewed"})
+    assert (unkeyed.status_code, unkeyed.json()["error"]["code"]) == (409, "not_quarantined")
+    assert written(client, agent["id"]) == before

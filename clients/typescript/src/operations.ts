@@ -99,7 +99,7 @@ export const operations = {
   deleteExperience: op("delete", "/v1/agents/{agent_id}/experiences/{experience_id}"),
   searchExperiences: op("post", "/v1/agents/{agent_id}/experiences/search"),
   rankExperiences: op("post", "/v1/agents/{agent_id}/experiences/rank"),
-  releaseExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/release"),
+  releaseExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/release", { creates: true }),
   // -- decisions ----------------------------------------------------------------------------------------
   createDecision: op("post", "/v1/agents/{agent_id}/decisions", { creates: true }),
   submitDrafts: op("post", "/v1/agents/{agent_id}/decisions/{decision_id}/drafts", { creates: true }),

@@ -276,7 +276,8 @@ export interface paths {
          * Release Experience
          * @description Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
          *     ``release`` entry of the agent's log records the evidence at this moment and the reason; 409
-         *     ``not_quarantined`` for an experience that is not quarantined.
+         *     ``not_quarantined`` for an experience that is not quarantined. With an ``Idempotency-Key``, a retry
+         *     whose first answer was lost gets that answer (the release is logged once), not a 409.
          */
         post: operations["release_experience_v1_agents__agent_id__experiences__experience_id__release_post"];
         delete?: never;
@@ -3937,7 +3938,10 @@ export interface operations {
     release_experience_v1_agents__agent_id__experiences__experience_id__release_post: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description any unique string (letters, digits, _ . : -) to make a retry of this request safe; kept for 24 h */
+                "Idempotency-Key"?: string | null;
+            };
             path: {
                 agent_id: string;
                 experience_id: string;
