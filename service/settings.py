@@ -8,6 +8,7 @@ them (``python -m service.settings``) and a test keeps the two equal.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,12 @@ MAX_DRAFTS_CEILING = 256
 
 def _setting(default: Any, env: str, help: str) -> Any:  # noqa: A002 - the word the table uses
     return field(default=default, metadata={"env": env, "help": help})
+
+
+#: the settings whose range is checked on its own, naming its bounds (every other number: finite and >= 0)
+_OWN_RANGE = frozenset(
+    {"auth_cache_seconds", "idempotency_lease_seconds", "max_abs_utility", "max_drafts_per_decision"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,10 +186,12 @@ class Settings:
     def __post_init__(self) -> None:
         if not 0.0 <= self.auth_cache_seconds <= 5.0:
             raise ValueError(f"MEMTRIAL_AUTH_CACHE_SECONDS must be in [0, 5], got {self.auth_cache_seconds!r}")
-        for item in dataclasses.fields(self):
+        for item in dataclasses.fields(self):  # those with a range of their own name it below
             value = getattr(self, item.name)
-            if isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
-                raise ValueError(f"{item.metadata['env']} must be >= 0, got {value!r}")
+            if item.name in _OWN_RANGE or not isinstance(value, int | float) or isinstance(value, bool):
+                continue
+            if not 0 <= value < math.inf:  # NaN passed a plain ">= 0", then refused every request it bounded
+                raise ValueError(f"{item.metadata['env']} must be a finite number >= 0, got {value!r}")
         from service.ratelimit import TrustedProxies
 
         TrustedProxies(self.trusted_proxies)  # a malformed entry fails at start, naming it

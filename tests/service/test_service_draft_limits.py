@@ -248,3 +248,25 @@ def test_a_utility_bound_outside_what_the_engine_learns_from_stops_the_start_nam
         with pytest.raises(ValueError, match=r"MEMTRIAL_MAX_ABS_UTILITY must be in \(0, 1e\+100\], got"):
             Settings(max_abs_utility=value)
     assert Settings(max_abs_utility=1e100).max_abs_utility == 1e100
+
+
+@pytest.mark.parametrize(
+    "variable,raw",
+    [
+        ("MEMTRIAL_MAX_SESSION_RETURN", "nan"),
+        ("MEMTRIAL_MAX_SESSION_RETURN", "inf"),
+        ("MEMTRIAL_CACHE_MB", "nan"),
+        ("MEMTRIAL_IDEMPOTENCY_HOURS", "nan"),
+        ("MEMTRIAL_DB_BUSY_TIMEOUT", "inf"),
+        ("MEMTRIAL_DB_BUSY_TIMEOUT", "-1"),
+    ],
+)
+def test_a_setting_that_is_not_a_finite_number_stops_the_start_naming_the_variable(monkeypatch, variable, raw):
+    """NaN passed a ">= 0" check: the service started, then refused every settlement ("above the plausible
+    nan a session")."""
+    from service.settings import Settings
+
+    monkeypatch.setenv(variable, raw)
+    with pytest.raises(ValueError) as error:
+        Settings.from_env()
+    assert str(error.value) == f"{variable} must be a finite number >= 0, got {float(raw)!r}"
