@@ -159,6 +159,10 @@ class AgentPublic(Public):
     fee_bp: float
     action: str
     credit: str
+    robust: bool = Field(
+        False,
+        description="whether each settlement's contributions are screened for outliers before learning (false for an agent made before the setting existed, which learnt without it)",
+    )
     draft_budget: float | None = Field(
         None, description="LLM draft calls per decision on average (null: the whole design)"
     )

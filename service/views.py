@@ -55,6 +55,7 @@ def agent_public(agent: Agent) -> AgentPublic:
         fee_bp=settings["fee_bp"],
         action=settings.get("action", "gate"),
         credit=settings.get("credit", "centred"),
+        robust=settings.get("robust", False),
         draft_budget=settings.get("draft_budget"),
         draft_horizon=settings.get("draft_horizon"),
         reference=settings.get("reference", "given"),

@@ -90,6 +90,19 @@ def test_a_new_agent_without_settings_has_the_engines_defaults_the_backtests_mem
     assert [a["name"] for a in client.list_agents()["items"]] == ["plain", "graded", "paper"]  # nothing written
 
 
+def test_an_agent_shows_every_setting_it_was_created_with_the_outlier_screen_too(client):
+    """``GET /v1/agents/{id}`` lists the settings an agent keeps (docs/configuration.md): each one a request
+    can set at creation is in the answer, so ``robust`` can be read back."""
+    from service.schemas import AgentCreate, AgentPublic
+
+    assert set(AgentCreate.model_fields) <= set(AgentPublic.model_fields)
+    screened = client.create_agent("screened", "balanced", UNIVERSE, robust=True)
+    plain = client.create_agent("plain", "balanced", UNIVERSE)
+    assert (screened["robust"], plain["robust"]) == (True, False)
+    assert client.get_agent(screened["id"])["robust"] is True
+    assert [a["robust"] for a in client.list_agents()["items"]] == [True, False]
+
+
 def new_agent(client, name):
     agent = client.create_agent(name, "balanced", UNIVERSE, gate={"test": "anytime"}, action="dial")
     ids = [item["id"] for item in client.add_experiences(agent["id"], [{"text": t} for t in LESSONS])["items"]]

@@ -725,6 +725,12 @@ export interface components {
              * @enum {string}
              */
             retrieval: "similarity" | "value_aware";
+            /**
+             * Robust
+             * @description whether each settlement's contributions are screened for outliers before learning (false for an agent made before the setting existed, which learnt without it)
+             * @default false
+             */
+            robust: boolean;
             /** Universe */
             universe: components["schemas"]["Asset"][] | null;
         };
