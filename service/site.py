@@ -5,6 +5,7 @@ extra, which importing this module checks."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import typer
 
 from service.cli import port_problem
 
-__all__ = ["SITE_CONFIG", "docs", "mkdocs_command"]
+__all__ = ["SITE_CONFIG", "docs", "mkdocs_command", "run_until_stopped"]
 
 #: the site's configuration, at the root of the checkout memtrial is installed from
 SITE_CONFIG = Path(__file__).resolve().parents[1] / "mkdocs.yml"
@@ -44,10 +45,33 @@ def docs(
             raise typer.Exit(code=2)
         typer.echo(f"memtrial docs: http://{host}:{port}/ (Ctrl-C stops it)", err=True)
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    raise typer.Exit(code=run_until_stopped(mkdocs_command(build, host, port), SITE_CONFIG.parent, env))
+
+
+def run_until_stopped(command: list[str], cwd: Path, env: dict[str, str]) -> int:
+    """Run ``command`` to its end, or until this process is asked to stop (Ctrl-C, SIGTERM or SIGHUP, as
+    from a script, a service manager or a container's stop): then stop the child too and answer 0. Without
+    it, a SIGTERM ended this process and left the site's server holding the port."""
+    child = subprocess.Popen(command, cwd=cwd, env=env)
+    stopping = False
+
+    def stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+        child.terminate()
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
-        code = subprocess.run(
-            mkdocs_command(build, host, port), cwd=SITE_CONFIG.parent, env=env, check=False
-        ).returncode
-    except KeyboardInterrupt:
-        code = 0
-    raise typer.Exit(code=code)
+        try:
+            code = child.wait()
+        except KeyboardInterrupt:  # Ctrl-C reached the child as well (one process group): let it finish
+            stopping = True
+            try:
+                code = child.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 0 if stopping else code

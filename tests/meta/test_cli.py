@@ -144,3 +144,39 @@ def test_docs_on_a_busy_port_says_so_and_serves_nothing():
     assert result.exit_code == 2
     assert f"error: cannot listen on 127.0.0.1:{port}" in result.output
     assert "choose another with --port" in result.output
+
+
+@pytest.mark.slow  # a live documentation server (its first build takes several seconds)
+def test_docs_stopped_by_sigterm_stops_its_server_and_frees_the_port():
+    """A script, a service manager or a container stops ``memtrial docs`` with SIGTERM: the site's server
+    stops with it (it used to keep serving, holding the port, after ``memtrial docs`` had gone)."""
+    import signal
+    import socket
+    import urllib.request
+
+    from support import wait_until
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    served = subprocess.Popen(
+        [sys.executable, "-m", "memtrial.cli", "docs", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2) as page:
+                return page.status == 200
+        except OSError:
+            return False
+
+    try:
+        wait_until(answers, 120, "the documentation site serving")
+        served.send_signal(signal.SIGTERM)
+        assert served.wait(timeout=30) == 0
+        wait_until(lambda: not answers(), 10, "the port freed")  # nothing left serving it
+    finally:
+        served.kill()
+        served.wait()
