@@ -188,7 +188,14 @@ class _Page(Protocol[T_co]):
 
 
 class MemtrialClient(Blocking):
-    """Synchronous client; pass ``http`` to reuse an ``httpx.Client`` (or a test client)."""
+    """Synchronous client; pass ``http`` to reuse an ``httpx.Client`` (or a test client).
+
+    ``base_url``: the service (``http://127.0.0.1:8000``); ``api_key``: a key from ``memtrial tenants
+    create``; ``timeout``: seconds per attempt; ``retries``: how many times a call lost in transport or
+    answered 429/502/503/504 is sent again (only where that cannot do twice what it did: see the module);
+    ``max_wait``: the longest ``Retry-After`` waited for, in seconds (a longer one raises at once);
+    ``in_progress_wait``: seconds in all a retry waits for its key's first attempt to finish. Each
+    operation of the table below is a method; ``with MemtrialClient(...) as client:`` closes it."""
 
     def __init__(
         self,
@@ -206,6 +213,7 @@ class MemtrialClient(Blocking):
         self.retries, self.max_wait, self.in_progress_wait = retries, max_wait, in_progress_wait
 
     def close(self) -> None:
+        """Close the connections (the ``httpx.Client`` given as ``http`` too)."""
         self._http.close()
 
     def __enter__(self) -> MemtrialClient:
@@ -253,6 +261,7 @@ class MemtrialClient(Blocking):
     def iter_experiences(
         self, agent_id: str, *, active: bool | None = None, status: str | None = None, page_size: int = 200
     ) -> Iterator[ExperiencePublic]:
+        """Every experience of an agent (``status``: active, quarantined or retired), following the cursors."""
         return self._pages(
             lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor, status=status)
         )
@@ -260,6 +269,7 @@ class MemtrialClient(Blocking):
     def iter_decisions(
         self, agent_id: str, *, status: str | None = None, page_size: int = 200
     ) -> Iterator[DecisionSummary]:
+        """Every decision of an agent, oldest first (``status``: one state only), following the cursors."""
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
 
     def iter_log(self, agent_id: str, *, page_size: int = 1000) -> Iterator[LogEntryPublic]:
@@ -268,7 +278,10 @@ class MemtrialClient(Blocking):
 
 
 class AsyncMemtrialClient(Awaiting):
-    """The same operations, awaited: ``await client.create_agent(...)``; ``async for d in client.iter_decisions(...)``."""
+    """The same operations, awaited: ``await client.create_agent(...)``; ``async for d in client.iter_decisions(...)``.
+
+    Its arguments are :class:`MemtrialClient`'s (``http``: an ``httpx.AsyncClient``); ``async with
+    AsyncMemtrialClient(...) as client:`` closes it."""
 
     def __init__(
         self,
@@ -286,6 +299,7 @@ class AsyncMemtrialClient(Awaiting):
         self.retries, self.max_wait, self.in_progress_wait = retries, max_wait, in_progress_wait
 
     async def aclose(self) -> None:
+        """Close the connections (the ``httpx.AsyncClient`` given as ``http`` too)."""
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncMemtrialClient:
@@ -322,11 +336,13 @@ class AsyncMemtrialClient(Awaiting):
                 return
 
     def iter_agents(self, *, name: str | None = None, page_size: int = 200) -> AsyncIterator[AgentPublic]:
+        """Every agent of the tenant, following the cursors (``async for``)."""
         return self._pages(lambda cursor: self.list_agents(limit=page_size, cursor=cursor, name=name))
 
     def iter_experiences(
         self, agent_id: str, *, active: bool | None = None, status: str | None = None, page_size: int = 200
     ) -> AsyncIterator[ExperiencePublic]:
+        """Every experience of an agent (``status``: active, quarantined or retired), following the cursors."""
         return self._pages(
             lambda cursor: self.list_experiences(agent_id, limit=page_size, active=active, cursor=cursor, status=status)
         )
@@ -334,7 +350,9 @@ class AsyncMemtrialClient(Awaiting):
     def iter_decisions(
         self, agent_id: str, *, status: str | None = None, page_size: int = 200
     ) -> AsyncIterator[DecisionSummary]:
+        """Every decision of an agent, oldest first (``status``: one state only), following the cursors."""
         return self._pages(lambda cursor: self.list_decisions(agent_id, limit=page_size, cursor=cursor, status=status))
 
     def iter_log(self, agent_id: str, *, page_size: int = 1000) -> AsyncIterator[LogEntryPublic]:
+        """Every log entry in index order (to re-verify the chain outside the service)."""
         return self._pages(lambda cursor: self.trust_log(agent_id, limit=page_size, cursor=cursor))

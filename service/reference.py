@@ -199,12 +199,15 @@ def client_operations() -> str:
             answer,
         )
         lines.append(f"| [`{name}`](#client-{name}) | `{operation.method} {operation.path}` | {_cell(answer)} |")
-        parameters = str(operation.signature.replace(return_annotation=inspect.Signature.empty))
+        # the annotations as written (``from __future__ import annotations`` keeps them as quoted text)
+        parameters = re.sub(
+            r": '([^']*)'", r": \1", str(operation.signature.replace(return_annotation=inspect.Signature.empty))
+        )
         details += [f"#### `{name}` {{#client-{name}}}", "", "```python", f"client.{name}{parameters}", "```", ""]
         doc = inspect.getdoc(operation.send)
         details += [doc, ""] if doc else []
         if operation.creates:
-            details += ["Creates: carries an `Idempotency-Key`, reused on a retry.", ""]
+            details += ["Keyed: carries an `Idempotency-Key`, reused on a retry (which gets the first answer).", ""]
     return "\n".join([*lines, "", *details]).rstrip() + "\n"
 
 
