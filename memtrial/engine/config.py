@@ -133,6 +133,14 @@ class EngineConfig:
         )
         for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
+        if self.k == 1 and self.design in (DesignKind.HALF, DesignKind.FOLD):
+            # a half fraction of one factor is one run: the experience is never both in and out of a run,
+            # so no settlement could credit it (each decision retrieving it would be left unsettleable)
+            raise ConfigError(
+                f"k = 1 leaves the design {self.design.value!r} one run, which cannot contrast the experience "
+                "with its absence: use design 'full' or 'saturated' (two runs), or k >= 2",
+                field="k",
+            )
         if not isinstance(self.quarantine, QuarantineConfig):
             raise ConfigError(f"quarantine must be a QuarantineConfig, got {self.quarantine!r}", field="quarantine")
         if self.action is ActionRule.DIAL and self.gate.test is GateTest.PREQUENTIAL:

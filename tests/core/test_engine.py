@@ -629,3 +629,18 @@ def test_under_a_budget_the_log_counts_the_calls_of_a_plan_without_experiences()
         engine.settle_scored(f"d{t}", utilities=[0.01 * i for i in range(len(plan.masks))])
     logged = [e.payload.get("details", e.payload).get("draft_calls", 0) for e in engine.history.log_entries()]
     assert sum(logged) == made and engine.verify().ok
+
+
+@pytest.mark.parametrize("design", ["half", "fold"])
+def test_one_experience_per_decision_under_a_half_fraction_is_refused_naming_k(design):
+    """A half fraction of one factor is one run, which never contrasts the experience with its absence: every
+    decision retrieving it was accepted, then could never be settled. The designs of two runs take k = 1."""
+    with pytest.raises(ConfigError) as refused:
+        EngineConfig(investor="balanced", k=1, design=design)
+    assert refused.value.field == "k" and f"k = 1 leaves the design '{design}' one run" in str(refused.value)
+    for two_runs in ("full", "saturated"):
+        engine = MemTrial(EngineConfig(investor="balanced", k=1, design=two_runs))
+        engine.add_experience("the only lesson")
+        plan = engine.plan("d", time=0, maturity=1, retrieved=["the only lesson"], n_assets=2)
+        engine.decide("d", np.array([[0.5, 0.5], [0.9, 0.1]][: len(plan.subsets)]))
+        assert engine.settle("d", np.array([[1.01, 1.0]])).contributions.keys() == {"the only lesson"}

@@ -243,3 +243,15 @@ def test_blank_or_invisible_texts_and_names_are_refused(client, agent, text):
     with pytest.raises(ServiceError) as error:
         client.create_agent("forecaster", kind="scored", outcomes=["yes", text])
     assert error.value.status == 422 and error.value.field.startswith("outcomes")
+
+
+@pytest.mark.parametrize("design", [None, "half"])
+def test_one_experience_per_decision_under_a_half_fraction_is_refused_at_creation_naming_k(client, design):
+    """It was accepted, and its decisions, once drafted, could never be settled (a 422 naming ``masks``)."""
+    body = {"name": "single", "investor": "balanced", "universe": UNIVERSE, "k": 1}
+    with pytest.raises(ServiceError) as error:
+        client._request("POST", "/v1/agents", body if design is None else {**body, "design": design})
+    assert (error.value.status, error.value.field) == (422, "k")
+    assert "k = 1 leaves the design" in error.value.message and "use design 'full'" in error.value.message
+    assert client.list_agents()["items"] == []
+    assert client._request("POST", "/v1/agents", {**body, "design": "full"})["k"] == 1

@@ -542,7 +542,7 @@ export interface components {
             investor?: ("conservative" | "balanced" | "aggressive") | null;
             /**
              * K
-             * @description experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated 8 for k = 4 to 7; a setting that needs more drafts than the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION (default 64) is refused
+             * @description experiences retrieved per decision; half, fold and full draft 2**(k-1), 2**(k-1) and 2**k subsets, saturated the smallest power of two above k (2 for k = 1, 4 for 2 to 3, 8 for 4 to 7, 16 for 8); k = 1 needs full or saturated (a half fraction of one experience is one run, which cannot credit it); a setting that needs more drafts than the server's MEMTRIAL_MAX_DRAFTS_PER_DECISION (default 64) is refused
              * @default 4
              */
             k?: number;
