@@ -8,11 +8,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import Query
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     Tag,
     ValidationInfo,
@@ -71,7 +73,7 @@ from service.api_types import (
 )
 from service.modes import ExperienceStatus, Listed, listed_in_order
 from service.settings import MAX_DRAFTS_CEILING
-from service.validation import ExternalId, Id, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text
+from service.validation import ExternalId, Id, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text, finite
 
 __all__ = [
     "ASSET_CLASSES",
@@ -179,6 +181,10 @@ def core_default(name: str) -> Any:
 #: the core's defaults of the curation settings (method 4.12-4.14)
 RETRIEVAL_DEFAULT: RetrievalMode = core_default("retrieval")
 QUARANTINE_DEFAULT: QuarantineConfig = core_default("quarantine")
+# bounds inside the type, not on a field whose type may be null: there the REST description wrote them as
+# "ge"/"le", which no JSON Schema reader knows (the value was checked all the same)
+DraftBudget = Annotated[StrictFloat, Field(ge=1, le=16), AfterValidator(finite)]
+Clip = Annotated[StrictFloat, Field(gt=0, le=1_000_000), AfterValidator(finite)]
 
 
 class QuarantineSettings(Strict):
@@ -205,10 +211,8 @@ class QuarantineSettings(Strict):
         le=1_000_000,
         description="s of the tests' shares of the level, w_j = (s + 1) / ((j + s) (j + s + 1)) for the j-th test the agent starts: 0 favours the first experiences tested, a larger s spreads the level evenly over the first s or so (method 4.13)",
     )
-    clip: Weight | None = Field(
+    clip: Clip | None = Field(
         QUARANTINE_DEFAULT.clip,
-        gt=0,
-        le=1_000_000,
         description="the weighted sign's scale in mean absolute contributions (each contribution counts as sign times min(|c| / (clip * mean |c|), 1)); null: the plain sign test",
     )
     control: Listed[ErrorControl] = Field(
@@ -324,10 +328,8 @@ class AgentCreate(Strict):
         default_setting("robust"),
         description="screen each settlement's contributions for outliers before learning (clipped beyond 6 robust sds, set aside beyond 50); false: the method's plain estimator",
     )
-    draft_budget: Weight | None = Field(
+    draft_budget: DraftBudget | None = Field(
         default_setting("draft_budget"),
-        ge=1,
-        le=16,
         description="LLM draft calls per decision on average (null: every designed subset every time); each plan lists exactly the drafts to make",
     )
     draft_horizon: StrictInt | None = Field(
@@ -384,10 +386,8 @@ class AgentPatch(Strict):
     name: Name | None = None
     drafter: DrafterSettings | None = None
     remove_drafter: bool = False
-    draft_budget: Weight | None = Field(
+    draft_budget: DraftBudget | None = Field(
         None,
-        ge=1,
-        le=16,
         description="LLM draft calls per decision on average from the next plan on (null: every designed subset every time); the running credit carries over",
     )
     draft_horizon: StrictInt | None = Field(

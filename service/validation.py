@@ -39,6 +39,7 @@ __all__ = [
     "check_text",
     "check_value",
     "external_id",
+    "finite",
 ]
 
 MAX_DEPTH = 16
@@ -156,7 +157,8 @@ def check_value(value: Any) -> Any:
     return value
 
 
-def _weight(value: float) -> float:
+def finite(value: float) -> float:
+    """A float that is a number (NaN and the infinities are refused)."""
     if not math.isfinite(value):
         raise ValueError(f"must be finite, got {value}")
     return value
@@ -186,5 +188,5 @@ Id = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValida
 AssetName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_name)]
 JsonDocument = Annotated[dict[str, Any], AfterValidator(check_document)]
 JsonValue = Annotated[Any, AfterValidator(check_value)]
-Weight = Annotated[StrictFloat, AfterValidator(_weight)]
+Weight = Annotated[StrictFloat, AfterValidator(finite)]
 Moment = Annotated[AwareDatetime, AfterValidator(_moment)]

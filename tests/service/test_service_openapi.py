@@ -56,3 +56,24 @@ def test_every_field_of_an_answer_is_required_as_every_answer_sends_it(http):
     entry = components["ValueEntryPublic"]["properties"]
     assert entry["text"] == {"type": "string", "title": "Text", "description": "the experience's text"}
     assert "anyOf" not in entry["status"] and "anyOf" not in entry["active"]
+
+
+def test_every_bound_is_written_in_json_schema_words_so_readers_and_generated_clients_see_it(http):
+    """A bound on a field that may be null was written as pydantic's own "ge"/"le" (draft_budget, a
+    quarantine's clip), which no JSON Schema reader knows; bounds are minimum, maximum and their exclusive forms."""
+    schema = http.get("/openapi.json").json()
+    raw_words: list[str] = []
+
+    def walk(node: object, path: str) -> None:
+        if isinstance(node, dict):
+            raw_words.extend(f"{path}: {word}" for word in ("ge", "gt", "le", "lt") if word in node)
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{path}/{index}")
+
+    walk(schema["components"]["schemas"], "")
+    assert raw_words == []
+    budget = schema["components"]["schemas"]["AgentCreate"]["properties"]["draft_budget"]["anyOf"][0]
+    assert (budget["minimum"], budget["maximum"]) == (1, 16)
