@@ -486,9 +486,13 @@ class DecisionList(Public):
 
 
 class ScorePublic(Public):
+    """A decision's score in force (a correction's, or the one a later correction's replay gave it)."""
+
     decision_id: str
     score: float
-    statistic: float | None
+    statistic: float | None = Field(
+        description="the gate's statistic the log recorded right after this score (null: a later correction's replay changed the score, and the statistics after it are the replay's)"
+    )
 
 
 class TrustPublic(Public):
@@ -520,7 +524,11 @@ class LogPage(Public):
     n_entries: int
     superseded: dict[str, int] = Field(
         default_factory=dict,
-        description="score entries a correction replaced, by index (as a string): the index of that correction entry",
+        description="score entries a correction replaced, and corrections a later correction of the same decision replaced, by index (as a string): the index of the correction that replaced each",
+    )
+    rescored: dict[str, int] = Field(
+        default_factory=dict,
+        description="entries in force whose score a later correction's replay changed (that correction's 'rescored' lists the score now), by index (as a string): the index of that correction",
     )
     items: list[LogEntryPublic]
     next_cursor: str | None

@@ -202,6 +202,26 @@ class SqlHistory:
         )
         self.append_contributions(entry.decision_id, contributions, centred)
 
+    def rescore(self, scores: Mapping[str, float | None]) -> None:
+        """The scores a correction's replay changed, in each decision's stored settlement and in its answer
+        (the rows read in pages of ids)."""
+        missing = [d for d in scores if d not in self.rows]
+        for first in range(0, len(missing), LOG_PAGE):
+            for loaded in self.session.scalars(
+                select(Decision).where(
+                    Decision.agent_id == self.agent.id, Decision.id.in_(missing[first : first + LOG_PAGE])
+                )
+            ):
+                self.rows[loaded.id] = loaded
+        for decision_id, score in scores.items():
+            row = self.rows.get(decision_id)
+            assert row is not None and row.engine_settlement is not None, "a rescored decision is settled"
+            settlement = json.loads(row.engine_settlement)
+            settlement["score"] = score
+            row.engine_settlement = canonical_json(settlement)
+            if row.settlement is not None:  # a new dict, so the JSON column is written
+                row.settlement = {**row.settlement, "score": score}
+
     def log_events(self, start: int = 0) -> Iterator[tuple[int, str, str]]:
         """(index, kind, decision id) of the log from ``start``, read page by page without the payloads."""
         self.session.flush()

@@ -66,7 +66,9 @@ __all__ = ["Recomputed", "corrected_outcome", "correction_entry", "recompute"]
 class Recomputed:
     """What a correction's replay gives back: the running state, the corrected settlement, the index of the
     score entry it supersedes (None for a decision without one), the re-derived predictions of plans still
-    awaiting their score, the last checkpoint's position (None: unchanged), and how many log entries were replayed."""
+    awaiting their score, the last checkpoint's position (None: unchanged), how many log entries were replayed,
+    the quarantine book rebuilt with the events the log lacks, and the later decisions whose gate score the
+    replay changed, with their new scores (in log order)."""
 
     running: Running
     corrected: Settlement
@@ -76,6 +78,7 @@ class Recomputed:
     n_replayed: int
     book: Curator | None = None
     book_events: list[Event] = field(default_factory=list)
+    rescored: dict[str, float | None] = field(default_factory=dict)
 
 
 def recompute(
@@ -135,12 +138,21 @@ def recompute(
     # 3. predictions, mode scores and gate scores in log order
     scoring = Running(learner, gate, running.fallback, running.noise)
     replay = _Replay(config, entries, scoring, new_learner, embeddings, awaiting, kept, statistics_at)
-    corrected, pending, written = replay.run(events, predicted, scores, entry, realised, settled_at, before_corrected)
+    corrected, pending, written, scored_again = replay.run(
+        events, predicted, scores, entry, realised, settled_at, before_corrected
+    )
+    # the later scores the replay changed (each plan's predictions derived again): the correction's log entry
+    # lists them, so the log holds every score the gate's statistics are made of
+    rescored = {
+        decision_id: score
+        for decision_id, score in scored_again.items()
+        if score != _stored(entries, decision_id).settlement.score  # type: ignore[union-attr]
+    }
     if written:
         history.add_checkpoints(written, policy.kept)
     last = written[-1].position if written else start
     rederived_now = _awaiting(awaiting, pending, entries)
-    return Recomputed(scoring, corrected, supersedes, rederived_now, last, len(events), book, book_events)
+    return Recomputed(scoring, corrected, supersedes, rederived_now, last, len(events), book, book_events, rescored)
 
 
 def _reset_since_changes(
@@ -266,11 +278,13 @@ class _Replay:
         realised: Outcome,
         settled_at: Time,
         before_corrected: dict[str, Any],
-    ) -> tuple[Settlement, dict[str, Plan], list[Checkpoint]]:
-        """(the corrected settlement, the plans still awaiting their score, the checkpoints written)."""
+    ) -> tuple[Settlement, dict[str, Plan], list[Checkpoint], dict[str, float | None]]:
+        """(the corrected settlement, the plans still awaiting their score, the checkpoints written, the gate's
+        score of every other decision scored again, in log order)."""
         learner, gate = self.scoring.learner, self.scoring.gate
         pending: dict[str, Plan] = {}
         written: list[Checkpoint] = []
+        scored_again: dict[str, float | None] = {}
         corrected: Settlement | None = None
         plans = iter(predicted)
         for index, kind, decision_id in events:
@@ -296,16 +310,18 @@ class _Replay:
                         before_corrected,
                     )
                 elif derived is not None:
-                    _add_scores(self.config, self.scoring, scores[decision_id], LearnerMode(derived.learner_mode))
+                    selected = LearnerMode(derived.learner_mode)
+                    _add_scores(self.config, self.scoring, scores[decision_id], selected)
+                    scored_again[decision_id] = scores[decision_id][selected]
                 else:
                     assert found.settlement is not None
-                    rescore(self.config, plan, found.settlement.centred, self.scoring)
+                    scored_again[decision_id] = rescore(self.config, plan, found.settlement.centred, self.scoring)
                 if index + 1 in self.kept:
                     state = {"statistics": self.statistics_at[index + 1], "mode_scores": _mode_scores(learner)}
                     awaited = _awaiting(self.awaiting, pending, self.entries)
                     written.append(Checkpoint(index + 1, state, gate.statistics.to_dict(), awaited))
         assert corrected is not None
-        return corrected, pending, written
+        return corrected, pending, written, scored_again
 
 
 def _mode_scores_of(
@@ -460,12 +476,21 @@ def corrected_outcome(
     return scored_outcome(decision, given_utilities, outcome, rule)
 
 
-def correction_entry(decision_id: str, reason: str, supersedes: int | None, corrected: Settlement) -> dict[str, Any]:
-    """The log entry of a correction: the reason, the score entry it supersedes, the new score and contributions."""
+def correction_entry(
+    decision_id: str,
+    reason: str,
+    supersedes: int | None,
+    corrected: Settlement,
+    rescored: Mapping[str, float | None],
+) -> dict[str, Any]:
+    """The log entry of a correction: the reason, the score entry it supersedes, the new score and
+    contributions, and the later decisions whose score the replay changed, with their new scores (a later
+    plan's predictions are derived again from the corrected values: method 4.10)."""
     return {
         "date": decision_id,
         "reason": reason,
         "supersedes": supersedes,
         "score": corrected.score,
         "realised": [[e, float(c)] for e, c in corrected.centred.items()],
+        "rescored": [[d, score] for d, score in rescored.items()],
     }

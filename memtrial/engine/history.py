@@ -21,7 +21,7 @@ request costs the same after ten decisions or ten thousand.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from memtrial.engine.checkpoints import Checkpoint
@@ -98,6 +98,10 @@ class History(Protocol):
     ) -> None:
         """Store an entry whose settlement a correction replaced, and replace its contribution records."""
 
+    def rescore(self, scores: Mapping[str, float | None]) -> None:
+        """Store the gate scores a correction's replay changed, in the settled decisions' settlements (the
+        correction's log entry lists the same)."""
+
     def log_events(self, start: int = 0) -> Iterable[tuple[int, str, str]]:
         """(index, kind, decision id) of every log entry from index ``start``, in order (what a replay reads)."""
 
@@ -167,6 +171,12 @@ class InMemoryHistory:
         self.records = [record for record in self.records if record[0] != entry.decision_id]
         self.records.extend(replacing)
         self._records_of, self._records_read = {}, 0
+
+    def rescore(self, scores: Mapping[str, float | None]) -> None:
+        for decision_id, score in scores.items():
+            entry = self.entries[decision_id]
+            assert entry.settlement is not None, "a scored decision is settled"
+            entry.settlement = replace(entry.settlement, score=score)
 
     def _index_records(self) -> None:
         """Index the records appended since the last call (one decision's records are contiguous)."""
@@ -259,6 +269,9 @@ class DetachedHistory:
     def correct(
         self, entry: DecisionEntry, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
     ) -> None:
+        raise self._fail()
+
+    def rescore(self, scores: Mapping[str, float | None]) -> None:
         raise self._fail()
 
     def log_events(self, start: int = 0) -> Iterable[tuple[int, str, str]]:

@@ -236,18 +236,19 @@ def credit(plan: Plan, realised: Outcome) -> tuple[dict[ExperienceId, float], di
     return contributions, centred
 
 
-def rescore(config: EngineConfig, plan: Plan, centred: Mapping[ExperienceId, float], running: Running) -> None:
+def rescore(config: EngineConfig, plan: Plan, centred: Mapping[ExperienceId, float], running: Running) -> float | None:
     """What :func:`learn` adds to the gate's statistics and the learner's mode scores for a settled
     decision, without a log entry (a replay after a correction; the learner's statistics are learnt
-    apart, :mod:`memtrial.engine.corrections`)."""
+    apart, :mod:`memtrial.engine.corrections`); the gate's score (None: undefined, or no score entry)."""
     if not (plan.experience_ids and plan.trial):
-        return
+        return None
     keys = list(plan.predictions)
     value = pearson_score([plan.predictions[k] for k in keys], [float(centred[k]) for k in keys])
     if value is not None:
         running.gate.statistics.add(value)
     if config.learner is LearnerMode.AUTO:
         _score_modes(running.learner, plan, centred)
+    return value
 
 
 def unlearn_sums(plan: Plan, realised: Outcome, running: Running) -> None:

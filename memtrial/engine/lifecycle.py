@@ -864,10 +864,14 @@ class MemTrial:
         self.rederived = result.rederived
         if result.checkpointed_at is not None:
             self.checkpointed_at = result.checkpointed_at
-        self.gate.log.append(LogKind.CORRECTION, correction_entry(decision_id, reason, supersedes, corrected))
+        self.gate.log.append(
+            LogKind.CORRECTION, correction_entry(decision_id, reason, supersedes, corrected, result.rescored)
+        )
         entry.settlement = corrected
         entry.corrections.append({"reason": reason, "superseded": previous.to_dict(mixtures=False)})
         self.history.correct(entry, corrected.contributions, corrected.centred)
+        if result.rescored:  # the stored settlements say the scores in force, as the log now does
+            self.history.rescore(result.rescored)
         # the quarantine book the replay rebuilt along the log (4.13, none to rebuild without a score entry),
         # and the quarantines the log lacks, logged now
         if supersedes is not None:

@@ -140,3 +140,50 @@ def test_a_correction_needs_a_settled_decision_a_reason_and_the_decision_kinds_o
         engine.correct("d0", rel_prices=prices[0] * 1.01, reason=" ")
     with pytest.raises(InputError, match="rel_prices"):
         engine.correct("d0", utilities=np.zeros(8), reason="wrong kind")
+
+
+def _scores_in_force(log) -> dict[str, float | None]:
+    """Each scored decision's score as the log says it stands, in the order of the score entries: a
+    correction replaces its own decision's score and the later scores its replay changed (``rescored``)."""
+    in_force: dict[str, float | None] = {}
+    for entry in log:
+        if entry.kind == "score":
+            in_force[entry.payload["date"]] = entry.payload["score"]
+        elif entry.kind == "correction":
+            in_force[entry.payload["date"]] = entry.payload["score"]
+            for decision_id, score in entry.payload["rescored"]:
+                assert decision_id in in_force  # a decision scored before the correction
+                in_force[decision_id] = score
+    return in_force
+
+
+@pytest.mark.parametrize("action", ["gate", "dial"])
+def test_the_log_holds_every_score_the_gate_is_made_of_after_corrections(action):
+    """A correction derives the later plans' predictions again, so later scores change: its log entry lists
+    them, and folding the log (scores, then each correction's score and ``rescored``) gives exactly the
+    gate's statistics, and the score each settlement shows. Before, the gate counted scores the log did not
+    hold (a later decision's score changed sign, another gained one) and an auditor could not rebuild it."""
+    from memtrial.trust.gate import make_gate
+
+    world = _world(3)
+    wrong = world[2][1] * np.array([1.0, 3.0, 0.5])
+    engine = _engine(action, False)
+    _run_portfolio(engine, world, {1: wrong, 4: wrong})
+    engine.correct("d1", rel_prices=world[2][1] * np.array([1.0, 2.0, 0.8]), reason="a first, still wrong fix")
+    engine.correct("d1", rel_prices=world[2][1], reason="the right closes")
+    engine.correct("d4", rel_prices=world[2][4], reason="the same glitch")
+    log = list(engine.history.log_entries())
+    corrections = [entry for entry in log if entry.kind == "correction"]
+    assert len(corrections) == 3 and sum(len(c.payload["rescored"]) for c in corrections) > 0  # later scores moved
+    in_force = _scores_in_force(log)
+    rebuilt = make_gate(engine.config.gate).statistics
+    for score in in_force.values():
+        if score is not None:
+            rebuilt.add(score)
+    assert rebuilt.to_dict() == engine.gate.statistics.to_dict()
+    assert {d: engine.entries[d].settlement.score for d in in_force} == in_force
+    assert engine.verify().ok
+    # and the scores in force are those of an engine settled right from the start
+    truthful = _engine(action, False)
+    _run_portfolio(truthful, world)
+    assert in_force == pytest.approx(_scores_in_force(truthful.history.log_entries()), abs=1e-12)

@@ -208,3 +208,54 @@ def test_a_correction_needs_a_settled_decision_and_a_reason(client, agent, http)
     assert response.status_code == 422 and response.json()["error"]["field"] == "reason"
     response = raw(http, client, "POST", path, json.dumps({"returns": returns, "reason": " \u200b "}))
     assert response.status_code == 422 and response.json()["error"]["field"] == "reason"
+
+
+def test_after_corrections_the_trust_answer_the_log_and_every_decision_agree_on_each_score(client):
+    """A correction derives the later plans' predictions again, so later scores change: its log entry lists
+    them (``rescored``), the trust answer shows each decision's score in force once (its count and mean those
+    of the gate), each decision shows it, and a correction a later one of the same decision replaced is
+    marked superseded. Before, the answer listed scores the gate no longer counted and left out those it did."""
+    agent = client.create_agent("audited", "balanced", UNIVERSE, retrieval="similarity")
+    client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
+    outcomes = _world_portfolio(client, agent["id"], wrong_at=1, n=8)
+    (first_id, right), (third_id, third) = outcomes[1], outcomes[3]
+    twice = {a: [v * 2 for v in r] for a, r in right.items()}
+    client.correct(agent["id"], third_id, returns={a: [v * 3 for v in r] for a, r in third.items()}, reason="new feed")
+    client.correct(agent["id"], first_id, returns=twice, reason="a first fix, still wrong")
+    client.correct(agent["id"], first_id, returns=right, reason="the right returns")
+    page = client.trust_log(agent["id"], limit=1000)
+    log = page["items"]
+    in_force: dict[str, float | None] = {}
+    for entry in log:  # fold the log: scores, then each correction's own score and the scores it changed
+        if entry["kind"] in ("score", "correction"):
+            in_force[entry["payload"]["date"]] = entry["payload"]["score"]
+        if entry["kind"] == "correction":
+            in_force.update(dict(entry["payload"]["rescored"]))
+    corrections = [e for e in log if e["kind"] == "correction"]
+    assert sum(len(c["payload"]["rescored"]) for c in corrections) > 0  # the corrections moved later scores
+    trust = client.trust(agent["id"], limit=100)
+    shown = {s["decision_id"]: s["score"] for s in trust["scores"]}
+    assert len(trust["scores"]) == len(shown) == trust["n_scores"] == trust["state"]["n_scored"]
+    assert shown == {d: s for d, s in in_force.items() if s is not None}
+    assert np.mean(list(shown.values())) == pytest.approx(trust["state"]["mean_score"], abs=1e-12)
+    for decision_id, score in in_force.items():
+        assert client.get_decision(agent["id"], decision_id)["settlement"]["score"] == score
+    score_entry = next(e for e in log if e["kind"] == "score" and e["payload"]["date"] == first_id)
+    chain = [c["index"] for c in corrections if c["payload"]["date"] == first_id]
+    assert page["superseded"][str(score_entry["index"])] == chain[0]
+    assert page["superseded"][str(chain[0])] == chain[1] and str(chain[1]) not in page["superseded"]
+    # an entry in force whose score a later correction changed names that correction (the latest)
+    expected: dict[str, int] = {}
+    for correction in corrections:
+        for decision_id, _ in correction["payload"]["rescored"]:
+            holder = max(
+                e["index"]
+                for e in log
+                if e["kind"] in ("score", "correction")
+                and e["payload"]["date"] == decision_id
+                and e["index"] < correction["index"]
+            )
+            expected[str(holder)] = correction["index"]
+    expected = {i: c for i, c in expected.items() if i not in page["superseded"]}
+    assert expected and page["rescored"] == expected
+    assert client.verify(agent["id"])["ok"]

@@ -1371,8 +1371,15 @@ export interface components {
             /** Next Cursor */
             next_cursor: string | null;
             /**
+             * Rescored
+             * @description entries in force whose score a later correction's replay changed (that correction's 'rescored' lists the score now), by index (as a string): the index of that correction
+             */
+            rescored: {
+                [key: string]: number;
+            };
+            /**
              * Superseded
-             * @description score entries a correction replaced, by index (as a string): the index of that correction entry
+             * @description score entries a correction replaced, and corrections a later correction of the same decision replaced, by index (as a string): the index of the correction that replaced each
              */
             superseded: {
                 [key: string]: number;
@@ -1703,13 +1710,19 @@ export interface components {
             /** Text */
             text: string;
         };
-        /** ScorePublic */
+        /**
+         * ScorePublic
+         * @description A decision's score in force (a correction's, or the one a later correction's replay gave it).
+         */
         ScorePublic: {
             /** Decision Id */
             decision_id: string;
             /** Score */
             score: number;
-            /** Statistic */
+            /**
+             * Statistic
+             * @description the gate's statistic the log recorded right after this score (null: a later correction's replay changed the score, and the statistics after it are the replay's)
+             */
             statistic: number | null;
         };
         /** SearchHit */
