@@ -63,6 +63,10 @@ class ThreadEngine:
         self._queue: queue.Queue[tuple[str, str, float, str, Done] | None] = queue.Queue()
         self._thread: threading.Thread | None = None
 
+    def ready(self) -> str | None:
+        """Why no job can be sent now: never (the thread is this process's own)."""
+        return None
+
     def submit(self, database_url: str, job_id: str, heartbeat: float, where: str, done: Done) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._work, name="refit", daemon=True)
@@ -115,6 +119,15 @@ class DaskEngine:
                 else:
                     self._client = distributed.Client(self.scheduler, set_as_default=False, timeout=10)
             return self._client
+
+    def ready(self) -> str | None:
+        """Why no job can be sent now (the scheduler named cannot be reached), or None."""
+        try:
+            self.client()
+        except (OSError, TimeoutError) as error:
+            where = "the local cluster" if self.scheduler is None else f"the Dask scheduler at {self.scheduler}"
+            return f"{where} cannot be reached ({type(error).__name__}: {error})"[:500]
+        return None
 
     def submit(self, database_url: str, job_id: str, heartbeat: float, where: str, done: Done) -> None:
         import distributed
@@ -185,8 +198,24 @@ class RefitRunner:
             self._held.add(job_id)
         self._send(job_id)
 
+    def ready(self) -> str | None:
+        """Why no job can be sent now (a Dask scheduler that cannot be reached), or None."""
+        return self.engine.ready()
+
     def _send(self, job_id: str) -> None:
-        self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, self._finished)
+        """Send a held job to the engine; one that cannot be sent (its scheduler gone) fails, saying why."""
+        try:
+            self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, self._finished)
+        except (OSError, TimeoutError) as error:
+            why = f"could not be sent to the refit cluster ({type(error).__name__}: {error})"[:500]
+            logger.error("refit not sent", extra={"error_type": type(error).__name__})
+            with transaction(self.sessions) as session:
+                session.execute(
+                    update(RefitJob)
+                    .where(RefitJob.id == job_id, RefitJob.status.in_(UNFINISHED))
+                    .values(status="failed", error=why, finished_at=_now())
+                )
+            self._finished(job_id)
 
     def _finished(self, job_id: str) -> None:
         with self._lock:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,6 +216,10 @@ class Settings:
             )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
+        if self.dask_scheduler is not None and not re.fullmatch(r"(?:[a-z]+://)?\S+:\d+", self.dask_scheduler):
+            raise ValueError(
+                f"MEMTRIAL_DASK_SCHEDULER must be a scheduler's address, tcp://host:port (or host:port), got {self.dask_scheduler!r}"
+            )
         if self.refit_engine not in ("dask", "threads"):
             raise ValueError(f"MEMTRIAL_REFIT_ENGINE must be dask or threads, got {self.refit_engine!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):

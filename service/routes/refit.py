@@ -24,7 +24,9 @@ def start_refit(
     body: RefitCreate | None = None,
     key: IdempotencyKey = None,
 ) -> RefitPublic:
-    """Queue a full-Bayes refit (NUTS by default, or SVI) of the agent's values; poll it with GET .../refit/{job}."""
+    """Queue a full-Bayes refit (NUTS by default, or SVI) of the agent's values; poll it with GET .../refit/{job}.
+    429 ``queue_full`` when this server holds its most refits; 503 ``refit_unavailable`` when the Dask
+    scheduler refits run on cannot be reached (nothing is queued)."""
     chosen = body or RefitCreate()
     return refit.start(services, tenant_id, agent_id, chosen.method, Idempotency(key, tenant_id, request, chosen))
 

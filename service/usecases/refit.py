@@ -62,6 +62,15 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
     submitted = False
     try:
         with agent_write(services, tenant_id, agent_id, guard, lock=False) as (session, agent):
+            unreachable = runner.ready()  # a replay of the key answered above; nothing is written from here
+            if unreachable is not None:
+                raise ApiError(
+                    503,
+                    "refit_unavailable",
+                    f"refits cannot run now: {unreachable} (MEMTRIAL_DASK_SCHEDULER); nothing was queued",
+                    None,
+                    retry_after=QUEUE_FULL_RETRY_SECONDS,
+                )
             through = session.scalar(select(func.max(Contribution.seq)).where(Contribution.agent_id == agent.id))
             job = RefitJob(
                 agent_id=agent.id,

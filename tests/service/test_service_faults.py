@@ -292,6 +292,31 @@ def test_refit_jobs_are_bounded_queued_and_taken_up_again_when_their_server_stop
     assert job["status"] == "done" and job["posterior"] == {"from": {"mean": 0.0}}
 
 
+def test_a_refit_that_cannot_be_sent_to_its_cluster_fails_at_once_saying_why(database_url, monkeypatch):
+    """The scheduler was reachable when the job was queued, then went: the job fails at once, naming the
+    cluster, instead of waiting out three reaper rounds as 'interrupted'."""
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.jobs import ThreadEngine
+    from service.settings import Settings
+
+    def gone(self, *_):
+        raise OSError("Timed out trying to connect to tcp://10.0.0.9:8786 after 10 s")
+
+    monkeypatch.setattr(ThreadEngine, "submit", gone)
+    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "refits"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        job = client.start_refit(agent["id"], method="svi")
+        failed = client.get_refit(agent["id"], job["job_id"])
+        assert failed["status"] == "failed"
+        assert failed["error"] == (
+            "could not be sent to the refit cluster (OSError: Timed out trying to connect to tcp://10.0.0.9:8786 after 10 s)"
+        )
+        assert client.start_refit(agent["id"], method="svi")["status"] == "queued"  # its place was given back
+
+
 def test_a_job_left_running_by_a_dead_worker_runs_again_and_one_out_of_attempts_is_failed(database_url, monkeypatch):
     from fastapi.testclient import TestClient
 

@@ -238,3 +238,44 @@ def test_unknown_refit_job_is_404(client, agent):
     with pytest.raises(ServiceError) as error:
         client.get_refit(agent["id"], "nope")
     assert (error.value.status, error.value.message) == (404, "refit job 'nope' not found")
+
+
+@pytest.mark.slow  # the Dask client waits out its 10-second connection timeout
+def test_a_refit_whose_dask_scheduler_cannot_be_reached_is_a_503_that_queues_nothing(database_url):
+    """It was a 500 after the job's row was committed: the client never saw the job, which a reaper later
+    failed as 'interrupted'. The request now says why and writes nothing."""
+    import socket
+
+    from fastapi.testclient import TestClient
+    from sqlalchemy import func, select
+    from support import make_tenant
+
+    from service.app import create_app
+    from service.client import MemtrialClient
+    from service.db import transaction
+    from service.models import RefitJob
+    from service.settings import Settings
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        address = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    app = create_app(Settings(database_url=database_url, refit_engine="dask", dask_scheduler=address))
+    with TestClient(app) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "refits"), http=http, retries=0)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        with pytest.raises(ServiceError) as refused:
+            client.start_refit(agent["id"], method="svi")
+        assert (refused.value.status, refused.value.code) == (503, "refit_unavailable")
+        assert f"the Dask scheduler at {address} cannot be reached" in refused.value.message
+        with transaction(app.state.services.sessions) as session:
+            assert session.scalar(select(func.count()).select_from(RefitJob)) == 0
+
+
+@pytest.mark.parametrize("address", ["notaurl", "tcp://host", "tcp://host:port"])
+def test_a_malformed_dask_scheduler_address_stops_the_start_naming_the_variable(monkeypatch, address):
+    from service.settings import Settings
+
+    monkeypatch.setenv("MEMTRIAL_DASK_SCHEDULER", address)
+    with pytest.raises(ValueError) as error:
+        Settings.from_env()
+    assert str(error.value).startswith("MEMTRIAL_DASK_SCHEDULER must be a scheduler's address, tcp://host:port")

@@ -357,6 +357,8 @@ export interface paths {
         /**
          * Start Refit
          * @description Queue a full-Bayes refit (NUTS by default, or SVI) of the agent's values; poll it with GET .../refit/{job}.
+         *     429 ``queue_full`` when this server holds its most refits; 503 ``refit_unavailable`` when the Dask
+         *     scheduler refits run on cannot be reached (nothing is queued).
          */
         post: operations["start_refit_v1_agents__agent_id__refit_post"];
         delete?: never;
