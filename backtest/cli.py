@@ -341,8 +341,11 @@ def _run_real(
         raise typer.BadParameter("--model and --api-base do not apply to --drafter smollm2 (it serves its own model)")
     if drafter == "litellm" and not model:
         raise typer.BadParameter("--model is required with --drafter litellm")
-    if drafter == "analogical" and (model or api_base or offline):
-        raise typer.BadParameter("--model, --api-base and --offline apply to --drafter litellm only")
+    if drafter == "analogical" and (model or api_base or offline or cache is not None or json_schema):
+        raise typer.BadParameter(
+            "--model and --api-base apply to --drafter litellm only, and --offline, --cache and --json-schema to "
+            "the model drafters (litellm, smollm2): the analogical drafter calls no model"
+        )
     method_ids = _methods(methods)
     _check_methods_and_learner(method_ids, [*REAL_METHOD_IDS, *FRONTIER_IDS], learner)
     _check_budget_and_scheduler(draft_budget, scheduler)

@@ -100,7 +100,8 @@ class Setting:
         if test_dates is not None:
             test = test[:test_dates]
         notes = list(self.exclusions)
-        if warmup_dates is not None or test_dates is not None:
+        shortened = len(warm) < self.first_test or len(test) < self.n_test  # a limit past the calendar cuts nothing
+        if shortened:
             notes.append(
                 Exclusion(
                     "decision dates", f"run shortened to {len(warm)} warm-up and {len(test)} test dates on request"

@@ -229,3 +229,17 @@ def test_wealth_statistics() -> None:
     assert stats["sharpe"] == pytest.approx(np.mean([0.1, -0.5, 0.2]) / np.std([0.1, -0.5, 0.2], ddof=1) * np.sqrt(12))
     # a book that pays the same fee every day and never moves has no meaningful ratio
     assert _wealth_stats([-0.0024] * 5, 252.0)["sharpe"] is None
+
+
+def test_a_run_is_noted_as_shortened_only_when_a_limit_cut_dates():
+    """Limits past the calendar cut nothing: the run is the full one, and says nothing of a shortening (it
+    said "run shortened to 41 warm-up and 23 test dates on request" for PortBench's whole calendar)."""
+    setting = load_setting("portbench")
+    notes = lambda s: [e.reason for e in s.exclusions if e.what == "decision dates"]  # noqa: E731
+    whole = setting.truncated(1000, 1000)
+    assert (whole.first_test, whole.n_test) == (setting.first_test, setting.n_test) and notes(whole) == []
+    assert notes(setting.truncated(None, None)) == []
+    assert notes(setting.truncated(8, 3)) == ["run shortened to 8 warm-up and 3 test dates on request"]
+    assert notes(setting.truncated(1000, 3)) == [
+        f"run shortened to {setting.first_test} warm-up and 3 test dates on request"
+    ]

@@ -128,7 +128,10 @@ def test_a_drafter_that_only_answers_nonsense_stops_the_run_with_the_reason(
     [
         (["--drafter", "gpt"], "drafter must be one of"),
         (["--drafter", "litellm"], "--model is required"),
-        (["--model", "openai/x"], "apply to --drafter litellm only"),
+        (["--model", "openai/x"], "--model and --api-base apply to --drafter litellm only"),
+        (["--json-schema"], "--cache and --json-schema to the model drafters (litellm, smollm2)"),
+        (["--cache", "c.sqlite"], "the analogical drafter calls no model"),
+        (["--offline"], "the analogical drafter calls no model"),
         (["--investor", "reckless"], "investor must be one of"),
         (["--methods", "oracle"], "unknown methods ['oracle']"),
     ],
