@@ -124,8 +124,17 @@ def choose_scored(plan: Plan, vectors: NDArray[np.float64], reference: int) -> D
             weights = dial_weights(
                 np.array(dial.combination), np.array(dial.trust_weight), np.array(plan.q), vectors[reference], vectors
             )
+            # no trust and the reference as the closed share: the blend is the reference draft itself, played
+            # as it is (its utility is then known even where only the drafts' utilities are given)
+            exact = dial.trust_weight == 0.0 and np.array_equal(weights, vectors[reference])
             decision = Decision(
-                weights=weights, action=Action.DIAL, subset=None, mask=None, q=plan.q, played=None, **shared
+                weights=weights,
+                action=Action.DIAL,
+                subset=None,
+                mask=None,
+                q=plan.q,
+                played=reference if exact else None,
+                **shared,
             )
         elif dial.trust_weight >= 1.0:  # answers cannot be blended: memory's draft only at full trust
             decision = _played(plan, vectors, int(np.argmax(dial.combination)), Action.DIAL, shared, memory=True)

@@ -644,3 +644,22 @@ def test_one_experience_per_decision_under_a_half_fraction_is_refused_naming_k(d
         plan = engine.plan("d", time=0, maturity=1, retrieved=["the only lesson"], n_assets=2)
         engine.decide("d", np.array([[0.5, 0.5], [0.9, 0.1]][: len(plan.subsets)]))
         assert engine.settle("d", np.array([[1.01, 1.0]])).contributions.keys() == {"the only lesson"}
+
+
+def test_a_scored_forecast_at_no_trust_plays_its_reference_draft_as_it_is_and_knows_its_utility():
+    """At trust weight 0 with the reference as the closed share, the blend is exactly the reference draft:
+    the decision says it plays that draft (``played``), as answers that cannot be blended already did, and a
+    settlement by the drafts' utilities knows the chosen utility (it was None, 'a blend')."""
+    from memtrial.engine.config import SCORED_DESIGN
+
+    engine = MemTrial(EngineConfig(gamma=0.0, design=SCORED_DESIGN))
+    for lesson in ("a", "b", "c", "d"):
+        engine.add_experience(lesson)
+    plan = engine.plan("q", time=0, maturity=1, retrieved=["a", "b", "c", "d"], kind="scored")
+    rng = np.random.default_rng(2)
+    decision = engine.decide_scored("q", vectors=rng.dirichlet(np.ones(3), size=len(plan.subsets)), reference=3)
+    assert decision.dial is not None and decision.dial.trust_weight == 0.0
+    assert decision.played == 3 and np.array_equal(decision.weights, decision.drafts[3])
+    utilities = rng.normal(size=len(plan.subsets))
+    settled = engine.settle_scored("q", utilities=utilities)
+    assert settled.chosen_utility == settled.reference_utility == utilities[3]
