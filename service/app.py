@@ -23,7 +23,7 @@ from service import tracing
 from service.cache import ByteBudget
 from service.db import make_engine, make_session_factory
 from service.deps import KeyCache, Services
-from service.embeddings import Embedder, get_embedder
+from service.embeddings import Embedder, OnnxEmbedder, get_embedder
 from service.handlers import install_handlers
 from service.jobs import RefitRunner
 from service.leases import withdraw_expired
@@ -51,6 +51,12 @@ def _preload(embedder: Embedder) -> None:
     embedder.preload()
     if embedder.load_error is not None:
         logger.error("the embedding model failed to load", extra={"error": embedder.load_error})
+    elif isinstance(embedder, OnnxEmbedder) and embedder.fell_back is not None:
+        # ready all the same, on torch (slower for one query): said once, so an operator knows why
+        logger.warning(
+            "the ONNX Runtime path could not load; embedding with torch instead (MEMTRIAL_EMBEDDER, MEMTRIAL_ONNX_CACHE)",
+            extra={"error": embedder.fell_back},
+        )
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

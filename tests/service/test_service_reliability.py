@@ -220,3 +220,21 @@ def test_no_endpoint_reads_or_writes_another_tenants_agent(app, http, client, da
     assert client.get_experience(agent["id"], experience["id"])["text"] == "a private lesson"
     assert client.get_agent(agent["id"])["name"] == "private"
     assert client.get_decision(agent["id"], decision_id)["status"] == "decided"
+
+
+@pytest.mark.slow  # loads the torch model
+def test_a_service_whose_onnx_path_falls_back_to_torch_says_so_once_at_start(caplog):
+    """Ready all the same, on torch: it said nothing, so an operator could not tell why embedding was slower."""
+    pytest.importorskip("onnxruntime", reason="the embedding extra is not installed")
+    import logging
+    from pathlib import Path
+
+    from memtrial.drafting.embeddings import OnnxEmbedder, get_embedder
+    from service.app import _preload
+
+    embedder = OnnxEmbedder(cache_dir=Path("/proc/memtrial-no-such-folder"), fallback=get_embedder("torch"))
+    with caplog.at_level(logging.WARNING, logger="memtrial.service"):
+        _preload(embedder)
+    assert embedder.load_error is None and embedder.loaded and embedder.fell_back is not None
+    warned = [r for r in caplog.records if "the ONNX Runtime path could not load" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].error == embedder.fell_back
