@@ -85,13 +85,14 @@ async def _one(
     litellm = import_extra("litellm", "llm", "LLM drafting")
 
     attempts = int(settings.get("max_retries", 2)) + 1
+    why = ""  # what was wrong with the last answer, said with the refusal
     for attempt in range(attempts):
         if attempt and not retries.take():
             raise ApiError(
                 502,
                 "malformed_draft",
                 f"the drafter's answers were malformed {attempt} times in a row (model {settings['model']!r}); "
-                f"no retry was left: {retries.bound}",
+                f"no retry was left: {retries.bound}{why}",
                 "drafter",
             )
         with span("llm.completion", model=str(settings["model"]), provider=provider.name, attempt=attempt):
@@ -107,12 +108,13 @@ async def _one(
         content = response.choices[0].message.content or ""
         try:
             return parse(content)
-        except DraftError:
+        except DraftError as error:
+            why = f"; the last: {str(error)[:300]}"
             continue
     raise ApiError(
         502,
         "malformed_draft",
-        f"the drafter's answers were malformed {attempts} times in a row (model {settings['model']!r})",
+        f"the drafter's answers were malformed {attempts} times in a row (model {settings['model']!r}){why}",
         "drafter",
     )
 

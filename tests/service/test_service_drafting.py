@@ -132,7 +132,9 @@ def test_malformed_answers_are_retried_then_reported_and_the_plan_withdrawn(serv
         with pytest.raises(ServiceError) as error:
             client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "x", drafting="server")
     assert (error.value.status, error.value.code) == (502, "malformed_draft")
-    assert error.value.message == "the drafter's answers were malformed 2 times in a row (model 'openai/fake')"
+    assert error.value.message == (  # and what was wrong with the last answer
+        "the drafter's answers were malformed 2 times in a row (model 'openai/fake'); the last: no JSON object in the answer"
+    )
     assert llm.calls == 16  # every draft was asked twice
     assert client.list_decisions(agent["id"], status="failed")["items"][0]["failure"] == error.value.message
 
