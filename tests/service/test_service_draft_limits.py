@@ -65,13 +65,22 @@ SETTINGS = [
 ]
 
 
+#: the smallest k of each design: a half fraction of one experience is one run, which cannot credit it
+SMALLEST_K = {"half": 2, "fold": 2}
+
+
 def _every_k_or_the_edges(sweep):
-    """Every k of every setting (``sweep``), or each setting's edges: k = 1, the largest k the limit accepts and
-    the first it refuses."""
+    """Every k of every setting (``sweep``), or each setting's edges: its smallest k, the largest k the limit
+    accepts and the first it refuses."""
     for design, reference in SETTINGS:
         refused = [k for d, r, k in REFUSED if (d, r) == (design, reference)]
         first_refused = min(refused, default=9)
-        ks = range(1, 9) if sweep else sorted({1, first_refused - 1, *([first_refused] if refused else [])})
+        smallest = SMALLEST_K.get(design, 1)
+        ks = (
+            range(smallest, 9)
+            if sweep
+            else sorted({smallest, first_refused - 1, *([first_refused] if refused else [])})
+        )
         yield from ((design, reference, k) for k in ks)
 
 
