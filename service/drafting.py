@@ -91,8 +91,8 @@ async def _one(
             raise ApiError(
                 502,
                 "malformed_draft",
-                f"the drafter's answers were malformed {attempt} times in a row (model {settings['model']!r}); "
-                f"no retry was left: {retries.bound}{why}",
+                f"the drafter's answers were malformed {attempt} times in a row (model {settings['model']!r}){why}; "
+                f"no retry was left: {retries.bound}",
                 "drafter",
             )
         with span("llm.completion", model=str(settings["model"]), provider=provider.name, attempt=attempt):
