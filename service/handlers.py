@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memtrial.errors import (
@@ -27,6 +28,7 @@ from memtrial.errors import (
     TimeOrderError,
     UnknownDecisionError,
 )
+from service.db import transaction
 from service.errors import (
     AGENT_BUSY_RETRY_SECONDS,
     DATABASE_RETRY_SECONDS,
@@ -35,6 +37,7 @@ from service.errors import (
     error_body,
     is_lock_wait,
 )
+from service.models import IdempotencyRecord
 from service.schemas import FIXED_AGENT_SETTINGS
 
 __all__ = ["install_handlers"]
@@ -195,6 +198,18 @@ async def _database_down(request: Request, error: Exception) -> JSONResponse:
     )
 
 
+def _key_taken(request: Request, key: str) -> bool:
+    """Whether another request has claimed this request's Idempotency-Key (read afresh, after the collision)."""
+    tenant_id = getattr(request.state, "tenant_id", None)
+    if tenant_id is None:
+        return False
+    try:
+        with transaction(request.app.state.services.sessions) as session:
+            return session.get(IdempotencyRecord, (tenant_id, key)) is not None
+    except Exception:  # the plain conflict is still the right answer
+        return False
+
+
 async def _race(request: Request, error: IntegrityError) -> JSONResponse:
     logger.warning(
         "write conflict",
@@ -204,6 +219,17 @@ async def _race(request: Request, error: IntegrityError) -> JSONResponse:
             "error_type": type(error.orig).__name__,
         },
     )
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and await run_in_threadpool(_key_taken, request, key):
+        # the same key's first request (on another replica, say) wrote while this one ran, both having found
+        # the key free: answered as a key in progress, which a client waits on, and its retry gets the first
+        # answer (or idempotency_conflict for another body); a plain conflict no client waited on
+        message = f"the first request with Idempotency-Key {key!r} has not finished; retry later"
+        return JSONResponse(
+            error_body("idempotency_in_progress", message, "Idempotency-Key"),
+            status_code=409,
+            headers={"Retry-After": "1"},
+        )
     message = "a concurrent request wrote the same record first; nothing was changed by this one: retry"
     return JSONResponse(error_body("conflict", message, None), status_code=409, headers={"Retry-After": "1"})
 

@@ -3,6 +3,7 @@
 import datetime as dt
 import json
 
+import pytest
 from sqlalchemy.exc import OperationalError
 from support import raw
 
@@ -95,3 +96,60 @@ def test_a_malformed_idempotency_key_is_422(http, client, agent):
         {"Idempotency-Key": "not ok!"},
     )
     assert response.status_code == 422 and response.json()["error"]["field"] == "Idempotency-Key"
+
+
+# PostgreSQL alone: SQLite takes one writer at a time (BEGIN IMMEDIATE), so two requests never both find a key free
+@pytest.mark.slow
+@pytest.mark.parametrize("database_url", ["postgresql"], indirect=True)
+def test_two_requests_with_one_key_at_once_create_once_and_both_get_the_first_answer(
+    http, client, monkeypatch, database_url
+):
+    """Two replicas behind a balancer take the same creating request at once (a client's retry after a
+    timeout): both find the key free, the first commits, the second's claim of the key collides. It was a
+    409 ``conflict``, which no client waits on; it is the key in progress, so the client waits and gets the
+    first answer, and one agent exists."""
+    import threading
+
+    import pytest
+    from support import UNIVERSE
+
+    from service.idempotency import Idempotency
+
+    if database_url.startswith("sqlite"):
+        pytest.skip(
+            "NOT RUN ON SQLITE: it takes one writer at a time (BEGIN IMMEDIATE), so two requests never both find a key free"
+        )
+
+    barrier = threading.Barrier(2, timeout=30)
+    calls = []
+    replay = Idempotency.replay
+
+    def both_find_the_key_free(self, session):
+        answer = replay(self, session)
+        calls.append(answer)
+        if len(calls) <= 2:  # the two first requests: each has read the key as free before either claims it
+            barrier.wait()
+        return answer
+
+    monkeypatch.setattr(Idempotency, "replay", both_find_the_key_free)
+    body = json.dumps({"name": "once", "investor": "balanced", "universe": UNIVERSE})
+    answers = [None, None]
+
+    def send(i):
+        answers[i] = raw(http, client, "POST", "/v1/agents", body, {"Idempotency-Key": "create-once"})
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    codes = sorted(a.status_code for a in answers)
+    assert codes == [201, 409], [a.json() for a in answers]
+    refused = next(a for a in answers if a.status_code == 409)
+    assert refused.json()["error"]["code"] == "idempotency_in_progress" and refused.headers["Retry-After"] == "1"
+    assert refused.json()["error"]["field"] == "Idempotency-Key"
+    created = next(a for a in answers if a.status_code == 201).json()
+    # what the client does on a key in progress: it waits, sends again, and gets the first answer
+    again = raw(http, client, "POST", "/v1/agents", body, {"Idempotency-Key": "create-once"})
+    assert again.json() == created and again.headers["Idempotent-Replayed"] == "true"
+    assert [a["id"] for a in client.list_agents()["items"]] == [created["id"]]
