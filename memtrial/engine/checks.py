@@ -96,14 +96,21 @@ def universe_arrays(
     reference is projected onto the investor's mandate like every draft (it is played, alone or mixed)."""
     if reference is None and n_assets is None:
         raise InputError("give reference weights or n_assets", field="reference")
-    size = int(np.asarray(reference).shape[-1]) if reference is not None else int(n_assets)  # type: ignore[arg-type]
+    if n_assets is not None and (
+        isinstance(n_assets, bool) or not isinstance(n_assets, int | np.integer) or n_assets < 1
+    ):
+        raise InputError(f"n_assets must be an integer >= 1 (the number of assets), got {n_assets!r}", field="n_assets")
+    given_weights = {
+        name: _weight_vector(given, name) for name, given in (("reference", reference), ("previous", previous))
+    }
+    size = given_weights["reference"].size if given_weights["reference"] is not None else int(n_assets)  # type: ignore[arg-type]
     if n_assets is not None and n_assets != size:
         raise InputError(f"n_assets is {n_assets} but reference has {size} weights", field="n_assets")
     equal = np.full(size, 1.0 / size) if size > 0 else np.zeros(0)
     weights = {}
-    for name, given in (("reference", reference), ("previous", previous)):
-        vector = equal if given is None else np.asarray(given, dtype=np.float64)
-        check_weights(vector[None, :] if vector.ndim == 1 else vector, size, name)
+    for name, vector in given_weights.items():
+        vector = equal if vector is None else vector
+        check_weights(vector[None, :], size, name)
         weights[name] = vector
     if (risky is None) != (defensive is None):
         raise InputError("give both risky and defensive asset groups, or neither", field="risky")
@@ -111,11 +118,39 @@ def universe_arrays(
         return weights["reference"], weights["previous"], None, None
     if investor is None:
         raise ConfigError("asset groups need an engine investor to project drafts onto", field="investor")
-    risky_mask = np.asarray(risky, dtype=bool)
-    defensive_mask = np.asarray(defensive, dtype=bool)
+    assert defensive is not None  # given with risky (checked above)
+    risky_mask = _asset_mask(risky, size, "risky")
+    defensive_mask = _asset_mask(defensive, size, "defensive")
     project(equal, risky_mask, defensive_mask, investor)
     weights["reference"] = project(weights["reference"], risky_mask, defensive_mask, investor)
     return weights["reference"], weights["previous"], risky_mask, defensive_mask
+
+
+def _weight_vector(given: ArrayLike | None, field: str) -> NDArray[np.float64] | None:
+    """One weight per asset, as a 1-D float array (a nested list read as one row was stored as a plan the
+    engine could then not write)."""
+    if given is None:
+        return None
+    try:
+        vector = np.asarray(given, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{field} must be one weight per asset, got {given!r}"[:300], field=field) from None
+    if vector.ndim != 1 or vector.size == 0:
+        raise InputError(
+            f"{field} must be one weight per asset (a non-empty flat list of numbers), got shape {vector.shape}",
+            field=field,
+        )
+    return vector
+
+
+def _asset_mask(given: ArrayLike, size: int, field: str) -> NDArray[np.bool_]:
+    """An asset group: one flag per asset (True/False or 1/0), not numbers read as flags."""
+    values = np.asarray(given)
+    if values.shape != (size,) or not (values.dtype == bool or np.isin(values, (0, 1)).all()):
+        raise InputError(
+            f"{field} must be one flag per asset ({size}: true/false or 1/0), got {given!r}"[:300], field=field
+        )
+    return values.astype(bool)
 
 
 def check_scored_design(kind: DecisionKind, design: DesignKind, masks: Sequence[int]) -> None:
