@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
@@ -51,6 +52,9 @@ PAPER_RULE: Mapping[str, Any] = MappingProxyType(
 #: The design a scored decision's engine takes by default: a scored decision designates a memory-free draft
 #: as its reference, which the odd half (the default) does not draft; the even half does, in the same 8 runs.
 SCORED_DESIGN = DesignKind.HALF
+#: set while a stored configuration is read: the rules on new configurations (k = 1 under a half fraction)
+#: do not refuse a state made before them; its plans are refused instead (:meth:`memtrial.MemTrial.plan`)
+_STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_config", default=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,7 @@ class EngineConfig:
         )
         for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
-        if self.k == 1 and self.design in (DesignKind.HALF, DesignKind.FOLD):
+        if self.k == 1 and self.design in (DesignKind.HALF, DesignKind.FOLD) and not _STORED.get():
             # a half fraction of one factor is one run: the experience is never both in and out of a run,
             # so no settlement could credit it (each decision retrieving it would be left unsettleable)
             raise ConfigError(
@@ -212,7 +216,11 @@ class EngineConfig:
             values["quarantine"] = QuarantineConfig.from_dict(values["quarantine"])
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])
-        return cls(**values)
+        token = _STORED.set(True)  # a state made before a rule on new configurations still reads back
+        try:
+            return cls(**values)
+        finally:
+            _STORED.reset(token)
 
 
 def default_setting(name: str) -> Any:

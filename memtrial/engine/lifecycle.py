@@ -269,6 +269,13 @@ class MemTrial:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
         check_scored_design(kind, self.config.design, designed)
+        if len(ids) == 1 and len(designed) == 1:  # a stored engine of k = 1 under a half fraction (refused new)
+            raise ConfigError(
+                f"k = 1 leaves the design {self.config.design.value!r} one run, which cannot contrast the "
+                "experience with its absence: this decision could never be settled; plan with no experience, "
+                "or make an engine with design 'full' or 'saturated'",
+                field="k",
+            )
         frozen = self._since_changes(frozen_predictions(self.learner, ids), ids)
         predictions, trust = frozen["predictions"], self.gate.decision()
         dial = self._dial(ids, designed, predictions)
