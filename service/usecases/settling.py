@@ -240,6 +240,9 @@ def correct(
         engine = services.engines.checkout(session, agent, {row.id: row})
         arguments = _outcome_arguments(services, agent, row, engine, body)
         settlement = engine.correct(decision_id, reason=body.reason, at=body.settled_at, **arguments)
+        written = engine.history
+        if isinstance(written, SqlHistory) and written.last_score_row is not None:  # the correction's own entry
+            written.last_score_row.statistic = gate_statistic(engine.gate)
         previous = dict(row.settlement or {})
         history = list(previous.pop("corrections", []))
         history.append(CorrectionPublic(reason=body.reason, corrected_at=dt.datetime.now(dt.UTC), superseded=previous))

@@ -47,7 +47,9 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
             )
         }
         mode = engine.learner.selected_mode.value
-        # the engine values the agent's experiences, every one a row (a deleted one leaves both together)
+        # the engine values the agent's experiences, every one a row (deleting one forgets both); one deleted
+        # between the engine's read and the rows' (no lock is taken for a read) is left out with its value
+        values = {e: value for e, value in values.items() if e in rows}
         status = {e: experience_status(rows[e].active, e, engine).value for e in values}
         return_engine(session, agent, engine, services.engines)
     entries = {

@@ -663,3 +663,48 @@ def test_a_scored_forecast_at_no_trust_plays_its_reference_draft_as_it_is_and_kn
     utilities = rng.normal(size=len(plan.subsets))
     settled = engine.settle_scored("q", utilities=utilities)
     assert settled.chosen_utility == settled.reference_utility == utilities[3]
+
+
+@pytest.mark.parametrize(
+    "given,field,message",
+    [
+        ({"reference": [[0.5, 0.5]]}, "reference", "reference must be one weight per asset (a non-empty flat list"),
+        ({"reference": 1.0}, "reference", "reference must be one weight per asset"),
+        ({"reference": ["a", "b"]}, "reference", "reference must be one weight per asset"),
+        ({"previous": [[0.5, 0.5]], "n_assets": 2}, "previous", "previous must be one weight per asset"),
+        ({"n_assets": "2"}, "n_assets", "n_assets must be an integer >= 1 (the number of assets), got '2'"),
+        ({"n_assets": -1}, "n_assets", "n_assets must be an integer >= 1"),
+        ({"n_assets": True}, "n_assets", "n_assets must be an integer >= 1"),
+        ({"n_assets": 2, "risky": [2, 0], "defensive": [0, 1]}, "risky", "risky must be one flag per asset (2:"),
+        ({"n_assets": 2, "risky": [1, 0], "defensive": [0, 1, 0]}, "defensive", "defensive must be one flag per asset"),
+    ],
+)
+def test_a_plans_universe_read_the_wrong_way_is_refused_naming_it_and_nothing_changes(given, field, message):
+    """A nested reference was stored as a one-asset plan the engine could then never write (to_json raised a
+    TypeError ever after); a number as n_assets, or numbers as asset flags, were read silently."""
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    for lesson in ("a", "b"):
+        engine.add_experience(lesson)
+    before = engine.to_json()
+    with pytest.raises(InputError) as refused:
+        engine.plan("d", time=0, maturity=1, retrieved=["a", "b"], **given)
+    assert refused.value.field == field and message in str(refused.value)
+    assert engine.to_json() == before
+
+
+def test_a_stored_engine_of_k_1_under_a_half_fraction_loads_and_refuses_only_its_unsettleable_plans():
+    """Made before the rule, such an engine (and its agent's data) still reads back; a plan that retrieves its
+    one experience is refused naming k, as it could never be settled, and a plan without memory goes on."""
+    import json
+
+    stored = json.loads(MemTrial(EngineConfig(investor="balanced", k=1, design="full")).to_json())
+    stored["config"]["design"] = "fold"  # as the release before wrote an agent made with k = 1
+    engine = MemTrial.from_json(json.dumps(stored))
+    assert (engine.config.k, engine.config.design.value) == (1, "fold")
+    engine.add_experience("the only lesson")
+    before = engine.to_json()
+    with pytest.raises(ConfigError) as refused:
+        engine.plan("d", time=0, maturity=1, retrieved=["the only lesson"], n_assets=2)
+    assert refused.value.field == "k" and "could never be settled" in str(refused.value)
+    assert engine.to_json() == before
+    assert engine.plan("d", time=0, maturity=1, retrieved=[], n_assets=2).subsets == ((),)

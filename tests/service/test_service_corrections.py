@@ -217,12 +217,28 @@ def test_after_corrections_the_trust_answer_the_log_and_every_decision_agree_on_
     marked superseded. Before, the answer listed scores the gate no longer counted and left out those it did."""
     agent = client.create_agent("audited", "balanced", UNIVERSE, retrieval="similarity")
     client.add_experiences(agent["id"], [{"text": t} for t in MONTHLY_LESSONS])
-    outcomes = _world_portfolio(client, agent["id"], wrong_at=1, n=8)
+    rng = np.random.default_rng(9)
+    outcomes = []
+    for t in range(8):  # each lesson leans the drafts its own way, with noise: scores of every sign and size
+        plan = plan_month(client, agent["id"], t)
+        drafts = []
+        for subset in plan["subsets"]:
+            tilt = rng.normal(0.0, 0.05, 4) + sum(
+                np.eye(4)[i % 4] * 0.1 * (-1) ** i for i, text in enumerate(MONTHLY_LESSONS) if text in subset["texts"]
+            )
+            weights = np.clip(np.full(4, 0.25) + tilt, 0.01, None)
+            drafts.append(dict(zip(ASSETS, (weights / weights.sum()).tolist(), strict=True)))
+        client.submit_drafts(agent["id"], plan["decision_id"], drafts)
+        returns = {a: rng.normal([0.004, 0.01, 0.0, 0.0001][i], 0.01, 2).tolist() for i, a in enumerate(ASSETS)}
+        given = {a: [v * 5 for v in r] for a, r in returns.items()} if t == 1 else returns
+        client.settle(agent["id"], plan["decision_id"], returns=given)
+        outcomes.append((plan["decision_id"], returns))
     (first_id, right), (third_id, third) = outcomes[1], outcomes[3]
     twice = {a: [v * 2 for v in r] for a, r in right.items()}
     client.correct(agent["id"], third_id, returns={a: [v * 3 for v in r] for a, r in third.items()}, reason="new feed")
     client.correct(agent["id"], first_id, returns=twice, reason="a first fix, still wrong")
-    client.correct(agent["id"], first_id, returns=right, reason="the right returns")
+    client.correct(agent["id"], first_id, returns=right, reason="the right returns")  # rescores the third's
+    client.correct(agent["id"], third_id, returns={a: [v * 2 for v in r] for a, r in third.items()}, reason="again")
     page = client.trust_log(agent["id"], limit=1000)
     log = page["items"]
     in_force: dict[str, float | None] = {}
@@ -238,6 +254,10 @@ def test_after_corrections_the_trust_answer_the_log_and_every_decision_agree_on_
     assert len(trust["scores"]) == len(shown) == trust["n_scores"] == trust["state"]["n_scored"]
     assert shown == {d: s for d, s in in_force.items() if s is not None}
     assert np.mean(list(shown.values())) == pytest.approx(trust["state"]["mean_score"], abs=1e-12)
+    assert len({round(v, 6) for v in shown.values()}) > 3  # scores of many values, not only +-1
+    # the newest score in force, the last correction's own, shows the gate's statistic after it
+    assert trust["scores"][-1]["decision_id"] == third_id
+    assert trust["scores"][-1]["statistic"] == pytest.approx(trust["state"]["statistic"], abs=0)
     for decision_id, score in in_force.items():
         assert client.get_decision(agent["id"], decision_id)["settlement"]["score"] == score
     score_entry = next(e for e in log if e["kind"] == "score" and e["payload"]["date"] == first_id)
