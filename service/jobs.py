@@ -31,6 +31,7 @@ import queue
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -91,12 +92,15 @@ class DaskEngine:
     """Sends jobs to a Dask cluster: ``scheduler`` (an address), or a local cluster of worker processes
     started on the first job (one worker process, one thread: a NumPyro fit uses every core)."""
 
+    RETRY_AFTER = 30.0  # seconds a failed connection is remembered
+
     def __init__(self, scheduler: str | None) -> None:
         self.scheduler = scheduler
         self.local = scheduler is None
         self._client: Any = None
         self._cluster: Any = None
         self._lock = threading.Lock()
+        self._unreachable: tuple[float, str] | None = None  # (until when, why) after a failed connection
 
     def client(self) -> Any:
         with self._lock:
@@ -121,12 +125,19 @@ class DaskEngine:
             return self._client
 
     def ready(self) -> str | None:
-        """Why no job can be sent now (the scheduler named cannot be reached), or None."""
+        """Why no job can be sent now (the scheduler named cannot be reached), or None. A failed connection
+        (which takes the client's 10-second timeout) is remembered for ``RETRY_AFTER`` seconds, so requests
+        in the meantime are answered at once."""
+        if self._unreachable is not None and time.monotonic() < self._unreachable[0]:
+            return self._unreachable[1]
         try:
             self.client()
         except (OSError, TimeoutError) as error:
             where = "the local cluster" if self.scheduler is None else f"the Dask scheduler at {self.scheduler}"
-            return f"{where} cannot be reached ({type(error).__name__}: {error})"[:500]
+            why = f"{where} cannot be reached ({type(error).__name__}: {error})"[:500]
+            self._unreachable = (time.monotonic() + self.RETRY_AFTER, why)
+            return why
+        self._unreachable = None
         return None
 
     def submit(self, database_url: str, job_id: str, heartbeat: float, where: str, done: Done) -> None:
