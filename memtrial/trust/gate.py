@@ -200,8 +200,15 @@ def pearson_scores(predicted: ArrayLike, realised: ArrayLike) -> NDArray[np.floa
     flat = (np.ptp(x, axis=1) == 0.0) | (np.ptp(y, axis=1) == 0.0)
     x = x - x.mean(axis=1, keepdims=True)
     y = y - y.mean(axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        value = (x * y).sum(axis=1) / np.sqrt((x * x).sum(axis=1) * (y * y).sum(axis=1))
+    with np.errstate(all="ignore"):
+        sx, sy = (x * x).sum(axis=1), (y * y).sum(axis=1)
+        product = sx * sy
+        # utilities near the engine's bound (1e100) overflow the product of the two sums (from about 1e77),
+        # very small ones underflow it: there each sum's root is taken apart (elsewhere the same rounding
+        # as always), so a score does not depend on the unit utilities are counted in
+        apart = ~np.isfinite(product) | ((product < 1e-290) & (sx > 0.0) & (sy > 0.0))
+        denominator = np.where(apart, np.sqrt(sx) * np.sqrt(sy), np.sqrt(product))
+        value = (x * y).sum(axis=1) / denominator
     return np.where(flat, np.nan, np.clip(value, -1.0, 1.0))
 
 

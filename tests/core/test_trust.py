@@ -242,3 +242,40 @@ def test_log_kinds_are_pinned_and_an_entry_hashes_the_kinds_value():
     text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
     assert type(entry.kind) is str and entry.kind == "retry"
     assert entry.hash == hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_a_score_does_not_depend_on_the_unit_utilities_are_counted_in_up_to_the_engines_bound():
+    """Utilities within the engine's bound (1e100) from about 1e77 on overflowed the product of the Pearson
+    score's two sums: every score read 0 and the trust weight stayed 0. Scaled utilities now score alike."""
+    import numpy as np
+
+    from memtrial import EngineConfig, MemTrial
+    from memtrial.engine.config import SCORED_DESIGN
+    from memtrial.trust.gate import pearson_scores
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(3, 4)), rng.normal(size=(3, 4))
+    for scale in (1e-80, 1e77, 1e90, 1e100):
+        np.testing.assert_allclose(pearson_scores(x * scale, y * scale), pearson_scores(x, y), rtol=0, atol=1e-15)
+
+    def run(scale):
+        from memtrial.curation import QuarantineConfig
+
+        engine = MemTrial(EngineConfig(gamma=0.0, design=SCORED_DESIGN, quarantine=QuarantineConfig(enabled=False)))
+        for lesson in "abcdef":
+            engine.add_experience(lesson)
+        world = np.random.default_rng(5)
+        worth = {"a": 0.4, "b": -0.3, "c": 0.1, "d": 0.0, "e": 0.2, "f": -0.1}
+        scores = []
+        for t in range(30):
+            retrieved = [str(e) for e in world.choice(list("abcdef"), size=4, replace=False)]
+            plan = engine.plan(f"q{t}", time=t, maturity=t + 1, retrieved=retrieved, kind="scored")
+            engine.decide_scored(f"q{t}", vectors=world.dirichlet(np.ones(3), size=len(plan.subsets)))
+            utilities = [sum(worth[e] for e in s) + world.normal(0, 0.05) for s in plan.subsets]
+            scores.append(engine.settle_scored(f"q{t}", utilities=np.array(utilities) * scale).score)
+        return scores
+
+    plain, huge = run(1.0), run(1e90)
+    assert [s is None for s in plain] == [s is None for s in huge]
+    np.testing.assert_allclose([s for s in huge if s is not None], [s for s in plain if s is not None], atol=1e-9)
+    assert any(abs(s) > 0.5 for s in plain if s is not None)  # the scores say something
