@@ -633,9 +633,15 @@ class MemTrial:
     def release_calls(self, decision_id: str, reserved: int, made: int) -> None:
         """Settle the calls :meth:`reserve_calls` reserved for ``decision_id``: ``made`` of the ``reserved``
         were sent, the rest go back to the credit. Under a draft budget a ``retry`` entry in the log records
-        the calls made, so the log's ``draft_calls`` add up to every call the budget paid for."""
-        if not 0 <= made <= reserved:
+        the calls made, so the log's ``draft_calls`` add up to every call the budget paid for. ``reserved`` is
+        what :meth:`reserve_calls` granted (the caller keeps it: the engine does not, as a reservation
+        outlives a save); ``decision_id`` a decision this engine planned."""
+        for name, value in (("reserved", reserved), ("made", made)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise InputError(f"{name} must be a number of calls (an integer >= 0), got {value!r}", field=name)
+        if not made <= reserved:
             raise InputError(f"made must be in [0, reserved = {reserved}], got {made!r}", field="made")
+        self._entry(decision_id)  # a known decision (the log's retry entry names it)
         if self.config.draft_budget is None:
             return
         self.credit.refund(reserved - made)

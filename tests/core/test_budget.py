@@ -391,6 +391,31 @@ def test_without_a_budget_every_wanted_retry_is_granted_and_bad_counts_are_refus
         engine.release_calls("d0", 2, 3)
 
 
+@pytest.mark.parametrize(
+    "decision_id,reserved,made,field",
+    [
+        ("d0", 2, 1.5, "made"),  # logged as 1.5 calls, held as 2.5, read back as 2
+        ("d0", "a", 0, "reserved"),  # a TypeError
+        ("d0", 2, True, "made"),
+        ("d0", -1, 0, "reserved"),
+        ("nope", 2, 1, "decision_id"),  # a retry entry for a decision that does not exist
+    ],
+)
+def test_calls_released_read_the_wrong_way_are_refused_naming_them_and_nothing_changes(
+    decision_id, reserved, made, field
+):
+    from memtrial.errors import MemtrialError
+
+    engine = engine_of(3.0)
+    engine.plan("d0", time=0, maturity=20, retrieved=list("abcd"), n_assets=3)
+    engine.reserve_calls(2)
+    before = engine.to_json()
+    with pytest.raises(MemtrialError) as refused:
+        engine.release_calls(decision_id, reserved, made)
+    assert refused.value.field == field
+    assert engine.to_json() == before
+
+
 def test_draft_credit_is_trial_is_a_query_and_deposit_adds_the_budget():
     from memtrial.action.budget import DraftCredit
 
