@@ -269,6 +269,9 @@ class MemTrial:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
         designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
         check_scored_design(kind, self.config.design, designed)
+        # the design itself, not only this plan's: a plan retrieving fewer than k drafts the full factorial of
+        # those, memory-free run included, and a scored engine on the odd half was refused only later
+        check_scored_design(kind, self.config.design, design_module.build_design(self.config.design, self.config.k))
         if len(ids) == 1 and len(designed) == 1:  # a stored engine of k = 1 under a half fraction (refused new)
             raise ConfigError(
                 f"k = 1 leaves the design {self.config.design.value!r} one run, which cannot contrast the "

@@ -408,6 +408,11 @@ def test_a_scored_decision_needs_a_design_that_drafts_its_memory_free_reference(
         "use design 'half' or 'full'"
     )
     assert engine.to_json() == before  # nothing planned, logged or paid
+    for fewer in (list("ab"), []):  # fewer than k retrieved (or none) drafts a full factorial: refused all the same
+        with pytest.raises(ConfigError) as error:
+            engine.plan("d", 0, 1, retrieved=fewer, kind="scored")
+        assert error.value.field == "design"
+    assert engine.to_json() == before
     scored = MemTrial(gamma=0.0, design=SCORED_DESIGN)
     for experience_id in "abcd":
         scored.add_experience(experience_id)
@@ -582,7 +587,7 @@ def test_a_time_that_is_not_one_is_refused_naming_its_parameter(call, field, mes
 
 
 def test_a_settlement_time_that_is_not_one_is_refused_naming_at():
-    engine = MemTrial(gamma=5.0)
+    engine = MemTrial(gamma=5.0, design="half")  # a scored plan drafts its memory-free reference
     engine.add_experience("a")
     plan = engine.plan("d", 0, 1, retrieved=["a"], kind="scored")
     engine.decide_scored("d", n_drafts=len(plan.masks))

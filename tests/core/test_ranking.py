@@ -332,7 +332,7 @@ def test_an_engine_refuses_ids_and_scores_of_the_wrong_kind_naming_the_field(cal
 
 
 def test_similarities_given_as_an_iterator_are_read_once():
-    engine = MemTrial(gamma=5.0)
+    engine = MemTrial(gamma=5.0, design="half")  # a scored plan drafts its memory-free reference
     for name in "abc":
         engine.add_experience(name)
     picks = engine.rank(["a", "b", "c"], 2, similarities=(s for s in [0.1, 0.9, 0.5]))
