@@ -124,6 +124,16 @@ class EngineConfig:
         object.__setattr__(self, "draft_horizon", check_horizon(self.draft_horizon, self.draft_budget))
         if not isinstance(self.robust, bool):
             raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
+        if not isinstance(self.gate, GateConfig):
+            raise ConfigError(
+                f"gate must be a GateConfig (GateConfig(test='anytime')), got {self.gate!r}", field="gate"
+            )
+        if self.n_components is not None and (
+            isinstance(self.n_components, bool) or not isinstance(self.n_components, int) or self.n_components < 1
+        ):
+            raise ConfigError(
+                f"n_components must be an integer >= 1 or None, got {self.n_components!r}", field="n_components"
+            )
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
             raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
         choices = (

@@ -682,7 +682,15 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} is a scored decision: use decide_scored", field="decision_id"
             )
-        matrix = np.asarray(drafts, dtype=np.float64)
+        try:
+            matrix = np.asarray(drafts, dtype=np.float64)
+        except (TypeError, ValueError):  # texts, or rows of different lengths
+            raise InputError(
+                f"drafts must be one row of {plan.n_assets} weights per designed subset ({len(plan.masks)}), got {drafts!r}"[
+                    :300
+                ],
+                field="drafts",
+            ) from None
         if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
             raise InputError(
                 f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}",
@@ -721,7 +729,13 @@ class MemTrial:
         if (vectors is None) == (n_drafts is None):
             raise InputError("give exactly one of vectors or n_drafts", field="drafts")
         if vectors is not None:
-            matrix = np.asarray(vectors, dtype=np.float64)
+            try:
+                matrix = np.asarray(vectors, dtype=np.float64)
+            except (TypeError, ValueError):  # texts, or rows of different lengths
+                raise InputError(
+                    f"vectors must be numbers with one row per designed subset ({runs}), got {vectors!r}"[:300],
+                    field="drafts",
+                ) from None
             if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
                 raise InputError(
                     f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}",
@@ -838,7 +852,9 @@ class MemTrial:
         predictions are derived again from what the learner would then have
         known, and every score, the learner, the gate's statistics, the noise
         cost and the fallback equal those of an engine settled with the
-        corrected outcome from the start. The log keeps the superseded score
+        corrected outcome from the start (the fallback's sums and the noise
+        cost up to the rounding of subtracting the old outcome: about 1e-16
+        times the largest outcome added, method 4.10). The log keeps the superseded score
         and gains a ``correction`` entry (the reason, the index of the entry
         it supersedes, the new score); the plans and decisions as they were
         served stay as they were. A correction equal to the current outcome is

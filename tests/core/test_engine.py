@@ -713,3 +713,27 @@ def test_a_stored_engine_of_k_1_under_a_half_fraction_loads_and_refuses_only_its
     assert refused.value.field == "k" and "could never be settled" in str(refused.value)
     assert engine.to_json() == before
     assert engine.plan("d", time=0, maturity=1, retrieved=[], n_assets=2).subsets == ((),)
+
+
+def test_drafts_and_settings_that_are_not_numbers_are_refused_naming_them():
+    """Plain Python errors before (a ValueError, an AttributeError), or a TypeError only at the first decision."""
+    with pytest.raises(ConfigError) as refused:
+        EngineConfig(investor="balanced", gate="anytime")
+    assert refused.value.field == "gate"
+    with pytest.raises(ConfigError) as refused:
+        EngineConfig(investor="balanced", n_components=1.5)
+    assert refused.value.field == "n_components"
+    engine = MemTrial(EngineConfig(investor="balanced", design="half"))
+    for lesson in "abcd":
+        engine.add_experience(lesson)
+    plan = engine.plan("d", time=0, maturity=1, retrieved=list("abcd"), n_assets=2)
+    scored = engine.plan("s", time=0, maturity=1, retrieved=list("abcd"), kind="scored")
+    before = engine.to_json()
+    for drafts in ([["a", "b"]] * len(plan.subsets), [[0.5, 0.5], [1.0]] * (len(plan.subsets) // 2)):
+        with pytest.raises(InputError) as refused:
+            engine.decide("d", drafts)
+        assert refused.value.field == "drafts" and "one row of 2 weights per designed subset" in str(refused.value)
+    with pytest.raises(InputError) as refused:
+        engine.decide_scored("s", vectors=[["a"]] * len(scored.subsets))
+    assert refused.value.field == "drafts"
+    assert engine.to_json() == before
