@@ -777,7 +777,13 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id"
             )
-        prices = np.asarray(rel_prices, dtype=np.float64)
+        try:
+            prices = np.asarray(rel_prices, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(
+                f"rel_prices must be closes relative to the entry close, one row per session, got {rel_prices!r}"[:300],
+                field="rel_prices",
+            ) from None
         if entry.settlement is not None:
             if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(
                 entry.settlement.rel_prices, prices

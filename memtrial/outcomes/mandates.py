@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 WEIGHT_SUM_TOLERANCE = 1e-6
+#: the largest close relative to the entry close a utility is computed from (its squared return stays finite)
+MAX_RELATIVE_PRICE = 1e50
 FEASIBILITY_TOLERANCE = 1e-12
 
 
@@ -252,6 +254,11 @@ def _check_settlement(
         )
     if not np.all(np.isfinite(rel)) or np.any(rel <= 0):
         raise InputError("rel_prices must be finite and > 0", field="rel_prices")
+    if np.any(rel > MAX_RELATIVE_PRICE):  # its returns' squares would overflow the utility's variance
+        raise InputError(
+            f"rel_prices must be at most {MAX_RELATIVE_PRICE:g} (a close that many times the entry close), got {float(rel.max())!r}",
+            field="rel_prices",
+        )
     previous = np.asarray(prev_weights, dtype=np.float64)
     if previous.shape != (batch.shape[1],) or not np.all(np.isfinite(previous)):
         raise InputError(f"prev_weights must be finite with shape ({batch.shape[1]},)", field="prev_weights")

@@ -737,3 +737,23 @@ def test_drafts_and_settings_that_are_not_numbers_are_refused_naming_them():
         engine.decide_scored("s", vectors=[["a"]] * len(scored.subsets))
     assert refused.value.field == "drafts"
     assert engine.to_json() == before
+
+
+@pytest.mark.parametrize(
+    "rel_prices,message",
+    [
+        ([[1e200, 1.0, 1.0]], "rel_prices must be at most 1e+50"),  # named utilities, after overflow warnings
+        ("abc", "rel_prices must be closes relative to the entry close"),  # a ValueError
+    ],
+)
+def test_closes_the_engine_cannot_score_are_refused_naming_rel_prices(rel_prices, message):
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    for lesson in "abcd":
+        engine.add_experience(lesson)
+    plan = engine.plan("d", time=0, maturity=1, retrieved=list("abcd"), n_assets=3)
+    engine.decide("d", np.random.default_rng(0).dirichlet(np.ones(3), size=len(plan.subsets)))
+    before = engine.to_json()
+    with pytest.raises(InputError) as refused:
+        engine.settle("d", rel_prices)
+    assert refused.value.field == "rel_prices" and message in str(refused.value)
+    assert engine.to_json() == before
