@@ -52,6 +52,8 @@ PAPER_RULE: Mapping[str, Any] = MappingProxyType(
 #: The design a scored decision's engine takes by default: a scored decision designates a memory-free draft
 #: as its reference, which the odd half (the default) does not draft; the even half does, in the same 8 runs.
 SCORED_DESIGN = DesignKind.HALF
+#: the largest risk aversion (the investors' are 2 to 10): beyond it utilities overflow
+MAX_GAMMA = 1e6
 #: set while a stored configuration is read: the rules on new configurations (k = 1 under a half fraction)
 #: do not refuse a state made before them; its plans are refused instead (:meth:`memtrial.MemTrial.plan`)
 _STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_config", default=False)
@@ -173,8 +175,9 @@ class EngineConfig:
                 raise ConfigError("give gamma or an investor (whose gamma is used)", field="gamma")
             object.__setattr__(self, "gamma", self.investor.gamma)
         gamma = self.gamma
-        if gamma is None or not (np.isfinite(gamma) and gamma >= 0):
-            raise ConfigError(f"gamma must be finite and >= 0, got {self.gamma!r}", field="gamma")
+        if gamma is None or isinstance(gamma, bool) or not (np.isfinite(gamma) and 0 <= gamma <= MAX_GAMMA):
+            # beyond it a plan's predicted utilities overflow (every later plan refused) or settle fails
+            raise ConfigError(f"gamma must be a risk aversion in [0, {MAX_GAMMA:g}], got {self.gamma!r}", field="gamma")
         if not (np.isfinite(self.fee_bp) and self.fee_bp >= 0):
             raise ConfigError(f"fee_bp must be finite and >= 0, got {self.fee_bp!r}", field="fee_bp")
 

@@ -757,3 +757,13 @@ def test_closes_the_engine_cannot_score_are_refused_naming_rel_prices(rel_prices
         engine.settle("d", rel_prices)
     assert refused.value.field == "rel_prices" and message in str(refused.value)
     assert engine.to_json() == before
+
+
+@pytest.mark.parametrize("gamma", [1e200, 1e308, True, -1.0])
+def test_a_risk_aversion_the_utilities_cannot_hold_is_refused_naming_gamma(gamma):
+    """gamma = 1e200 was taken: the first settlement passed, then every plan was refused ("predictions must
+    be finite"), for good."""
+    with pytest.raises(ConfigError) as refused:
+        EngineConfig(gamma=gamma)
+    assert refused.value.field == "gamma" and "gamma must be a risk aversion in [0, 1e+06]" in str(refused.value)
+    assert EngineConfig(gamma=1e6).gamma == 1e6
