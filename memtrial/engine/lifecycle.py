@@ -267,18 +267,7 @@ class MemTrial:
         )
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
-        designed = design_module.plan_masks(self.config.design, self.config.k, len(ids))
-        check_scored_design(kind, self.config.design, designed)
-        # the design itself, not only this plan's: a plan retrieving fewer than k drafts the full factorial of
-        # those, memory-free run included, and a scored engine on the odd half was refused only later
-        check_scored_design(kind, self.config.design, design_module.build_design(self.config.design, self.config.k))
-        if len(ids) == 1 and len(designed) == 1:  # a stored engine of k = 1 under a half fraction (refused new)
-            raise ConfigError(
-                f"k = 1 leaves the design {self.config.design.value!r} one run, which cannot contrast the "
-                "experience with its absence: this decision could never be settled; plan with no experience, "
-                "or make an engine with design 'full' or 'saturated'",
-                field="k",
-            )
+        designed = self._designed(kind, len(ids))
         frozen = self._since_changes(frozen_predictions(self.learner, ids), ids)
         predictions, trust = frozen["predictions"], self.gate.decision()
         dial = self._dial(ids, designed, predictions)
@@ -331,6 +320,22 @@ class MemTrial:
         if self.config.action is not ActionRule.DIAL:
             return None
         return plan_dial(self.config.gate, self.gate.statistics, self.noise.cost, ids, masks, predictions)
+
+    def _designed(self, kind: DecisionKind, n_retrieved: int) -> list[int]:
+        """The masks a plan of ``n_retrieved`` experiences drafts, refused where it could not be settled."""
+        designed = design_module.plan_masks(self.config.design, self.config.k, n_retrieved)
+        check_scored_design(kind, self.config.design, designed)
+        # the design itself, not only this plan's: a plan retrieving fewer than k drafts the full factorial of
+        # those, memory-free run included, and a scored engine on the odd half was refused only later
+        check_scored_design(kind, self.config.design, design_module.build_design(self.config.design, self.config.k))
+        if n_retrieved == 1 and len(designed) == 1:  # a stored engine of k = 1 under a half fraction (refused new)
+            raise ConfigError(
+                f"k = 1 leaves the design {self.config.design.value!r} one run, which cannot contrast the "
+                "experience with its absence: this decision could never be settled; plan with no experience, "
+                "or make an engine with design 'full' or 'saturated'",
+                field="k",
+            )
+        return designed
 
     def _universe(
         self,
