@@ -19,11 +19,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import Counter, Histogram
+
 from memtrial.drafting.drafts import DraftError, DraftRequest, parse_weights, render_prompt
 from memtrial.errors import import_extra
 from service.errors import ApiError
 from service.providers import Provider
 from service.tracing import span
+
+#: every model call server drafting sends, by provider and how it ended: ``ok`` (a usable draft),
+#: ``malformed`` (retried while retries last), ``failed`` (no answer: a timeout, an unreachable provider, an
+#: HTTP error); what an operator watches the spend bound (calls <= budget x decisions) and outages with
+DRAFT_CALLS = Counter(
+    "memtrial_draft_calls_total", "Model calls sent by server drafting, by how they ended", ["provider", "outcome"]
+)
+DRAFT_SECONDS = Histogram("memtrial_draft_seconds", "Seconds one model call of server drafting took", ["provider"])
 
 __all__ = ["DraftRequest", "Retries", "draft_all", "parse_weights", "render_prompt"]
 
@@ -96,21 +106,29 @@ async def _one(
                 "drafter",
             )
         with span("llm.completion", model=str(settings["model"]), provider=provider.name, attempt=attempt):
-            response = await litellm.acompletion(
-                model=settings["model"],
-                api_base=provider.api_base,
-                api_key=provider.api_key() or "none",
-                temperature=settings.get("temperature", 0.7),
-                messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
-                timeout=timeout,
-                num_retries=0,
-            )
+            try:
+                with DRAFT_SECONDS.labels(provider.name).time():
+                    response = await litellm.acompletion(
+                        model=settings["model"],
+                        api_base=provider.api_base,
+                        api_key=provider.api_key() or "none",
+                        temperature=settings.get("temperature", 0.7),
+                        messages=[{"role": "system", "content": system}, {"role": "user", "content": prompt}],
+                        timeout=timeout,
+                        num_retries=0,
+                    )
+            except BaseException:
+                DRAFT_CALLS.labels(provider.name, "failed").inc()
+                raise
         content = response.choices[0].message.content or ""
         try:
-            return parse(content)
+            answer = parse(content)
         except DraftError as error:
+            DRAFT_CALLS.labels(provider.name, "malformed").inc()
             why = f"; the last: {str(error)[:300]}"
             continue
+        DRAFT_CALLS.labels(provider.name, "ok").inc()
+        return answer
     raise ApiError(
         502,
         "malformed_draft",

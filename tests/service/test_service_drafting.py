@@ -290,3 +290,30 @@ def test_an_answer_that_does_not_fit_the_agent_is_422_naming_the_field(serve, se
         with pytest.raises(ServiceError) as error:
             scored_agent(client, "fake", **settings)
     assert (error.value.status, error.value.field) == (422, field)
+
+
+def _draft_calls(client, outcome):
+    """The worker's count of server drafting's model calls to the test provider that ended so."""
+    text = client._http.get("/metrics").text
+    line = f'memtrial_draft_calls_total{{outcome="{outcome}",provider="fake"}} '
+    found = [row for row in text.splitlines() if row.startswith(line)]
+    return float(found[0].split()[-1]) if found else 0.0
+
+
+def test_metrics_count_server_draftings_model_calls_by_how_they_ended(serve):
+    """An operator watches the calls a budget pays for and a provider's faults: /metrics had nothing of drafting."""
+    with FakeLLM() as good:
+        client = serve({"fake": {"models": ["openai/fake"], "api_base": good.api_base}})
+        agent = stocked(client, "fake")
+        before = _draft_calls(client, "ok")
+        decision = client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "x", drafting="server")
+        assert _draft_calls(client, "ok") - before == good.calls == decision["draft_calls"] == 8
+    with FakeLLM(malformed=True) as llm:
+        client = serve({"fake": {"models": ["openai/fake"], "api_base": llm.api_base}})
+        agent = stocked(client, "fake", max_retries=1)
+        client.retries = 0
+        before = _draft_calls(client, "malformed")
+        with pytest.raises(ServiceError):
+            client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "x", drafting="server")
+        assert _draft_calls(client, "malformed") - before == llm.calls == 16
+    assert "memtrial_draft_seconds_count" in client._http.get("/metrics").text
