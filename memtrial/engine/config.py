@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from collections.abc import Mapping
+import math
+from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
@@ -54,9 +56,20 @@ PAPER_RULE: Mapping[str, Any] = MappingProxyType(
 SCORED_DESIGN = DesignKind.HALF
 #: the largest risk aversion (the investors' are 2 to 10): beyond it utilities overflow
 MAX_GAMMA = 1e6
-#: set while a stored configuration is read: the rules on new configurations (k = 1 under a half fraction)
-#: do not refuse a state made before them; its plans are refused instead (:meth:`memtrial.MemTrial.plan`)
+#: set while an existing engine's configuration is read back or changed: the rules on new configurations
+#: (k = 1 under a half fraction, gamma's bound, n_components a whole number) do not refuse a state made
+#: before them; a plan it could never settle is refused instead (:meth:`memtrial.MemTrial.plan`)
 _STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_config", default=False)
+
+
+@contextlib.contextmanager
+def existing_engine() -> Iterator[None]:
+    """Configurations made inside are an existing engine's (read back, or with a setting changed)."""
+    token = _STORED.set(True)
+    try:
+        yield
+    finally:
+        _STORED.reset(token)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +143,14 @@ class EngineConfig:
             raise ConfigError(
                 f"gate must be a GateConfig (GateConfig(test='anytime')), got {self.gate!r}", field="gate"
             )
-        if self.n_components is not None and (
-            isinstance(self.n_components, bool) or not isinstance(self.n_components, int) or self.n_components < 1
+        if (
+            self.n_components is not None
+            and not _STORED.get()
+            and (
+                isinstance(self.n_components, bool)
+                or not isinstance(self.n_components, int | np.integer)
+                or self.n_components < 1
+            )
         ):
             raise ConfigError(
                 f"n_components must be an integer >= 1 or None, got {self.n_components!r}", field="n_components"
@@ -175,7 +194,8 @@ class EngineConfig:
                 raise ConfigError("give gamma or an investor (whose gamma is used)", field="gamma")
             object.__setattr__(self, "gamma", self.investor.gamma)
         gamma = self.gamma
-        if gamma is None or isinstance(gamma, bool) or not (np.isfinite(gamma) and 0 <= gamma <= MAX_GAMMA):
+        bound = math.inf if _STORED.get() else MAX_GAMMA  # a stored engine's gamma stands
+        if gamma is None or isinstance(gamma, bool) or not (np.isfinite(gamma) and 0 <= gamma <= bound):
             # beyond it a plan's predicted utilities overflow (every later plan refused) or settle fails
             raise ConfigError(f"gamma must be a risk aversion in [0, {MAX_GAMMA:g}], got {self.gamma!r}", field="gamma")
         if not (np.isfinite(self.fee_bp) and self.fee_bp >= 0):
@@ -229,11 +249,8 @@ class EngineConfig:
             values["quarantine"] = QuarantineConfig.from_dict(values["quarantine"])
         if values.get("investor") is not None:
             values["investor"] = Investor(**values["investor"])
-        token = _STORED.set(True)  # a state made before a rule on new configurations still reads back
-        try:
+        with existing_engine():  # a state made before a rule on new configurations still reads back
             return cls(**values)
-        finally:
-            _STORED.reset(token)
 
 
 def default_setting(name: str) -> Any:

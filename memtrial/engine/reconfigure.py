@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import Any
 
 from memtrial.curation import QuarantineConfig
-from memtrial.engine.config import EngineConfig
+from memtrial.engine.config import EngineConfig, existing_engine
 from memtrial.errors import ConfigError
 
 __all__ = ["MUTABLE_SETTINGS", "reconfigured"]
@@ -78,7 +78,8 @@ def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[Engi
     given = dict(changes)
     if "quarantine" in given:
         given["quarantine"] = _quarantine(config.quarantine, given["quarantine"])
-    updated = replace(config, **given)
+    with existing_engine():  # the rules on new configurations do not refuse an existing engine's change
+        updated = replace(config, **given)
     changed = {
         name: {"old": _logged(getattr(config, name)), "new": _logged(getattr(updated, name))}
         for name in MUTABLE_SETTINGS

@@ -767,3 +767,21 @@ def test_a_risk_aversion_the_utilities_cannot_hold_is_refused_naming_gamma(gamma
         EngineConfig(gamma=gamma)
     assert refused.value.field == "gamma" and "gamma must be a risk aversion in [0, 1e+06]" in str(refused.value)
     assert EngineConfig(gamma=1e6).gamma == 1e6
+
+
+def test_a_stored_engine_made_before_the_new_configuration_rules_reads_back_and_changes_its_settings():
+    """The rules on new configurations (k = 1 under a half fraction, gamma at most 1e6, a whole n_components)
+    refused states made before them: the engine (and its agent) could not be read, or its settings not changed."""
+    import json
+
+    for changed in ({"k": 1, "design": "half"}, {"gamma": 1e7}, {"n_components": 8.0}):
+        stored = json.loads(MemTrial(EngineConfig(investor="balanced", k=1, design="full")).to_json())
+        stored["config"].update(changed)  # as an earlier release wrote it
+        engine = MemTrial.from_json(json.dumps(stored))
+        engine.change_settings({"draft_budget": 10.0})
+        engine.change_settings({"retrieval": "similarity"})
+        assert engine.config.draft_budget == 10.0
+        assert MemTrial.from_json(engine.to_json()).config == engine.config
+    with pytest.raises(ConfigError):
+        EngineConfig(investor="balanced", n_components=8.0)  # a new one is held to the rule
+    assert EngineConfig(investor="balanced", n_components=np.int64(8)).n_components == 8
