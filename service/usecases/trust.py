@@ -9,12 +9,13 @@ those in force, and a log page names the entries superseded or rescored (index -
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from memtrial.trust.gate import TrustGate, make_gate
 from service.db import transaction
 from service.deps import Services
 from service.history import read_log
@@ -22,7 +23,7 @@ from service.models import LogRow
 from service.pagination import decode_cursor, encode_cursor
 from service.schemas import GatePublic, LogEntryPublic, LogPage, ScorePublic, TrustPublic, VerifyPublic
 from service.store import load_agent, return_engine
-from service.views import trust_public
+from service.views import gate_statistic, trust_public
 
 __all__ = ["ScoreBook", "log_page", "recent_scores", "score_book", "state", "verify"]
 
@@ -33,7 +34,7 @@ def state(services: Services, tenant_id: str, agent_id: str, limit: int) -> Trus
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         engine = services.engines.checkout(session, agent)
         gate = engine.gate
-        recent = recent_scores(session, agent.id, limit)
+        recent = recent_scores(session, agent.id, limit, lambda: make_gate(gate.config))
         public = TrustPublic(
             gate=GatePublic(**gate.config.to_dict()),
             gate_hash=engine.gate_hash,
@@ -58,6 +59,13 @@ class ScoreBook:
 
     superseded: dict[int, int]
     rescored: dict[str, tuple[float | None, int]]
+    corrected: dict[str, tuple[float | None, int]]  # a corrected decision -> (its last correction's score, index)
+
+    def in_force(self, decision_id: str, logged: float | None) -> float | None:
+        """A decision's score in force, its score entry having logged ``logged``: the latest of its own last
+        correction and the changes later corrections' replays made."""
+        found = [x for x in (self.corrected.get(decision_id), self.rescored.get(decision_id)) if x is not None]
+        return max(found, key=lambda x: x[1])[0] if found else logged
 
     def score_of(self, decision_id: str, index: int, logged: float | None) -> tuple[float | None, bool]:
         """The score in force of the entry at ``index`` (which logged ``logged``), and whether a later
@@ -78,45 +86,49 @@ def score_book(session: Session, agent_id: str) -> ScoreBook:
     latest: dict[str, int] = {}  # a corrected decision's entry in force so far: its last correction
     superseded: dict[int, int] = {}
     rescored: dict[str, tuple[float | None, int]] = {}
+    corrected: dict[str, tuple[float | None, int]] = {}
     for index, decision_id, text in corrections:
         payload = json.loads(text)
         first = payload.get("supersedes")
         if first is not None:
             superseded[int(latest.get(decision_id, first))] = int(index)
             latest[decision_id] = int(index)
+            score = payload.get("score")
+            corrected[str(decision_id)] = (None if score is None else float(score), int(index))
         for rescored_id, score in payload.get("rescored", []):  # corrections logged before it held none
             rescored[str(rescored_id)] = (None if score is None else float(score), int(index))
-    return ScoreBook(superseded, rescored)
+    return ScoreBook(superseded, rescored, corrected)
 
 
-def recent_scores(session: Session, agent_id: str, limit: int) -> list[tuple[str, float, float | None]]:
-    """The ``limit`` most recent scores in force, newest first: (decision id, score, the gate's statistic the
-    log recorded after it, None where a later correction's replay changed the score)."""
+def recent_scores(
+    session: Session, agent_id: str, limit: int, new_gate: Callable[[], TrustGate]
+) -> list[tuple[str, float, float | None]]:
+    """The ``limit`` most recent scores in force, newest first: (decision id, score, the gate's statistic after
+    it). Without corrections, as the log recorded them; after one, folded along every score entry in log order
+    with the scores in force (a fresh gate from ``new_gate``), as the gate itself now holds them: a correction's
+    replay changes later scores and every statistic after them, which the log did not record."""
     book = score_book(session, agent_id)
-    found: list[tuple[str, float, float | None]] = []
-    before: int | None = None
-    while len(found) < limit:
-        conditions: list[Any] = [LogRow.agent_id == agent_id, LogRow.kind.in_(("score", "correction"))]
-        if before is not None:
-            conditions.append(LogRow.index < before)
+    if book.superseded or book.rescored:
         rows = session.execute(
-            select(LogRow.index, LogRow.decision_id, LogRow.score, LogRow.statistic)
-            .where(*conditions)
-            .order_by(LogRow.index.desc())
-            .limit(max(limit, 100))
+            select(LogRow.decision_id, LogRow.score)
+            .where(LogRow.agent_id == agent_id, LogRow.kind == "score")
+            .order_by(LogRow.index)
         ).all()
-        for index, decision_id, logged, statistic in rows:
-            if index in book.superseded:
-                continue
-            score, changed = book.score_of(decision_id, index, logged)
+        gate = new_gate()
+        folded: list[tuple[str, float, float | None]] = []
+        for decision_id, entered in rows:
+            score = book.in_force(decision_id, entered)
             if score is not None:
-                found.append((decision_id, score, None if changed else statistic))
-                if len(found) == limit:
-                    break
-        if len(rows) < max(limit, 100):
-            break
-        before = rows[-1][0]
-    return found
+                gate.statistics.add(score)
+                folded.append((decision_id, score, gate_statistic(gate)))
+        return folded[::-1][:limit]
+    recorded = session.execute(
+        select(LogRow.decision_id, LogRow.score, LogRow.statistic)
+        .where(LogRow.agent_id == agent_id, LogRow.kind == "score", LogRow.score.is_not(None))
+        .order_by(LogRow.index.desc())
+        .limit(limit)
+    ).all()
+    return [(decision_id, float(score or 0.0), statistic) for decision_id, score, statistic in recorded]
 
 
 def log_page(services: Services, tenant_id: str, agent_id: str, limit: int, cursor: str | None) -> LogPage:
