@@ -28,8 +28,9 @@ from service.providers import Provider
 from service.tracing import span
 
 #: every model call server drafting sends, by provider and how it ended: ``ok`` (a usable draft),
-#: ``malformed`` (retried while retries last), ``failed`` (no answer: a timeout, an unreachable provider, an
-#: HTTP error); what an operator watches the spend bound (calls <= budget x decisions) and outages with
+#: ``malformed`` (retried while retries last), ``failed`` (no usable answer: a timeout, an unreachable
+#: provider, an HTTP error, an answer without a message), ``cancelled`` (the server stopping); what an
+#: operator watches the spend bound (calls <= budget x decisions) and outages with
 DRAFT_CALLS = Counter(
     "memtrial_draft_calls_total", "Model calls sent by server drafting, by how they ended", ["provider", "outcome"]
 )
@@ -117,16 +118,21 @@ async def _one(
                         timeout=timeout,
                         num_retries=0,
                     )
+            except asyncio.CancelledError:  # the server stopping, not the provider failing
+                DRAFT_CALLS.labels(provider.name, "cancelled").inc()
+                raise
             except BaseException:
                 DRAFT_CALLS.labels(provider.name, "failed").inc()
                 raise
-        content = response.choices[0].message.content or ""
         try:
-            answer = parse(content)
+            answer = parse(response.choices[0].message.content or "")
         except DraftError as error:
             DRAFT_CALLS.labels(provider.name, "malformed").inc()
             why = f"; the last: {str(error)[:300]}"
             continue
+        except Exception:  # an answer without a message (a content filter's empty choices), say
+            DRAFT_CALLS.labels(provider.name, "failed").inc()
+            raise
         DRAFT_CALLS.labels(provider.name, "ok").inc()
         return answer
     raise ApiError(

@@ -37,8 +37,9 @@ from service.errors import (
     error_body,
     is_lock_wait,
 )
-from service.models import IdempotencyRecord
+from service.models import IdempotencyRecord, utcnow
 from service.schemas import FIXED_AGENT_SETTINGS
+from service.store import as_utc
 
 __all__ = ["install_handlers"]
 
@@ -199,13 +200,22 @@ async def _database_down(request: Request, error: Exception) -> JSONResponse:
 
 
 def _key_taken(request: Request, key: str) -> bool:
-    """Whether another request has claimed this request's Idempotency-Key (read afresh, after the collision)."""
+    """Whether another request holds this request's Idempotency-Key (read afresh, after the collision): only on
+    a route that takes the key (its guard is on the request), and not this request's own claim (one it took
+    over from an expired lease is restored by the rollback)."""
+    guard = getattr(request.state, "idempotency", None)
     tenant_id = getattr(request.state, "tenant_id", None)
-    if tenant_id is None:
+    if guard is None or guard.key != key or tenant_id is None:
         return False
     try:
         with transaction(request.app.state.services.sessions) as session:
-            return session.get(IdempotencyRecord, (tenant_id, key)) is not None
+            found = session.get(IdempotencyRecord, (tenant_id, key))
+            if found is None or found.holder == guard.holder:
+                return False
+            # answered, or claimed under a lease still running (an expired claim is no one's)
+            return found.response is not None or (
+                found.lease_until is not None and as_utc(found.lease_until) > utcnow()
+            )
     except Exception:  # the plain conflict is still the right answer
         return False
 

@@ -76,6 +76,7 @@ class Idempotency:
         self.record: IdempotencyRecord | None = None
         self.holder = secrets.token_hex(16)
         self._expired: IdempotencyRecord | None = None
+        request.state.idempotency = self  # what the error handlers read after a write collision
 
     def replay(self, session: Session) -> JSONResponse | None:
         """The stored answer of an earlier request with this key, or None to go ahead."""

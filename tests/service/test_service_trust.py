@@ -279,3 +279,23 @@ def test_a_malformed_dask_scheduler_address_stops_the_start_naming_the_variable(
     with pytest.raises(ValueError) as error:
         Settings.from_env()
     assert str(error.value).startswith("MEMTRIAL_DASK_SCHEDULER must be a scheduler's address, tcp://host:port")
+
+
+def test_a_failed_connection_to_the_refit_scheduler_is_remembered_for_a_while(monkeypatch):
+    """Each refit request waited out the Dask client's 10-second connection timeout again; a failure is now
+    remembered for RETRY_AFTER seconds, then tried afresh."""
+    from service.jobs import DaskEngine
+
+    engine = DaskEngine("tcp://127.0.0.1:9")
+    tries = []
+
+    def unreachable():
+        tries.append(1)
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:9 after 10 s")
+
+    monkeypatch.setattr(engine, "client", unreachable)
+    first = engine.ready()
+    assert first is not None and "the Dask scheduler at tcp://127.0.0.1:9 cannot be reached" in first
+    assert engine.ready() == first and len(tries) == 1  # remembered: no second wait
+    engine._unreachable = (0.0, first)  # the while has passed
+    assert engine.ready() == first and len(tries) == 2
