@@ -1723,7 +1723,7 @@ export interface components {
             score: number;
             /**
              * Statistic
-             * @description the gate's statistic the log recorded right after this score (null: a later correction's replay changed the score, and the statistics after it are the replay's)
+             * @description the gate's statistic right after this score (the e-value, or the t-test's p-value; null without a test, or before the t-test has two scores): as the log recorded it, or for an agent with corrections as the gate now holds it, folded along the scores in force
              */
             statistic: number | null;
         };
