@@ -10,12 +10,13 @@ http``, at ``http://HOST:PORT/mcp``, behind its own bearer token: ``--token`` /
 
 Tools: ``list_agents``, ``create_agent``, ``add_experiences``,
 ``search_experiences``, ``rank_experiences`` (the k of your own candidates to use, by similarity and
-learned value, quarantined ones left out), ``plan_decision`` (the designed subsets and their
+learned value, quarantined ones left out), ``release_experience`` (a quarantined one, by hand, with a
+reason), ``plan_decision`` (the designed subsets and their
 texts: draft once per subset), ``draft_prompt`` (one subset's exact prompt, for
 a separate model call), ``draft_with_host_model`` (every subset drafted by the
 host's model through MCP sampling, one call each, then submitted),
 ``submit_drafts``, ``settle``, ``correct_outcome``, ``get_values`` (with 90%
-intervals), ``get_trust``, ``verify_chain``; the prompt ``draft_subset``. A
+intervals and each experience's status), ``get_trust``, ``verify_chain``; the prompt ``draft_subset``. A
 refusal of the service comes back as a tool error naming the field and the rule.
 
 A host model must not write all the drafts in one turn: each draft has to be
@@ -171,6 +172,14 @@ async def rank_experiences(
     return ranked
 
 
+async def release_experience(service: Service, agent_id: str, experience_id: str, reason: str) -> dict[str, Any]:
+    """Release a quarantined experience by hand (get_values shows each experience's status): it is retrieved
+    again and its test starts afresh; the agent's log keeps the release with the evidence and the reason. An
+    experience that is not quarantined is refused (409 not_quarantined)."""
+    released: dict[str, Any] = await _call(service, "release_experience", agent_id, experience_id, reason=reason)
+    return released
+
+
 async def plan_decision(
     service: Service, agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None
 ) -> dict[str, Any]:
@@ -272,7 +281,15 @@ async def get_values(service: Service, agent_id: str) -> dict[str, Any]:
         "learner_mode": values.learner_mode,
         "unit": UTILITY_UNIT,
         "experiences": [
-            {"id": e, "label": v.label, "text": v.text, "external_id": v.external_id, **_interval(v)}
+            {
+                "id": e,
+                "label": v.label,
+                "text": v.text,
+                "external_id": v.external_id,
+                "status": v.status,  # active, quarantined (kept out of retrieval: release_experience) or retired
+                "changed_at": v.changed_at,
+                **_interval(v),
+            }
             for e, v in values.values.items()
         ],
     }
@@ -371,6 +388,7 @@ TOOLS: tuple[ToolFunction, ...] = (
     add_experiences,
     search_experiences,
     rank_experiences,
+    release_experience,
     plan_decision,
     submit_drafts,
     settle,

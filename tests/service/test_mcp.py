@@ -54,6 +54,7 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
                 "add_experiences",
                 "search_experiences",
                 "rank_experiences",
+                "release_experience",
                 "plan_decision",
                 "submit_drafts",
                 "settle",
@@ -129,6 +130,11 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
             values = payload(await session.call_tool("get_values", {"agent_id": agent["id"]}))
             top = values["experiences"][0]
             assert top["text"] == lessons[0] and top["lower_90"] <= top["mean"] <= top["upper_90"]
+            assert top["status"] == "active" and top["changed_at"] is None  # a quarantine would show here
+            refused = await session.call_tool(
+                "release_experience", {"agent_id": agent["id"], "experience_id": top["id"], "reason": "reviewed"}
+            )
+            assert refused.isError and "memtrial refused (409 not_quarantined): " in refused.content[0].text
             trust = payload(await session.call_tool("get_trust", {"agent_id": agent["id"]}))
             assert trust["n_scores"] == scored >= 2  # the first date's predictions are all the prior: skipped
             assert payload(await session.call_tool("verify_chain", {"agent_id": agent["id"]}))["ok"] is True
