@@ -253,7 +253,9 @@ async def correct_outcome(
     settled_at: str | None = None,
 ) -> dict[str, Any]:
     """Replace a settled decision's wrong outcome (a bad price feed, a mis-graded answer), with the reason.
-    The agent relearns as if it had been settled right; the wrong outcome stays in the log, superseded."""
+    The agent relearns as if it had been settled right; the wrong outcome stays in the log, superseded.
+    Answers the corrected settlement and each correction so far: its reason, when, and the score and chosen
+    utility it replaced (get_trust shows every score as it stands now: later scores may change too)."""
     answer = await _call(
         service,
         "correct",
@@ -266,7 +268,16 @@ async def correct_outcome(
         returns=returns,
         settled_at=settled_at,
     )
-    return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}}
+    corrections = [
+        {
+            "reason": c["reason"],
+            "corrected_at": c["corrected_at"],
+            "score_before": c["superseded"].get("score"),
+            "chosen_utility_before": c["superseded"].get("chosen_utility"),
+        }
+        for c in answer["corrections"]
+    ]
+    return {"unit": UTILITY_UNIT, **{key: answer[key] for key in SETTLED_KEYS}, "corrections": corrections}
 
 
 async def get_values(service: Service, agent_id: str) -> dict[str, Any]:

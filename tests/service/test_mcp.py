@@ -127,6 +127,21 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
                 )
                 assert set(settled["contributions"]) == set(ids)
                 scored += settled["score"] is not None
+            corrected = payload(
+                await session.call_tool(
+                    "correct_outcome",
+                    {
+                        "agent_id": agent["id"],
+                        "decision_id": plan["decision_id"],
+                        "reason": "graded against the wrong question",
+                        "outcome": "down",
+                        "rule": "brier",
+                        "settled_at": when,
+                    },
+                )
+            )
+            assert [c["reason"] for c in corrected["corrections"]] == ["graded against the wrong question"]
+            assert corrected["corrections"][0]["score_before"] == settled["score"]  # what it replaced
             values = payload(await session.call_tool("get_values", {"agent_id": agent["id"]}))
             top = values["experiences"][0]
             assert top["text"] == lessons[0] and top["lower_90"] <= top["mean"] <= top["upper_90"]
