@@ -28,6 +28,7 @@ __all__ = [
     "check_scored",
     "check_scored_design",
     "check_utility_range",
+    "float_array",
     "later_or_equal",
     "same_scored",
     "settled_at_or_after",
@@ -126,15 +127,21 @@ def universe_arrays(
     return weights["reference"], weights["previous"], risky_mask, defensive_mask
 
 
+def float_array(value: Any, field: str, rule: str, *, name: str | None = None) -> NDArray[np.float64]:
+    """``value`` as a float array, or an InputError naming ``field`` (the message names the argument ``name``,
+    default ``field``) with the ``rule`` it broke: texts, ragged rows and the like are no numbers."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise InputError(f"{name or field} must be {rule}, got {value!r}"[:300], field=field) from None
+
+
 def _weight_vector(given: ArrayLike | None, field: str) -> NDArray[np.float64] | None:
     """One weight per asset, as a 1-D float array (a nested list read as one row was stored as a plan the
     engine could then not write)."""
     if given is None:
         return None
-    try:
-        vector = np.asarray(given, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(f"{field} must be one weight per asset, got {given!r}"[:300], field=field) from None
+    vector = float_array(given, field, "one weight per asset")
     if vector.ndim != 1 or vector.size == 0:
         raise InputError(
             f"{field} must be one weight per asset (a non-empty flat list of numbers), got shape {vector.shape}",
@@ -172,13 +179,7 @@ def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> N
             message = f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.outcomes.scoring.score) and give utilities"
             raise InputError(message, field="rule")
         return None
-    try:
-        given = np.asarray(utilities, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise InputError(
-            f"utilities must be {len(plan.masks)} finite numbers, one per draft, got {utilities!r}"[:300],
-            field="utilities",
-        ) from None
+    given = float_array(utilities, "utilities", f"{len(plan.masks)} finite numbers, one per draft")
     if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
         message = f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}"
         raise InputError(message, field="utilities")

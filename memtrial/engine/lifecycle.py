@@ -50,6 +50,7 @@ from memtrial.engine.checks import (
     check_plan_times,
     check_scored,
     check_scored_design,
+    float_array,
     later_or_equal,
     same_scored,
     settled_at_or_after,
@@ -687,15 +688,8 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} is a scored decision: use decide_scored", field="decision_id"
             )
-        try:
-            matrix = np.asarray(drafts, dtype=np.float64)
-        except (TypeError, ValueError):  # texts, or rows of different lengths
-            raise InputError(
-                f"drafts must be one row of {plan.n_assets} weights per designed subset ({len(plan.masks)}), got {drafts!r}"[
-                    :300
-                ],
-                field="drafts",
-            ) from None
+        rule = f"one row of {plan.n_assets} weights per designed subset ({len(plan.masks)})"
+        matrix = float_array(drafts, "drafts", rule)  # texts, or rows of different lengths, refused
         if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
             raise InputError(
                 f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}",
@@ -734,13 +728,8 @@ class MemTrial:
         if (vectors is None) == (n_drafts is None):
             raise InputError("give exactly one of vectors or n_drafts", field="drafts")
         if vectors is not None:
-            try:
-                matrix = np.asarray(vectors, dtype=np.float64)
-            except (TypeError, ValueError):  # texts, or rows of different lengths
-                raise InputError(
-                    f"vectors must be numbers with one row per designed subset ({runs}), got {vectors!r}"[:300],
-                    field="drafts",
-                ) from None
+            rule = f"numbers with one row per designed subset ({runs})"
+            matrix = float_array(vectors, "drafts", rule, name="vectors")
             if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
                 raise InputError(
                     f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}",
@@ -782,13 +771,7 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id"
             )
-        try:
-            prices = np.asarray(rel_prices, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputError(
-                f"rel_prices must be closes relative to the entry close, one row per session, got {rel_prices!r}"[:300],
-                field="rel_prices",
-            ) from None
+        prices = float_array(rel_prices, "rel_prices", "closes relative to the entry close, one row per session")
         if entry.settlement is not None:
             if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(
                 entry.settlement.rel_prices, prices
