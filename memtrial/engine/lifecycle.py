@@ -544,10 +544,11 @@ class MemTrial:
 
     @property
     def quarantined(self) -> tuple[ExperienceId, ...]:
-        """The experiences in quarantine now (empty when quarantine is off; a removed one is not listed)."""
+        """The experiences in quarantine now (empty when quarantine is off). A removed one is not listed, nor is
+        one retired by hand: retiring wins, it is never released, and it may be deleted as any retired one."""
         if self.curator is None:
             return ()
-        return tuple(e for e in self.curator.quarantined if e in self.experiences)
+        return tuple(e for e in self.curator.quarantined if e in self.experiences and self.experiences[e].active)
 
     def changed_at(self, experience_id: ExperienceId) -> str | None:
         """The decision at which a change of sign of the experience's contributions was detected (method

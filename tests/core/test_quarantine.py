@@ -135,7 +135,8 @@ def test_engine_does_not_release_a_quarantined_experience_retired_by_hand():
     with pytest.raises(InputError) as error:
         engine.release("bad", "reviewed")
     assert (str(error.value), error.value.field) == ("experience 'bad' is retired, not quarantined", "experience_id")
-    assert engine.gate.log.length == entries and "bad" in engine.quarantined  # nothing written, nothing changed
+    assert engine.gate.log.length == entries and engine.curator.is_quarantined("bad")  # nothing written or changed
+    assert engine.quarantined == ()  # retired, it is listed as retired, not as quarantined
 
 
 def test_a_removed_experience_leaves_the_quarantine_list_and_its_id_is_not_given_to_a_new_one():

@@ -484,6 +484,20 @@ def test_a_quarantined_experience_is_not_deleted_until_released_or_retired(clien
     assert [e["kind"] for e in log if e["kind"] in ("quarantine", "release")] == ["quarantine", "release"]
 
 
+def test_a_quarantined_experience_retired_by_hand_can_then_be_deleted(client):
+    """The refusal to delete a quarantined experience offers two ways out, release or retire; retiring is one:
+    a retired experience is never released (retiring wins), so refusing its deletion too would keep it forever."""
+    agent, names = scored_agent(client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2})
+    assert drive_until_quarantined(client, agent["id"], names, limit=40) < 40
+    harmful = names["harmful"]
+    client.retire_experience(agent["id"], harmful)
+    client.delete_experience(agent["id"], harmful)
+    assert harmful not in {e["id"] for e in client.list_experiences(agent["id"], limit=500)["items"]}
+    assert harmful not in client.values(agent["id"])["values"]
+    log = client.trust_log(agent["id"], limit=1000)["items"]
+    assert [e["kind"] for e in log if e["kind"] in ("quarantine", "release")] == ["quarantine"]
+
+
 def test_a_release_whose_answer_was_lost_is_retried_with_its_key_and_logged_once(client, http):
     """The client sends a release with an ``Idempotency-Key``: a retry after a lost answer gets the first
     answer (not a 409 ``not_quarantined``), the log holds one release, and the key replays that answer."""
