@@ -91,6 +91,59 @@ def reset_postgres(url: str) -> None:
         engine.dispose()
 
 
+#: Per database: the tables and the revision of the newest schema, as :func:`migrated_postgres` left it.
+_MIGRATED: dict[str, tuple[frozenset[str], str]] = {}
+
+
+def _schema(connection) -> tuple[frozenset[str], str | None]:
+    from sqlalchemy import text
+
+    tables = frozenset(
+        connection.execute(text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")).scalars()
+    )
+    if "alembic_version" not in tables:
+        return tables, None
+    return tables, connection.execute(text("SELECT string_agg(version_num, ',') FROM alembic_version")).scalar()
+
+
+def migrated_postgres(url: str) -> str:
+    """The database at ``url`` empty and at the newest revision; returns ``url``. The first time in a process its
+    schema is dropped and migrated (:func:`reset_postgres`, then the migrations), and every table but Alembic's
+    is checked empty; after that, where the database still holds exactly those tables at that revision, they are
+    emptied (``TRUNCATE ... RESTART IDENTITY``: a few milliseconds, where migrating again took a fifth of a
+    second), else it is dropped and migrated again (a test that migrated it down, say)."""
+    from sqlalchemy import text
+
+    from service.db import make_engine
+    from service.migrations import upgrade
+
+    known = _MIGRATED.get(url)
+    if known is not None:
+        engine = make_engine(url)
+        try:
+            with engine.begin() as connection:
+                if _schema(connection) == known:
+                    names = ", ".join(f'"{table}"' for table in sorted(known[0] - {"alembic_version"}))
+                    connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
+                    return url
+        finally:
+            engine.dispose()
+    reset_postgres(url)
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        with engine.connect() as connection:
+            tables, revision = _schema(connection)
+            for table in sorted(tables - {"alembic_version"}):  # so emptying them stands for migrating again
+                rows = connection.execute(text(f'SELECT count(*) FROM "{table}"')).scalar()
+                assert rows == 0, f"the newest schema's table {table} holds {rows} rows once migrated"
+    finally:
+        engine.dispose()
+    assert revision is not None, "the migrations left no alembic_version"
+    _MIGRATED[url] = (tables, revision)
+    return url
+
+
 def copy_sqlite(source, target) -> str:
     """Copy the SQLite database file ``source`` to ``target`` through SQLite's backup API (whole and
     consistent, whatever its journal holds); returns ``target``'s URL. A copy of a database migrated once

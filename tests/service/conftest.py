@@ -1,7 +1,7 @@
 """The service fixtures: a migrated database of each kind (SQLite and PostgreSQL), the app, a client, an agent."""
 
 import pytest
-from support import POSTGRES_URL, UNIVERSE, copy_sqlite, make_tenant, reset_postgres
+from support import POSTGRES_URL, UNIVERSE, copy_sqlite, make_tenant, migrated_postgres
 
 
 @pytest.fixture(scope="session")
@@ -17,13 +17,9 @@ def migrated_sqlite(tmp_path_factory):
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
 def database_url(request, tmp_path):
     """A migrated, empty database of each kind."""
-    from service.migrations import upgrade
-
     if request.param == "sqlite":
         return copy_sqlite(request.getfixturevalue("migrated_sqlite"), tmp_path / "memtrial.db")
-    reset_postgres(POSTGRES_URL)
-    upgrade(POSTGRES_URL)
-    return POSTGRES_URL
+    return migrated_postgres(POSTGRES_URL)
 
 
 @pytest.fixture
