@@ -25,7 +25,15 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.tracing import span
 
-__all__ = ["DatabaseTimeouts", "is_sqlite", "make_engine", "make_session_factory", "normalise_url", "transaction"]
+__all__ = [
+    "DatabaseTimeouts",
+    "is_sqlite",
+    "make_engine",
+    "make_session_factory",
+    "normalise_url",
+    "pool_figures",
+    "transaction",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +65,19 @@ def normalise_url(url: str) -> str:
 
 def is_sqlite(url: str) -> bool:
     return url.startswith("sqlite")
+
+
+def pool_figures(engine: Engine) -> dict[str, int]:
+    """The engine's connection pool now: ``size`` (the connections it keeps), ``in_use`` (checked out by a
+    request), ``idle`` (open, waiting in the pool) and ``overflow`` (open beyond ``size``; a request that finds
+    ``size`` plus the overflow limit in use waits up to the pool timeout, then answers 503). Zeros for a pool
+    that keeps no count."""
+    pool: Any = engine.pool
+    figures = {"size": 0, "in_use": 0, "idle": 0, "overflow": 0}
+    for name, method in (("size", "size"), ("in_use", "checkedout"), ("idle", "checkedin"), ("overflow", "overflow")):
+        if callable(getattr(pool, method, None)):
+            figures[name] = max(int(getattr(pool, method)()), 0)
+    return figures
 
 
 def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:

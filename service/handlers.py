@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from prometheus_client import Counter
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.concurrency import run_in_threadpool
@@ -44,6 +45,10 @@ from service.store import as_utc
 __all__ = ["install_handlers"]
 
 logger = logging.getLogger("memtrial.service")
+#: each 503 the database caused: a lock wait (``agent_busy``), the pool's checkout timeout, any other failure
+DATABASE_ERRORS = Counter(
+    "memtrial_database_errors_total", "Requests answered 503 because of the database, by kind", ["kind"]
+)
 
 _CORE_STATUS: list[tuple[type[MemtrialError], int, str]] = [
     (UnknownDecisionError, 404, "not_found"),
@@ -173,6 +178,7 @@ async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
 async def _database_down(request: Request, error: Exception) -> JSONResponse:
     cause = getattr(error, "orig", None) or error
     if is_lock_wait(cause):
+        DATABASE_ERRORS.labels(kind="agent_busy").inc()
         logger.warning(
             "agent busy",
             extra={
@@ -187,6 +193,7 @@ async def _database_down(request: Request, error: Exception) -> JSONResponse:
             status_code=503,
             headers={"Retry-After": str(AGENT_BUSY_RETRY_SECONDS)},
         )
+    DATABASE_ERRORS.labels(kind="pool_timeout" if isinstance(error, PoolTimeoutError) else "unavailable").inc()
     logger.error(
         "database unavailable",
         extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},
