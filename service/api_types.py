@@ -472,7 +472,12 @@ class DecisionSummary(Public):
     decision_time: dt.datetime
     maturity: dt.datetime
     action: str | None
-    chosen_utility: float | None = Field(description=f"the utility of what was played, {U} (null: not settled)")
+    chosen_utility: float | None = Field(
+        description=f"the utility of what was played, {U} (null: not settled); after a correction, the corrected one"
+    )
+    corrections: int = Field(
+        0, description="how many times its settled outcome was corrected (0: never); the decision shows each"
+    )
     created_at: dt.datetime
     failure: str | None = Field(None, description="why a failed decision was withdrawn (None unless failed)")
 

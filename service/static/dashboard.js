@@ -184,7 +184,9 @@
       const row = document.createElement("tr");
       cell(row, d.decision_id, "id");
       cell(row, d.decision_time.replace("T", " ").slice(0, 16));
-      cell(row, d.status + (d.failure ? " (" + d.failure + ")" : ""));
+      // a corrected outcome is marked: its utility is the corrected one (GET .../decisions/{id} shows each correction)
+      const corrected = d.corrections ? ", corrected" + (d.corrections > 1 ? " ×" + d.corrections : "") : "";
+      cell(row, d.status + corrected + (d.failure ? " (" + d.failure + ")" : ""));
       cell(row, d.action || "–");
       cell(row, d.chosen_utility == null ? "–" : utility(d.chosen_utility), "num");
       body.appendChild(row);

@@ -59,6 +59,7 @@ def list_page(
                 maturity=as_utc(row.maturity),
                 action=None if row.decision is None else row.decision.get("action"),
                 chosen_utility=None if row.settlement is None else row.settlement.get("chosen_utility"),
+                corrections=0 if row.settlement is None else len(row.settlement.get("corrections") or ()),
                 created_at=as_utc(row.created_at),
                 failure=row.failure,
             )

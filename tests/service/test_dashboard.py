@@ -132,6 +132,7 @@ def test_the_dashboard_renders_values_trust_decisions_and_the_chain_in_headless_
             n_experiences, n_decisions = len(LESSONS) + 1, 30
             top = max(client.values(agent.id).values.items(), key=lambda item: item[1].mean)[0]
             client_decisions = [d.decision_id for d in client.iter_decisions(agent.id)]
+            client.correct(agent.id, client_decisions[3], outcome="flat", rule="brier", reason="graded again")
             empty = client.create_agent(
                 "empty",
                 "balanced",
@@ -145,6 +146,8 @@ def test_the_dashboard_renders_values_trust_decisions_and_the_chain_in_headless_
         assert dom.split('id="decisions"')[1].count("<tr>") == n_decisions + 1  # + the header row
         for decision in client_decisions:  # whole ids: no two rows read the same
             assert f'<td class="id">{decision}</td>' in dom
+        corrected = dom.split(f'<td class="id">{client_decisions[3]}</td>')[1].split("</tr>")[0]
+        assert "<td>settled, corrected</td>" in corrected and dom.count("<td>settled, corrected") == 1
         assert "-0.000" not in dom and '<p id="loading" class="muted" hidden="">' in dom
         image = mpimg.imread(shot)
         assert image.shape[:2] == (1500, 1100)

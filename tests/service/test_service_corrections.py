@@ -180,6 +180,10 @@ def test_correcting_a_scored_decision_equals_a_right_settlement_from_the_start(c
             )
             ids.setdefault(index, []).append(plan["decision_id"])
     client.correct(agents[0]["id"], ids[0][1], outcome="yes", rule="brier", reason="mis-graded")
+    listed = {d["decision_id"]: d for d in client.list_decisions(agents[0]["id"])["items"]}
+    assert [d for d, item in listed.items() if item["corrections"]] == [ids[0][1]]
+    settlement = client.get_decision(agents[0]["id"], ids[0][1])["settlement"]
+    assert listed[ids[0][1]]["chosen_utility"] == settlement["chosen_utility"] and len(settlement["corrections"]) == 1
     values = [client.values(a["id"])["values"] for a in agents]
     texts = [{e["id"]: e["text"] for e in client.list_experiences(a["id"])["items"]} for a in agents]
     for (e0, v0), (e1, v1) in zip(

@@ -1028,9 +1028,15 @@ export interface components {
             action: string | null;
             /**
              * Chosen Utility
-             * @description the utility of what was played, in utility per decision (null: not settled)
+             * @description the utility of what was played, in utility per decision (null: not settled); after a correction, the corrected one
              */
             chosen_utility: number | null;
+            /**
+             * Corrections
+             * @description how many times its settled outcome was corrected (0: never); the decision shows each
+             * @default 0
+             */
+            corrections: number;
             /**
              * Created At
              * Format: date-time
