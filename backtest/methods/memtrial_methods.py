@@ -97,17 +97,18 @@ class MemTrialMethod(Method):
 
 
 class Oracle(Method):
-    """Knows every experience's type: acts on the designed subset with the largest
-    (useful - misleading) count if positive, else on the reference."""
+    """Knows every experience's type on every date (``type_by_date``, dates by experiences: after a drift,
+    the types in force then): acts on the designed subset with the largest (useful - misleading) count if
+    positive, else on the reference."""
 
     id = "oracle"
 
-    def __init__(self, scoring: Scoring, types: NDArray[np.int_]) -> None:
+    def __init__(self, scoring: Scoring, type_by_date: NDArray[np.int_]) -> None:
         super().__init__(scoring)
-        self.types = types
+        self.type_by_date = type_by_date
 
     def decide(self, context: DateContext) -> NDArray[np.float64]:
-        kinds = [int(self.types[e]) for e in context.retrieved]
+        kinds = [int(self.type_by_date[context.index, e]) for e in context.retrieved]
         scored = sorted(HALF, key=lambda m: (-sum(kinds[j] for j in range(4) if m >> j & 1), m.bit_count(), m))
         best = scored[0]
         if sum(kinds[j] for j in range(4) if best >> j & 1) <= 0:

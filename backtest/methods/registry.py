@@ -191,7 +191,7 @@ FACTORIES: dict[str, Factory] = {**_BASE}
 FACTORIES.update({method_id: _memtrial(method_id) for method_id in MEMTRIAL_VARIANTS})
 for _base in ANCHORED_BASES:
     FACTORIES[_base + "_anchored"] = lambda w, s, seed, _base=_base: Anchored(_BASE[_base](w, s, seed))  # type: ignore[misc]
-FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.types)
+FACTORIES["oracle"] = lambda w, s, seed: Oracle(s, w.type_by_date)
 FACTORIES["q_retrieval"] = lambda w, s, seed: QRetrieval(s)
 FACTORIES["oracle_retrieval"] = lambda w, s, seed: OracleRetrieval(s, w.type_by_date)
 
