@@ -41,9 +41,7 @@ CURATION_HELP = " By name only (curation, method 4.12-4.14): " + ", ".join(CURAT
 METHOD_HELP = (
     "Comma-separated method ids (default: all): " + ", ".join(METHOD_IDS) + "." + FRONTIER_HELP + CURATION_HELP
 )
-REAL_METHOD_HELP = (
-    "Comma-separated method ids (default: all but the oracle): " + ", ".join(REAL_METHOD_IDS) + "." + FRONTIER_HELP
-)
+REAL_METHOD_HELP = "Comma-separated method ids (default: all): " + ", ".join(REAL_METHOD_IDS) + "." + FRONTIER_HELP
 
 # options every benchmark command takes (the cost-quality frontier, method 4.11)
 DRAFT_BUDGET = typer.Option(
@@ -111,11 +109,17 @@ def _check_methods_and_learner(method_ids: tuple[str, ...] | None, known: list[s
         raise bad("learner", f"learner must be one of ['empirical', 'bayes'], got {learner!r}")
 
 
-def _check_budget_and_scheduler(draft_budget: float | None, scheduler: str | None) -> None:
+def _check_budget_and_scheduler(draft_budget: float | None, scheduler: str | None, workers: int = 1) -> None:
     if draft_budget is not None and not math.isfinite(draft_budget):
         raise bad("draft-budget", f"a budget is a finite number of calls >= 1, got {draft_budget!r}")
     if scheduler is not None and not re.fullmatch(r"(?:[a-z]+://)?\S+:\d+", scheduler):
         raise bad("scheduler", f"a scheduler's address looks like tcp://host:port (or host:port), got {scheduler!r}")
+    if scheduler is not None and workers != 1:
+        raise bad(
+            "workers",
+            f"--workers starts local worker processes, and with --scheduler the scheduler's workers run the worlds: "
+            f"give one or the other, got --workers {workers} with --scheduler {scheduler}",
+        )
 
 
 def _check_out(out: Path) -> None:
@@ -189,6 +193,12 @@ def plantedmem(
         raise bad("investor", f"investor must be one of {[*INVESTOR_CHOICES, 'all']}, got {investor!r}")
     named = {"all": list(REGIMES), "curation": list(CURATION_REGIMES)}
     regime_ids = named.get(regimes) or _listed("regimes", regimes)
+    if groups := [r for r in regime_ids if r in named]:
+        raise bad(
+            "regimes",
+            f"{groups} name groups of regimes and are given alone, not in a list; got {regimes!r} "
+            f"(list regime ids from {list(ALL_REGIMES)} instead)",
+        )
     unknown = [r for r in regime_ids if r not in ALL_REGIMES]
     if unknown:
         raise bad(
@@ -197,7 +207,7 @@ def plantedmem(
         )
     method_ids = _methods(methods)
     _check_methods_and_learner(method_ids, KNOWN_IDS, learner)
-    _check_budget_and_scheduler(draft_budget, scheduler)
+    _check_budget_and_scheduler(draft_budget, scheduler, workers)
     if frontier:
         method_ids = _with_frontier(method_ids, METHOD_IDS)
     seed_list = parse_seeds(seeds)
@@ -348,7 +358,7 @@ def _run_real(
         )
     method_ids = _methods(methods)
     _check_methods_and_learner(method_ids, [*REAL_METHOD_IDS, *FRONTIER_IDS], learner)
-    _check_budget_and_scheduler(draft_budget, scheduler)
+    _check_budget_and_scheduler(draft_budget, scheduler, workers)
     if frontier:
         method_ids = _with_frontier(method_ids, REAL_METHOD_IDS)
     if method_ids is not None and "equal_weight" not in method_ids:

@@ -119,7 +119,22 @@ def _words(output: str) -> str:
         (["--seeds", "0-2,1-3"], "--seeds", "repeated: [1, 2]"),
         (["--seeds", "0-99999999999999"], "--seeds", "at most 100,000 seeds"),
         (["--regimes", "poisoned,poisoned"], "--regimes", "each name once"),
-        (["--regimes", "curation,all"], "--regimes", "give 'all' or 'curation' alone, or regime ids"),
+        (["--regimes", "curation,all"], "--regimes", "['curation', 'all'] name groups of regimes and are given alone"),
+        (
+            ["--regimes", "all,poisoned"],
+            "--regimes",
+            "['all'] name groups of regimes and are given alone, not in a list",
+        ),
+        (
+            ["--regimes", "bogus"],
+            "--regimes",
+            "unknown regimes ['bogus']; give 'all' or 'curation' alone, or regime ids",
+        ),
+        (
+            ["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"],
+            "--workers",
+            "with --scheduler the scheduler's workers run the worlds: give one or the other",
+        ),
         (["--methods", "memtrial,memtrial"], "--methods", "each name once"),
         (["--draft-budget", "inf"], "--draft-budget", "a budget is a finite number of calls >= 1, got inf"),
         (["--scheduler", "bogus"], "--scheduler", "looks like tcp://host:port (or host:port), got 'bogus'"),
