@@ -62,15 +62,19 @@ _CORE_STATUS: list[tuple[type[MemtrialError], int, str]] = [
 ]
 
 
-#: the core's parameter names where a request names the field otherwise (the engine's ``at`` is ``settled_at``)
-_REQUEST_FIELDS = {"at": "settled_at"}
+#: the core's parameter names where a request names the field otherwise (the engine's ``at`` is ``settled_at``,
+#: a plan's ``time`` its ``decision_time``)
+_REQUEST_FIELDS = {"at": "settled_at", "time": "decision_time"}
 
 #: Names of union members that pydantic puts into error locations; they are not fields.
 _UNION_MEMBERS = frozenset({"ExperienceCreate", "ExperienceBatch", "single", "batch"})
 
 
 def _field_of(location: tuple[int | str, ...]) -> str:
-    parts = [str(p) for p in location if p not in ("body", "query", "path", "header") and p not in _UNION_MEMBERS]
+    """The field an error location names: without where it was sent (its first part: ``body``, ``query``,
+    ``path``, ``header``, ``cookie``) or union members' names; a body field may itself be named ``query``."""
+    where = location[1:] if location and location[0] in ("body", "query", "path", "header", "cookie") else location
+    parts = [str(p) for p in where if p not in _UNION_MEMBERS]
     return ".".join(parts) or "body"
 
 

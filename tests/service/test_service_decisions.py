@@ -127,7 +127,7 @@ def test_planning_earlier_than_a_settled_outcome_is_409(client, stocked):
     client.settle(stocked["id"], body["decision_id"], returns=RETURNS)
     with pytest.raises(ServiceError) as error:
         plan(client, stocked, t=1)
-    assert (error.value.status, error.value.code) == (409, "time_order")
+    assert (error.value.status, error.value.code, error.value.field) == (409, "time_order", "decision_time")
 
 
 def test_prices_and_returns_settle_the_same(client, stocked):

@@ -1,7 +1,9 @@
 """Service: experiences (add, list, get, search, update, retire, delete)."""
 
+import json
+
 import pytest
-from support import make_tenant
+from support import make_tenant, raw
 
 from service.client import MemtrialClient, ServiceError
 
@@ -37,6 +39,16 @@ def test_search_ranks_the_most_similar_lesson_first(client, agent):
     hits = client.search_experiences(agent["id"], "interest rate cuts and the bond market", k=2)["hits"]
     assert hits[0]["text"] == LESSONS[0]
     assert len(hits) == 2 and hits[0]["score"] >= hits[1]["score"]
+
+
+@pytest.mark.parametrize("query", ["", 5, None])
+def test_a_bad_search_query_is_refused_naming_query(client, agent, http, query):
+    """The body field is named ``query``: an error there named ``body``, as if the body were not an object."""
+    path = f"/v1/agents/{agent['id']}/experiences/search"
+    body = {"k": 2} if query is None else {"query": query, "k": 2}
+    response = raw(http, client, "POST", path, json.dumps(body))
+    error = response.json()["error"]
+    assert (response.status_code, error["field"]) == (422, "query") and error["message"].startswith("query: "), error
 
 
 def test_retired_experiences_are_kept_but_not_retrieved(client, agent):
