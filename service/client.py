@@ -109,8 +109,9 @@ class _Attempts:
             return pause
         if self.attempt >= self.retries:
             return None
-        # resent without doing twice: a read, or a call whose key makes the service answer a retry with the first
-        resendable = self.call.method == "GET" or "Idempotency-Key" in self.headers
+        # resent without doing twice: a read (a GET, or a POST that writes nothing: a search, a rank), or a call
+        # whose key makes the service answer a retry with the first
+        resendable = self.call.method == "GET" or self.call.reads or "Idempotency-Key" in self.headers
         if isinstance(outcome, httpx.TransportError):
             if not resendable:  # a lost answer may hide a done change
                 return None

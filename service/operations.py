@@ -102,7 +102,8 @@ def _params(**values: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Call:
-    """One request: what to send, what model the answer is, whether it creates (and so carries a key)."""
+    """One request: what to send, what model the answer is, whether it creates (and so carries a key), whether
+    it only reads (a POST that writes nothing, as a search or a rank: resent as a GET is)."""
 
     method: str
     path: str
@@ -111,6 +112,7 @@ class Call:
     model: Any = None  # a Pydantic model, or None for the decoded body as it is
     creates: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    reads: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +133,10 @@ class Operation(Generic[P, T]):
     checked to be one id (:func:`_segment`) before anything is sent.
     """
 
-    def __init__(self, method: str, path: str, send: Callable[P, Sent[T]], *, creates: bool = False) -> None:
-        self.method, self.path, self.send, self.creates = method, path, send, creates
+    def __init__(
+        self, method: str, path: str, send: Callable[P, Sent[T]], *, creates: bool = False, reads: bool = False
+    ) -> None:
+        self.method, self.path, self.send, self.creates, self.reads = method, path, send, creates, reads
         self.fields = tuple(name for _, name, _, _ in string.Formatter().parse(path) if name)
         self.signature = inspect.signature(send)
         self.name = send.__name__
@@ -147,7 +151,7 @@ class Operation(Generic[P, T]):
         path = self.path.format(**{name: _segment(arguments.arguments[name], name) for name in self.fields})
         sent = self.send(*args, **kwargs)
         model = None if sent.answer in _RAW else sent.answer
-        return Call(self.method, path, sent.body, sent.params, model=model, creates=self.creates)
+        return Call(self.method, path, sent.body, sent.params, model=model, creates=self.creates, reads=self.reads)
 
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Operation[P, T]: ...
@@ -554,8 +558,8 @@ class Operations:
     update_experience = Operation("PATCH", _EXPERIENCE, _update_experience)
     retire_experience = Operation("POST", _EXPERIENCE + "/retire", _retire_experience)
     delete_experience = Operation("DELETE", _EXPERIENCE, _delete_experience)
-    search_experiences = Operation("POST", _AGENT + "/experiences/search", _search_experiences)
-    rank_experiences = Operation("POST", _AGENT + "/experiences/rank", _rank_experiences)
+    search_experiences = Operation("POST", _AGENT + "/experiences/search", _search_experiences, reads=True)
+    rank_experiences = Operation("POST", _AGENT + "/experiences/rank", _rank_experiences, reads=True)
     release_experience = Operation("POST", _EXPERIENCE + "/release", _release_experience, creates=True)
     # -- decisions ------------------------------------------------------------------------------------
     create_decision = Operation("POST", _AGENT + "/decisions", _create_decision, creates=True)

@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = ROOT / "clients" / "typescript"
 EXAMPLE = ROOT / "examples" / "typescript"
-ROW = re.compile(r'^\s+(\w+): op\("(\w+)", "([^"]+)"(, \{ creates: true \})?\)', re.MULTILINE)
+ROW = re.compile(r'^\s+(\w+): op\("(\w+)", "([^"]+)"(, \{ (?:creates|reads): true \})?\)', re.MULTILINE)
 NO_NODE = "node and npm are not installed: the TypeScript client's and example's tests did NOT run (install Node >= 20)"
 
 
@@ -61,13 +61,13 @@ def test_typescript_table_has_every_operation_of_the_python_client_with_the_same
     from service.operations import Operation, Operations
 
     python = {
-        _camel(name): (row.method, row.path, row.creates)
+        _camel(name): (row.method, row.path, row.creates, row.reads)
         for name, row in vars(Operations).items()
         if isinstance(row, Operation)
     }
     typescript = {
-        name: (method.upper(), path, bool(creates))
-        for name, method, path, creates in ROW.findall((CLIENT / "src" / "operations.ts").read_text())
+        name: (method.upper(), path, "creates" in flag, "reads" in flag)
+        for name, method, path, flag in ROW.findall((CLIENT / "src" / "operations.ts").read_text())
     }
     assert typescript == python
 

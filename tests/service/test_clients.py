@@ -76,6 +76,22 @@ def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_an
         assert settled.status == "settled" and client.verify(agent.id).n_entries == 2  # settled once: one score
 
 
+@pytest.mark.parametrize("suffix", ["/experiences/search", "/experiences/rank"])
+def test_a_search_or_a_rank_whose_answer_was_lost_is_resent(http, database_url, suffix):
+    """Both are POSTs that write nothing: resent as a GET is, where they raised the lost connection."""
+    key = make_tenant(database_url, "reads")
+    flaky = LoseFirstAnswer(http._transport, suffix)
+    with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
+        client = MemtrialClient(api_key=key, http=raw, retries=2)
+        agent = client.create_agent("reads", "balanced", UNIVERSE)
+        ids = [e.id for e in client.add_experiences(agent.id, ["a", "b", "c", "d"]).items]
+        if suffix.endswith("search"):
+            answer = client.search_experiences(agent.id, "a", k=2)["hits"]
+        else:
+            answer = client.rank_experiences(agent.id, k=2, candidate_ids=ids)["items"]
+        assert len(answer) == 2 and flaky.lost == 1 and flaky.keys == [None, None]  # sent twice, without a key
+
+
 def test_without_retries_a_lost_answer_is_raised(http, database_url):
     flaky = LoseFirstAnswer(http._transport, "/v1/agents")
     with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
@@ -191,13 +207,14 @@ def test_a_retry_is_sent_only_where_it_cannot_do_twice_what_the_first_attempt_ma
     release = Call("POST", "/v1/agents/a/experiences/e/release")  # unkeyed: its change may be done
     create = Call("POST", "/v1/agents/a/decisions", creates=True)
     read = Call("GET", "/v1/agents/a/values")
+    rank = Call("POST", "/v1/agents/a/experiences/rank", reads=True)  # a POST that writes nothing
     wait = lambda call, outcome: _Attempts(call, 2, 2.0).wait_after(outcome)  # noqa: E731
     # the service's own 502: server drafting failed and failed the decision, its model calls spent: final
     assert wait(create, _answer(502, "malformed_draft")) is None
     assert wait(create, _answer(502, "drafter_unavailable")) is None
     # a proxy's 502/503/504, or a lost answer: resent for a keyed call or a read, not for an unkeyed change
     for outcome in (lost, _answer(502), _answer(503), _answer(504)):
-        assert wait(create, outcome) == 0.25 and wait(read, outcome) == 0.25
+        assert wait(create, outcome) == 0.25 and wait(read, outcome) == 0.25 and wait(rank, outcome) == 0.25
         assert wait(release, outcome) is None
     # the service's own 503 (nothing written) and any 429: resent for every call
     for call in (release, create, read):

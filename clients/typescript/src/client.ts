@@ -42,13 +42,15 @@ export interface ClientOptions {
   headers?: Record<string, string>;
 }
 
-/** One request as the table makes it: method, path (ids filled in), body, query, whether it creates. */
+/** One request as the table makes it: method, path (ids filled in), body, query, whether it creates, whether it
+ * only reads (a POST that writes nothing, as a search or a rank: resent as a GET is). */
 export interface Call {
   method: string;
   path: string;
   body?: unknown;
   query?: Record<string, unknown> | undefined;
   creates: boolean;
+  reads?: boolean;
 }
 
 /** An id as one path segment: a non-empty string that is not a path; percent-encoded. */
@@ -72,7 +74,7 @@ export function callOf(row: Operation<string, Shape>, args: unknown[]): Call {
   const sends = row.method === "POST" || row.method === "PATCH";
   const body = sends ? rest[0] : undefined;
   const query = (sends ? rest[1] : rest[0]) as Record<string, unknown> | undefined;
-  return { method: row.method, path, body, query, creates: row.creates };
+  return { method: row.method, path, body, query, creates: row.creates, reads: row.reads };
 }
 
 function queryString(query: Record<string, unknown> | undefined): string {
@@ -114,8 +116,9 @@ export class Attempts {
     if (this.attempt >= this.retries) return null;
     let wait: number | null;
     const backoff = Math.min(250 * 2 ** this.attempt, this.maxWaitMs);
-    // resent without doing twice: a read, or a call whose key makes the service answer a retry with the first
-    const resendable = this.call.method === "GET" || "Idempotency-Key" in this.headers;
+    // resent without doing twice: a read (a GET, or a POST that writes nothing: a search, a rank), or a call
+    // whose key makes the service answer a retry with the first
+    const resendable = this.call.method === "GET" || this.call.reads === true || "Idempotency-Key" in this.headers;
     if ("lost" in outcome) {
       if (!resendable) return null; // a lost answer may hide a done change
       wait = backoff;

@@ -9,7 +9,7 @@
  * then the query parameters (GET): `client.getExperience(agentId, experienceId)`,
  * `client.addExperience(agentId, { text })`, `client.listDecisions(agentId, { status: "open" })`.
  * A creating row (`creates: true`: the service accepts an `Idempotency-Key` on it) carries a key that its
- * retries reuse. `.as<Body, Answer>()` narrows a row whose request or answer is a union (one endpoint, two
+ * retries reuse; a reading row (`reads: true`: a POST that writes nothing) is resent as a GET is. `.as<Body, Answer>()` narrows a row whose request or answer is a union (one endpoint, two
  * operations).
  */
 import type { components, paths } from "./schema.js";
@@ -50,11 +50,12 @@ type QueryArgs<S extends Shape> = [S["query"]] extends [never] ? [] : [query?: S
 /** The arguments of a row's method: the path's ids, then the body, then the query. */
 export type Args<P extends string, S extends Shape> = [...Ids<P>, ...BodyArgs<S>, ...QueryArgs<S>];
 
-/** One row: method, path template, whether it creates; its types ride along in `P` and `S`. */
+/** One row: method, path template, whether it creates, whether it only reads; its types ride along in `P` and `S`. */
 export interface Operation<P extends string, S extends Shape> {
   readonly method: Uppercase<HttpMethod>;
   readonly path: P;
   readonly creates: boolean;
+  readonly reads: boolean;
   /** The same row with a narrower body and answer (each must be a part of the row's own). */
   as<B extends S["body"], A extends S["answer"]>(): Operation<P, { body: B; required: S["required"]; query: S["query"]; answer: A }>;
 }
@@ -63,12 +64,13 @@ export interface Operation<P extends string, S extends Shape> {
 export function op<const P extends Path, const M extends HttpMethod & keyof paths[P]>(
   method: M,
   path: P,
-  options: { creates?: boolean } = {},
+  options: { creates?: boolean; reads?: boolean } = {},
 ): Operation<P, ShapeOf<Spec<P, M>>> {
   const row = {
     method: method.toUpperCase() as Uppercase<HttpMethod>,
     path,
     creates: options.creates ?? false,
+    reads: options.reads ?? false,
     as() {
       return row;
     },
@@ -97,8 +99,8 @@ export const operations = {
   updateExperience: op("patch", "/v1/agents/{agent_id}/experiences/{experience_id}"),
   retireExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/retire"),
   deleteExperience: op("delete", "/v1/agents/{agent_id}/experiences/{experience_id}"),
-  searchExperiences: op("post", "/v1/agents/{agent_id}/experiences/search"),
-  rankExperiences: op("post", "/v1/agents/{agent_id}/experiences/rank"),
+  searchExperiences: op("post", "/v1/agents/{agent_id}/experiences/search", { reads: true }),
+  rankExperiences: op("post", "/v1/agents/{agent_id}/experiences/rank", { reads: true }),
   releaseExperience: op("post", "/v1/agents/{agent_id}/experiences/{experience_id}/release", { creates: true }),
   // -- decisions ----------------------------------------------------------------------------------------
   createDecision: op("post", "/v1/agents/{agent_id}/decisions", { creates: true }),

@@ -49,6 +49,7 @@ test("a retry is sent only where it cannot do twice what the first attempt may h
   const own = (status, code) => answer(status, {}, JSON.stringify({ error: { code, message: "m", field: null } }));
   const release = { method: "POST", path: "/v1/agents/a/experiences/e/release", creates: false };
   const read = { method: "GET", path: "/v1/agents/a/values", creates: false };
+  const rank = { method: "POST", path: "/v1/agents/a/experiences/rank", creates: false, reads: true }; // writes nothing
   const wait = (call, outcome) => new Attempts(call, 2, 2000, 0).waitAfter(outcome);
   // the service's own 502: server drafting failed and failed the decision, its model calls spent: final
   assert.equal(wait(create, own(502, "malformed_draft")), null);
@@ -57,6 +58,7 @@ test("a retry is sent only where it cannot do twice what the first attempt may h
   for (const outcome of [lost, answer(502, {}, "<html>Bad Gateway</html>"), answer(503), answer(504)]) {
     assert.equal(wait(create, outcome), 250);
     assert.equal(wait(read, outcome), 250);
+    assert.equal(wait(rank, outcome), 250);
     assert.equal(wait(release, outcome), null);
   }
   // the service's own 503 (nothing written) and any 429: resent for every call
@@ -78,8 +80,9 @@ test("a retry that finds its own first attempt in progress waits for it, up to i
 
 test("a row fills its path with encoded ids, then takes the body, then the query", () => {
   assert.deepEqual(callOf(operations.getExperience, ["a b", "é"]), {
-    method: "GET", path: "/v1/agents/a%20b/experiences/%C3%A9", body: undefined, query: undefined, creates: false,
+    method: "GET", path: "/v1/agents/a%20b/experiences/%C3%A9", body: undefined, query: undefined, creates: false, reads: false,
   });
+  assert.equal(callOf(operations.rankExperiences, ["a", { k: 1 }]).reads, true); // resent after a lost answer
   assert.deepEqual(callOf(operations.listDecisions, ["a", { limit: 3 }]).query, { limit: 3 });
   const settle = callOf(operations.settle, ["a", "d", { utilities: [1] }]);
   assert.deepEqual([settle.method, settle.path, settle.body, settle.creates], ["POST", "/v1/agents/a/decisions/d/settle", { utilities: [1] }, true]);
