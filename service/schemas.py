@@ -21,6 +21,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
 from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
@@ -379,6 +380,11 @@ class AgentCreate(Strict):
         return universe
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """A field that may be left out but is never null: its REST description shows no default (null)."""
+    schema.pop("default", None)
+
+
 class AgentPatch(Strict):
     """What can change after creation: the name, the drafter, the draft budget with its horizon, the retrieval
     mode and the quarantine. Every other setting is fixed at creation (:data:`FIXED_AGENT_SETTINGS` says why)."""
@@ -396,9 +402,13 @@ class AgentPatch(Strict):
         le=10_000_000,
         description="the number of decisions planned under a budget that it covers, counted from the first (null: open-ended)",
     )
-    retrieval: Listed[RetrievalMode] | None = Field(None, description=_RETRIEVAL + "; from the next plan on")
-    quarantine: QuarantineSettings | None = Field(
+    # optional but never null (refused below): the REST description leaves null out, so typed clients do too
+    retrieval: Listed[RetrievalMode] | SkipJsonSchema[None] = Field(
+        None, description=_RETRIEVAL + "; from the next plan on", json_schema_extra=_no_default
+    )
+    quarantine: QuarantineSettings | SkipJsonSchema[None] = Field(
         None,
+        json_schema_extra=_no_default,
         description="the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement",
     )
 

@@ -637,8 +637,11 @@ export interface components {
             drafter?: components["schemas"]["DrafterSettings"] | null;
             /** Name */
             name?: string | null;
-            /** @description the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement */
-            quarantine?: components["schemas"]["QuarantineSettings"] | null;
+            /**
+             * Quarantine
+             * @description the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement
+             */
+            quarantine?: components["schemas"]["QuarantineSettings"];
             /**
              * Remove Drafter
              * @default false
@@ -647,8 +650,9 @@ export interface components {
             /**
              * Retrieval
              * @description similarity: plans retrieve the k experiences closest to the context; value_aware: by similarity and learned value, acting on values only as much as the trust evidence allows (with none, exactly the similarity ranking); from the next plan on
+             * @enum {string}
              */
-            retrieval?: ("similarity" | "value_aware") | null;
+            retrieval?: "similarity" | "value_aware";
         };
         /** AgentPublic */
         AgentPublic: {

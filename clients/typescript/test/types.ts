@@ -37,4 +37,9 @@ export async function typed(): Promise<void> {
   client.iterAgents({ cursor: "x" });
   // @ts-expect-error a GET takes no body
   await client.getAgent(agent.id, { name: "x" });
+  // @ts-expect-error retrieval may be left out, never null (the service refuses null)
+  await client.updateAgent(agent.id, { retrieval: null });
+  // @ts-expect-error nor may quarantine
+  await client.updateAgent(agent.id, { quarantine: null });
+  await client.updateAgent(agent.id, { retrieval: "similarity", quarantine: { enabled: true } });
 }
