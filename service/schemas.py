@@ -21,7 +21,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic.json_schema import SkipJsonSchema
 
 from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
@@ -380,9 +379,15 @@ class AgentCreate(Strict):
         return universe
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    """A field that may be left out but is never null: its REST description shows no default (null)."""
+def _never_null(schema: dict[str, Any]) -> None:
+    """A field that may be left out but is never null (a validator refuses null): its REST description shows
+    neither null among its types nor a default (null)."""
     schema.pop("default", None)
+    kinds = [kind for kind in schema.pop("anyOf", []) if kind != {"type": "null"}]
+    if len(kinds) == 1:
+        schema.update(kinds[0])
+    elif kinds:
+        schema["anyOf"] = kinds
 
 
 class AgentPatch(Strict):
@@ -403,12 +408,12 @@ class AgentPatch(Strict):
         description="the number of decisions planned under a budget that it covers, counted from the first (null: open-ended)",
     )
     # optional but never null (refused below): the REST description leaves null out, so typed clients do too
-    retrieval: Listed[RetrievalMode] | SkipJsonSchema[None] = Field(
-        None, description=_RETRIEVAL + "; from the next plan on", json_schema_extra=_no_default
+    retrieval: Listed[RetrievalMode] | None = Field(
+        None, description=_RETRIEVAL + "; from the next plan on", json_schema_extra=_never_null
     )
-    quarantine: QuarantineSettings | SkipJsonSchema[None] = Field(
+    quarantine: QuarantineSettings | None = Field(
         None,
-        json_schema_extra=_no_default,
+        json_schema_extra=_never_null,
         description="the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement",
     )
 

@@ -637,10 +637,7 @@ export interface components {
             drafter?: components["schemas"]["DrafterSettings"] | null;
             /** Name */
             name?: string | null;
-            /**
-             * Quarantine
-             * @description the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement
-             */
+            /** @description the fields given change, the others stay: turning it on starts every experience's test afresh from the next settlement; turning it off drops the tests (quarantined experiences are retrieved again); a new level or change_threshold applies from the next settlement */
             quarantine?: components["schemas"]["QuarantineSettings"];
             /**
              * Remove Drafter
