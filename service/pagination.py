@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import re
 from typing import Annotated
@@ -28,17 +29,28 @@ LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"rows per pag
 CursorQuery = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
 
 
-def encode_cursor(kind: str, value: int | str) -> str:
-    raw = json.dumps([kind, value], separators=(",", ":")).encode()
+def _scoped(scope: str) -> str:
+    return hashlib.sha256(scope.encode()).hexdigest()[:16]
+
+
+def encode_cursor(kind: str, value: int | str, scope: str = "") -> str:
+    """A cursor at ``value`` of the list ``kind``, bound to ``scope`` (the agent or tenant and the filters whose
+    rows the list pages through): another list's cursor would start it at a position of other rows."""
+    raw = json.dumps([kind, value, _scoped(scope)], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str]) -> int | str:
-    """The position a cursor names; 422 naming ``cursor`` for anything else."""
+def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str], scope: str = "") -> int | str:
+    """The position a cursor names; 422 naming ``cursor`` for anything else, and for a cursor of the same kind of
+    list with another scope (another agent's, or the same list under other filters). A cursor made before
+    cursors were scoped (two parts) is taken as it was."""
     try:
         decoded = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
         if not (
-            isinstance(decoded, list) and len(decoded) == 2 and decoded[0] == kind and type(decoded[1]) is value_type
+            isinstance(decoded, list)
+            and len(decoded) in (2, 3)
+            and decoded[0] == kind
+            and type(decoded[1]) is value_type
         ):
             raise ValueError(cursor)
     except (ValueError, binascii.Error, UnicodeDecodeError):
@@ -48,6 +60,14 @@ def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str]) -> 
             f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page",
             "cursor",
         ) from None
+    if len(decoded) == 3 and decoded[2] != _scoped(scope):
+        raise ApiError(
+            422,
+            "invalid",
+            f"cursor: a cursor of another {kind} list (another owner, or other filters); pass next_cursor of the "
+            "previous page of this list, with the same filters",
+            "cursor",
+        )
     value: int | str = decoded[1]
     if (
         isinstance(value, int)

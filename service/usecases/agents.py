@@ -3,6 +3,7 @@ settings that may change after (name, drafter, draft budget and horizon, retriev
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
@@ -266,13 +267,16 @@ def list_page(services: Services, tenant_id: str, limit: int, cursor: str | None
     query = select(Agent).where(Agent.tenant_id == tenant_id)
     if name is not None:
         query = query.where(Agent.name == name)
+    scope = json.dumps([tenant_id, name])
     if cursor is not None:
-        query = query.where(Agent.id > decode_cursor(cursor, "agents", str))
+        query = query.where(Agent.id > decode_cursor(cursor, "agents", str, scope))
     with transaction(services.sessions) as session:
         rows = session.scalars(query.order_by(Agent.id).limit(limit + 1)).all()
         items = [agent_public(agent) for agent in rows[:limit]]
     more = len(rows) > limit
-    return AgentList(items=items, next_cursor=encode_cursor("agents", items[-1].id) if more else None, limit=limit)
+    return AgentList(
+        items=items, next_cursor=encode_cursor("agents", items[-1].id, scope) if more else None, limit=limit
+    )
 
 
 def read(services: Services, tenant_id: str, agent_id: str) -> AgentPublic:

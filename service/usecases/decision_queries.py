@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 from sqlalchemy import select
 
@@ -48,8 +49,9 @@ def list_page(
                     422, "invalid", "maturity_before: outside the supported range", "maturity_before"
                 ) from None
             query = query.where(Decision.maturity < bound)
+        scope = json.dumps([agent.id, status, None if maturity_before is None else maturity_before.isoformat()])
         if cursor is not None:
-            query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int))
+            query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int, scope))
         rows = session.scalars(query.order_by(Decision.seq).limit(limit + 1)).all()
         items = [
             DecisionSummary(
@@ -67,7 +69,9 @@ def list_page(
         ]
         more = len(rows) > limit
         return DecisionList(
-            items=items, next_cursor=encode_cursor("decisions", rows[limit - 1].seq) if more else None, limit=limit
+            items=items,
+            next_cursor=encode_cursor("decisions", rows[limit - 1].seq, scope) if more else None,
+            limit=limit,
         )
 
 

@@ -10,6 +10,7 @@ up an addition); the answer says ``created``, ``updated`` or ``unchanged``.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import numpy as np
@@ -199,15 +200,16 @@ def list_page(
         elif status is ExperienceStatus.ACTIVE:
             condition += [Experience.active.is_(True), Experience.id.not_in(quarantined)]
         total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
+        scope = json.dumps([agent.id, active, external_id, None if status is None else status.value])
         if cursor is not None:
-            condition.append(Experience.seq > decode_cursor(cursor, "experiences", int))
+            condition.append(Experience.seq > decode_cursor(cursor, "experiences", int, scope))
         rows = session.scalars(
             select(Experience).where(*condition).order_by(Experience.seq).limit(limit + 1).offset(offset)
         ).all()
         evidence = quarantine_evidence(session, agent.id, [r.id for r in rows[:limit] if r.id in quarantined])
         items = [experience_public(row, engine, evidence) for row in rows[:limit]]
         return_engine(session, agent, engine, services.engines)
-        next_cursor = encode_cursor("experiences", rows[limit - 1].seq) if len(rows) > limit else None
+        next_cursor = encode_cursor("experiences", rows[limit - 1].seq, scope) if len(rows) > limit else None
         return ExperienceList(items=items, total=total, limit=limit, offset=offset, next_cursor=next_cursor)
 
 

@@ -1,5 +1,6 @@
 """Service: listing and deleting what a tenant made, paging the log, key revocation and rotation."""
 
+import base64
 import datetime as dt
 import hashlib
 import json
@@ -255,7 +256,9 @@ def test_tenants_list_revoke_and_rotate_from_the_command_line(tmp_path):
 @pytest.mark.parametrize("position", [2**31, 2**40, 2**63 - 1])
 @pytest.mark.parametrize("kind", ["experiences", "decisions", "log"])
 def test_a_forged_cursor_past_any_row_is_422_naming_the_cursor(client, agent, kind, position):
-    from service.pagination import encode_cursor
+    def encode_cursor(kind, position):  # as cursors were before they were scoped, which are still taken
+        raw = json.dumps([kind, position], separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
     def listing(cursor):
         if kind == "experiences":
@@ -269,3 +272,31 @@ def test_a_forged_cursor_past_any_row_is_422_naming_the_cursor(client, agent, ki
     assert (error.value.status, error.value.field) == (422, "cursor")
     assert error.value.message == f"cursor: not a cursor of this list ({kind}); pass next_cursor of the previous page"
     assert listing(encode_cursor(kind, 2**31 - 1))["items"] == []  # the last position a row can hold pages to nothing
+
+
+def test_a_cursor_pages_only_the_list_it_came_from(client):
+    """A cursor of one agent's list, or of the same list under other filters, started another listing at a
+    position of other rows, silently (an empty page, or rows skipped): it is refused naming the cursor."""
+    first, second = (client.create_agent(name, "balanced", UNIVERSE) for name in ("first", "second"))
+    for agent in (first, second):
+        client.add_experiences(agent["id"], [{"text": f"lesson {i}"} for i in range(4)])
+    page = client.list_experiences(first["id"], limit=1)
+    assert client.list_experiences(first["id"], limit=1, cursor=page["next_cursor"])["items"][0]["text"] == "lesson 1"
+    refusals = [
+        lambda: client.list_experiences(second["id"], limit=1, cursor=page["next_cursor"]),
+        lambda: client.list_experiences(first["id"], limit=1, cursor=page["next_cursor"], active=True),
+        lambda: client.list_experiences(first["id"], limit=1, cursor=page["next_cursor"], status="active"),
+    ]
+    agents = client.list_agents(limit=1)
+    refusals.append(lambda: client.list_agents(limit=1, cursor=agents["next_cursor"], name="second"))
+    from service.pagination import encode_cursor
+
+    first_log = encode_cursor("log", 1, first["id"])  # as the first agent's log page would give it (no entries yet)
+    refusals.append(lambda: client.trust_log(second["id"], limit=1, cursor=first_log))
+    for refused in refusals:
+        with pytest.raises(ServiceError) as error:
+            refused()
+        assert (error.value.status, error.value.field) == (422, "cursor")
+        assert "a cursor of another" in error.value.message and "with the same filters" in error.value.message
+    assert client.list_agents(limit=1, cursor=agents["next_cursor"])["items"][0]["name"] == "second"
+    assert client.trust_log(first["id"], limit=1, cursor=first_log)["items"] == []
