@@ -95,7 +95,8 @@ class Universe:
             raise ApiError(422, "invalid", f"{kind}: unknown assets {unknown}", kind)
         missing = [asset for asset in self.assets if asset not in series]
         if missing:
-            raise ApiError(422, "invalid", f"{kind}: missing assets {missing}", f"{kind}.{missing[0]}")
+            field = f"{kind}.{missing[0]}" if len(missing) == 1 else kind  # one asset, or the whole mapping
+            raise ApiError(422, "invalid", f"{kind}: missing assets {missing}", field)
         lengths = {len(series[asset]) for asset in self.assets}
         if len(lengths) != 1:
             raise ApiError(

@@ -30,6 +30,7 @@ __all__ = [
     "check_utility_range",
     "float_array",
     "later_or_equal",
+    "rows_of",
     "same_scored",
     "settled_at_or_after",
     "shown",
@@ -125,6 +126,16 @@ def universe_arrays(
     project(equal, risky_mask, defensive_mask, investor)
     weights["reference"] = project(weights["reference"], risky_mask, defensive_mask, investor)
     return weights["reference"], weights["previous"], risky_mask, defensive_mask
+
+
+def rows_of(matrix: np.ndarray) -> str:
+    """What an array given for rows was, in words (never a NumPy shape): ``7 rows``, ``a flat list of 8
+    numbers``, ``a single number``, ``an array of 3 dimensions``."""
+    if matrix.ndim == 2:
+        return f"{matrix.shape[0]} row{'s' if matrix.shape[0] != 1 else ''}"
+    if matrix.ndim == 1:
+        return f"a flat list of {matrix.shape[0]} numbers, not rows"
+    return "a single number" if matrix.ndim == 0 else f"an array of {matrix.ndim} dimensions"
 
 
 def float_array(value: Any, field: str, rule: str, *, name: str | None = None) -> NDArray[np.float64]:

@@ -52,6 +52,7 @@ from memtrial.engine.checks import (
     check_scored_design,
     float_array,
     later_or_equal,
+    rows_of,
     same_scored,
     settled_at_or_after,
     universe_arrays,
@@ -693,7 +694,7 @@ class MemTrial:
         matrix = float_array(drafts, "drafts", rule)  # texts, or rows of different lengths, refused
         if matrix.ndim != 2 or matrix.shape[0] != len(plan.masks):
             raise InputError(
-                f"drafts must have one row per designed subset ({len(plan.masks)}), got shape {matrix.shape}",
+                f"drafts must have one row per designed subset ({len(plan.masks)}), got {rows_of(matrix)}",
                 field="drafts",
             )
         check_weights(matrix, plan.n_assets, "drafts")
@@ -732,9 +733,12 @@ class MemTrial:
             rule = f"numbers with one row per designed subset ({runs})"
             matrix = float_array(vectors, "drafts", rule, name="vectors")
             if matrix.ndim != 2 or matrix.shape[0] != runs or matrix.shape[1] < 1 or not np.all(np.isfinite(matrix)):
+                if matrix.ndim != 2 or matrix.shape[0] != runs:
+                    got = rows_of(matrix)
+                else:
+                    got = "rows without a number" if matrix.shape[1] < 1 else "a number that is not finite"
                 raise InputError(
-                    f"vectors must be finite with one row per designed subset ({runs}), got shape {matrix.shape}",
-                    field="drafts",
+                    f"vectors must be finite with one row per designed subset ({runs}), got {got}", field="drafts"
                 )
             if not np.all(np.abs(matrix) <= MAX_UTILITY):  # blended and scored: their sums must not overflow
                 raise InputError(

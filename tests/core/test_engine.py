@@ -202,7 +202,7 @@ def test_maturity_before_time_is_rejected():
 @pytest.mark.parametrize(
     ("drafts", "message"),
     [
-        (np.tile(EQUAL, (7, 1)), r"drafts must have one row per designed subset \(8\), got shape \(7, 4\)"),
+        (np.tile(EQUAL, (7, 1)), r"drafts must have one row per designed subset \(8\), got 7 rows"),
         (np.tile([0.5, 0.5, 0.5, -0.5], (8, 1)), r"drafts must be >= 0 \(long only\)"),
         (np.tile([np.nan, 0.5, 0.25, 0.25], (8, 1)), r"drafts must be finite \(no NaN or inf\)"),
         (np.tile([0.5, 0.5, 0.5, 0.5], (8, 1)), "drafts rows must sum to 1"),
@@ -619,6 +619,28 @@ def test_draft_numbers_the_engine_cannot_blend_are_refused_naming_drafts_and_not
         "drafts: every number must be at most 1e+100 in absolute value"
     )
     assert engine.to_json() == before
+
+
+@pytest.mark.parametrize(
+    ("vectors", "got"),
+    [
+        ([[0.5, 0.5]] * 7, "got 7 rows"),
+        ([0.5] * 8, "got a flat list of 8 numbers, not rows"),
+        (0.5, "got a single number"),
+        ([[0.5, float("inf")]] * 8, "got a number that is not finite"),
+    ],
+)
+def test_scored_vectors_of_the_wrong_rows_are_refused_saying_what_came_in_words(vectors, got):
+    """The message said what came as a NumPy shape (``got shape (7, 2)``), which a REST caller never sent."""
+    engine = MemTrial(EngineConfig(investor="balanced", design="half"))
+    for e in "abcd":
+        engine.add_experience(e)
+    engine.plan("d0", 0, 1, retrieved=list("abcd"), kind="scored")
+    with pytest.raises(InputError) as error:
+        engine.decide_scored("d0", vectors=vectors)
+    assert error.value.field == "drafts" and str(error.value) == (
+        f"vectors must be finite with one row per designed subset (8), {got}"
+    )
 
 
 def test_under_a_budget_the_log_counts_the_calls_of_a_plan_without_experiences():

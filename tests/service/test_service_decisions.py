@@ -146,7 +146,7 @@ def test_prices_and_returns_settle_the_same(client, stocked):
 @pytest.mark.parametrize(
     ("drafts", "status", "field", "message"),
     [
-        ([DRAFT] * 7, 422, "drafts", "drafts must have one row per designed subset (8), got shape (7, 4)"),
+        ([DRAFT] * 7, 422, "drafts", "drafts must have one row per designed subset (8), got 7 rows"),
         ([{**DRAFT, "QQQ": 0.0}] * 8, 422, "drafts[0]", "drafts[0]: unknown assets ['QQQ']"),
         (
             [{**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 8,
@@ -193,6 +193,10 @@ def test_settlement_missing_an_asset_is_422(client, stocked):
         "returns.GLD",
         "returns: missing assets ['GLD']",
     )
+    several = {k: v for k, v in RETURNS.items() if k not in ("GLD", "BIL")}
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns=several)
+    assert (error.value.field, error.value.message) == ("returns", "returns: missing assets ['GLD', 'BIL']")
 
 
 def test_maturity_before_decision_time_is_422_naming_maturity(client, stocked):
