@@ -192,7 +192,11 @@ def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> N
         return None
     given = float_array(utilities, "utilities", f"{len(plan.masks)} finite numbers, one per draft")
     if given.shape != (len(plan.masks),) or not np.all(np.isfinite(given)):
-        message = f"utilities must be {len(plan.masks)} finite numbers, one per draft, got shape {given.shape}"
+        if given.ndim != 1:
+            got = "a single number" if given.ndim == 0 else f"rows of numbers ({rows_of(given)})"
+        else:
+            got = f"{given.shape[0]} numbers" if given.shape[0] != len(plan.masks) else "a number that is not finite"
+        message = f"utilities must be {len(plan.masks)} finite numbers, one per draft, got {got}"
         raise InputError(message, field="utilities")
     check_utility_range(given, "utilities")
     return given

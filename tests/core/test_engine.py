@@ -235,7 +235,17 @@ def _scored(drafts=None):
         ({"utilities": [1e200, -1e200] * 4}, "utilities", "utilities must be at most 1e+100 in absolute value"),
         ({"utilities": [1e308, -1e308] * 4}, "utilities", "utilities must be at most 1e+100 in absolute value"),
         ({"utilities": ["x", "y"] * 4}, "utilities", "utilities must be 8 finite numbers, one per draft, got ['x'"),
-        ({"utilities": [0.0, float("inf")] * 4}, "utilities", "utilities must be 8 finite numbers"),
+        (
+            {"utilities": [0.0, float("inf")] * 4},
+            "utilities",
+            "utilities must be 8 finite numbers, one per draft, got a number that is not finite",
+        ),
+        ({"utilities": [0.0] * 7}, "utilities", "utilities must be 8 finite numbers, one per draft, got 7 numbers"),
+        (
+            {"utilities": [[0.0]] * 8},
+            "utilities",
+            "utilities must be 8 finite numbers, one per draft, got rows of numbers (8 rows)",
+        ),
     ],
 )
 def test_scored_utilities_the_engine_cannot_learn_from_are_refused_and_nothing_changes(settlement, field, message):
