@@ -11,7 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memtrial.action.fallback import FallbackVariant
+from memtrial.action.rule import ActionRule
+from memtrial.credit.design import DesignKind
+from memtrial.engine.config import ReferenceSource
 from memtrial.outcomes.display import UTILITY_UNIT
+from memtrial.records import DecisionKind
+from memtrial.values.statistics import CreditBasis, LearnerMode
 from service.modes import DecisionStatus, ExperienceStatus, values_of
 from service.validation import AssetName
 
@@ -146,19 +152,19 @@ class QuarantineStatePublic(Public):
 class AgentPublic(Public):
     id: str
     name: str
-    kind: str = "portfolio"
+    kind: Annotated[str, values_of(DecisionKind)] = "portfolio"
     investor: str | None
     universe: list[Asset] | None
     outcomes: list[str] | None = None
-    design: str
+    design: Annotated[str, values_of(DesignKind)]
     k: int = Field(4, description="experiences retrieved per decision")
     gate: GatePublic
     gate_hash: str
-    learner: str
-    fallback: str
+    learner: Annotated[str, values_of(LearnerMode)]
+    fallback: Annotated[str, values_of(FallbackVariant)]
     fee_bp: float
-    action: str
-    credit: str
+    action: Annotated[str, values_of(ActionRule)]
+    credit: Annotated[str, values_of(CreditBasis)]
     robust: bool = Field(
         False,
         description="whether each settlement's contributions are screened for outliers before learning (false for an agent made before the setting existed, which learnt without it)",
@@ -167,7 +173,9 @@ class AgentPublic(Public):
         None, description="LLM draft calls per decision on average (null: the whole design)"
     )
     draft_horizon: int | None = Field(None, description="the number of decisions the budget covers (null: open-ended)")
-    reference: str = Field("given", description="given (reference_weights, equal weight by default) or memory_free")
+    reference: Annotated[str, values_of(ReferenceSource)] = Field(
+        "given", description="given (reference_weights, equal weight by default) or memory_free"
+    )
     drafter: dict[str, Any] | None
     answer: dict[str, Any] | None = Field(
         None, description="scored agents: what a server-drafted draft is (null: probabilities over outcomes, else text)"

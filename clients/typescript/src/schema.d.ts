@@ -653,8 +653,11 @@ export interface components {
         };
         /** AgentPublic */
         AgentPublic: {
-            /** Action */
-            action: string;
+            /**
+             * Action
+             * @enum {string}
+             */
+            action: "gate" | "dial";
             /**
              * Answer
              * @description scored agents: what a server-drafted draft is (null: probabilities over outcomes, else text)
@@ -667,10 +670,16 @@ export interface components {
              * Format: date-time
              */
             created_at: string;
-            /** Credit */
-            credit: string;
-            /** Design */
-            design: string;
+            /**
+             * Credit
+             * @enum {string}
+             */
+            credit: "centred" | "raw";
+            /**
+             * Design
+             * @enum {string}
+             */
+            design: "half" | "fold" | "full" | "saturated";
             /**
              * Draft Budget
              * @description LLM draft calls per decision on average (null: the whole design)
@@ -685,8 +694,11 @@ export interface components {
             drafter: {
                 [key: string]: unknown;
             } | null;
-            /** Fallback */
-            fallback: string;
+            /**
+             * Fallback
+             * @enum {string}
+             */
+            fallback: "ftrl" | "ens" | "ref" | "uniform";
             /** Fee Bp */
             fee_bp: number;
             gate: components["schemas"]["GatePublic"];
@@ -705,10 +717,14 @@ export interface components {
             /**
              * Kind
              * @default portfolio
+             * @enum {string}
              */
-            kind: string;
-            /** Learner */
-            learner: string;
+            kind: "portfolio" | "scored";
+            /**
+             * Learner
+             * @enum {string}
+             */
+            learner: "identity" | "content" | "auto";
             /** Name */
             name: string;
             /** Outcomes */
@@ -719,8 +735,9 @@ export interface components {
              * Reference
              * @description given (reference_weights, equal weight by default) or memory_free
              * @default given
+             * @enum {string}
              */
-            reference: string;
+            reference: "given" | "memory_free";
             /**
              * Retrieval
              * @description how plans retrieve: by similarity alone, or by similarity and learned value

@@ -6,6 +6,14 @@ declare const client: MemtrialClient;
 
 export async function typed(): Promise<void> {
   const agent: AgentPublic = await client.createAgent({ name: "fund", investor: "balanced" });
+  // an agent's settings read as the values they can take, as a request names them
+  const settings: ["portfolio" | "scored", "gate" | "dial", "centred" | "raw", "given" | "memory_free"] = [
+    agent.kind,
+    agent.action,
+    agent.credit,
+    agent.reference,
+  ];
+  void settings;
   const experience: Schemas["ExperiencePublic"] = await client.addExperience(agent.id, { text: "a lesson" });
   const batch: Schemas["ExperienceList"] = await client.addExperiences(agent.id, { experiences: [{ text: "b" }] });
   await client.getExperience(agent.id, experience.id);
