@@ -564,12 +564,14 @@ class MemTrial:
         book = self._book()
         return book.payload(experience_id, None) if experience_id in book.evidence else None
 
-    def release(self, experience_id: ExperienceId, reason: str) -> LogEntry:
+    def release(self, experience_id: ExperienceId, reason: str, *, deleting: bool = False) -> LogEntry:
         """Release a quarantined experience by hand: it is retrieved again and its test starts afresh. A
         ``release`` log entry records the reason and the evidence at that moment. An experience retired by
         hand is not released (retiring wins, whatever its evidence): an InputError naming ``experience_id``,
-        as for one not in quarantine."""
-        if not self._experience(experience_id).active:
+        as for one not in quarantine; ``deleting=True`` ends its quarantine all the same, logged, just
+        before :meth:`remove_experience` forgets it, so that the log shows every quarantine's end (an
+        experience added again under its old name starts out of quarantine)."""
+        if not self._experience(experience_id).active and not deleting:
             raise InputError(f"experience {experience_id!r} is retired, not quarantined", field="experience_id")
         if not isinstance(reason, str) or not reason.strip():
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")

@@ -272,6 +272,9 @@ def change(
                 "quarantine without an entry in the log",
                 "experience_id",
             )
+        if delete and engine.curator is not None and engine.curator.is_quarantined(row.id):
+            # retired while quarantined: the deletion ends its quarantine in the log (a release naming why)
+            engine.release(row.id, "deleted after it was retired in quarantine", deleting=True)
         if delete:
             engine.remove_experience(row.id)
             session.delete(row)

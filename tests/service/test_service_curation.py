@@ -484,18 +484,26 @@ def test_a_quarantined_experience_is_not_deleted_until_released_or_retired(clien
     assert [e["kind"] for e in log if e["kind"] in ("quarantine", "release")] == ["quarantine", "release"]
 
 
-def test_a_quarantined_experience_retired_by_hand_can_then_be_deleted(client):
+def test_a_quarantined_experience_retired_by_hand_can_then_be_deleted_and_the_log_ends_its_quarantine(client):
     """The refusal to delete a quarantined experience offers two ways out, release or retire; retiring is one:
-    a retired experience is never released (retiring wins), so refusing its deletion too would keep it forever."""
+    a retired experience is never released (retiring wins), so refusing its deletion too would keep it forever.
+    Its deletion is logged as the end of its quarantine: added again under its external id, it is active, and
+    the log says why."""
     agent, names = scored_agent(client, retrieval="similarity", quarantine={"enabled": True, "level": 0.2})
     assert drive_until_quarantined(client, agent["id"], names, limit=40) < 40
     harmful = names["harmful"]
+    text = client.get_experience(agent["id"], harmful)["text"]
     client.retire_experience(agent["id"], harmful)
     client.delete_experience(agent["id"], harmful)
     assert harmful not in {e["id"] for e in client.list_experiences(agent["id"], limit=500)["items"]}
     assert harmful not in client.values(agent["id"])["values"]
     log = client.trust_log(agent["id"], limit=1000)["items"]
-    assert [e["kind"] for e in log if e["kind"] in ("quarantine", "release")] == ["quarantine"]
+    ended = [e for e in log if e["kind"] in ("quarantine", "release")]
+    assert [e["kind"] for e in ended] == ["quarantine", "release"]
+    assert ended[1]["payload"]["experience_id"] == harmful
+    assert ended[1]["payload"]["reason"] == "deleted after it was retired in quarantine"
+    again = client.add_experience(agent["id"], text, external_id="harmful-again")
+    assert again["status"] == "active" and client.verify(agent["id"])["ok"]
 
 
 def test_a_release_whose_answer_was_lost_is_retried_with_its_key_and_logged_once(client, http):
