@@ -1,5 +1,5 @@
 """Settings every test shares: one thread per numerical library, the tiers (fast by default, `--all`), and
-a tier's tests spread over the machine's cores (pytest-xdist, one process per core, at most eight).
+a tier's tests spread over the machine's cores (pytest-xdist, one process per core and one more, at most eight).
 
 Fixtures live in the conftest of the folder whose tests use them; shared data and helpers in `support.py`."""
 

@@ -126,6 +126,8 @@ def migrated_postgres(url: str) -> str:
                     names = ", ".join(f'"{table}"' for table in sorted(known[0] - {"alembic_version"}))
                     connection.execute(text(f"TRUNCATE {names} RESTART IDENTITY CASCADE"))
                     return url
+        except Exception as error:  # as reset_postgres: fail loudly, never skip
+            pytest.fail(f"PostgreSQL at {url} could not be emptied ({type(error).__name__}: {error})")
         finally:
             engine.dispose()
     reset_postgres(url)

@@ -51,13 +51,12 @@ def shown(value: Time | None) -> str:
 
 
 def later_or_equal(first: Time, second: Time, what: str) -> bool:
-    """first >= second, or an InputError naming ``what`` for times that cannot be compared."""
+    """first >= second, or an InputError naming ``what`` (the argument being checked, as its field) for times
+    that cannot be compared."""
     try:
         return bool(first >= second)  # type: ignore[operator]
     except TypeError:
-        raise InputError(
-            f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field="time"
-        ) from None
+        raise InputError(f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field=what) from None
 
 
 def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time | None) -> None:

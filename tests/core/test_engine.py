@@ -817,3 +817,21 @@ def test_a_stored_engine_made_before_the_new_configuration_rules_reads_back_and_
     with pytest.raises(ConfigError):
         EngineConfig(investor="balanced", n_components=8.0)  # a new one is held to the rule
     assert EngineConfig(investor="balanced", n_components=np.int64(8)).n_components == 8
+
+
+def test_times_of_two_kinds_are_refused_naming_the_argument_that_brought_the_other_kind():
+    """A settlement time of another kind than the maturity was refused naming ``time``, a plan's argument."""
+    import datetime as dt
+
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    for e in "abcd":
+        engine.add_experience(e)
+    plan = engine.plan("d0", 0, 1, retrieved=list("abcd"), n_assets=3)
+    engine.decide("d0", np.full((len(plan.masks), 3), 1 / 3))
+    when = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    with pytest.raises(InputError) as error:
+        engine.settle("d0", np.ones((2, 3)), at=when)
+    assert error.value.field == "at" and "(mix of time types)" in str(error.value)
+    with pytest.raises(InputError) as error:
+        engine.plan("d1", when, when, retrieved=list("abcd"), n_assets=3)
+    assert error.value.field == "time"
