@@ -3,7 +3,7 @@ their measured value and status back into Mem0.
 
 Mem0 keeps the memories and finds candidates; memtrial measures them and picks among them. For each
 decision, :meth:`Mem0Credit.search` asks Mem0 for ``candidates`` hits of the query in the scope, leaves
-out those whose metadata says ``memtrial_status: "quarantined"`` (and those the agent retired), mirrors
+out those whose metadata says this agent quarantined them (and those the agent retired), mirrors
 the rest into the agent by ``external_id`` (the Mem0 memory id: a hit mirrored before is not copied
 again, a rewritten one is updated) and ranks them through ``POST .../experiences/rank`` with Mem0's
 scores as the similarities: the k picked come back in memtrial's order, each with why it was picked and
@@ -12,8 +12,10 @@ memtrial's order is Mem0's own). :meth:`Mem0Credit.plan` plans on exactly those 
 (``retrieved_external_ids``), so the designed drafts are conditioned on what memtrial picked.
 
 After settlements, :meth:`Mem0Credit.sync_status` writes each mirrored memory's status into its Mem0
-metadata (``memtrial_status``: ``"active"`` or ``"quarantined"``, method 4.13), so a quarantined memory
-leaves Mem0's searches here at once; :meth:`Mem0Credit.release` releases one by hand and marks it active
+metadata (method 4.13): the agent's own under ``memtrial_statuses`` (``{agent id: "active" or
+"quarantined"}``: agents sharing a store each keep theirs, and one agent's quarantine never hides the memory
+from another's searches), and ``memtrial_status``, ``"quarantined"`` while any agent holds it in quarantine,
+for readers of Mem0 alone; a memory this agent quarantined leaves its searches here at once; :meth:`Mem0Credit.release` releases one by hand and marks it active
 again. :meth:`Mem0Credit.write_back` writes each memory's value:
 
 - ``memtrial_value``: the posterior mean, in utility per decision (``memtrial_unit``; for a portfolio
@@ -35,7 +37,7 @@ from typing import Any
 from memtrial.outcomes.display import UTILITY_UNIT
 from service.client import MemtrialClient, ServiceError
 
-__all__ = ["METADATA_KEYS", "STATUS_KEY", "Mem0Credit", "StatusSync", "WriteBack", "offline_config"]
+__all__ = ["METADATA_KEYS", "STATUSES_KEY", "STATUS_KEY", "Mem0Credit", "StatusSync", "WriteBack", "offline_config"]
 
 METADATA_KEYS = (
     "memtrial_value",
@@ -47,7 +49,8 @@ METADATA_KEYS = (
     "memtrial_agent",
     "memtrial_unit",
 )
-STATUS_KEY = "memtrial_status"  # "active" or "quarantined", as memtrial last said (sync_status, release)
+STATUS_KEY = "memtrial_status"  # "quarantined" if any agent holds the memory in quarantine, else "active"
+STATUSES_KEY = "memtrial_statuses"  # each agent's own status of the memory, by agent id (sync_status, release)
 MAX_CANDIDATES = 100  # the most candidates one rank request takes
 
 
@@ -92,8 +95,14 @@ def _nfc(memory_id: Any) -> str:
     return unicodedata.normalize("NFC", str(memory_id))
 
 
-def _status_of(hit: Mapping[str, Any]) -> Any:
-    return (hit.get("metadata") or {}).get(STATUS_KEY)
+def _status_of(hit: Mapping[str, Any], agent_id: str) -> Any:
+    """The memory's status for ``agent_id``: its own entry of ``memtrial_statuses``; for a memory whose
+    metadata has no such entries (written before agents kept their own), ``memtrial_status``."""
+    metadata = hit.get("metadata") or {}
+    statuses = metadata.get(STATUSES_KEY)
+    if isinstance(statuses, Mapping):
+        return statuses.get(agent_id)
+    return metadata.get(STATUS_KEY)
 
 
 class Mem0Credit:
@@ -133,13 +142,13 @@ class Mem0Credit:
         self._retired: set[str] = set()  # Mem0 ids (NFC) whose experience the agent retired
 
     def hits(self, query: str) -> list[dict[str, Any]]:
-        """Mem0's own hits for ``query`` in this scope, best first (at most ``candidates``), quarantined
-        memories (``memtrial_status``) left out; nothing is sent to memtrial."""
+        """Mem0's own hits for ``query`` in this scope, best first (at most ``candidates``), the memories
+        this agent quarantined (its entry of ``memtrial_statuses``) left out; nothing is sent to memtrial."""
         top_k = self.candidates
         while True:  # a quarantined memory does not take one of the candidates' places: ask for one more each
             found = self.memory.search(query, filters=self.filters, top_k=top_k, **self.search_options)
             hits = list(found.get("results", found) if isinstance(found, dict) else found)[:top_k]
-            kept = [dict(h) for h in hits if _status_of(h) != "quarantined"]
+            kept = [dict(h) for h in hits if _status_of(h, self.agent_id) != "quarantined"]
             if len(kept) >= self.candidates or len(hits) < top_k:  # enough, or Mem0 has no more
                 return kept[: self.candidates]
             top_k += len(hits) - len(kept)
@@ -262,9 +271,13 @@ class Mem0Credit:
         current = self.memory.get(memory_id)
         if current is None:
             return None
-        if _status_of(current) == status:
+        metadata = current.get("metadata") or {}
+        kept = metadata.get(STATUSES_KEY)
+        statuses = {**(kept if isinstance(kept, Mapping) else {}), self.agent_id: status}
+        summary = "quarantined" if "quarantined" in statuses.values() else "active"
+        if kept == statuses and metadata.get(STATUS_KEY) == summary:
             return ""
-        self.memory.update(memory_id, text=current["memory"], metadata={STATUS_KEY: status})
+        self.memory.update(memory_id, text=current["memory"], metadata={STATUS_KEY: summary, STATUSES_KEY: statuses})
         return memory_id
 
     def release(self, memory_id: str, reason: str) -> Any:

@@ -267,7 +267,7 @@ SIGN_TEST = {"enabled": True, "level": 0.05, "spread": 0, "clip": None, "control
 
 def test_mem0_quarantined_memory_is_marked_in_mem0_left_out_of_searches_and_released_by_hand(client, lessons):
     from service.client import ServiceError
-    from service.integrations.mem0 import STATUS_KEY, Mem0Credit, StatusSync
+    from service.integrations.mem0 import STATUS_KEY, STATUSES_KEY, Mem0Credit, StatusSync
 
     memory, ids = lessons
     agent = client.create_agent("curated", kind="scored", credit="raw", quarantine=SIGN_TEST)
@@ -293,10 +293,23 @@ def test_mem0_quarantined_memory_is_marked_in_mem0_left_out_of_searches_and_rele
     assert {text: memory.get(i)["metadata"][STATUS_KEY] for text, i in ids.items()} == {
         text: "quarantined" if text == HARMFUL else "active" for text in LESSONS
     }
+    assert memory.get(ids[HARMFUL])["metadata"][STATUSES_KEY] == {agent.id: "quarantined"}
     assert credit.sync_status() == StatusSync()  # nothing changed since: nothing written
     assert ids[HARMFUL] not in [h["id"] for h in credit.hits(QUESTION)]  # Mem0's own search leaves it out now
     plan = settle_day(credit, client, agent.id, t + 1)
     assert sorted(r.text for r in plan.retrieved) == sorted(text for text in LESSONS if text != HARMFUL)
+
+    # another agent on the same store keeps its own status: the first one's quarantine does not hide the
+    # memory from it, and its sync does not mark the memory active for the first (their statuses flipped)
+    other = client.create_agent("other", kind="scored", credit="raw", quarantine=SIGN_TEST)
+    second = Mem0Credit(memory, client, other.id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
+    assert ids[HARMFUL] in [h["id"] for h in second.hits(QUESTION)]
+    assert ids[HARMFUL] in [h["id"] for h in second.search(QUESTION)]  # mirrored into the other agent
+    assert ids[HARMFUL] in second.sync_status().active
+    metadata = memory.get(ids[HARMFUL])["metadata"]
+    assert metadata[STATUSES_KEY] == {agent.id: "quarantined", other.id: "active"}
+    assert metadata[STATUS_KEY] == "quarantined"  # while any agent holds it in quarantine
+    assert ids[HARMFUL] not in [h["id"] for h in credit.hits(QUESTION)] and credit.sync_status() == StatusSync()
 
     released = credit.release(ids[HARMFUL], reason="we stopped shipping on Fridays")
     assert released["status"] == "active" and memory.get(ids[HARMFUL])["metadata"][STATUS_KEY] == "active"
