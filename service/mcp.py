@@ -46,6 +46,7 @@ from memtrial.errors import MissingExtraError, import_extra
 from memtrial.outcomes.display import UTILITY_UNIT
 from service.client import AsyncMemtrialClient, ServiceError
 from service.prompts import draft_prompts
+from service.schemas import DecisionCreate
 
 __all__ = ["TOOLS", "Service", "build_server", "mcp"]
 
@@ -82,8 +83,10 @@ class Service:
 
 
 def _refused(error: ServiceError) -> ValueError:
-    """A refusal of the service as a tool error, said the same way by every tool."""
-    return ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}")
+    """A refusal of the service as a tool error, said the same way by every tool, naming the field the service
+    named (``field: ...`` at the end)."""
+    named = f" (field: {error.field})" if error.field else ""
+    return ValueError(f"memtrial refused ({error.status} {error.code}): {error.message}{named}")
 
 
 async def _call(service: Service, operation: str, *args: Any, **kwargs: Any) -> Any:
@@ -136,9 +139,20 @@ async def create_agent(
     return created
 
 
-async def add_experiences(service: Service, agent_id: str, texts: list[str]) -> dict[str, Any]:
-    """Add lessons (experiences) to an agent's memory; answers their ids."""
-    added = await _call(service, "add_experiences", agent_id, texts)
+async def add_experiences(
+    service: Service, agent_id: str, texts: list[str], external_ids: list[str] | None = None
+) -> dict[str, Any]:
+    """Add lessons (experiences) to an agent's memory; answers their ids. external_ids: your own store's id of
+    each lesson, in the same order (rank_experiences and plan_decision then take them; a lesson added again
+    under its external id is updated, not copied)."""
+    if external_ids is not None and len(external_ids) != len(texts):
+        raise ValueError(f"external_ids: give one per text ({len(texts)}), got {len(external_ids)}")
+    items: list[Any] = (
+        list(texts)
+        if external_ids is None
+        else [{"text": text, "external_id": external} for text, external in zip(texts, external_ids, strict=True)]
+    )
+    added = await _call(service, "add_experiences", agent_id, items)
     return {"ids": [item["id"] for item in added["items"]]}
 
 
@@ -181,12 +195,22 @@ async def release_experience(service: Service, agent_id: str, experience_id: str
 
 
 async def plan_decision(
-    service: Service, agent_id: str, context: str, decision_time: str | None = None, maturity: str | None = None
+    service: Service,
+    agent_id: str,
+    context: str,
+    decision_time: str | None = None,
+    maturity: str | None = None,
+    retrieved_ids: list[str] | None = None,
+    retrieved_external_ids: list[str] | None = None,
+    horizon: int | None = None,
 ) -> dict[str, Any]:
     """Plan a decision for the context: retrieves experiences and answers the designed subsets with their
     texts. Draft once per subset, each in a SEPARATE model call conditioned on exactly that subset's texts
     (draft_with_host_model does this through the host's model; draft_prompt gives each call's prompt), then
-    submit_drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later)."""
+    submit_drafts in the same order. Times are ISO 8601 (default: now, and maturity one day later).
+    retrieved_ids or retrieved_external_ids: plan on these experiences (say, rank_experiences' picks among your
+    own store's candidates) instead of the server's search. horizon (portfolio agents): the trading sessions
+    the decision holds, whose returns settle gives (the answer says it)."""
     now = dt.datetime.now(dt.UTC)
     when = decision_time or now.isoformat()
     try:
@@ -194,13 +218,24 @@ async def plan_decision(
     except ValueError:
         raise ValueError(f"decision_time: an ISO 8601 time, e.g. 2026-01-05T12:00:00Z, got {when!r}") from None
     matures = maturity or (start + dt.timedelta(days=1)).isoformat()
-    plan = await _call(service, "create_decision", agent_id, when, matures, context)
+    chosen = {
+        name: value
+        for name, value in (
+            ("retrieved_ids", retrieved_ids),
+            ("retrieved_external_ids", retrieved_external_ids),
+            ("horizon", horizon),
+        )
+        if value is not None
+    }
+    plan = await _call(service, "create_decision", agent_id, when, matures, context, **chosen)
     return {
         "decision_id": plan["decision_id"],
         "subsets": [{"index": s["index"], "texts": s["texts"]} for s in plan["subsets"]],
         "trust": plan["trust"],
         "dial": plan["dial"],
         "maturity": plan["maturity"],
+        # the sessions settle gives returns for (portfolio agents): as asked, or the service's default
+        "horizon": horizon if horizon is not None else DecisionCreate.model_fields["horizon"].default,
     }
 
 
@@ -332,10 +367,11 @@ async def draft_prompt(service: Service, agent_id: str, decision_id: str, index:
     return {"index": index, "system": system, "prompt": prompts[index], "lessons": subsets[index].texts}
 
 
-async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_retries: int) -> Any:
-    """One subset's draft by the host's model (MCP sampling), retried while its answer is malformed."""
+async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_retries: int) -> tuple[Any, int]:
+    """One subset's draft by the host's model (MCP sampling), retried while its answer is malformed, with the
+    number of sampling requests it took."""
     types = import_extra("mcp.types", "mcp", "the MCP server")
-    for _ in range(max(0, max_retries) + 1):
+    for attempt in range(max(0, max_retries) + 1):
         reply = await ctx.session.create_message(
             messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
             system_prompt=system,
@@ -343,7 +379,7 @@ async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_ret
         )
         text = getattr(reply.content, "text", "")
         try:
-            return parse(text)
+            return parse(text), attempt + 1
         except DraftError:
             continue
     tries = max(0, max_retries) + 1
@@ -362,11 +398,17 @@ async def draft_with_host_model(
             "this MCP host does not offer sampling: call draft_prompt for each subset and send each prompt "
             "to a separate model call, then submit_drafts"
         )
+    status = (await _call(service, "get_decision", agent_id, decision_id))["status"]
+    if status != "planned":  # its drafts are in (or it was withdrawn): drafting again would pay for nothing
+        raise ValueError(
+            f"decision_id: decision {decision_id!r} is {status}, not waiting for drafts: nothing was drafted"
+        )
     system, prompts, parse, _ = await _subset_prompts(service, agent_id, decision_id)
-    drafts = await asyncio.gather(*(_sampled_draft(ctx, system, prompt, parse, max_retries) for prompt in prompts))
-    decision = await _call(service, "submit_drafts", agent_id, decision_id, list(drafts))
+    sampled = await asyncio.gather(*(_sampled_draft(ctx, system, prompt, parse, max_retries) for prompt in prompts))
+    decision = await _call(service, "submit_drafts", agent_id, decision_id, [draft for draft, _ in sampled])
     keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial", "draft_calls")
-    return {key: decision.get(key) for key in keys}
+    # model_calls: every sampling request sent, the retries of malformed answers included
+    return {**{key: decision.get(key) for key in keys}, "model_calls": sum(calls for _, calls in sampled)}
 
 
 async def draft_subset(service: Service, agent_id: str, decision_id: str, index: str) -> list[Any]:

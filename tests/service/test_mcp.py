@@ -91,6 +91,7 @@ def test_the_mcp_tools_run_an_agent_loop_over_stdio(service):
                 "rank_experiences", {"agent_id": agent["id"], "k": 3, "candidate_ids": [ids[0]]}
             )
             assert refused.isError and "memtrial refused (422 invalid): k: " in refused.content[0].text
+            assert refused.content[0].text.endswith("(field: k)")  # the field the service named
             scored = 0
             for day in range(3):
                 when = f"2024-01-0{day + 1}T12:00:00+00:00"
@@ -213,9 +214,46 @@ def test_the_host_model_drafts_each_subset_in_a_call_of_its_own_through_sampling
                     "draft_with_host_model", {"agent_id": agent["id"], "decision_id": plan["decision_id"]}
                 )
             )
+            calls = len(asked)
+            again = await session.call_tool(
+                "draft_with_host_model", {"agent_id": agent["id"], "decision_id": plan["decision_id"]}
+            )  # decided already: refused before any model call is paid for
+            assert again.isError and "is decided, not waiting for drafts: nothing was drafted" in again.content[0].text
+            assert len(asked) == calls
+            # a host's own store: lessons added under its ids, ranked and planned on by them
+            added = payload(
+                await session.call_tool(
+                    "add_experiences",
+                    {
+                        "agent_id": agent["id"],
+                        "texts": ["Tariffs hurt.", "Holidays were calm."],
+                        "external_ids": ["t", "h"],
+                    },
+                )
+            )
+            ranked = payload(
+                await session.call_tool(
+                    "rank_experiences", {"agent_id": agent["id"], "k": 1, "candidate_external_ids": ["h", "t"]}
+                )
+            )["items"]
+            assert [r["id"] for r in ranked] == [added["ids"][1]]
+            mine = payload(
+                await session.call_tool(
+                    "plan_decision",
+                    {
+                        "agent_id": agent["id"],
+                        "context": "Will it rise?",
+                        "decision_time": when,
+                        "maturity": when,
+                        "retrieved_external_ids": ["h"],
+                    },
+                )
+            )
+            assert {t for s in mine["subsets"] for t in s["texts"]} == {"Holidays were calm."}  # that one only
             return plan, one, decision
 
     plan, one, decision = asyncio.run(main())
+    assert decision["model_calls"] == 8  # every sampling request, retries included (none were needed)
     assert len(asked) == len(plan["subsets"]) == 8  # one model call per designed subset
     shown = sorted(tuple(t for t in lessons if json.dumps(t) in prompt) for _, prompt in asked)
     assert shown == sorted(tuple(t for t in lessons if t in s["texts"]) for s in plan["subsets"])
