@@ -341,6 +341,28 @@ async def get_values(service: Service, agent_id: str) -> dict[str, Any]:
     }
 
 
+async def list_quarantined(service: Service, agent_id: str) -> dict[str, Any]:
+    """The experiences in quarantine (credibly harmful: left out of retrieval and of rank's picks), each with
+    the evidence that put it there: the e-value its test reached, the threshold it crossed, the contributions
+    it counted and their mean (utility per decision), and the decision at which it fired. release_experience
+    returns one to retrieval."""
+    quarantined: list[dict[str, Any]] = []
+    async with service.client() as memtrial:
+        try:
+            async for experience in memtrial.iter_experiences(agent_id, status="quarantined"):
+                quarantined.append(
+                    {
+                        "id": experience.id,
+                        "text": experience.text,
+                        "external_id": experience.external_id,
+                        "evidence": experience.model_dump(mode="json").get("quarantine"),
+                    }
+                )
+        except ServiceError as error:
+            raise _refused(error) from None
+    return {"unit": UTILITY_UNIT, "experiences": quarantined}
+
+
 async def _subset_prompts(service: Service, agent_id: str, decision_id: str) -> tuple[str, list[str], Any, list[Any]]:
     """The decision's system prompt, one prompt per subset of its plan, the reply check, the subsets."""
     async with service.client() as memtrial:
@@ -447,6 +469,7 @@ TOOLS: tuple[ToolFunction, ...] = (
     settle,
     correct_outcome,
     get_values,
+    list_quarantined,
     draft_prompt,
     draft_with_host_model,
     get_trust,

@@ -415,3 +415,36 @@ def test_plan_decision_with_a_time_that_is_not_one_names_decision_time():
     with pytest.raises(ValueError) as refused:
         asyncio.run(plan_decision(None, "agent", "context", decision_time="yesterday"))  # refused before any call
     assert str(refused.value) == "decision_time: an ISO 8601 time, e.g. 2026-01-05T12:00:00Z, got 'yesterday'"
+
+
+def test_an_mcp_host_sees_each_quarantined_experience_with_its_evidence(service):
+    """get_values shows a quarantined experience's status but not why; list_quarantined shows the evidence."""
+    import datetime as dt
+
+    from service.client import MemtrialClient
+
+    url, key = service
+    with MemtrialClient(url, key) as client:
+        agent = client.create_agent("quarantines", kind="scored", quarantine={"enabled": True, "level": 0.2})
+        texts = ["Bet on every rumour.", "Rate cuts were followed by rallies.", "Quiet months stayed flat."]
+        harmful, *others = (e.id for e in client.add_experiences(agent.id, texts).items)
+        start = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+        for t in range(40):
+            when = start + dt.timedelta(days=t)
+            plan = client.create_decision(agent.id, when, when, f"day {t}", candidate_ids=[harmful, *others])
+            client.submit_drafts(agent.id, plan.decision_id, [f"draft {i}" for i in range(len(plan.subsets))])
+            utilities = [-0.5 * (harmful in s.experience_ids) + 0.01 * (t % 3) for s in plan.subsets]
+            client.settle(agent.id, plan.decision_id, utilities=utilities, settled_at=when)
+            if client.list_experiences(agent.id, status="quarantined").items:
+                break
+        assert [e.id for e in client.list_experiences(agent.id, status="quarantined").items] == [harmful]
+
+    async def main():
+        async with stdio_client(stdio_parameters(url, key)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return payload(await session.call_tool("list_quarantined", {"agent_id": agent.id}))
+
+    listed = asyncio.run(main())["experiences"]
+    assert [(e["id"], e["text"]) for e in listed] == [(harmful, texts[0])]
+    evidence = listed[0]["evidence"]
+    assert evidence["e_value"] >= evidence["threshold"] and evidence["mean"] < 0 and evidence["date"]
