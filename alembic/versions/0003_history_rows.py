@@ -100,7 +100,7 @@ def _split_state(connection: sa.Connection, agent_id: str, state: dict[str, Any]
 
     if state["version"] != 1:
         return
-    engine = MemTrial.from_dict(state)
+    engine = MemTrial.from_dict(state, embeddings={})  # only the history is read: the embeddings stay in their rows
     history = engine.history
     assert isinstance(history, InMemoryHistory)
     test = engine.gate.config.test

@@ -114,7 +114,8 @@ def decode_state(
     history: History | None = None,
 ) -> EngineState:
     """The state of this version, or of a version-1 state (its history moves to an in-memory history);
-    ``embeddings`` supplies those the state left out, ``history`` the store of a state written without one."""
+    ``embeddings`` supplies those the state left out (required, ``{}`` for none, when it left them out),
+    ``history`` the store of a state written without one."""
     try:
         if data["version"] == 1:
             data = upgrade_v1_state(data)
@@ -127,6 +128,13 @@ def decode_state(
             raise StateError("the state carries its own history; do not pass another", field="history")
         attached: History = InMemoryHistory.from_dict(stored) if stored is not None else history or DetachedHistory()
         config = EngineConfig.from_dict(data["config"])
+        if embeddings is None and not data["embeddings_included"] and data["experiences"]:
+            raise StateError(
+                "the state was written without its experiences' embeddings (to_json(embeddings=False)): pass them "
+                "back as embeddings={id: vector} (embeddings={} for experiences that never had one); restored "
+                "without them, retrieval by context embedding would find none of them, silently",
+                field="embeddings",
+            )
         external = embeddings or {}
         experiences = tuple(
             ExperienceState(

@@ -507,6 +507,13 @@ def test_state_without_embeddings_restores_with_embeddings_given_back():
     assert "0.9" not in text
     restored = MemTrial.from_json(text, embeddings=vectors)
     assert restored.to_json() == engine.to_json()
+    # without them it restored silently with none: every retrieval by context embedding then found nothing
+    with pytest.raises(StateError) as error:
+        MemTrial.from_json(text)
+    assert error.value.field == "embeddings" and "pass them back as embeddings={id: vector}" in str(error.value)
+    bare = MemTrial(gamma=2.0)
+    bare.add_experience("a")  # never had one: {} says so
+    assert MemTrial.from_json(bare.to_json(embeddings=False), embeddings={}).to_json() == bare.to_json()
 
 
 def test_pruned_decisions_are_forgotten_but_their_learning_stays():
