@@ -14,7 +14,8 @@ import binascii
 import hashlib
 import json
 import re
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from fastapi import Query
 
@@ -29,18 +30,19 @@ LimitQuery = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"rows per pag
 CursorQuery = Annotated[str | None, Query(max_length=200, description="next_cursor of the previous page")]
 
 
-def _scoped(scope: str) -> str:
-    return hashlib.sha256(scope.encode()).hexdigest()[:16]
+def _scoped(scope: Sequence[Any]) -> str:
+    """A short digest of what a list pages through (its owner and filters, JSON values)."""
+    return hashlib.sha256(json.dumps(list(scope), default=str).encode()).hexdigest()[:16]
 
 
-def encode_cursor(kind: str, value: int | str, scope: str = "") -> str:
+def encode_cursor(kind: str, value: int | str, scope: Sequence[Any] = ()) -> str:
     """A cursor at ``value`` of the list ``kind``, bound to ``scope`` (the agent or tenant and the filters whose
     rows the list pages through): another list's cursor would start it at a position of other rows."""
     raw = json.dumps([kind, value, _scoped(scope)], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str], scope: str = "") -> int | str:
+def decode_cursor(cursor: str, kind: str, value_type: type[int] | type[str], scope: Sequence[Any] = ()) -> int | str:
     """The position a cursor names; 422 naming ``cursor`` for anything else, and for a cursor of the same kind of
     list with another scope (another agent's, or the same list under other filters). A cursor made before
     cursors were scoped (two parts) is taken as it was."""

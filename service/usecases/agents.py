@@ -3,7 +3,6 @@ settings that may change after (name, drafter, draft budget and horizon, retriev
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
@@ -267,7 +266,7 @@ def list_page(services: Services, tenant_id: str, limit: int, cursor: str | None
     query = select(Agent).where(Agent.tenant_id == tenant_id)
     if name is not None:
         query = query.where(Agent.name == name)
-    scope = json.dumps([tenant_id, name])
+    scope = (tenant_id, name)
     if cursor is not None:
         query = query.where(Agent.id > decode_cursor(cursor, "agents", str, scope))
     with transaction(services.sessions) as session:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 from sqlalchemy import select
 
@@ -49,7 +48,7 @@ def list_page(
                     422, "invalid", "maturity_before: outside the supported range", "maturity_before"
                 ) from None
             query = query.where(Decision.maturity < bound)
-        scope = json.dumps([agent.id, status, None if maturity_before is None else maturity_before.isoformat()])
+        scope = (agent.id, status, None if maturity_before is None else maturity_before.isoformat())
         if cursor is not None:
             query = query.where(Decision.seq > decode_cursor(cursor, "decisions", int, scope))
         rows = session.scalars(query.order_by(Decision.seq).limit(limit + 1)).all()

@@ -10,7 +10,6 @@ up an addition); the answer says ``created``, ``updated`` or ``unchanged``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
@@ -200,7 +199,7 @@ def list_page(
         elif status is ExperienceStatus.ACTIVE:
             condition += [Experience.active.is_(True), Experience.id.not_in(quarantined)]
         total = session.scalar(select(func.count()).select_from(Experience).where(*condition)) or 0
-        scope = json.dumps([agent.id, active, external_id, None if status is None else status.value])
+        scope = (agent.id, active, external_id, None if status is None else status.value)
         if cursor is not None:
             condition.append(Experience.seq > decode_cursor(cursor, "experiences", int, scope))
         rows = session.scalars(

@@ -133,7 +133,7 @@ def recent_scores(
 
 def log_page(services: Services, tenant_id: str, agent_id: str, limit: int, cursor: str | None) -> LogPage:
     """The raw hash-chained log, ``limit`` entries from the cursor, with the scores corrections superseded."""
-    start = 0 if cursor is None else int(decode_cursor(cursor, "log", int, agent_id))
+    start = 0 if cursor is None else int(decode_cursor(cursor, "log", int, (agent_id,)))
     with transaction(services.sessions) as session:
         agent = load_agent(session, tenant_id, agent_id, lock=False)
         total = session.scalar(select(func.count()).select_from(LogRow).where(LogRow.agent_id == agent.id)) or 0
@@ -157,7 +157,7 @@ def log_page(services: Services, tenant_id: str, agent_id: str, limit: int, curs
         gate_hash=agent.gate_hash,
         n_entries=total,
         items=items,
-        next_cursor=encode_cursor("log", start + limit, agent_id) if more else None,
+        next_cursor=encode_cursor("log", start + limit, (agent_id,)) if more else None,
         limit=limit,
         superseded=shown,
         rescored=changed,

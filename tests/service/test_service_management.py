@@ -291,7 +291,7 @@ def test_a_cursor_pages_only_the_list_it_came_from(client):
     refusals.append(lambda: client.list_agents(limit=1, cursor=agents["next_cursor"], name="second"))
     from service.pagination import encode_cursor
 
-    first_log = encode_cursor("log", 1, first["id"])  # as the first agent's log page would give it (no entries yet)
+    first_log = encode_cursor("log", 1, (first["id"],))  # as the first agent's log page would give it (no entries yet)
     refusals.append(lambda: client.trust_log(second["id"], limit=1, cursor=first_log))
     for refused in refusals:
         with pytest.raises(ServiceError) as error:
