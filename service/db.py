@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from prometheus_client import Gauge
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -31,6 +32,7 @@ __all__ = [
     "make_engine",
     "make_session_factory",
     "normalise_url",
+    "observe_pool",
     "pool_figures",
     "transaction",
 ]
@@ -78,6 +80,24 @@ def pool_figures(engine: Engine) -> dict[str, int]:
         if callable(getattr(pool, method, None)):
             figures[name] = max(int(getattr(pool, method)()), 0)
     return figures
+
+
+POOL_SIZE = Gauge("memtrial_db_pool_size", "Connections the database pool keeps (SQLAlchemy's pool_size)")
+POOL_CONNECTIONS = Gauge(
+    "memtrial_db_pool_connections", "Open database connections of this worker's pool, by state", ["state"]
+)
+POOL_OVERFLOW = Gauge("memtrial_db_pool_overflow", "Connections open beyond the pool's size (its overflow)")
+
+
+def observe_pool(sessions: sessionmaker[Session]) -> None:
+    """Set the pool's gauges to the pool of the engine ``sessions`` binds, as it is now (read at each scrape)."""
+    bind = sessions.kw.get("bind")
+    if isinstance(bind, Engine):
+        figures = pool_figures(bind)
+        POOL_SIZE.set(figures["size"])
+        POOL_CONNECTIONS.labels(state="in_use").set(figures["in_use"])
+        POOL_CONNECTIONS.labels(state="idle").set(figures["idle"])
+        POOL_OVERFLOW.set(figures["overflow"])
 
 
 def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:

@@ -13,10 +13,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Response
 from fastapi.responses import PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, Gauge, generate_latest
-from sqlalchemy import Engine, text
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from sqlalchemy import text
 
-from service.db import pool_figures
+from service.db import observe_pool
 from service.deps import ServicesDep
 from service.errors import ApiError
 from service.requests import StrictJSONRoute
@@ -24,11 +24,6 @@ from service.requests import StrictJSONRoute
 router = APIRouter(tags=["operations"], route_class=StrictJSONRoute)
 READY_TIMEOUT = 2.0
 _PROBES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="readiness")
-POOL_SIZE = Gauge("memtrial_db_pool_size", "Connections the database pool keeps (SQLAlchemy's pool_size)")
-POOL_CONNECTIONS = Gauge(
-    "memtrial_db_pool_connections", "Open database connections of this worker's pool, by state", ["state"]
-)
-POOL_OVERFLOW = Gauge("memtrial_db_pool_overflow", "Connections open beyond the pool's size (its overflow)")
 
 
 @router.get("/healthz")
@@ -66,11 +61,5 @@ async def readyz(services: ServicesDep) -> dict[str, str]:
     responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
 )
 async def metrics(services: ServicesDep) -> Response:
-    bind = services.sessions.kw.get("bind")
-    if isinstance(bind, Engine):  # read at each scrape: the pool as it is now
-        figures = pool_figures(bind)
-        POOL_SIZE.set(figures["size"])
-        POOL_CONNECTIONS.labels(state="in_use").set(figures["in_use"])
-        POOL_CONNECTIONS.labels(state="idle").set(figures["idle"])
-        POOL_OVERFLOW.set(figures["overflow"])
+    observe_pool(services.sessions)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
