@@ -1,6 +1,7 @@
 """The sync and async clients: typed answers, one operation set, retries that never create twice."""
 
 import asyncio
+import contextlib
 import datetime as dt
 import inspect
 import typing
@@ -58,12 +59,17 @@ def test_the_async_client_runs_an_agent_loop_with_typed_answers(
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("suffix", ["/v1/agents", "/settle"])
-def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_answer(http, database_url, suffix):
-    key = make_tenant(database_url, "retry")
+@contextlib.contextmanager
+def losing_first_answer(http, database_url, tenant, suffix, retries=2):
+    """A client of a new tenant whose first answer to a POST ending in ``suffix`` is lost; with the transport."""
     flaky = LoseFirstAnswer(http._transport, suffix)
     with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
-        client = MemtrialClient(api_key=key, http=raw, retries=2)
+        yield MemtrialClient(api_key=make_tenant(database_url, tenant), http=raw, retries=retries), flaky
+
+
+@pytest.mark.parametrize("suffix", ["/v1/agents", "/settle"])
+def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_answer(http, database_url, suffix):
+    with losing_first_answer(http, database_url, "retry", suffix) as (client, flaky):
         agent = client.create_agent("once", "balanced", UNIVERSE)
         client.add_experiences(agent.id, ["a", "b", "c", "d"])
         plan = client.create_decision(agent.id, START, START + dt.timedelta(days=28), "x", horizon=2)
@@ -79,10 +85,7 @@ def test_a_retried_create_after_a_lost_answer_creates_once_and_gets_the_first_an
 @pytest.mark.parametrize("suffix", ["/experiences/search", "/experiences/rank"])
 def test_a_search_or_a_rank_whose_answer_was_lost_is_resent(http, database_url, suffix):
     """Both are POSTs that write nothing: resent as a GET is, where they raised the lost connection."""
-    key = make_tenant(database_url, "reads")
-    flaky = LoseFirstAnswer(http._transport, suffix)
-    with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
-        client = MemtrialClient(api_key=key, http=raw, retries=2)
+    with losing_first_answer(http, database_url, "reads", suffix) as (client, flaky):
         agent = client.create_agent("reads", "balanced", UNIVERSE)
         ids = [e.id for e in client.add_experiences(agent.id, ["a", "b", "c", "d"]).items]
         if suffix.endswith("search"):
@@ -93,9 +96,7 @@ def test_a_search_or_a_rank_whose_answer_was_lost_is_resent(http, database_url, 
 
 
 def test_without_retries_a_lost_answer_is_raised(http, database_url):
-    flaky = LoseFirstAnswer(http._transport, "/v1/agents")
-    with httpx.Client(transport=flaky, base_url=str(http.base_url)) as raw:
-        client = MemtrialClient(api_key=make_tenant(database_url, "no-retry"), http=raw, retries=0)
+    with losing_first_answer(http, database_url, "no-retry", "/v1/agents", retries=0) as (client, flaky):
         with pytest.raises(httpx.ReadError):
             client.create_agent("lost", "balanced", UNIVERSE)
         assert flaky.keys == [None]  # no retries, no key
