@@ -355,7 +355,9 @@ async def list_quarantined(service: Service, agent_id: str) -> dict[str, Any]:
                         "id": experience.id,
                         "text": experience.text,
                         "external_id": experience.external_id,
-                        "evidence": experience.model_dump(mode="json").get("quarantine"),
+                        "evidence": None
+                        if experience.quarantine is None
+                        else experience.quarantine.model_dump(mode="json"),
                     }
                 )
         except ServiceError as error:
