@@ -35,10 +35,11 @@ def fit_records(
 ) -> tuple[str, dict[str, Any] | None, str | None]:
     """(status, posterior by experience, error) of a fit of ``records`` (decision, experience, contribution)."""
     from memtrial.values import refit_mode
-    from memtrial.values.bayes import BayesLearner
+    from memtrial.values.bayes import BayesLearner, use_compile_cache
 
     embeddings: dict[Any, Any] = dict(features)
     with _FIT_LOCK:
+        use_compile_cache()  # a restarted server or another replica loads the kernels compiled before
         learner = BayesLearner(refit_mode(mode), features=embeddings, method=method).fit(records)
     if learner.stats_ is None or learner.samples_ is None:
         return "done", {}, None

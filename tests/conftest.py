@@ -20,6 +20,13 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+# NumPyro's kernels compiled once for the whole run (workers, live servers, command lines), as the service and the
+# backtests compile them (memtrial.values.bayes.enable_compile_cache, its folder); JAX reads these when imported
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.environ.get("MEMTRIAL_JAX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "memtrial", "jax"),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 
 def pytest_addoption(parser):

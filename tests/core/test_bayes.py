@@ -1,10 +1,17 @@
 """memtrial.values.bayes: the full-Bayes value model in NumPyro, checked against published results and the EB learner."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from oracles import simulate
 
 from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # memtrial.values.bayes (JAX and NumPyro, 2 s to import) is imported by each test: collecting this module, as the
 # fast tier does, imports neither
@@ -106,3 +113,28 @@ def test_values_module_exposes_the_bayes_learner_lazily():
     from memtrial.values.bayes import BayesLearner
 
     assert memtrial.values.BayesLearner is BayesLearner
+
+
+def test_programs_that_fit_turn_on_the_compile_cache_once_and_fit_without_it_where_its_folder_cannot_be_made(
+    tmp_path,
+):
+    # a fresh process (JAX's cache is process-wide): no folder can be made under a file, so the cache stays off;
+    # then the default folder (MEMTRIAL_JAX_CACHE) is made and used, and a later call keeps the one already on
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    code = (
+        "import os, jax; from memtrial.values.bayes import use_compile_cache; "
+        "print(use_compile_cache(), jax.config.jax_compilation_cache_dir); "
+        f"os.environ['MEMTRIAL_JAX_CACHE'] = {str(tmp_path / 'jax')!r}; "
+        "print(use_compile_cache(), jax.config.jax_compilation_cache_dir); "
+        f"os.environ['MEMTRIAL_JAX_CACHE'] = {str(tmp_path / 'other')!r}; print(use_compile_cache())"
+    )
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
+    environment |= {"MEMTRIAL_JAX_CACHE": str(blocked / "jax"), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True)
+    assert result.stdout.split("\n")[:3] == [
+        "None None",
+        f"{tmp_path / 'jax'} {tmp_path / 'jax'}",
+        str(tmp_path / "jax"),
+    ]
+    assert (tmp_path / "jax").is_dir() and not (tmp_path / "other").exists()
