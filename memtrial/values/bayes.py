@@ -51,10 +51,10 @@ __all__ = [
     "BayesPosterior",
     "TauPrior",
     "enable_compile_cache",
-    "use_compile_cache",
     "fay_herriot_model",
     "fit_many",
     "hierarchical_normal_means",
+    "use_compile_cache",
 ]
 
 CREDIBLE = 0.90
