@@ -39,7 +39,7 @@ def fit_records(
 
     embeddings: dict[Any, Any] = dict(features)
     with _FIT_LOCK:
-        use_compile_cache()  # a restarted server or another replica loads the kernels compiled before
+        use_compile_cache()  # a restarted server or another replica loads the NUTS kernels compiled before
         learner = BayesLearner(refit_mode(mode), features=embeddings, method=method).fit(records)
     if learner.stats_ is None or learner.samples_ is None:
         return "done", {}, None

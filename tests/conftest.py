@@ -3,6 +3,7 @@ a tier's tests spread over the machine's cores (pytest-xdist, one process per co
 
 Fixtures live in the conftest of the folder whose tests use them; shared data and helpers in `support.py`."""
 
+import importlib.util
 import os
 import sys
 
@@ -20,13 +21,28 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("MKL_NUM_THREADS", "1")
 os.environ.setdefault("MEMTRIAL_TORCH_THREADS", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-# NumPyro's kernels compiled once for the whole run (workers, live servers, command lines), as the service and the
-# backtests compile them (memtrial.values.bayes.enable_compile_cache, its folder); JAX reads these when imported
-os.environ.setdefault(
-    "JAX_COMPILATION_CACHE_DIR",
-    os.environ.get("MEMTRIAL_JAX_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "memtrial", "jax"),
-)
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+
+
+def _share_compiled_kernels() -> None:
+    """NumPyro's kernels compiled once for the whole run (workers, live servers, command lines) in the service's
+    cache folder, as :func:`memtrial.values.bayes.enable_compile_cache` sets it up; JAX reads these variables
+    when it loads. Where the folder cannot be made, JAX compiles in each process as it would without them."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ:
+        return
+    from memtrial.values.cache import COMPILE_CACHE_BYTES, default_jax_cache
+
+    try:
+        folder = default_jax_cache()
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OSError, RuntimeError):
+        return
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(folder)
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    if importlib.util.find_spec("filelock") is not None:  # JAX's bound needs it (then each entry is read under a lock)
+        os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(COMPILE_CACHE_BYTES))
+
+
+_share_compiled_kernels()
 
 
 def pytest_addoption(parser):

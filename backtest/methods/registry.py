@@ -156,9 +156,8 @@ def _memtrial(method_id: str) -> Factory:
 def use_bayes_learner(method: MemTrialMethod, features: object) -> None:
     """Swap the engine's empirical-Bayes learner for the NumPyro model (SVI, so a refit per date stays cheap)."""
     from memtrial.values import refit_mode
-    from memtrial.values.bayes import BayesLearner, use_compile_cache
+    from memtrial.values.bayes import BayesLearner
 
-    use_compile_cache()  # every world's learner, and later runs, load the kernels compiled once
     learner = BayesLearner(
         refit_mode(method.engine.config.learner),
         features=dict(enumerate(features)),  # type: ignore[arg-type]

@@ -22,6 +22,11 @@ from numpy.typing import NDArray
 
 from memtrial.errors import InputError, import_extra
 
+try:
+    import fcntl
+except ImportError:  # no POSIX file locks (Windows): each process exports its own, os.replace keeps the file whole
+    fcntl = None  # type: ignore[assignment]
+
 __all__ = [
     "DIMENSION",
     "MAX_CHARACTERS",
@@ -140,21 +145,19 @@ class OnnxEmbedder(Embedder):
 
     def _export_once(self, target: Path) -> None:
         """Export to ``target`` unless another process does: replicas or workers starting at once on a fresh
-        machine wait on a lock beside the model for the first one's export, then load it (where the system has
-        no file locks, each exports its own and the last whole file wins)."""
-        try:
-            import fcntl
-        except ImportError:  # no POSIX file locks (Windows): each process exports, os.replace keeps it whole
-            self._export(target)
-            return
+        machine wait on a lock beside the model for the first one's export (an export takes seconds; the wait has
+        no time limit of its own, and a process killed while exporting releases the lock), then load it. Where
+        the system or the folder's file system has no file locks, each exports its own and the last whole file
+        is kept."""
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(target.with_suffix(".lock"), "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                if not target.is_file():  # the process that held the lock before may have exported it
-                    self._export(target)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+                if fcntl is not None:
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+            except OSError:  # a file system without locks (some network mounts): export unlocked, as without fcntl
+                pass
+            if not target.is_file():  # the process that held the lock before may have exported it
+                self._export(target)
 
     def _export(self, target: Path) -> None:
         feature = "exporting the embedding model to ONNX"

@@ -1,6 +1,6 @@
 """Values (method 4.4): value statistics, the empirical-Bayes Fay–Herriot learner, and the full-Bayes one in NumPyro.
 
-Modules: :mod:`~memtrial.values.statistics`, :mod:`~memtrial.values.fayherriot`, :mod:`~memtrial.values.empirical`, :mod:`~memtrial.values.batchfit`.
+Modules: :mod:`~memtrial.values.statistics`, :mod:`~memtrial.values.fayherriot`, :mod:`~memtrial.values.empirical`, :mod:`~memtrial.values.batchfit`, :mod:`~memtrial.values.cache`.
 """
 
 from memtrial.values.batchfit import (

@@ -21,6 +21,7 @@ batches of independent problems in one compiled, vmapped call.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,7 @@ try:
 except ModuleNotFoundError as error:
     raise MissingExtraError("the full-Bayes learner", error.name or "jax", "bayes") from None
 
+from memtrial.values.cache import COMPILE_CACHE_BYTES, default_jax_cache
 from memtrial.values.statistics import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
 
 __all__ = [
@@ -63,26 +65,28 @@ _FITS: dict[tuple[object, ...], tuple[tuple[Any, ...], dict[str, Any]]] = {}
 
 
 def enable_compile_cache(folder: str | os.PathLike[str] | None = None) -> Path:
-    """Turn on JAX's persistent compilation cache (default ``~/.cache/memtrial/jax``)."""
-    default = os.environ.get("MEMTRIAL_JAX_CACHE") or str(Path.home() / ".cache" / "memtrial" / "jax")
-    path = Path(folder if folder is not None else default)
+    """Turn on JAX's persistent compilation cache (default :func:`default_jax_cache`, ``~/.cache/memtrial/jax``)."""
+    path = Path(folder if folder is not None else default_jax_cache())
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))  # type: ignore[no-untyped-call]
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)  # type: ignore[no-untyped-call]
+    if importlib.util.find_spec("filelock") is not None:  # JAX's bound needs it; without it the cache is unbounded
+        jax.config.update("jax_compilation_cache_max_size", COMPILE_CACHE_BYTES)  # type: ignore[no-untyped-call]
     return path
 
 
 def use_compile_cache() -> Path | None:
-    """:func:`enable_compile_cache` at its default folder for a program that fits (the service's refits, the
-    backtests' NumPyro learner), unless a cache is on already: a restarted server, another replica or a later
-    run then loads the kernels an earlier one compiled (about 7 s of compiling each) instead of compiling them
-    again. A folder that cannot be made leaves the cache off: fits compile as before. The cache's folder, or None."""
+    """:func:`enable_compile_cache` at its default folder for the service's refits, unless a cache is on already
+    (a folder set by ``JAX_COMPILATION_CACHE_DIR`` or an earlier call, kept as it is): a restarted server or another
+    replica loads the NUTS kernels an earlier one compiled (about 7 CPU seconds each) instead of compiling them
+    again. Where the default folder cannot be made (a read-only or unknown home), the cache stays off and fits
+    compile as before. The cache's folder, or None."""
     configured = jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     if configured:
         return Path(configured)
     try:
         return enable_compile_cache()
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: Path.home() without HOME or a user entry
         return None
 
 

