@@ -113,6 +113,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _mount_docs(app)
     _mount_dashboard(app)
+    # the body's limits inside the observer (the middleware added last is the outermost): a 413 or 408 they answer
+    # is logged, counted in /metrics, traced and given its X-Request-ID like any other answer
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, body_timeout=settings.body_timeout_seconds)
 
     @app.middleware("http")
     async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
@@ -132,7 +135,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         response.headers["X-Request-ID"] = request.state.request_id
         return response
 
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, body_timeout=settings.body_timeout_seconds)
     return app
 
 

@@ -185,6 +185,20 @@ def test_oversized_streamed_body_is_413(http, client, agent):
     assert response.json()["error"]["code"] == "payload_too_large"
 
 
+def test_a_refused_body_is_logged_counted_and_given_its_request_id_like_any_answer(http, client, agent, caplog):
+    # the body's limits answer inside the observer: an operator sees oversized uploads in the log and in /metrics
+    caplog.set_level("INFO", logger="memtrial.service")
+    response = http.post(
+        f"/v1/agents/{agent['id']}/experiences",
+        content=b"x" * 2_100_000,
+        headers={"Authorization": client._headers["Authorization"], "X-Request-ID": "big-upload-1"},
+    )
+    assert response.status_code == 413 and response.headers["X-Request-ID"] == "big-upload-1"
+    assert 'memtrial_requests_total{method="POST",route="unmatched",status="413"}' in client.metrics()
+    logged = [r for r in caplog.records if getattr(r, "request_id", None) == "big-upload-1"]
+    assert logged and logged[-1].status == 413
+
+
 @pytest.mark.slow  # NUTS in a background job
 def test_refit_runs_in_the_background_and_values_then_show_intervals(client, agent):
     from support import wait_until
