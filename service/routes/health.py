@@ -2,8 +2,10 @@
 
 ``/healthz`` runs on the event loop and touches nothing: it answers while the
 database hangs and every worker thread is busy. ``/readyz`` answers 503 until
-the embedding model has loaded and while the database does not answer a
-``SELECT 1`` within two seconds (checked on a thread of its own).
+the embedding model has loaded, while the database does not answer a
+``SELECT 1`` within two seconds (checked on a thread of its own), and while its
+schema is missing or older than this release needs (``--no-migrate`` on a
+database nobody migrated: every request would fail).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from sqlalchemy import text
 from service.db import observe_pool
 from service.deps import ServicesDep
 from service.errors import ApiError
+from service.migrations import schema_problem
 from service.requests import StrictJSONRoute
 
 router = APIRouter(tags=["operations"], route_class=StrictJSONRoute)
@@ -38,12 +41,13 @@ async def readyz(services: ServicesDep) -> dict[str, str]:
     if services.settings.preload_model and not services.embedder.loaded:
         raise ApiError(503, "not_ready", "the embedding model is still loading", None, retry_after=2)
 
-    def probe() -> None:
+    def probe() -> str | None:
         with services.sessions() as session:
             session.execute(text("SELECT 1"))
+            return schema_problem(session)
 
     try:
-        await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(_PROBES, probe), READY_TIMEOUT)
+        problem = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(_PROBES, probe), READY_TIMEOUT)
     except TimeoutError:
         raise ApiError(
             503, "database_unavailable", f"the database did not answer within {READY_TIMEOUT:g} s", None, retry_after=5
@@ -52,6 +56,8 @@ async def readyz(services: ServicesDep) -> dict[str, str]:
         raise ApiError(
             503, "database_unavailable", f"the database does not answer: {type(error).__name__}", None, retry_after=5
         ) from None
+    if problem is not None:
+        raise ApiError(503, "not_ready", problem, None, retry_after=5)
     return {"status": "ready"}
 
 

@@ -314,3 +314,38 @@ def test_a_failed_connection_to_the_refit_scheduler_is_remembered_for_a_while(mo
     assert engine.ready() == first and len(tries) == 1  # remembered: no second wait
     engine._unreachable = (0.0, first)  # the while has passed
     assert engine.ready() == first and len(tries) == 2
+
+
+def test_readiness_waits_for_the_schema_this_release_needs_and_serves_a_newer_one(database_url):
+    # `memtrial serve --no-migrate` on a database nobody migrated: every request would fail, so it is not ready
+    from fastapi.testclient import TestClient
+    from sqlalchemy import text
+    from support import wait_until
+
+    from service.app import create_app
+    from service.migrations import revisions
+    from service.settings import Settings
+
+    needed = revisions()[-1]
+    downgrade(database_url, "base")
+    with TestClient(create_app(Settings(database_url=database_url))) as http:
+        loading = "the embedding model is still loading"
+        wait_until(lambda: http.get("/readyz").json().get("error", {}).get("message") != loading, 120, "the model")
+        answer = http.get("/readyz")
+        assert answer.status_code == 503 and answer.json()["error"]["code"] == "not_ready"
+        assert f"no memtrial schema; this release needs revision {needed}" in answer.json()["error"]["message"]
+        upgrade(database_url, revisions()[-2])
+        answer = http.get("/readyz")
+        assert answer.status_code == 503
+        assert f"at revision {revisions()[-2]}; this release needs {needed}" in answer.json()["error"]["message"]
+        upgrade(database_url)
+        assert http.get("/readyz").json() == {"status": "ready"}
+        engine = make_engine(database_url)
+        with engine.begin() as connection:  # a later release migrated it (a rolling upgrade): still served
+            connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+        try:
+            assert http.get("/readyz").json() == {"status": "ready"}
+        finally:
+            with engine.begin() as connection:
+                connection.execute(text("UPDATE alembic_version SET version_num = :needed"), {"needed": needed})
+            engine.dispose()
