@@ -47,7 +47,7 @@ def port_problem(host: str, port: int) -> str | None:
 def serve(
     database_url: str | None = typer.Option(None, "--database-url", help=DATABASE_HELP),
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
-    port: int = typer.Option(8000, help="Port to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535, help="Port to listen on."),
     workers: int = typer.Option(1, min=1, help="Worker processes."),
     migrate: bool = typer.Option(True, help="Upgrade the database schema before serving."),
 ) -> None:
@@ -57,7 +57,8 @@ def serve(
 
     import uvicorn
 
-    from service.migrations import upgrade
+    from memtrial.drafting.embeddings import torch_threads
+    from memtrial.errors import InputError
     from service.providers import LLMConfigError, load_providers
     from service.settings import Settings
 
@@ -66,13 +67,14 @@ def serve(
     try:
         settings = Settings.from_env()
         load_providers(settings.llm_config)
-    except (ValueError, LLMConfigError) as error:
+        torch_threads()  # read when the model loads, in the background: a bad value would leave it never ready
+    except (ValueError, LLMConfigError, InputError) as error:
         raise _fail(error) from None
     problem = port_problem(host, port)
     if problem is not None:
         raise _fail(f"cannot listen on {host}:{port}: {problem}")
     if migrate:
-        upgrade(url)
+        _migrate(url)
     if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):
         # every server of this machine on this database (its workers, and replicas) counts rate limits together
         os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
@@ -113,12 +115,30 @@ def _tenants() -> None:
     """Manage tenants and their API keys."""
 
 
+def _migrate(url: str) -> None:
+    """Upgrade the database's schema, or end the command in one line naming the database and what went wrong."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from service.migrations import upgrade
+    from service.settings import database_url_problem
+
+    problem = database_url_problem(url)
+    if problem is not None:
+        raise _fail(f"MEMTRIAL_DATABASE_URL (--database-url) {problem}")
+    try:
+        upgrade(url)
+    except (SQLAlchemyError, ImportError) as error:  # ImportError: the URL names a driver that is not installed
+        shown = make_url(url).render_as_string(hide_password=True)
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        raise _fail(f"cannot open or migrate the database {shown}: {type(error).__name__}: {reason}") from None
+
+
 def _session(database_url: str | None):  # type: ignore[no-untyped-def]
     from service.db import make_engine, make_session_factory, transaction
-    from service.migrations import upgrade
 
     url = _database_url(database_url)
-    upgrade(url)
+    _migrate(url)
     return transaction(make_session_factory(make_engine(url)))
 
 

@@ -13,6 +13,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 from memtrial.engine.checks import MAX_UTILITY
 from service.db import DatabaseTimeouts
@@ -41,7 +42,7 @@ class Settings:
     database_url: str = _setting(
         DEFAULT_DATABASE_URL,
         "MEMTRIAL_DATABASE_URL",
-        "SQLAlchemy URL: `postgresql://user@host/db` or `sqlite:///path` (`memtrial serve --database-url` sets it).",
+        "SQLAlchemy URL: `postgresql://user@host/db` or `sqlite:///path` (`memtrial serve --database-url` sets it); another database, an in-memory SQLite one or a SQLite file in a folder that does not exist stops the start, naming it.",
     )
     max_body_bytes: int = _setting(
         2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413."
@@ -224,6 +225,16 @@ class Settings:
             raise ValueError(f"MEMTRIAL_REFIT_ENGINE must be dask or threads, got {self.refit_engine!r}")
         if self.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
             raise ValueError(f"MEMTRIAL_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, got {self.log_level!r}")
+        problem = database_url_problem(self.database_url)
+        if problem is not None:
+            raise ValueError(f"MEMTRIAL_DATABASE_URL (--database-url) {problem}")
+        if self.redis_url is not None and not self.redis_url.startswith("unix://"):
+            try:
+                urlsplit(self.redis_url).port  # noqa: B018  # parsing it is the check
+            except ValueError:
+                raise ValueError("MEMTRIAL_REDIS_URL has a port that is not a number in [0, 65535]") from None
+        if self.rate_limit_file and not os.path.isdir(os.path.dirname(os.path.abspath(self.rate_limit_file))):
+            raise ValueError(f"MEMTRIAL_RATE_LIMIT_FILE must be in a folder that exists, got {self.rate_limit_file!r}")
 
     @property
     def database_timeouts(self) -> DatabaseTimeouts:
@@ -243,6 +254,31 @@ class Settings:
             if raw is not None:
                 values[item.name] = _parse(item, raw)
         return cls(**values)
+
+
+def database_url_problem(url: str) -> str | None:
+    """Why the service cannot run on the database ``url`` names (None: it can, as far as the URL tells): a URL
+    SQLAlchemy cannot read, a database other than SQLite or PostgreSQL, an in-memory SQLite database (each
+    connection would get an empty one of its own) or a SQLite file in a folder that does not exist. The URL is
+    shown without its password."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except (ArgumentError, ValueError):
+        return "is not a database URL: give sqlite:///path/to/file.db or postgresql://user@host/db"
+    shown = parsed.render_as_string(hide_password=True)
+    backend = parsed.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        return f"must name a SQLite or a PostgreSQL database, got {backend!r} ({shown})"
+    if backend == "sqlite":
+        if parsed.database in (None, "", ":memory:") or str(parsed.database).startswith("file::memory:"):
+            return f"must name a SQLite file: an in-memory database would be empty in each connection ({shown})"
+        folder = os.path.dirname(os.path.abspath(parsed.database))
+        if not os.path.isdir(folder):
+            return f"names a SQLite file in a folder that does not exist, {folder} ({shown})"
+    return None
 
 
 def _parse(item: dataclasses.Field[Any], raw: str) -> Any:

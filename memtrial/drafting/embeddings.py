@@ -33,6 +33,7 @@ __all__ = [
     "Embedder",
     "OnnxEmbedder",
     "configure_offline",
+    "torch_threads",
     "default_onnx_cache",
     "get_embedder",
 ]
@@ -60,6 +61,20 @@ def _no_progress_bars(transformers: Any) -> None:
         transformers.utils.logging.disable_progress_bar()
 
 
+def torch_threads() -> int | None:
+    """The threads ``MEMTRIAL_TORCH_THREADS`` gives the embedding model (torch's and ONNX Runtime's intra-op
+    threads), or None where it is unset or empty (the runtime's own default); anything but a positive integer
+    raises InputError naming the variable."""
+    raw = os.environ.get("MEMTRIAL_TORCH_THREADS", "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise InputError(
+            f"MEMTRIAL_TORCH_THREADS must be a positive integer, got {raw!r}", field="MEMTRIAL_TORCH_THREADS"
+        )
+    return int(raw)
+
+
 def default_onnx_cache() -> Path:
     """Where the ONNX path keeps its exported model: ``MEMTRIAL_ONNX_CACHE``, else ``~/.cache/memtrial/onnx``
     (read, never created here)."""
@@ -83,9 +98,9 @@ class Embedder:
                 SentenceTransformer = import_extra("sentence_transformers", "embeddings", feature).SentenceTransformer
                 _no_progress_bars(import_extra("transformers", "embeddings", feature))
 
-                threads = os.environ.get("MEMTRIAL_TORCH_THREADS")
-                if threads:
-                    torch.set_num_threads(int(threads))
+                threads = torch_threads()
+                if threads is not None:
+                    torch.set_num_threads(threads)
                 self._model = SentenceTransformer(str(model_package.get_model_path()), device="cpu")
             return self._model
 
@@ -209,9 +224,9 @@ class OnnxEmbedder(Embedder):
                 options = runtime.SessionOptions()
                 # no arena: ONNX Runtime's would keep the peak of the largest batch ever embedded for good
                 options.enable_cpu_mem_arena = False
-                threads = os.environ.get("MEMTRIAL_TORCH_THREADS")
-                if threads:
-                    options.intra_op_num_threads = int(threads)
+                threads = torch_threads()
+                if threads is not None:
+                    options.intra_op_num_threads = threads
                     options.inter_op_num_threads = 1
                 session = runtime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
                 tokenizer = tokenizers.Tokenizer.from_file(str(Path(model_package.get_model_path()) / "tokenizer.json"))

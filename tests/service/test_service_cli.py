@@ -24,3 +24,60 @@ def test_a_port_left_in_time_wait_is_free_and_a_live_listener_still_fails_fast()
         plain.bind(("127.0.0.1", port))
     plain.close()
     assert port_problem("127.0.0.1", port) is None
+
+
+@pytest.mark.parametrize(
+    "variable,raw,message",
+    [
+        ("MEMTRIAL_DATABASE_URL", "notaurl", "is not a database URL"),
+        ("MEMTRIAL_DATABASE_URL", "sqlite://", "must name a SQLite file: an in-memory database"),
+        ("MEMTRIAL_DATABASE_URL", "sqlite:////no/such/folder/x.db", "a folder that does not exist, /no/such/folder"),
+        ("MEMTRIAL_DATABASE_URL", "mysql://u:secret@host/db", "got 'mysql' (mysql://u:***@host/db)"),
+        ("MEMTRIAL_REDIS_URL", "redis://127.0.0.1:notaport/0", "has a port that is not a number"),
+        ("MEMTRIAL_RATE_LIMIT_FILE", "/no/such/folder/limits", "must be in a folder that exists"),
+    ],
+)
+def test_a_setting_the_service_cannot_run_on_stops_the_start_in_one_line_naming_it(monkeypatch, variable, raw, message):
+    """A database URL, a Redis port or a rate-limit file the service cannot use crashed with a traceback once the
+    server had started (or, for the URL, when it first migrated); a password in a URL is never shown."""
+    from service.settings import Settings
+
+    monkeypatch.setenv(variable, raw)
+    with pytest.raises(ValueError) as error:
+        Settings.from_env()
+    assert str(error.value).startswith(variable) and message in str(error.value) and "secret" not in str(error.value)
+
+
+@pytest.mark.parametrize(
+    "args,environment,said",
+    [
+        (["serve", "--port", "70000"], {}, "Invalid value for '--port'"),
+        (["serve", "--database-url", "notaurl"], {}, "error: MEMTRIAL_DATABASE_URL (--database-url) is not a"),
+        (["serve", "--database-url", "postgresql://u:secret@127.0.0.1:1/db"], {}, "error: cannot open or migrate"),
+        (["serve"], {"MEMTRIAL_TORCH_THREADS": "abc"}, "error: MEMTRIAL_TORCH_THREADS must be a positive integer"),
+        (["serve"], {"MEMTRIAL_TORCH_THREADS": "0"}, "error: MEMTRIAL_TORCH_THREADS must be a positive integer"),
+        (["tenants", "create", "x", "--database-url", "notaurl"], {}, "error: MEMTRIAL_DATABASE_URL (--database-url)"),
+    ],
+)
+def test_the_command_line_refuses_what_it_cannot_serve_in_one_line_with_exit_2(
+    tmp_path, monkeypatch, args, environment, said
+):
+    # a torch thread count the model would only read in the background left a server that was never ready
+    import socket
+
+    from typer.testing import CliRunner
+
+    from memtrial.cli.commands import app
+
+    monkeypatch.chdir(tmp_path)  # nothing may be created here either
+    monkeypatch.setenv("MEMTRIAL_DATABASE_URL", f"sqlite:///{tmp_path / 'memtrial.db'}")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with socket.socket() as taken:  # a port in use: a command that got past its checks could never serve
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        result = CliRunner().invoke(app, [*args, "--port", port] if args == ["serve"] else args)
+    assert result.exit_code == 2, result.output
+    assert said in result.output and "Traceback" not in result.output and "secret" not in result.output
+    assert not list(tmp_path.iterdir())  # refused before any database file was made
