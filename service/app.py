@@ -29,6 +29,7 @@ from service.jobs import RefitRunner
 from service.leases import withdraw_expired
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
+from service.metrics import forget_worker
 from service.providers import load_providers
 from service.ratelimit import RateLimiter, SharedRateLimiter, TrustedProxies
 from service.retrieval import IndexCache
@@ -83,6 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runner.stop()
         engine.dispose()
         tracing.shutdown()  # the spans still queued go out
+        forget_worker(os.getpid())  # its gauges leave the other workers' sums
 
     app = FastAPI(
         title="memtrial",

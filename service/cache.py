@@ -36,8 +36,12 @@ DEFAULT_BUDGET = 256 * 2**20
 HITS = Counter("memtrial_cache_hits_total", "Cache lookups that found the entry", ["cache"])
 MISSES = Counter("memtrial_cache_misses_total", "Cache lookups that had to load from the database", ["cache"])
 EVICTIONS = Counter("memtrial_cache_evictions_total", "Entries evicted to keep the byte budget", ["cache"])
-HELD = Gauge("memtrial_cache_bytes", "Estimated bytes the cache holds", ["cache"])
-BUDGET = Gauge("memtrial_cache_budget_bytes", "The cache's byte budget (MEMTRIAL_CACHE_MB)")
+# with several workers (one /metrics for all: service.metrics) the bytes add up over the live workers and the
+# budget is each one's
+HELD = Gauge("memtrial_cache_bytes", "Estimated bytes the cache holds", ["cache"], multiprocess_mode="livesum")
+BUDGET = Gauge(
+    "memtrial_cache_budget_bytes", "The cache's byte budget (MEMTRIAL_CACHE_MB)", multiprocess_mode="livemax"
+)
 
 KINDS = ("engine", "index")
 ENGINE_BASE = 24_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import typer
 
@@ -78,12 +79,17 @@ def serve(
     if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):
         # every server of this machine on this database (its workers, and replicas) counts rate limits together
         os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
+    metrics_folder = None
     if workers > 1:
         os.environ["MEMTRIAL_SUPERVISOR_PID"] = str(os.getpid())
+        if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):  # one /metrics adding up every worker's (service.metrics)
+            import tempfile
+
+            metrics_folder = tempfile.mkdtemp(prefix="memtrial-metrics-")
+            os.environ["PROMETHEUS_MULTIPROC_DIR"] = metrics_folder
     import logging
 
-    from service.logs import UVICORN_LOG_CONFIG, configure_logging
-    from service.server import GuardedH11Protocol
+    from service.logs import configure_logging
 
     configure_logging(settings.log_level)  # from here on, every line on stderr is a JSON record
     logging.getLogger("memtrial.service").info(
@@ -92,6 +98,19 @@ def serve(
     # uvicorn re-raises the SIGTERM it shut down for once it has restored this handler: exit through
     # Python, with the status a SIGTERM death would give
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
+    try:
+        _run(uvicorn, host, port, workers, settings)
+    finally:
+        if metrics_folder is not None:
+            import shutil
+
+            shutil.rmtree(metrics_folder, ignore_errors=True)
+
+
+def _run(uvicorn: Any, host: str, port: int, workers: int, settings: Any) -> None:
+    from service.logs import UVICORN_LOG_CONFIG
+    from service.server import GuardedH11Protocol
+
     uvicorn.run(
         "service.app:create_app_from_env",
         factory=True,

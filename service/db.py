@@ -82,11 +82,19 @@ def pool_figures(engine: Engine) -> dict[str, int]:
     return figures
 
 
-POOL_SIZE = Gauge("memtrial_db_pool_size", "Connections the database pool keeps (SQLAlchemy's pool_size)")
-POOL_CONNECTIONS = Gauge(
-    "memtrial_db_pool_connections", "Open database connections of this worker's pool, by state", ["state"]
+# with several workers each live worker's figures as of the last scrape it answered, added up (service.metrics)
+POOL_SIZE = Gauge(
+    "memtrial_db_pool_size", "Connections the database pools keep (SQLAlchemy's pool_size)", multiprocess_mode="livesum"
 )
-POOL_OVERFLOW = Gauge("memtrial_db_pool_overflow", "Connections open beyond the pool's size (its overflow)")
+POOL_CONNECTIONS = Gauge(
+    "memtrial_db_pool_connections",
+    "Open database connections of the pools, by state",
+    ["state"],
+    multiprocess_mode="livesum",
+)
+POOL_OVERFLOW = Gauge(
+    "memtrial_db_pool_overflow", "Connections open beyond the pools' size (their overflow)", multiprocess_mode="livesum"
+)
 
 
 def observe_pool(sessions: sessionmaker[Session]) -> None:

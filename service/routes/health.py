@@ -15,12 +15,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Response
 from fastapi.responses import PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
 
 from service.db import observe_pool
 from service.deps import ServicesDep
 from service.errors import ApiError
+from service.metrics import scrape
 from service.migrations import schema_problem
 from service.requests import StrictJSONRoute
 
@@ -68,4 +69,4 @@ async def readyz(services: ServicesDep) -> dict[str, str]:
 )
 async def metrics(services: ServicesDep) -> Response:
     observe_pool(services.sessions)
-    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    return Response(scrape(), media_type=CONTENT_TYPE_LATEST)

@@ -1,4 +1,6 @@
-"""Service: ``/metrics`` labels come from fixed sets."""
+"""Service: ``/metrics`` labels come from fixed sets, and one scrape adds up every worker of a server."""
+
+import pytest
 
 
 def test_made_up_methods_and_paths_do_not_grow_metrics(http):
@@ -50,3 +52,33 @@ def test_the_database_pool_shows_its_connections_and_a_checkout_timeout_is_count
         idle = http.get("/metrics").text
         assert _sample(idle, "memtrial_db_pool_connections", state="in_use") == 0
         assert _sample(idle, "memtrial_db_pool_connections", state="idle") >= engine.pool.size()
+
+
+@pytest.mark.slow  # a live server with two workers
+def test_one_scrape_adds_up_every_worker_of_a_server(tmp_path):
+    """With --workers 2 each scrape was answered by one worker with its own counters (19, then 2, 2, 2 for twenty
+    requests): every scrape adds them up, and the folder the workers kept them in goes with the server."""
+    import re
+
+    import httpx
+    from live_server import Server
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {"MEMTRIAL_PRELOAD_MODEL": "0", "TMPDIR": str(temporary)}
+    server = Server(f"sqlite:///{tmp_path / 'two.db'}", workers=2, env=env)
+    try:
+        assert len(list(temporary.glob("memtrial-metrics-*"))) == 1
+        for _ in range(20):  # a connection each: the two workers take them as they come
+            assert httpx.get(f"{server.url}/healthz", timeout=10).status_code == 200
+        counts = []
+        for _ in range(6):
+            text = httpx.get(f"{server.url}/metrics", timeout=10).text
+            found = re.search(r'memtrial_requests_total\{method="GET",route="/healthz",status="200"\} (\S+)', text)
+            counts.append(float(found.group(1)) if found else None)
+        assert counts == [20.0] * 6, counts
+        assert "memtrial_db_pool_size" in text
+    finally:
+        output = server.stop()
+    assert "Traceback" not in output, output[-2000:]
+    assert not list(temporary.glob("memtrial-metrics-*"))
