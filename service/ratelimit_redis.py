@@ -126,7 +126,17 @@ class RedisRateLimiter:
             self._retry_at = time.monotonic() + RETRY_SECONDS
             first = not self._down
             self._down = True
-        if first:
+        if not first:
+            return
+        from redis.exceptions import ResponseError
+
+        if isinstance(error, ResponseError):  # it answered, and refused: a setting to fix, not an outage to wait out
+            logger.error(
+                "Redis refuses the rate limits' commands (check MEMTRIAL_REDIS_URL: its database number, user and "
+                "password): rate limits are counted on this machine alone until it accepts them",
+                extra={"error_type": type(error).__name__, "error": str(error).splitlines()[0][:200]},
+            )
+        else:
             logger.warning(
                 "Redis does not answer: rate limits are counted on this machine alone until it does",
                 extra={"error_type": type(error).__name__},

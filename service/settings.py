@@ -31,7 +31,14 @@ def _setting(default: Any, env: str, help: str) -> Any:  # noqa: A002 - the word
 
 #: the settings whose range is checked on its own, naming its bounds (every other number: finite and >= 0)
 _OWN_RANGE = frozenset(
-    {"auth_cache_seconds", "idempotency_lease_seconds", "max_abs_utility", "max_drafts_per_decision"}
+    {
+        "auth_cache_seconds",
+        "idempotency_lease_seconds",
+        "max_abs_utility",
+        "max_drafts_per_decision",
+        "max_body_bytes",
+        "llm_timeout_seconds",
+    }
 )
 
 
@@ -45,7 +52,7 @@ class Settings:
         "SQLAlchemy URL: `postgresql://user@host/db` or `sqlite:///path` (`memtrial serve --database-url` sets it); another database, an in-memory SQLite one or a SQLite file in a folder that does not exist stops the start, naming it.",
     )
     max_body_bytes: int = _setting(
-        2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413."
+        2_000_000, "MEMTRIAL_MAX_BODY_BYTES", "Larger request bodies (declared or streamed) get 413 (at least 1)."
     )
     rate_limit_per_minute: int = _setting(
         0,
@@ -70,7 +77,7 @@ class Settings:
     redis_url: str | None = _setting(
         None,
         "MEMTRIAL_REDIS_URL",
-        "Redis that rate limits are counted in (`redis://host:6379/0`, `rediss://` for TLS), so the replicas on every machine share them; unset: each machine counts alone. While Redis does not answer, each machine counts alone again and says so (`memtrial_rate_limit_fallbacks_total`, one warning per outage); no request fails for it.",
+        "Redis that rate limits are counted in (`redis://host:6379/0`, `rediss://` for TLS), so the replicas on every machine share them; unset: each machine counts alone. While Redis does not answer, each machine counts alone again and says so (`memtrial_rate_limit_fallbacks_total`, one warning per outage); no request fails for it. A Redis that answers but refuses the commands (a database number it lacks, a wrong user or password) is counted around the same way and logged once as an error naming this setting.",
     )
     redis_prefix: str = _setting(
         "memtrial:ratelimit:",
@@ -88,7 +95,7 @@ class Settings:
         "JSON file of the LLM providers server drafting may call (endpoints, models, where keys come from); unset: server drafting is off. See docs/configuration.md.",
     )
     llm_timeout_seconds: int = _setting(
-        120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting."
+        120, "MEMTRIAL_LLM_TIMEOUT_SECONDS", "Timeout of one LLM call in server drafting, in seconds (at least 1)."
     )
     max_drafts_per_decision: int = _setting(
         64,
@@ -201,6 +208,13 @@ class Settings:
             raise ValueError(
                 f"MEMTRIAL_REDIS_URL must start with redis://, rediss:// or unix://, got {self.redis_url!r}"
             )
+        # 0 would refuse every body, and give a model call no time limit at all (not "unlimited" by design): refused
+        for name, value in (
+            ("MEMTRIAL_MAX_BODY_BYTES", self.max_body_bytes),
+            ("MEMTRIAL_LLM_TIMEOUT_SECONDS", self.llm_timeout_seconds),
+        ):
+            if not 1 <= value < math.inf:
+                raise ValueError(f"{name} must be a finite number >= 1, got {value!r}")
         if not 0.0 < self.idempotency_lease_seconds <= 3600.0:
             raise ValueError(
                 f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {self.idempotency_lease_seconds!r}"

@@ -126,6 +126,20 @@ def test_redis_unreachable_serves_every_request_counts_locally_and_says_so_once(
 
 
 @pytest.mark.slow  # the real Redis
+def test_a_redis_that_refuses_the_commands_is_named_a_setting_to_fix_not_an_outage(tmp_path, service_log, redis_prefix):
+    # a database number Redis does not have: it answers, with an error, on every request; this was logged as
+    # "Redis does not answer", which an operator waits out instead of fixing
+    url, apps = _replicas(tmp_path, redis_url=REDIS_URL.rsplit("/", 1)[0] + "/99", rate_limit_per_minute=4)
+    key = make_tenant(url, "limited")
+    with TestClient(apps[0]) as http:
+        statuses = [http.get("/v1/agents", headers={"Authorization": f"Bearer {key}"}).status_code for _ in range(5)]
+    assert statuses == [200] * 4 + [429]  # served, limited on this machine alone
+    refusals = [m for m in service_log if m.startswith("Redis refuses the rate limits' commands")]
+    assert len(refusals) == 1 and "MEMTRIAL_REDIS_URL" in refusals[0]
+    assert not [m for m in service_log if "Redis does not answer" in m]
+
+
+@pytest.mark.slow  # the real Redis
 def test_redis_back_after_an_outage_counts_in_redis_again_and_says_so(redis_prefix, service_log, monkeypatch):
     import service.ratelimit_redis as ratelimit_redis
     from service.ratelimit_redis import RedisRateLimiter

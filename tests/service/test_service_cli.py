@@ -35,6 +35,8 @@ def test_a_port_left_in_time_wait_is_free_and_a_live_listener_still_fails_fast()
         ("MEMTRIAL_DATABASE_URL", "mysql://u:secret@host/db", "got 'mysql' (mysql://u:***@host/db)"),
         ("MEMTRIAL_REDIS_URL", "redis://127.0.0.1:notaport/0", "has a port that is not a number"),
         ("MEMTRIAL_RATE_LIMIT_FILE", "/no/such/folder/limits", "must be in a folder that exists"),
+        ("MEMTRIAL_MAX_BODY_BYTES", "0", "must be a finite number >= 1, got 0"),  # it refused every body
+        ("MEMTRIAL_LLM_TIMEOUT_SECONDS", "0", "must be a finite number >= 1, got 0"),  # it gave calls no limit
     ],
 )
 def test_a_setting_the_service_cannot_run_on_stops_the_start_in_one_line_naming_it(monkeypatch, variable, raw, message):
