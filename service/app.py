@@ -22,7 +22,7 @@ from prometheus_client import Counter, Histogram
 from service import tracing
 from service.cache import ByteBudget
 from service.db import make_engine, make_session_factory
-from service.deps import KeyCache, Services
+from service.deps import KeyCache, Services, client_address
 from service.embeddings import Embedder, OnnxEmbedder, get_embedder
 from service.handlers import install_handlers
 from service.jobs import RefitRunner
@@ -182,9 +182,18 @@ def _record(request: Request, status: int, start: float) -> None:
     LATENCY.labels(method, path).observe(time.perf_counter() - start)
     REQUESTS.labels(method, path, str(status) if 100 <= status <= 599 else "other").inc()
     elapsed = round(1000 * (time.perf_counter() - start), 2)
+    # the client as rate limits see it: the peer, or the address a trusted proxy names (MEMTRIAL_TRUSTED_PROXIES)
+    client = client_address(request, request.app.state.services.trusted_proxies)
     logger.info(
         "request",
-        extra={"request_id": request.state.request_id, "method": method, "path": path, "status": status, "ms": elapsed},
+        extra={
+            "request_id": request.state.request_id,
+            "method": method,
+            "path": path,
+            "status": status,
+            "ms": elapsed,
+            "client": client,
+        },
     )
 
 

@@ -113,3 +113,24 @@ def test_servers_on_one_database_share_one_rate_limit_table_and_restart_at_once_
         url, port=crashed.port, env=env, ready_path="/healthz", timeout=30
     )  # serves on the same port at once
     again.stop()
+
+
+def test_the_request_log_names_the_client_a_trusted_proxy_forwards_for(tmp_path, caplog):
+    # MEMTRIAL_TRUSTED_PROXIES names the client "for rate limits and logs": the logs had no client at all
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.migrations import upgrade
+    from service.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'proxied.db'}"
+    upgrade(url)
+    caplog.set_level("INFO", logger="memtrial.service")
+    app = create_app(Settings(database_url=url, trusted_proxies="10.0.0.0/8"))
+    with TestClient(app, client=("10.1.2.3", 5000)) as proxied, TestClient(app, client=("192.0.2.7", 5000)) as direct:
+        proxied.get("/healthz", headers={"X-Request-ID": "via-proxy", "X-Forwarded-For": "1.1.1.1"})
+        direct.get("/healthz", headers={"X-Request-ID": "direct", "X-Forwarded-For": "6.6.6.6"})
+    clients = {
+        r.request_id: r.client for r in caplog.records if getattr(r, "request_id", None) in ("via-proxy", "direct")
+    }
+    assert clients == {"via-proxy": "1.1.1.1", "direct": "192.0.2.7"}  # an untrusted peer's header is not believed
