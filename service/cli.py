@@ -30,6 +30,11 @@ def shared_rate_limit_file(database_url: str) -> str:
     return os.path.join(folder, f"rate-limits-{digest}")
 
 
+def http_address(host: str, port: int) -> str:
+    """The server's address as a URL: an IPv6 host in brackets (``http://[::1]:8000``)."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def port_problem(host: str, port: int) -> str | None:
     """Why the server could not listen on host:port (None: it can). Binds as the server will, with
     SO_REUSEADDR: a port a crashed server left in TIME-WAIT is free, one a live process listens on is not."""
@@ -93,7 +98,7 @@ def serve(
 
     configure_logging(settings.log_level)  # from here on, every line on stderr is a JSON record
     logging.getLogger("memtrial.service").info(
-        "memtrial service on http://%s:%d (database %s)", host, port, url.split("@")[-1]
+        "memtrial service on %s (database %s)", http_address(host, port), url.split("@")[-1]
     )
     # uvicorn re-raises the SIGTERM it shut down for once it has restored this handler: exit through
     # Python, with the status a SIGTERM death would give

@@ -309,7 +309,7 @@ def _parse(item: dataclasses.Field[Any], raw: str) -> Any:
             return float(raw)
     except ValueError:
         raise ValueError(
-            f"{name} must be {'0 or 1' if kind == 'bool' else 'an integer' if kind == 'int' else 'a number'}, got {raw!r}"
+            f"{name} must be {'0, 1, true or false' if kind == 'bool' else 'an integer' if kind == 'int' else 'a number'}, got {raw!r}"
         ) from None
     return raw
 

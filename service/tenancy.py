@@ -51,6 +51,8 @@ def create_tenant_with_key(session: Session, name: str) -> tuple[str, str]:
     """Create a tenant and one API key; returns (tenant id, the key in clear, shown once)."""
     if not name.strip():
         raise TenantExistsError("tenant name must not be empty")
+    if len(name) > 200 or not name.isprintable():  # a tab or a newline would break `tenants list`'s columns
+        raise TenantExistsError(f"tenant name must be at most 200 printable characters, got {name!r}")
     if session.scalars(select(Tenant).where(Tenant.name == name)).first() is not None:
         raise TenantExistsError(f"tenant {name!r} already exists")
     tenant = Tenant(name=name)

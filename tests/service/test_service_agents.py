@@ -106,6 +106,10 @@ def test_tenants_create_prints_a_key_once_and_stores_only_its_hash(tmp_path):
     again = CliRunner().invoke(app, ["tenants", "create", "acme", "--database-url", url])
     assert again.exit_code == 2
     assert "tenant 'acme' already exists" in again.output
+    tabbed = CliRunner().invoke(
+        app, ["tenants", "create", "a\tb", "--database-url", url]
+    )  # it broke the list's columns
+    assert tabbed.exit_code == 2 and "tenant name must be at most 200 printable characters" in tabbed.output
 
 
 def test_request_logs_are_json_lines_without_the_api_key(client, agent, caplog):

@@ -35,6 +35,7 @@ def test_a_port_left_in_time_wait_is_free_and_a_live_listener_still_fails_fast()
         ("MEMTRIAL_DATABASE_URL", "mysql://u:secret@host/db", "got 'mysql' (mysql://u:***@host/db)"),
         ("MEMTRIAL_REDIS_URL", "redis://127.0.0.1:notaport/0", "has a port that is not a number"),
         ("MEMTRIAL_RATE_LIMIT_FILE", "/no/such/folder/limits", "must be in a folder that exists"),
+        ("MEMTRIAL_PRELOAD_MODEL", "True", "must be 0, 1, true or false, got 'True'"),  # it said "0 or 1"
         ("MEMTRIAL_MAX_BODY_BYTES", "0", "must be a finite number >= 1, got 0"),  # it refused every body
         ("MEMTRIAL_LLM_TIMEOUT_SECONDS", "0", "must be a finite number >= 1, got 0"),  # it gave calls no limit
     ],
@@ -83,3 +84,9 @@ def test_the_command_line_refuses_what_it_cannot_serve_in_one_line_with_exit_2(
     assert result.exit_code == 2, result.output
     assert said in result.output and "Traceback" not in result.output and "secret" not in result.output
     assert not list(tmp_path.iterdir())  # refused before any database file was made
+
+
+def test_the_banner_writes_an_ipv6_host_in_brackets():
+    from service.cli import http_address
+
+    assert http_address("::1", 8732) == "http://[::1]:8732" and http_address("0.0.0.0", 80) == "http://0.0.0.0:80"
