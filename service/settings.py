@@ -231,7 +231,10 @@ class Settings:
             )
         if self.embedder not in ("auto", "onnx", "torch"):
             raise ValueError(f"MEMTRIAL_EMBEDDER must be auto, onnx or torch, got {self.embedder!r}")
-        if self.dask_scheduler is not None and not re.fullmatch(r"(?:[a-z]+://)?\S+:\d+", self.dask_scheduler):
+        scheduler = (
+            None if self.dask_scheduler is None else re.fullmatch(r"(?:[a-z]+://)?\S+:(\d+)", self.dask_scheduler)
+        )
+        if self.dask_scheduler is not None and (scheduler is None or not 1 <= int(scheduler.group(1)) <= 65535):
             raise ValueError(
                 f"MEMTRIAL_DASK_SCHEDULER must be a scheduler's address, tcp://host:port (or host:port), got {self.dask_scheduler!r}"
             )
@@ -304,8 +307,12 @@ def _parse(item: dataclasses.Field[Any], raw: str) -> Any:
                 raise ValueError
             return raw in ("1", "true")
         if kind == "int":
+            if not re.fullmatch(r"-?\d+", raw):  # int() also takes "1_000" and " 500 ": a typo would pass
+                raise ValueError
             return int(raw)
-        if kind == "float":
+        if kind == "float":  # NaN and inf parse, and are refused by the ranges with their own words
+            if not re.fullmatch(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)", raw):
+                raise ValueError
             return float(raw)
     except ValueError:
         raise ValueError(

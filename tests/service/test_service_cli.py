@@ -36,6 +36,10 @@ def test_a_port_left_in_time_wait_is_free_and_a_live_listener_still_fails_fast()
         ("MEMTRIAL_REDIS_URL", "redis://127.0.0.1:notaport/0", "has a port that is not a number"),
         ("MEMTRIAL_RATE_LIMIT_FILE", "/no/such/folder/limits", "must be in a folder that exists"),
         ("MEMTRIAL_PRELOAD_MODEL", "True", "must be 0, 1, true or false, got 'True'"),  # it said "0 or 1"
+        ("MEMTRIAL_MAX_BODY_BYTES", "1_000", "must be an integer, got '1_000'"),  # int() took it
+        ("MEMTRIAL_CACHE_MB", "2_56", "must be a number, got '2_56'"),  # float() took it
+        ("MEMTRIAL_RATE_LIMIT_PER_MINUTE", " 500 ", "must be an integer, got ' 500 '"),
+        ("MEMTRIAL_DASK_SCHEDULER", "tcp://scheduler:99999", "must be a scheduler's address"),  # a port past 65535
         ("MEMTRIAL_MAX_BODY_BYTES", "0", "must be a finite number >= 1, got 0"),  # it refused every body
         ("MEMTRIAL_LLM_TIMEOUT_SECONDS", "0", "must be a finite number >= 1, got 0"),  # it gave calls no limit
     ],
