@@ -66,7 +66,7 @@ def serve(
     from memtrial.drafting.embeddings import torch_threads
     from memtrial.errors import InputError
     from service.providers import LLMConfigError, load_providers
-    from service.settings import Settings
+    from service.settings import Settings, unknown_variables
 
     url = _database_url(database_url)
     os.environ["MEMTRIAL_DATABASE_URL"] = url
@@ -76,6 +76,9 @@ def serve(
         torch_threads()  # read when the model loads, in the background: a bad value would leave it never ready
     except (ValueError, LLMConfigError, InputError) as error:
         raise _fail(error) from None
+    for name, nearest in unknown_variables(os.environ):
+        hint = f" (did you mean {nearest}?)" if nearest else ""
+        typer.echo(f"warning: {name} is not a memtrial setting: ignored{hint}", err=True)
     problem = port_problem(host, port)
     if problem is not None:
         raise _fail(f"cannot listen on {host}:{port}: {problem}")

@@ -8,9 +8,11 @@ them (``python -m service.settings``) and a test keeps the two equal.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -18,7 +20,15 @@ from urllib.parse import urlsplit
 from memtrial.engine.checks import MAX_UTILITY
 from service.db import DatabaseTimeouts
 
-__all__ = ["DEFAULT_DATABASE_URL", "MAX_DRAFTS_CEILING", "Settings", "configuration_table"]
+__all__ = [
+    "DEFAULT_DATABASE_URL",
+    "MAX_DRAFTS_CEILING",
+    "OTHER_VARIABLES",
+    "Settings",
+    "configuration_table",
+    "database_url_problem",
+    "unknown_variables",
+]
 
 DEFAULT_DATABASE_URL = "sqlite:///./memtrial.db"
 #: the most drafts any design and k can need (the full factorial of eight experiences)
@@ -271,6 +281,37 @@ class Settings:
             if raw is not None:
                 values[item.name] = _parse(item, raw)
         return cls(**values)
+
+
+#: the MEMTRIAL_* variables memtrial reads besides the service's settings: the clients' and the MCP server's, the
+#: embedding model's and the full-Bayes learner's, the backtests' data, the supervisor a server's workers watch, and
+#: the test suite's own (``docs/testing.md``)
+OTHER_VARIABLES = frozenset(
+    {
+        "MEMTRIAL_API_KEY",
+        "MEMTRIAL_URL",
+        "MEMTRIAL_MCP_TOKEN",
+        "MEMTRIAL_TORCH_THREADS",
+        "MEMTRIAL_ONNX_CACHE",
+        "MEMTRIAL_JAX_CACHE",
+        "MEMTRIAL_DATA",
+        "MEMTRIAL_VARIANTS",
+        "MEMTRIAL_SUPERVISOR_PID",
+        "MEMTRIAL_PYTHON",
+        "MEMTRIAL_TYPESCRIPT_INSTALLED",
+    }
+)
+_TEST_PREFIXES = ("MEMTRIAL_TEST_", "MEMTRIAL_FUZZ_")
+
+
+def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]]:
+    """The ``MEMTRIAL_*`` names in ``environ`` that memtrial does not read (a misspelt setting is otherwise ignored
+    without a word), each with the setting it is closest to, if any."""
+    known = {item.metadata["env"] for item in dataclasses.fields(Settings)} | OTHER_VARIABLES
+    unknown = sorted(
+        n for n in environ if n.startswith("MEMTRIAL_") and n not in known and not n.startswith(_TEST_PREFIXES)
+    )
+    return [(name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None)) for name in unknown]
 
 
 def database_url_problem(url: str) -> str | None:

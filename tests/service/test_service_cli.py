@@ -94,3 +94,31 @@ def test_the_banner_writes_an_ipv6_host_in_brackets():
     from service.cli import http_address
 
     assert http_address("::1", 8732) == "http://[::1]:8732" and http_address("0.0.0.0", 80) == "http://0.0.0.0:80"
+
+
+def test_a_misspelt_setting_is_named_with_the_one_it_is_closest_to(tmp_path, monkeypatch):
+    # MEMTRIAL_CAHCE_MB=1024 was ignored without a word: the cache stayed at its default
+    import socket
+
+    from typer.testing import CliRunner
+
+    from memtrial.cli.commands import app
+    from service.settings import unknown_variables
+
+    environ = {"MEMTRIAL_CAHCE_MB": "1024", "MEMTRIAL_CACHE_MB": "2", "MEMTRIAL_TORCH_THREADS": "1", "HOME": "/"}
+    assert unknown_variables(environ | {"MEMTRIAL_TEST_REDIS_URL": "x", "MEMTRIAL_NOTHING_LIKE_IT": "1"}) == [
+        ("MEMTRIAL_CAHCE_MB", "MEMTRIAL_CACHE_MB"),
+        ("MEMTRIAL_NOTHING_LIKE_IT", None),
+    ]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMTRIAL_DATABASE_URL", f"sqlite:///{tmp_path / 'memtrial.db'}")
+    monkeypatch.setenv("MEMTRIAL_CAHCE_MB", "1024")
+    with socket.socket() as taken:  # the start ends at the port check, after the warning
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        result = CliRunner().invoke(app, ["serve", "--port", str(taken.getsockname()[1])])
+    assert result.exit_code == 2
+    assert (
+        "warning: MEMTRIAL_CAHCE_MB is not a memtrial setting: ignored (did you mean MEMTRIAL_CACHE_MB?)"
+        in result.output
+    )
