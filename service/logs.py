@@ -21,7 +21,7 @@ from typing import Any
 
 __all__ = ["UVICORN_LOG_CONFIG", "JsonFormatter", "configure_logging"]
 
-FIELDS = ("request_id", "method", "path", "route", "status", "ms", "client", "error_type", "error")
+FIELDS = ("request_id", "method", "path", "route", "status", "ms", "client", "endpoint", "error_type", "error")
 
 
 class JsonFormatter(logging.Formatter):

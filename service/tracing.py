@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
@@ -47,7 +48,7 @@ def setup_tracing(service_name: str | None = None) -> bool:
     provider = TracerProvider(resource=Resource.create({"service.name": name}))
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     _PROVIDER, _TRACER = provider, provider.get_tracer("memtrial")
-    logger.info("tracing", extra={"endpoint": endpoint})
+    logger.info("tracing", extra={"endpoint": re.sub(r"//[^/@]*@", "//", endpoint)})  # without a user or password
     return True
 
 

@@ -156,3 +156,5 @@ def test_server_log_with_the_collector_unreachable_is_json_on_every_line(tmp_pat
     assert all(isinstance(record, dict) and {"time", "level", "logger", "message"} <= set(record) for record in records)
     assert any(record["logger"].startswith("opentelemetry") for record in records)
     assert any(record["message"].startswith("memtrial service on http://127.0.0.1:") for record in records)
+    # the line that says tracing is on names where spans go (its endpoint was dropped from the JSON)
+    assert [r.get("endpoint") for r in records if r["message"] == "tracing"] == [f"http://127.0.0.1:{closed}"]
