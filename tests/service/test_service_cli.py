@@ -1,11 +1,21 @@
 """``memtrial serve``'s checks before it starts: the port check binds as the server does."""
 
+import contextlib
+import socket
+
 import pytest
 
 
-def test_a_port_left_in_time_wait_is_free_and_a_live_listener_still_fails_fast():
-    import socket
+@contextlib.contextmanager
+def taken_port():
+    """A port a live listener holds: a ``serve`` that got past its checks ends at the port check, never serving."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        yield str(taken.getsockname()[1])
 
+
+def test_a_port_left_in_time_wait_is_free_and_a_live_listener_still_fails_fast():
     from service.cli import port_problem
 
     listener = socket.socket()
@@ -70,8 +80,6 @@ def test_the_command_line_refuses_what_it_cannot_serve_in_one_line_with_exit_2(
     tmp_path, monkeypatch, args, environment, said
 ):
     # a torch thread count the model would only read in the background left a server that was never ready
-    import socket
-
     from typer.testing import CliRunner
 
     from memtrial.cli.commands import app
@@ -80,10 +88,7 @@ def test_the_command_line_refuses_what_it_cannot_serve_in_one_line_with_exit_2(
     monkeypatch.setenv("MEMTRIAL_DATABASE_URL", f"sqlite:///{tmp_path / 'memtrial.db'}")
     for name, value in environment.items():
         monkeypatch.setenv(name, value)
-    with socket.socket() as taken:  # a port in use: a command that got past its checks could never serve
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = str(taken.getsockname()[1])
+    with taken_port() as port:
         result = CliRunner().invoke(app, [*args, "--port", port] if args == ["serve"] else args)
     assert result.exit_code == 2, result.output
     assert said in result.output and "Traceback" not in result.output and "secret" not in result.output
@@ -98,8 +103,6 @@ def test_the_banner_writes_an_ipv6_host_in_brackets():
 
 def test_a_misspelt_setting_is_named_with_the_one_it_is_closest_to(tmp_path, monkeypatch):
     # MEMTRIAL_CAHCE_MB=1024 was ignored without a word: the cache stayed at its default
-    import socket
-
     from typer.testing import CliRunner
 
     from memtrial.cli.commands import app
@@ -113,10 +116,8 @@ def test_a_misspelt_setting_is_named_with_the_one_it_is_closest_to(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MEMTRIAL_DATABASE_URL", f"sqlite:///{tmp_path / 'memtrial.db'}")
     monkeypatch.setenv("MEMTRIAL_CAHCE_MB", "1024")
-    with socket.socket() as taken:  # the start ends at the port check, after the warning
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        result = CliRunner().invoke(app, ["serve", "--port", str(taken.getsockname()[1])])
+    with taken_port() as port:  # the start ends at the port check, after the warning
+        result = CliRunner().invoke(app, ["serve", "--port", port])
     assert result.exit_code == 2
     assert (
         "warning: MEMTRIAL_CAHCE_MB is not a memtrial setting: ignored (did you mean MEMTRIAL_CACHE_MB?)"
