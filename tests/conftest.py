@@ -29,7 +29,7 @@ def _share_compiled_kernels() -> None:
     when it loads. Where the folder cannot be made, JAX compiles in each process as it would without them."""
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return
-    from memtrial.values.cache import COMPILE_CACHE_BYTES, default_jax_cache
+    from memtrial.values.cache import COMPILE_CACHE_BYTES, COMPILE_CACHE_MIN_SECONDS, default_jax_cache
 
     try:
         folder = default_jax_cache()
@@ -37,7 +37,7 @@ def _share_compiled_kernels() -> None:
     except (OSError, RuntimeError):
         return
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(folder)
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", str(COMPILE_CACHE_MIN_SECONDS))
     if importlib.util.find_spec("filelock") is not None:  # JAX's bound needs it (then each entry is read under a lock)
         os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(COMPILE_CACHE_BYTES))
 

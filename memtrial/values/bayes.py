@@ -45,7 +45,7 @@ try:
 except ModuleNotFoundError as error:
     raise MissingExtraError("the full-Bayes learner", error.name or "jax", "bayes") from None
 
-from memtrial.values.cache import COMPILE_CACHE_BYTES, default_jax_cache
+from memtrial.values.cache import COMPILE_CACHE_BYTES, COMPILE_CACHE_MIN_SECONDS, default_jax_cache
 from memtrial.values.statistics import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
 
 __all__ = [
@@ -69,7 +69,7 @@ def enable_compile_cache(folder: str | os.PathLike[str] | None = None) -> Path:
     path = Path(folder if folder is not None else default_jax_cache())
     path.mkdir(parents=True, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", str(path))  # type: ignore[no-untyped-call]
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)  # type: ignore[no-untyped-call]
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", COMPILE_CACHE_MIN_SECONDS)  # type: ignore[no-untyped-call]
     if importlib.util.find_spec("filelock") is not None:  # JAX's bound needs it; without it the cache is unbounded
         jax.config.update("jax_compilation_cache_max_size", COMPILE_CACHE_BYTES)  # type: ignore[no-untyped-call]
     return path

@@ -6,7 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["COMPILE_CACHE_BYTES", "default_jax_cache"]
+__all__ = ["COMPILE_CACHE_BYTES", "COMPILE_CACHE_MIN_SECONDS", "default_jax_cache"]
+
+#: kernels that compile faster than this are not kept (NumPyro's take seconds; the small ones cost more to read)
+COMPILE_CACHE_MIN_SECONDS = 0.5
 
 #: the most the compile cache keeps on disk, the least recently used kernels dropped past it; with a bound JAX also
 #: reads and writes each entry under a file lock, so processes sharing the folder never read one half-written
