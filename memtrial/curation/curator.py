@@ -141,13 +141,14 @@ class Curator:
         evidence = self.evidence.get(experience_id)
         if evidence is None or evidence.changed_at is None:
             return None
-        if evidence.n == 0:
+        n = evidence.regime_n  # since the change, a release between (which restarts the test) or not
+        if n == 0:
             return Posterior(0.0, None, 0)
-        mean = evidence.total / evidence.n
-        if evidence.n == 1:
+        mean = evidence.regime_total / n
+        if n == 1:
             return Posterior(mean, abs(mean), 1)
-        variance = max(evidence.squares - evidence.n * mean * mean, 0.0) / (evidence.n - 1)
-        return Posterior(mean, math.sqrt(variance / evidence.n), evidence.n)
+        variance = max(evidence.regime_squares - n * mean * mean, 0.0) / (n - 1)
+        return Posterior(mean, math.sqrt(variance / n), n)
 
     def since_changes(self, experience_ids: Iterable[ExperienceId]) -> dict[ExperienceId, Posterior]:
         """:meth:`regime_posterior` of each of ``experience_ids`` with a detected change (method 4.14): what

@@ -161,7 +161,9 @@ class Verdict:
 @dataclass(slots=True)
 class Evidence:
     """One experience's running test (O(1) state): its slot j, the wealth of each bet and the detector's,
-    the contributions since the test (re)started (count, sum, sum of squares), and what happened."""
+    the contributions since the test (re)started (count, sum, sum of squares), those since the last detected
+    change (the value learnt from there on, method 4.14: a release restarts the test, not the regime), and
+    what happened."""
 
     slot: int
     wealth: list[float] = field(default_factory=lambda: [1.0] * len(BETS))
@@ -172,6 +174,9 @@ class Evidence:
     n_seen: int = 0
     quarantined_at: str | None = None
     changed_at: str | None = None
+    regime_n: int = 0
+    regime_total: float = 0.0
+    regime_squares: float = 0.0
 
     @property
     def e_value(self) -> float:
@@ -214,11 +219,15 @@ class Evidence:
         self.n += 1
         self.total += contribution
         self.squares += contribution * contribution
+        self.regime_n += 1
+        self.regime_total += contribution
+        self.regime_squares += contribution * contribution
         if self.quarantined_at is not None:
             return Verdict()
         if self.alarm >= config.change_threshold and self.e_value < 1.0:
             self.changed_at = decision_id
             self.restart(next_slot)
+            self.regime_n, self.regime_total, self.regime_squares = 0, 0.0, 0.0  # the new regime starts after it
             return Verdict(changed=True)
         return Verdict(quarantined=self.check(decision_id, config, discoveries))
 
@@ -259,6 +268,9 @@ class Evidence:
             "n_seen": self.n_seen,
             "quarantined_at": self.quarantined_at,
             "changed_at": self.changed_at,
+            "regime_n": self.regime_n,
+            "regime_total": self.regime_total,
+            "regime_squares": self.regime_squares,
         }
 
     @classmethod
@@ -275,14 +287,19 @@ class Evidence:
             n_seen=count(data["n_seen"], "n_seen"),
             quarantined_at=data["quarantined_at"],
             changed_at=data["changed_at"],
+            # a state stored before the regime had figures of its own: the test's (the same unless released since)
+            regime_n=count(data.get("regime_n", data["n"]), "regime_n"),
+            regime_total=float(data.get("regime_total", data["total"])),
+            regime_squares=float(data.get("regime_squares", data["squares"])),
         )
         # a wealth may underflow to 0 (a lesson that helps at every settlement bets against itself a few hundred
         # times), never below
         for name, values in (("wealth", evidence.wealth), ("detector", evidence.detector)):
             if len(values) != len(BETS) or not all(math.isfinite(v) and v >= 0.0 for v in values):
                 raise StateError(f"curation: evidence {name} must be {len(BETS)} finite numbers >= 0, got {values!r}")
-        if not (math.isfinite(evidence.total) and math.isfinite(evidence.squares) and evidence.squares >= 0.0):
-            raise StateError("curation: evidence total and squares must be finite (squares >= 0)")
+        for total, squares in ((evidence.total, evidence.squares), (evidence.regime_total, evidence.regime_squares)):
+            if not (math.isfinite(total) and math.isfinite(squares) and squares >= 0.0):
+                raise StateError("curation: evidence total and squares must be finite (squares >= 0)")
         for name in ("quarantined_at", "changed_at"):
             if getattr(evidence, name) is not None and not isinstance(getattr(evidence, name), str):
                 raise StateError(f"curation: evidence {name} must be a decision id or null")

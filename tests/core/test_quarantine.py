@@ -443,6 +443,43 @@ def test_after_a_change_the_posterior_is_the_value_learnt_since_it_and_values_st
     assert engine.posteriors(["e0", "stale"]) == [engine.posterior("e0"), engine.posterior("stale")]
 
 
+def test_a_release_restarts_the_test_but_keeps_the_value_learnt_since_the_change():
+    """Releasing a lesson quarantined after a detected change restarts its test (a fresh slot, n = 0), not its
+    regime: the value, standard error and number it was acted on with stay those of every contribution since
+    the change, and the next settlement adds to them; a stored book keeps them, and one stored before the
+    regime had figures of its own reads the test's."""
+    engine = _engine(dict.fromkeys(EXPERIENCES, 0.0), QuarantineConfig(enabled=True, change_threshold=10.0))
+    rng = np.random.default_rng(0)
+
+    def trial(t):
+        retrieved = [e for e in EXPERIENCES if e not in engine.quarantined]
+        plan = engine.plan(f"d{t}", t, t, retrieved=retrieved, kind="scored")
+        engine.decide_scored(f"d{t}", n_drafts=len(plan.masks))
+        now = dict.fromkeys(EXPERIENCES, 0.0) | {"stale": 1.0 if t < 12 else -1.0}
+        engine.settle_scored(f"d{t}", utilities=[sum(now[e] for e in s) + rng.normal(0.0, 0.5) for s in plan.subsets])
+
+    t = 0
+    while "stale" not in engine.quarantined:
+        trial(t)
+        t += 1
+        assert t < 200, "the stale lesson was never quarantined"
+    changed, before = engine.changed_at("stale"), engine.posterior("stale")
+    assert changed is not None and before[0] < 0 and before[2] >= 2
+    engine.release("stale", "reviewed")
+    assert engine.evidence("stale")["n"] == 0 and engine.changed_at("stale") == changed  # the test restarted
+    assert engine.posterior("stale") == before  # the regime did not
+    stored = json.loads(json.dumps(engine.curator.to_dict()))
+    regime = engine.curator.regime_posterior("stale")
+    assert Curator.from_dict(engine.curator.config, stored).regime_posterior("stale") == regime
+    for _, evidence in stored["evidence"]:  # a book stored before these figures
+        for name in ("regime_n", "regime_total", "regime_squares"):
+            del evidence[name]
+    assert Curator.from_dict(engine.curator.config, stored).regime_posterior("stale").n == 0
+    trial(t)  # retrieved again: its next contribution adds to the regime
+    after = engine.posterior("stale")
+    assert after[2] == before[2] + 1 and engine.evidence("stale")["n"] == 1
+
+
 def test_correction_before_and_after_a_change_equals_an_engine_settled_with_the_corrected_outcomes():
     quarantine = QuarantineConfig(enabled=True, change_threshold=10.0)
     truthful_rows: dict[int, list[float]] = {}
