@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -26,7 +27,7 @@ from service.deps import KeyCache, Services, client_address
 from service.embeddings import Embedder, OnnxEmbedder, get_embedder
 from service.handlers import install_handlers
 from service.jobs import RefitRunner
-from service.leases import withdraw_expired
+from service.leases import finish_abandons, withdraw_expired
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.metrics import forget_worker
@@ -36,6 +37,7 @@ from service.retrieval import IndexCache
 from service.routes import agents, decisions, experiences, health, llm, refit, trust
 from service.schemas import ERROR_RESPONSES
 from service.settings import Settings
+from service.stopping import StoppingMiddleware
 from service.store import EngineCache
 from service.supervision import watch_supervisor
 
@@ -81,6 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         runner.start()
         tracing.setup_tracing()  # on when an OTEL_EXPORTER_OTLP_*ENDPOINT names a collector
         yield
+        # the requests the server stopped in the middle of release their keys and withdraw their plans first
+        await asyncio.to_thread(finish_abandons, settings.db_pool_timeout + 2 * settings.db_statement_timeout)
         runner.stop()
         engine.dispose()
         tracing.shutdown()  # the spans still queued go out
@@ -118,26 +122,33 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # the body's limits inside the observer (the middleware added last is the outermost): a 413 or 408 they answer
     # is logged, counted in /metrics, traced and given its X-Request-ID like any other answer
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, body_timeout=settings.body_timeout_seconds)
-
-    @app.middleware("http")
-    async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        given = request.headers.get("x-request-id", "")
-        request.state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
-        start = time.perf_counter()
-        with tracing.request_span(_method_of(request), request.headers) as current:
-            try:
-                response = await call_next(request)
-            except Exception:
-                _record(request, 500, start)
-                ERRORS.labels(_route_of(request)).inc()
-                _describe(current, request, 500)
-                raise
-            _record(request, response.status_code, start)
-            _describe(current, request, response.status_code)
-        response.headers["X-Request-ID"] = request.state.request_id
-        return response
-
+    app.middleware("http")(_observe)
+    # outermost: a request the server stops in the middle of is answered in JSON (503 server_stopping)
+    app.add_middleware(StoppingMiddleware)
     return app
+
+
+async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """Every answer logged, counted in /metrics, traced and given its ``X-Request-ID``."""
+    given = request.headers.get("x-request-id", "")
+    request.state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    start = time.perf_counter()
+    with tracing.request_span(_method_of(request), request.headers) as current:
+        try:
+            response = await call_next(request)
+        except asyncio.CancelledError:  # the server stopping: StoppingMiddleware answers 503
+            _record(request, 503, start)
+            _describe(current, request, 503)
+            raise
+        except Exception:
+            _record(request, 500, start)
+            ERRORS.labels(_route_of(request)).inc()
+            _describe(current, request, 500)
+            raise
+        _record(request, response.status_code, start)
+        _describe(current, request, response.status_code)
+    response.headers["X-Request-ID"] = request.state.request_id
+    return response
 
 
 def _limiter(settings: Settings) -> RateLimiter:

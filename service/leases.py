@@ -38,7 +38,7 @@ from service.store import as_utc, load_agent, owned_row, save_engine
 if TYPE_CHECKING:
     from service.drafting import Retries
 
-__all__ = ["EXPIRED", "Renewal", "abandon", "withdraw", "withdraw_expired"]
+__all__ = ["EXPIRED", "Renewal", "abandon", "abandon_while_stopping", "finish_abandons", "withdraw", "withdraw_expired"]
 
 logger = logging.getLogger("memtrial.service")
 EXPIRED = "the server drafting it stopped before deciding (its process ended): its lease expired"
@@ -144,6 +144,48 @@ def abandon(
     if left:
         deadline = time.monotonic() + services.settings.idempotency_lease_seconds
         threading.Thread(target=_keep_trying, args=(left, deadline), name="drafting-abandon", daemon=True).start()
+
+
+#: the abandons of requests the server stopped in the middle of, still running (:func:`finish_abandons` waits)
+_STOPPING: set[threading.Thread] = set()
+_STOPPING_LOCK = threading.Lock()
+
+
+def abandon_while_stopping(
+    services: Services,
+    tenant_id: str,
+    agent_id: str,
+    decision_id: str,
+    guard: Idempotency,
+    reason: str,
+    retries: Retries | None = None,
+) -> None:
+    """:func:`abandon` for a request the server cancelled as it stops: in a thread, so the cancellation is not
+    held up, that the server's shutdown waits for (:func:`finish_abandons`, before the database engine goes)
+    and the interpreter too (not a daemon): the key is released and the decision withdrawn before the process
+    ends, so a retry with the key on the restarted server runs at once instead of waiting out the lease."""
+
+    def run() -> None:
+        try:
+            abandon(services, tenant_id, agent_id, decision_id, guard, reason, retries)
+        finally:
+            with _STOPPING_LOCK:
+                _STOPPING.discard(thread)
+
+    thread = threading.Thread(target=run, name="drafting-abandon")
+    with _STOPPING_LOCK:
+        _STOPPING.add(thread)
+    thread.start()
+
+
+def finish_abandons(timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds in all for the abandons of stopped requests; whether all have ended."""
+    deadline = time.monotonic() + timeout
+    with _STOPPING_LOCK:
+        pending = list(_STOPPING)
+    for thread in pending:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in pending)
 
 
 def _attempt(steps: list[Callable[[], None]]) -> list[Callable[[], None]]:

@@ -162,7 +162,7 @@ _ERROR_MEANINGS = {
     422: "invalid input; the message names the field and the rule",
     429: "rate limit for this key reached",
     502: "the drafter failed or answered malformed drafts",
-    503: "the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written",
+    503: "the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key)",
 }
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": ErrorBody, "description": meaning} for status, meaning in _ERROR_MEANINGS.items()

@@ -14,7 +14,6 @@ entry closes its registered prediction); then the error answers.
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Annotated, Any
 
 from fastapi import Request
@@ -33,7 +32,7 @@ from service.deps import Services
 from service.drafting import Retries, draft_all
 from service.errors import ApiError
 from service.idempotency import Idempotency
-from service.leases import Renewal, abandon
+from service.leases import Renewal, abandon, abandon_while_stopping
 from service.models import Decision
 from service.modes import DecisionStatus
 from service.prompts import draft_prompts
@@ -214,17 +213,9 @@ async def create(
             return await run_in_threadpool(
                 decide, services, tenant_id, agent_id, decision_id, drafts, guard, None, retries, server=True
             )
-        except asyncio.CancelledError:  # the server is stopping: let go without waiting on it
-            arguments = (
-                services,
-                tenant_id,
-                agent_id,
-                decision_id,
-                guard,
-                "the server stopped before deciding",
-                retries,
-            )
-            threading.Thread(target=abandon, args=arguments, name="drafting-abandon", daemon=True).start()
+        except asyncio.CancelledError:  # the server is stopping: let go, and its shutdown waits for the release
+            reason = "the server stopped before deciding"
+            abandon_while_stopping(services, tenant_id, agent_id, decision_id, guard, reason, retries)
             raise
         except Exception as failure:
             reason = _failure_reason(failure)

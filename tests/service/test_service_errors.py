@@ -52,3 +52,48 @@ def test_statement_parameters_never_reach_error_messages(database_url):
     engine = make_engine(database_url)
     assert engine.hide_parameters is True
     engine.dispose()
+
+
+def test_a_request_cancelled_before_its_answer_gets_json_503_and_one_cancelled_mid_answer_is_cut():
+    """The ASGI server cancels what is still running when its grace period ends: a request with no answer
+    started gets 503 server_stopping in JSON (its request id kept); one whose answer had started is left to end."""
+    import asyncio
+    import json
+
+    from service.stopping import StoppingMiddleware
+
+    async def served(answer_first: bool) -> tuple[list[dict], BaseException | None]:
+        reached = asyncio.Event()
+
+        async def app(scope, receive, send):
+            scope.setdefault("state", {})["request_id"] = "probe-stop"
+            if answer_first:
+                await send({"type": "http.response.start", "status": 200, "headers": []})
+            reached.set()
+            await asyncio.Event().wait()  # a model that never answers
+
+        sent: list[dict] = []
+
+        async def send(message):
+            sent.append(message)
+
+        async def receive():
+            return {"type": "http.request", "body": b""}
+
+        task = asyncio.ensure_future(StoppingMiddleware(app)({"type": "http"}, receive, send))
+        await reached.wait()
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError as error:
+            return sent, error
+        return sent, None
+
+    sent, raised = asyncio.run(served(answer_first=False))
+    assert raised is None and [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
+    headers = dict(sent[0]["headers"])
+    assert sent[0]["status"] == 503 and headers[b"retry-after"] == b"1" and headers[b"x-request-id"] == b"probe-stop"
+    assert headers[b"content-type"] == b"application/json" and headers[b"connection"] == b"close"
+    assert json.loads(sent[1]["body"])["error"]["code"] == "server_stopping"
+    sent, raised = asyncio.run(served(answer_first=True))
+    assert isinstance(raised, asyncio.CancelledError) and [m["status"] for m in sent] == [200]

@@ -126,6 +126,63 @@ def test_a_server_on_a_silent_database_shuts_down_within_its_grace_period(black_
         server.stop()
 
 
+def test_a_server_stopped_while_drafting_answers_json_503_and_a_retry_with_the_key_decides_after_restart(tmp_path):
+    """SIGTERM while a server-drafted decision waits on its model: past the grace period the request is cancelled.
+    Its client gets JSON (503 server_stopping, Retry-After, its request id), not the ASGI server's plain-text 500;
+    the request is logged with that status; before the process ends the key is released and the plan withdrawn,
+    so the same request with the same Idempotency-Key decides at once on the restarted server."""
+    import json
+
+    from fake_llm import FakeLLM
+
+    url = f"sqlite:///{tmp_path / 'stopping.db'}"
+    hold = threading.Event()  # the model answers nothing until the server has stopped
+    with FakeLLM(hold=hold) as llm:
+        config = tmp_path / "llm.json"
+        config.write_text(json.dumps({"providers": {"fake": {"models": ["openai/fake"], "api_base": llm.api_base}}}))
+        env = {"MEMTRIAL_LLM_CONFIG": str(config), "MEMTRIAL_SHUTDOWN_SECONDS": "1", "MEMTRIAL_PRELOAD_MODEL": "0"}
+        server = Server(url, env=env, ready_path="/healthz")
+        try:
+            key = make_tenant(url, "stopping")
+            with MemtrialClient(base_url=server.url, api_key=key) as client:
+                drafter = {"provider": "fake", "model": "openai/fake"}
+                agent = client.create_agent("llm", "balanced", UNIVERSE, drafter=drafter)
+            start = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
+            body = {
+                "decision_time": start.isoformat(),
+                "maturity": (start + dt.timedelta(days=28)).isoformat(),
+                "context_text": "rates fell",
+                "drafting": "server",
+            }
+            headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "stopped-once"}
+            path = f"/v1/agents/{agent['id']}/decisions"
+            with ThreadPoolExecutor(1) as pool:
+                pending = pool.submit(httpx.post, f"{server.url}{path}", headers=headers, json=body, timeout=60)
+                wait_until(lambda: llm.in_flight > 0, 60, "the server's first call to the model")
+                server.process.send_signal(signal.SIGTERM)
+                answer = pending.result(timeout=60)
+            server.process.wait(timeout=30)
+        finally:
+            log = server.stop()
+        assert answer.status_code == 503, answer.text
+        assert answer.headers["content-type"] == "application/json" and answer.headers["Retry-After"] == "1"
+        assert answer.json()["error"]["code"] == "server_stopping"
+        request_id = answer.headers["X-Request-ID"]
+        logged = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
+        assert any(r.get("request_id") == request_id and r.get("status") == 503 for r in logged), log[-2000:]
+        hold.set()
+        restarted = Server(url, env=env, ready_path="/healthz")
+        try:
+            retried = httpx.post(f"{restarted.url}{path}", headers=headers, json=body, timeout=60)
+            listed = httpx.get(f"{restarted.url}{path}", headers={"Authorization": f"Bearer {key}"}, timeout=30).json()
+        finally:
+            restarted.stop()
+    assert retried.status_code == 201 and retried.json()["status"] == "decided", retried.text
+    statuses = {item["status"]: item for item in listed["items"]}
+    assert set(statuses) == {"failed", "decided"}
+    assert statuses["failed"]["failure"] == "the server stopped before deciding"
+
+
 def test_a_sqlite_database_locked_by_another_writer_answers_agent_busy_after_the_busy_timeout(tmp_path):
     import sqlite3
 

@@ -2149,7 +2149,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2196,7 +2196,7 @@ export interface operations {
                     "text/plain": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2245,7 +2245,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2353,7 +2353,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2461,7 +2461,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2564,7 +2564,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2665,7 +2665,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2772,7 +2772,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2884,7 +2884,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2994,7 +2994,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3098,7 +3098,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3209,7 +3209,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3320,7 +3320,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3431,7 +3431,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3545,7 +3545,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3655,7 +3655,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3759,7 +3759,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3861,7 +3861,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -3969,7 +3969,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4080,7 +4080,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4184,7 +4184,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4291,7 +4291,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4398,7 +4398,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4508,7 +4508,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4612,7 +4612,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4718,7 +4718,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4826,7 +4826,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -4929,7 +4929,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5032,7 +5032,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -5133,7 +5133,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorBody"];
                 };
             };
-            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy); both carry Retry-After and nothing was written */
+            /** @description the database is unavailable (code database_unavailable), or another request held this agent's write lock past the lock timeout (code agent_busy): both carry Retry-After and nothing was written; or the server stopped before the request finished (code server_stopping, with Retry-After: send it again with the same Idempotency-Key) */
             503: {
                 headers: {
                     [name: string]: unknown;
