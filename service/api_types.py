@@ -256,7 +256,12 @@ class QuarantinePublic(Public):
 
     date: str | None = Field(description="the decision whose settlement quarantined the experience")
     e_value: float = Field(description="the experience's e-value against 'its value is >= 0' at that moment")
-    threshold: float = Field(description="the e-value its test had to reach (its slot j: j (j + 1) / level)")
+    threshold: float = Field(
+        description=(
+            "the e-value its test had to reach: (j + s)(j + s + 1) / ((s + 1) level (r + 1)), j its slot, s the "
+            "quarantine's spread, r the quarantines the agent made before (0 under fwer) (method 4.13)"
+        )
+    )
     slot: int = Field(description="j, the order in which the agent started this test")
     n: int = Field(description="contributions since the test started")
     mean: float | None = Field(description=f"their mean, {U}")

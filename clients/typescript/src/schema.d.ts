@@ -1521,7 +1521,7 @@ export interface components {
             slot: number;
             /**
              * Threshold
-             * @description the e-value its test had to reach (its slot j: j (j + 1) / level)
+             * @description the e-value its test had to reach: (j + s)(j + s + 1) / ((s + 1) level (r + 1)), j its slot, s the quarantine's spread, r the quarantines the agent made before (0 under fwer) (method 4.13)
              */
             threshold: number;
         };
