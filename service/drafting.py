@@ -14,7 +14,9 @@ error text is never echoed.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +39,8 @@ DRAFT_CALLS = Counter(
 DRAFT_SECONDS = Histogram("memtrial_draft_seconds", "Seconds one model call of server drafting took", ["provider"])
 
 __all__ = ["DraftRequest", "Retries", "draft_all", "parse_weights", "render_prompt"]
+
+logger = logging.getLogger("memtrial.service")
 
 
 @dataclass(slots=True)
@@ -83,6 +87,14 @@ def _failure_kind(error: BaseException) -> str:
     return "the provider's call failed"
 
 
+def _called(provider: Provider, model: str, attempt: int, outcome: str, start: float) -> None:
+    """One draft call counted in /metrics by its outcome, and logged at DEBUG (never its prompt or answer)."""
+    DRAFT_CALLS.labels(provider.name, outcome).inc()
+    elapsed = round(1000 * (time.perf_counter() - start), 2)
+    extra = {"provider": provider.name, "model": model, "attempt": attempt, "outcome": outcome, "ms": elapsed}
+    logger.debug("draft call", extra=extra)
+
+
 async def _one(
     provider: Provider,
     settings: dict[str, Any],
@@ -97,6 +109,7 @@ async def _one(
 
     attempts = int(settings.get("max_retries", 2)) + 1
     why = ""  # what was wrong with the last answer, said with the refusal
+    model = str(settings["model"])
     for attempt in range(attempts):
         if attempt and not retries.take():
             raise ApiError(
@@ -106,7 +119,8 @@ async def _one(
                 f"no retry was left: {retries.bound}",
                 "drafter",
             )
-        with span("llm.completion", model=str(settings["model"]), provider=provider.name, attempt=attempt):
+        start = time.perf_counter()
+        with span("llm.completion", model=model, provider=provider.name, attempt=attempt):
             try:
                 with DRAFT_SECONDS.labels(provider.name).time():
                     response = await litellm.acompletion(
@@ -119,21 +133,21 @@ async def _one(
                         num_retries=0,
                     )
             except asyncio.CancelledError:  # the server stopping, not the provider failing
-                DRAFT_CALLS.labels(provider.name, "cancelled").inc()
+                _called(provider, model, attempt, "cancelled", start)
                 raise
             except BaseException:
-                DRAFT_CALLS.labels(provider.name, "failed").inc()
+                _called(provider, model, attempt, "failed", start)
                 raise
         try:
             answer = parse(response.choices[0].message.content or "")
         except DraftError as error:
-            DRAFT_CALLS.labels(provider.name, "malformed").inc()
+            _called(provider, model, attempt, "malformed", start)
             why = f"; the last: {str(error)[:300]}"
             continue
         except Exception:  # an answer without a message (a content filter's empty choices), say
-            DRAFT_CALLS.labels(provider.name, "failed").inc()
+            _called(provider, model, attempt, "failed", start)
             raise
-        DRAFT_CALLS.labels(provider.name, "ok").inc()
+        _called(provider, model, attempt, "ok", start)
         return answer
     raise ApiError(
         502,

@@ -125,7 +125,9 @@ def _is_agent_patch(request: Request) -> bool:
     return request.method == "PATCH" and _route(request) == "/v1/agents/{agent_id}"
 
 
-async def _replayed(_: Request, replayed: Replayed) -> JSONResponse:
+async def _replayed(request: Request, replayed: Replayed) -> JSONResponse:
+    request_id = getattr(request.state, "request_id", None)
+    logger.debug("answered with the first answer to its Idempotency-Key", extra={"request_id": request_id})
     return replayed.response
 
 

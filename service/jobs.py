@@ -182,6 +182,7 @@ class RefitRunner:
         self.engine: ThreadEngine | DaskEngine = DaskEngine(scheduler) if engine == "dask" else ThreadEngine()
         self.worker = f"{socket.gethostname()[:30]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._held: set[str] = set()
+        self._sent: dict[str, float] = {}  # when each held job was sent (its DEBUG record's time)
         self._reserved = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -215,6 +216,10 @@ class RefitRunner:
 
     def _send(self, job_id: str) -> None:
         """Send a held job to the engine; one that cannot be sent (its scheduler gone) fails, saying why."""
+        with self._lock:
+            self._sent[job_id] = time.perf_counter()
+        source = "a thread" if isinstance(self.engine, ThreadEngine) else "the refit cluster"
+        logger.debug("refit job sent", extra={"job_id": job_id, "source": source})
         try:
             self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, self._finished)
         except (OSError, TimeoutError) as error:
@@ -231,6 +236,10 @@ class RefitRunner:
     def _finished(self, job_id: str) -> None:
         with self._lock:
             self._held.discard(job_id)
+            sent = self._sent.pop(job_id, None)
+        if sent is not None:
+            elapsed = round(1000 * (time.perf_counter() - sent), 2)
+            logger.debug("refit job finished", extra={"job_id": job_id, "ms": elapsed})
 
     # -- lifecycle -----------------------------------------------------------
     def start(self) -> None:

@@ -21,7 +21,26 @@ from typing import Any
 
 __all__ = ["UVICORN_LOG_CONFIG", "JsonFormatter", "configure_logging"]
 
-FIELDS = ("request_id", "method", "path", "route", "status", "ms", "client", "endpoint", "error_type", "error")
+FIELDS = (
+    "request_id",
+    "method",
+    "path",
+    "route",
+    "status",
+    "ms",
+    "client",
+    "endpoint",
+    "error_type",
+    "error",
+    # the DEBUG records' (MEMTRIAL_LOG_LEVEL=DEBUG): what ran for a request, never what it carried
+    "agent_id",
+    "job_id",
+    "source",
+    "provider",
+    "model",
+    "attempt",
+    "outcome",
+)
 
 
 class JsonFormatter(logging.Formatter):

@@ -199,7 +199,7 @@ class Settings:
     log_level: str = _setting(
         "INFO",
         "MEMTRIAL_LOG_LEVEL",
-        "Level of the service's logs on stderr (DEBUG, INFO, WARNING, ERROR); other libraries' records are logged from WARNING. Every line is one JSON object.",
+        "Level of the service's logs on stderr (DEBUG, INFO, WARNING, ERROR); other libraries' records are logged from WARNING. Every line is one JSON object. DEBUG adds what ran for each request, never what it carried: each engine checkout (`source` cache or database, `ms`), each draft call (`provider`, `model`, `attempt`, `outcome`, `ms`), each refit job sent and finished, each answer replayed for an Idempotency-Key.",
     )
 
     def __post_init__(self) -> None:

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -32,6 +34,8 @@ from service.history import SqlHistory
 from service.models import Agent, Decision, Experience
 
 __all__ = ["EngineCache", "as_utc", "load_agent", "owned_row", "return_engine", "save_engine", "valid_id"]
+
+logger = logging.getLogger("memtrial.service")
 
 
 def as_utc(value: dt.datetime) -> dt.datetime:
@@ -83,10 +87,13 @@ class EngineCache:
     def checkout(self, session: Session, agent: Agent, rows: dict[str, Decision] | None = None) -> MemTrial:
         """The agent's engine at the database's state version, its history attached to this
         transaction (owned by the caller until ``checkin``). rows: decision rows already loaded."""
+        start = time.perf_counter()
         cached: tuple[int, MemTrial] | None = self.budget.pop("engine", agent.id)
+        source = "cache"
         if cached is not None and cached[0] == agent.state_version:
             engine = cached[1]
         else:
+            source = "database"
             found = session.execute(
                 select(Experience.id, Experience.embedding).where(Experience.agent_id == agent.id)
             ).all()
@@ -100,6 +107,8 @@ class EngineCache:
                     state["budget"] = head["budget"]
             engine = MemTrial.from_dict(state, embeddings=embeddings)
         engine.history = SqlHistory(session, agent, rows)
+        elapsed = round(1000 * (time.perf_counter() - start), 2)
+        logger.debug("engine checked out", extra={"agent_id": agent.id, "source": source, "ms": elapsed})
         return engine
 
     def checkin(self, agent_id: str, version: int, engine: MemTrial) -> None:

@@ -54,3 +54,30 @@ def test_server_log_has_no_progress_bar_when_the_model_is_exported_and_loaded(tm
     assert list((tmp_path / "onnx").glob("*.onnx")), "the model was not exported: nothing was tested"
     assert "Loading weights" not in output and "it/s]" not in output, output[-2000:]
     assert _records(output)  # and every line is JSON
+
+
+def test_debug_logs_time_each_refit_job_from_sent_to_finished(migrated_sqlite, tmp_path, caplog):
+    """A refit job's DEBUG records: sent (on a thread here), then finished with its time (this job's row is gone
+    before it runs, which ends it at once)."""
+    import logging
+
+    from support import copy_sqlite, wait_until
+
+    from service.db import make_engine, make_session_factory
+    from service.jobs import RefitRunner
+
+    engine = make_engine(copy_sqlite(migrated_sqlite, tmp_path / "refit.db"))
+    runner = RefitRunner(make_session_factory(engine), capacity=1)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="memtrial.service"):
+            assert runner.reserve()
+            runner.submit("job-that-is-gone")
+            wait_until(lambda: any(r.getMessage() == "refit job finished" for r in caplog.records), 30, "the job")
+    finally:
+        runner.engine.close()
+        engine.dispose()
+    sent, finished = (
+        next(r for r in caplog.records if r.getMessage() == m) for m in ("refit job sent", "refit job finished")
+    )
+    assert (sent.job_id, sent.source) == ("job-that-is-gone", "a thread")
+    assert finished.job_id == "job-that-is-gone" and finished.ms >= 0

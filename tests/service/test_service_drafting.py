@@ -317,3 +317,48 @@ def test_metrics_count_server_draftings_model_calls_by_how_they_ended(serve):
             client.create_decision(agent["id"], START, START + dt.timedelta(days=28), "x", drafting="server")
         assert _draft_calls(client, "malformed") - before == llm.calls == 16
     assert "memtrial_draft_seconds_count" in client._http.get("/metrics").text
+
+
+DEBUG_MESSAGES = ("engine checked out", "draft call", "answered with the first answer to its Idempotency-Key")
+
+
+def test_debug_logs_say_what_ran_for_a_request_and_never_what_it_carried(serve, caplog):
+    """MEMTRIAL_LOG_LEVEL=DEBUG: each engine checkout (from the database, then the cache), each draft call with
+    its provider, model, attempt, outcome and time, and an answer replayed for its Idempotency-Key; never a
+    lesson's text, the context or a prompt. At INFO none of them."""
+    import logging
+
+    from service.logs import JsonFormatter
+
+    with FakeLLM() as llm:
+        client = serve(
+            {"fake": {"models": ["openai/fake"], "api_base": llm.api_base, "api_key_env": "MEMTRIAL_TEST_LLM_KEY"}}
+        )
+        agent = stocked(client, "fake")
+        when = START + dt.timedelta(days=28)
+        body = {"decision_time": START.isoformat(), "maturity": when.isoformat(), "context_text": "rates fell"}
+        headers = {**client._headers, "Idempotency-Key": "debug-once"}
+        path = f"/v1/agents/{agent['id']}/decisions"
+        with caplog.at_level(logging.INFO, logger="memtrial.service"):
+            client._http.post(path, json={**body, "drafting": "server"}, headers={**headers, "Idempotency-Key": "i"})
+        assert not [r for r in caplog.records if r.getMessage() in DEBUG_MESSAGES]
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG, logger="memtrial.service"):
+            later = {**body, "decision_time": when.isoformat(), "maturity": (when + dt.timedelta(days=28)).isoformat()}
+            first = client._http.post(path, json={**later, "drafting": "server"}, headers=headers)
+            again = client._http.post(path, json={**later, "drafting": "server"}, headers=headers)
+    assert first.status_code == again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+    lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.getMessage() in DEBUG_MESSAGES]
+    checkouts = [line for line in lines if line["message"] == "engine checked out"]
+    assert checkouts and {line["agent_id"] for line in checkouts} == {agent["id"]}
+    assert {line["source"] for line in checkouts} <= {"cache", "database"} and "cache" in {
+        line["source"] for line in checkouts
+    }
+    calls = [line for line in lines if line["message"] == "draft call"]
+    assert len(calls) == 8 and all(line["ms"] >= 0 for line in calls)
+    assert {(line["provider"], line["model"], line["attempt"], line["outcome"]) for line in calls} == {
+        ("fake", "openai/fake", 0, "ok")
+    }
+    assert [line["message"] for line in lines].count("answered with the first answer to its Idempotency-Key") == 1
+    text = json.dumps(lines)
+    assert "rates fell" not in text and not any(lesson in text for lesson in LESSONS) and "Answer with" not in text
