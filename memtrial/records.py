@@ -31,10 +31,25 @@ __all__ = [
     "check_text_id",
     "decode_time",
     "encode_time",
+    "text_or_flag",
 ]
 
 ExperienceId = str | int
 Time = int | float | dt.datetime | dt.date
+
+
+def text_or_flag(value: Any) -> bool:
+    """Whether ``value`` (a number, or nested lists or an array of them) holds a text or a true/false anywhere:
+    NumPy would read ``"0.5"`` as 0.5 and ``True`` as 1.0, a number nobody gave."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "bUS":
+            return True
+        return value.dtype.kind == "O" and any(text_or_flag(item) for item in value.ravel().tolist())
+    if isinstance(value, str | bytes | bool | np.bool_):
+        return True
+    if isinstance(value, list | tuple):
+        return any(text_or_flag(item) for item in value)
+    return False
 
 
 def check_experience_id(value: object, field: str = "experience_id") -> ExperienceId:

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import InputError
-from memtrial.records import ExperienceId
+from memtrial.records import ExperienceId, text_or_flag
 
 __all__ = ["check_embedding", "cosine_similarities", "top_k"]
 
@@ -26,6 +26,10 @@ def _finite_length(vector: NDArray[np.float64]) -> bool:
 def check_embedding(value: object, field: str = "embedding") -> NDArray[np.float64]:
     """An embedding as retrieval reads it: a non-empty 1-d vector of finite numbers whose length (L2 norm) is
     finite too (cosine similarity divides by it); an InputError naming ``field`` otherwise."""
+    if not isinstance(value, str | bytes) and text_or_flag(value):
+        raise InputError(
+            f"{field} must be a vector of numbers, not texts or true/false, got {value!r}"[:300], field=field
+        )
     try:
         vector = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):

@@ -19,7 +19,7 @@ from memtrial.engine.config import SCORED_DESIGN
 from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError
 from memtrial.outcomes.mandates import Investor, check_weights, project
 from memtrial.outcomes.scoring import rule as scoring_rule
-from memtrial.records import DecisionKind, Plan, Settlement, Time, check_text_id, encode_time
+from memtrial.records import DecisionKind, Plan, Settlement, Time, check_text_id, encode_time, text_or_flag
 
 __all__ = [
     "MAX_UTILITY",
@@ -139,7 +139,10 @@ def rows_of(matrix: np.ndarray) -> str:
 
 def float_array(value: Any, field: str, rule: str, *, name: str | None = None) -> NDArray[np.float64]:
     """``value`` as a float array, or an InputError naming ``field`` (the message names the argument ``name``,
-    default ``field``) with the ``rule`` it broke: texts, ragged rows and the like are no numbers."""
+    default ``field``) with the ``rule`` it broke: texts, true/false, ragged rows and the like are no numbers."""
+    if text_or_flag(value):
+        given = f"{name or field} must be {rule}, got {value!r}"[:250]
+        raise InputError(f"{given} (texts and true/false are no numbers)", field=field)
     try:
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):

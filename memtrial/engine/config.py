@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -60,6 +60,11 @@ MAX_GAMMA = 1e6
 #: (k = 1 under a half fraction, gamma's bound, n_components a whole number) do not refuse a state made
 #: before them; a plan it could never settle is refused instead (:meth:`memtrial.MemTrial.plan`)
 _STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_config", default=False)
+
+
+def _real(value: object) -> TypeGuard[float]:
+    """A real number (an int or a float, NumPy's too), not a flag, a text or None."""
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
 
 
 @contextlib.contextmanager
@@ -137,8 +142,9 @@ class EngineConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
         object.__setattr__(self, "draft_horizon", check_horizon(self.draft_horizon, self.draft_budget))
-        if not isinstance(self.robust, bool):
-            raise ConfigError(f"robust must be a bool, got {self.robust!r}", field="robust")
+        for name in ("robust", "diagnostics"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}", field=name)
         if not isinstance(self.gate, GateConfig):
             raise ConfigError(
                 f"gate must be a GateConfig (GateConfig(test='anytime')), got {self.gate!r}", field="gate"
@@ -189,16 +195,20 @@ class EngineConfig:
                     f"investor must be one of {sorted(INVESTORS)}, got {self.investor!r}", field="investor"
                 )
             object.__setattr__(self, "investor", INVESTORS[self.investor])
+        if self.investor is not None and not isinstance(self.investor, Investor):
+            raise ConfigError(
+                f"investor must be one of {sorted(INVESTORS)} or an Investor, got {self.investor!r}", field="investor"
+            )
         if self.gamma is None:
             if self.investor is None:
                 raise ConfigError("give gamma or an investor (whose gamma is used)", field="gamma")
             object.__setattr__(self, "gamma", self.investor.gamma)
         gamma = self.gamma
         bound = math.inf if _STORED.get() else MAX_GAMMA  # a stored engine's gamma stands
-        if gamma is None or isinstance(gamma, bool) or not (np.isfinite(gamma) and 0 <= gamma <= bound):
+        if not _real(gamma) or not (np.isfinite(gamma) and 0 <= gamma <= bound):
             # beyond it a plan's predicted utilities overflow (every later plan refused) or settle fails
             raise ConfigError(f"gamma must be a risk aversion in [0, {MAX_GAMMA:g}], got {self.gamma!r}", field="gamma")
-        if not (np.isfinite(self.fee_bp) and self.fee_bp >= 0):
+        if not _real(self.fee_bp) or not (np.isfinite(self.fee_bp) and self.fee_bp >= 0):
             raise ConfigError(f"fee_bp must be finite and >= 0, got {self.fee_bp!r}", field="fee_bp")
 
     @property

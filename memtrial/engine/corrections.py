@@ -38,7 +38,7 @@ from memtrial.curation import Curator, Event
 from memtrial.curation.curator import replay as replay_book
 from memtrial.curation.curator import setting_at_start
 from memtrial.engine.checkpoints import Checkpoint, CheckpointPolicy, decode_frozen, encode_frozen, same_frozen
-from memtrial.engine.checks import check_scored, same_scored
+from memtrial.engine.checks import check_scored, float_array, same_scored
 from memtrial.engine.config import EngineConfig
 from memtrial.engine.history import DecisionEntry, History
 from memtrial.engine.learning import (
@@ -462,7 +462,7 @@ def corrected_outcome(
     if plan.kind is DecisionKind.PORTFOLIO:
         if rel_prices is None or utilities is not None or rule is not None:
             raise InputError("a portfolio decision is corrected with rel_prices", field="rel_prices")
-        prices = np.asarray(rel_prices, dtype=np.float64)
+        prices = float_array(rel_prices, "rel_prices", "closes relative to the entry close, one row per session")
         if previous.rel_prices.shape == prices.shape and np.array_equal(previous.rel_prices, prices):
             return None
         return portfolio_outcome(config, plan, decision, prices)

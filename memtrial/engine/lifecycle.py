@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 import numpy as np
@@ -125,6 +125,11 @@ class MemTrial:
     def __init__(self, config: EngineConfig | None = None, *, history: History | None = None, **settings: Any) -> None:
         if config is not None and settings:
             raise ConfigError("give either config or keyword settings, not both")
+        if config is not None and not isinstance(config, EngineConfig):
+            raise ConfigError(f"config must be an EngineConfig (or give keyword settings), got {config!r}"[:300])
+        unknown = sorted(set(settings) - {f.name for f in fields(EngineConfig)})
+        if unknown:
+            raise ConfigError(f"unknown settings {unknown!r}: an EngineConfig has no such field", field=unknown[0])
         self.config = config if config is not None else EngineConfig(**settings)
         self.history: History = InMemoryHistory() if history is None else history
         self.learner = self._new_learner()
@@ -433,7 +438,8 @@ class MemTrial:
                 p.experience_id for p in self._rank_candidates(candidates, self.config.k, similarities, "candidates")
             ]
         if retrieved is not None:
-            if isinstance(retrieved, (str, bytes, set, frozenset, dict)):  # not its characters; an order
+            # not its characters (a set has no order; a number is no list)
+            if isinstance(retrieved, (str, bytes, set, frozenset, dict)) or not isinstance(retrieved, Iterable):
                 raise InputError(
                     f"retrieved must be a sequence of experience ids in rank order, got {retrieved!r}",
                     field="retrieved",
@@ -457,7 +463,7 @@ class MemTrial:
             for e, x in self.experiences.items()
             if x.active and x.embedding is not None and not (self.curator and self.curator.is_quarantined(e))
         ]
-        vector = np.asarray(context, dtype=np.float64)
+        vector = check_embedding(context, "context_embedding")
         if self.config.retrieval is RetrievalMode.SIMILARITY:
             return top_k(vector, pool, self.config.k)
         ids, similarity = cosine_similarities(vector, pool)
@@ -506,7 +512,8 @@ class MemTrial:
     def _rank_candidates(
         self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None, field: str
     ) -> list[Ranked]:
-        if isinstance(candidate_ids, (str, bytes, set, frozenset, dict)):  # a set has no similarity order
+        # a set has no similarity order; a number is no list
+        if isinstance(candidate_ids, (str, bytes, set, frozenset, dict)) or not isinstance(candidate_ids, Iterable):
             raise InputError(f"{field} must be a sequence of experience ids, got {candidate_ids!r}", field=field)
         ids = [check_experience_id(e, field) for e in candidate_ids]
         repeated = sorted({e for e in ids if ids.count(e) > 1})
@@ -779,6 +786,7 @@ class MemTrial:
                 f"decision {decision_id!r} is a scored decision: use settle_scored", field="decision_id"
             )
         prices = float_array(rel_prices, "rel_prices", "closes relative to the entry close, one row per session")
+        settled_at = settled_at_or_after(decision_id, plan, at)  # checked on a retry too
         if entry.settlement is not None:
             if entry.settlement.rel_prices.shape == prices.shape and np.array_equal(
                 entry.settlement.rel_prices, prices
@@ -788,7 +796,6 @@ class MemTrial:
                 f"decision {decision_id!r} was already settled with different prices", field="rel_prices"
             )
         decision = self._decided(entry, "call decide before settle")
-        settled_at = settled_at_or_after(decision_id, plan, at)
         realised = portfolio_outcome(self.config, plan, decision, prices)
         return self._record(
             entry, learn(self.config, self._learnt(plan), realised, settled_at, self._running()), settled_at
@@ -819,6 +826,7 @@ class MemTrial:
         if plan.kind is not DecisionKind.SCORED:
             raise LifecycleError(f"decision {decision_id!r} is a portfolio decision: use settle", field="decision_id")
         given_utilities = check_scored(plan, utilities, rule)
+        settled_at = settled_at_or_after(decision_id, plan, at)  # checked on a retry too
         if entry.settlement is not None:
             if same_scored(entry.settlement, given_utilities, outcome, rule):
                 return entry.settlement
@@ -827,7 +835,6 @@ class MemTrial:
                 field="outcome" if rule else "utilities",
             )
         decision = self._decided(entry, "decide before settling")
-        settled_at = settled_at_or_after(decision_id, plan, at)
         realised = scored_outcome(decision, given_utilities, outcome, rule)
         return self._record(
             entry, learn(self.config, self._learnt(plan), realised, settled_at, self._running()), settled_at

@@ -69,6 +69,13 @@ def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[Engi
     Raises ConfigError naming the setting for one that is fixed for the engine's life or a value
     the configuration refuses (``draft_horizon`` without a ``draft_budget``, say).
     """
+    if not isinstance(changes, Mapping) or not all(isinstance(name, str) for name in changes):
+        raise ConfigError(
+            f"changes must be a mapping of setting names to values ({', '.join(MUTABLE_SETTINGS)}), got {changes!r}"[
+                :300
+            ],
+            field="changes",
+        )
     fixed = sorted(set(changes) - set(MUTABLE_SETTINGS))
     if fixed:
         raise ConfigError(

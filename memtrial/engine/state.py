@@ -15,7 +15,7 @@ its own store when it restores.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,7 +104,29 @@ def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, An
         "rederived": {d: dict(v) for d, v in state.rederived.items()},
         "history": history.to_dict() if history is not None else None,
         **({} if state.curation is None else {"curation": dict(state.curation)}),
+        # which experiences had the embeddings left out, so a restore can tell a missing one from none
+        **(
+            {}
+            if embeddings
+            else {"embeddings_left_out": [x.experience_id for x in state.experiences if x.embedding is not None]}
+        ),
     }
+
+
+def _check_given(left_out: Sequence[ExperienceId], given: Mapping[ExperienceId, ArrayLike]) -> None:
+    """The embeddings given back for a state written without them: every one it left out, of one length. More
+    may be given (a store keeps one for every experience, those an engine of an older release held without one
+    among them): an experience held without one takes it, as before the state listed what it left out."""
+    missing = [e for e in left_out if e not in given]
+    if missing:
+        raise StateError(
+            f"embeddings: the state left out the embeddings of {missing[:10]!r}{' ...' if len(missing) > 10 else ''}: "
+            "pass each back (restored without it, retrieval by context embedding would never find it)",
+            field="embeddings",
+        )
+    lengths = {int(np.size(given[e])) for e in left_out}
+    if len(lengths) > 1:
+        raise StateError(f"embeddings must all have one length, got lengths {sorted(lengths)}", field="embeddings")
 
 
 def decode_state(
@@ -136,6 +158,8 @@ def decode_state(
                 field="embeddings",
             )
         external = embeddings or {}
+        if "embeddings_left_out" in data:  # a state that says which it left out (one written before: not checked)
+            _check_given(data["embeddings_left_out"], external)
         experiences = tuple(
             ExperienceState(
                 experience_id,

@@ -842,3 +842,124 @@ def test_times_of_two_kinds_are_refused_naming_the_argument_that_brought_the_oth
     with pytest.raises(InputError) as error:
         engine.plan("d1", when, when, retrieved=list("abcd"), n_assets=3)
     assert error.value.field == "time"
+
+
+def _stage(stage):
+    """An engine with four experiences and a portfolio decision ``p`` up to ``stage`` (planned, decided,
+    settled), and a scored decision ``s`` planned (and decided from ``settled`` on)."""
+    engine = MemTrial(gamma=5.0, design="half")
+    for experience_id in "abcd":
+        engine.add_experience(experience_id, [1.0, 0.0])
+    plan = engine.plan("p", 0, 1, retrieved=list("abcd"), n_assets=2)
+    if stage in ("decided", "settled"):
+        engine.decide("p", np.full((len(plan.masks), 2), 0.5))
+    if stage == "settled":
+        engine.settle("p", np.ones((3, 2)))
+    scored = engine.plan("s", 2, 3, retrieved=list("abcd"), kind="scored")
+    if stage == "settled":
+        engine.decide_scored("s", n_drafts=len(scored.masks))
+    return engine, len(plan.masks)
+
+
+@pytest.mark.parametrize(
+    ("stage", "call", "field"),
+    [
+        ("planned", lambda e, n: e.plan("q", 2, 3, retrieved=["a"], reference=["0.5", "0.5"]), "reference"),
+        ("planned", lambda e, n: e.decide("p", [["0.5", "0.5"]] * n), "drafts"),
+        ("planned", lambda e, n: e.decide("p", np.full((n, 2), True)), "drafts"),
+        ("decided", lambda e, n: e.settle("p", [[True, True]] * 3), "rel_prices"),
+        ("decided", lambda e, n: e.settle("p", [["1", "1"]] * 3), "rel_prices"),
+        ("planned", lambda e, n: e.decide_scored("s", vectors=[["0.5"]] * n), "drafts"),
+        ("settled", lambda e, n: e.settle_scored("s", utilities=["1"] * n), "utilities"),
+        ("settled", lambda e, n: e.settle_scored("s", utilities=[True] * n), "utilities"),
+        ("settled", lambda e, n: e.correct("p", reason="x", rel_prices=[["1", "1"]] * 3), "rel_prices"),
+        ("planned", lambda e, n: e.add_experience("z", ["1", "0"]), "embedding"),
+        ("planned", lambda e, n: e.add_experience("z", [True, False]), "embedding"),
+        (
+            "planned",
+            lambda e, n: e.add_experience("z", np.array([True, 0.0], dtype=object)),
+            "embedding",
+        ),
+        ("planned", lambda e, n: e.plan("q", 2, 3, context_embedding="hello"), "context_embedding"),
+        ("planned", lambda e, n: e.plan("q", 2, 3, context_embedding=[float("nan"), 0.0]), "context_embedding"),
+        ("planned", lambda e, n: e.plan("q", 2, 3, retrieved=5), "retrieved"),
+        ("planned", lambda e, n: e.plan("q", 2, 3, candidates=5), "candidates"),
+    ],
+)
+def test_texts_true_false_and_non_lists_are_no_numbers_and_change_nothing(stage, call, field):
+    """NumPy reads "0.5" as 0.5 and True as 1.0: the engine refuses both wherever it takes numbers (as it does
+    similarities), and a number where a list of ids belongs, naming the field and leaving its state as it was."""
+    engine, n = _stage(stage)
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:
+        call(engine, n)
+    assert error.value.field == field, str(error.value)
+    assert engine.to_json() == before
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"a": [1.0, 0.0]}, "embeddings: the state left out the embeddings of ['b']"),
+        ({}, "embeddings: the state left out the embeddings of ['a', 'b']"),
+        ({"a": [1.0, 0.0], "b": [0.0, 1.0, 0.0]}, "embeddings must all have one length, got lengths [2, 3]"),
+    ],
+)
+def test_a_restore_takes_back_every_embedding_the_state_left_out(given, message):
+    """A state written without its embeddings lists whose it left out: a restore missing one (retrieval would
+    never find it again) or of two lengths is refused naming embeddings; those restore the engine, bit for bit."""
+    engine = MemTrial(gamma=5.0)
+    engine.add_experience("a", [1.0, 0.0])
+    engine.add_experience("b", [0.0, 1.0])
+    engine.add_experience("c")
+    text = engine.to_json(embeddings=False)
+    with pytest.raises(StateError) as error:
+        MemTrial.from_json(text, embeddings=given)
+    assert error.value.field == "embeddings" and str(error.value).startswith(message), str(error.value)
+    restored = MemTrial.from_json(text, embeddings={"a": [1.0, 0.0], "b": [0.0, 1.0]})
+    assert restored.to_json() == engine.to_json()
+    assert restored.plan("d", 0, 1, context_embedding=[0.0, 1.0], n_assets=2).experience_ids == ("b", "a")
+
+
+def test_a_settlement_sent_again_checks_its_time_too():
+    """Settling again with the same outcome answers the settlement made (a retry); its ``at`` is still checked,
+    so a time that is none, or one before the maturity, is refused there as on the first settlement."""
+    engine, _ = _stage("settled")
+    same = engine.settle("p", np.ones((3, 2)))
+    assert same == engine.settle("p", np.ones((3, 2)), at=5)
+    for at, kind in (("junk", InputError), (0, PrematureSettlementError)):
+        with pytest.raises(kind) as error:
+            engine.settle("p", np.ones((3, 2)), at=at)
+        assert error.value.field == "at", str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("make", "field"),
+    [
+        (lambda: EngineConfig(gamma="1"), "gamma"),
+        (lambda: EngineConfig(gamma=1j), "gamma"),
+        (lambda: EngineConfig(gamma=1.0, fee_bp="x"), "fee_bp"),
+        (lambda: EngineConfig(gamma=1.0, fee_bp=None), "fee_bp"),
+        (lambda: EngineConfig(gamma=1.0, fee_bp=True), "fee_bp"),
+        (lambda: EngineConfig(investor=5), "investor"),
+        (lambda: EngineConfig(gamma=1.0, diagnostics="no"), "diagnostics"),
+        (lambda: MemTrial(gamma=1.0, bogus=3), "bogus"),
+        (lambda: MemTrial({"gamma": 1.0}), None),
+    ],
+)
+def test_settings_of_the_wrong_kind_are_refused_as_settings(make, field):
+    """A text, a flag or None where a number belongs, an investor that is none, a setting no engine has: a
+    ConfigError naming it, not NumPy's or Python's own error."""
+    with pytest.raises(ConfigError) as error:
+        make()
+    assert error.value.field == field, str(error.value)
+    assert EngineConfig(gamma=np.float64(2.0), fee_bp=np.int64(10)).gamma == 2.0  # NumPy's numbers are numbers
+
+
+def test_settings_changed_by_a_list_are_refused_as_not_a_mapping():
+    engine = MemTrial(gamma=5.0)
+    before = engine.to_json()
+    with pytest.raises(ConfigError) as error:
+        engine.change_settings([("retrieval", "similarity")])
+    assert error.value.field == "changes" and str(error.value).startswith("changes must be a mapping")
+    assert engine.to_json() == before
