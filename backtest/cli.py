@@ -498,13 +498,40 @@ def render(
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise typer.BadParameter(f"{source} is not a run's results (JSON): {error}") from None
     env = document.get("env") if isinstance(document, dict) else None
-    if env != "plantedmem" or not isinstance(document.get("investors"), dict) or not document["investors"]:
+    if env != "plantedmem":
         raise typer.BadParameter(
             f"{source} holds a {env or 'non-PlantedMem'} run's results: render rewrites a PlantedMem run's page only "
             "(its own page was written by the run and stays as it is)"
         )
-    for path in render_report(folder):
+    missing = _incomplete(document)
+    if missing:
+        raise typer.BadParameter(f"{source} is not a whole PlantedMem run's results: {missing}; nothing was written")
+    try:
+        written = render_report(folder)
+    except (KeyError, TypeError, ValueError, IndexError, StopIteration) as error:  # a figure the page needs
+        raise typer.BadParameter(
+            f"{source} lacks what the page shows ({type(error).__name__}: {error}); nothing was written: "
+            "render a run's own results.json"
+        ) from None
+    for path in written:
         typer.echo(f"wrote {path}")
+
+
+def _incomplete(document: dict[str, object]) -> str | None:
+    """What a PlantedMem results.json lacks that every page needs (investors, regimes, methods, seeds), or None."""
+    investors = document.get("investors")
+    if not isinstance(investors, dict) or not investors:
+        return "no investors"
+    for investor, regimes in investors.items():
+        if not isinstance(regimes, dict) or not regimes:
+            return f"investor {investor!r} has no regimes"
+        for regime, methods in regimes.items():
+            if not isinstance(methods, dict) or not methods:
+                return f"investor {investor!r}, regime {regime!r} has no methods"
+    seeds = document.get("seeds")
+    if not isinstance(seeds, list) or not seeds:
+        return "no seeds"
+    return None
 
 
 @app.command("forecast")

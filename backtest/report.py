@@ -135,7 +135,8 @@ def aggregate(
                 **_curation_summary(worlds, method_id),
             }
         table.setdefault(investor, {})[regime] = summary
-    return {"env": env, "investors": table, "seeds": list(seeds), "wall_seconds": wall_seconds}
+    # in the order of every per-seed list above (a run's --seeds may list them in any order)
+    return {"env": env, "investors": table, "seeds": sorted(seeds), "wall_seconds": wall_seconds}
 
 
 def _dial_metrics(paths: Sequence[list[float] | None]) -> dict[str, Any]:
@@ -720,14 +721,29 @@ def plots(document: dict[str, Any], results: Sequence[dict[str, Any]], folder: P
     return paths
 
 
+#: every plot a PlantedMem run's page may hold (:func:`plots`: some only when their method or regime ran)
+PLOTS = (
+    "utility_by_regime.png",
+    "gate_open_rate_by_regime.png",
+    "trust_weight_by_date.png",
+    "learned_value_vs_type.png",
+    "cost_quality_frontier.png",
+)
+
+
 def write_report(
     folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str
 ) -> dict[str, Any]:
+    """A run's results.json, results.md and plots in ``folder``; a plot an earlier run left there that this
+    run does not draw (its method or regime not run now) is removed, so none can pass for this run's."""
     folder.mkdir(parents=True, exist_ok=True)
     document = aggregate(results, seeds, wall_seconds)
     (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")
     (folder / "results.md").write_text(markdown(document, command))
-    plots(document, results, folder)
+    drawn = {path.name for path in plots(document, results, folder)}
+    for name in PLOTS:
+        if name not in drawn:
+            (folder / name).unlink(missing_ok=True)
     return document
 
 
@@ -752,7 +768,11 @@ def render(folder: Path) -> list[Path]:
     ]
     groups = [(n, rs) for n, rs in groups if rs] or [("all regimes", regimes)]
     paths = [page]
-    frontier_plot(
-        investors, groups, methods, folder / "cost_quality_frontier.png", paths, PlantedMemWorld.reference_calls
-    )
+    try:
+        frontier_plot(
+            investors, groups, methods, folder / "cost_quality_frontier.png", paths, PlantedMemWorld.reference_calls
+        )
+    except Exception:  # a figure the plot needs is missing: the page it replaced comes back
+        page.write_text(previous) if previous else page.unlink()
+        raise
     return paths

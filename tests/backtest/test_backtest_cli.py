@@ -161,17 +161,34 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_any_world_runs(t
     assert "worlds" not in words and taken.read_text() == "not a folder"
 
 
-@pytest.mark.parametrize("kind", ["classalloc", "forecast", "corrupt"])
+INCOMPLETE = {
+    "no investors": {"env": "plantedmem"},
+    "investor 'balanced' has no regimes": {"env": "plantedmem", "investors": {"balanced": {}}},
+    "regime 'poisoned' has no methods": {"env": "plantedmem", "investors": {"balanced": {"poisoned": {}}}},
+    "lacks what the page shows": {
+        "env": "plantedmem",
+        "investors": {"balanced": {"poisoned": {"memtrial": {}}}},
+        "seeds": [1],
+    },
+}
+
+
+@pytest.mark.parametrize("kind", ["classalloc", "forecast", "corrupt", *INCOMPLETE])
 def test_render_refuses_what_is_not_a_plantedmem_run_and_keeps_its_page(tmp_path, kind):
     (tmp_path / "results.md").write_text("# the run's own page\n")
     if kind == "corrupt":
         (tmp_path / "results.json").write_text('{"env": "plantedmem", "investors": ')
+    elif kind in INCOMPLETE:  # valid JSON, but not all a page shows: refused in one message, no traceback
+        (tmp_path / "results.json").write_text(json.dumps(INCOMPLETE[kind]))
     else:
         (tmp_path / "results.json").write_text(json.dumps({"env": kind, "investors": {"balanced": {}}, "seeds": [0]}))
     result = CliRunner().invoke(app, ["backtest", "render", str(tmp_path)])
     words = _words(result.output)
     assert result.exit_code == 2, words
-    assert ("is not a run's results" if kind == "corrupt" else f"holds a {kind} run's results") in words
+    expected = {"corrupt": "is not a run's results"}.get(
+        kind, kind if kind in INCOMPLETE else f"holds a {kind} run's results"
+    )
+    assert expected in words and "Traceback" not in result.output
     assert (tmp_path / "results.md").read_text() == "# the run's own page\n"
 
 

@@ -151,3 +151,28 @@ def test_the_frontier_plot_names_every_point_with_no_label_over_another(tmp_path
         for i, (x0, y0, x1, y1) in enumerate(boxes):
             for a0, b0, a1, b1 in boxes[i + 1 :]:
                 assert x1 <= a0 or a1 <= x0 or y1 <= b0 or b1 <= y0, "two labels overlap"
+
+
+def test_each_per_seed_list_follows_the_seeds_results_json_names_whatever_order_they_were_given_in(world):
+    """``--seeds 4,3``: results.json names its seeds in the order of every per-seed list (each world's figure
+    beside its own seed), not in the order given."""
+    worlds = []
+    for seed, utility in ((4, 0.4), (3, 0.3)):  # run, and returned, in the order given
+        copy = json.loads(json.dumps(world))
+        copy["spec"]["seed"] = seed
+        copy["methods"]["memtrial_budget_3"]["mean_utility_pp"] = utility
+        worlds.append(copy)
+    document = aggregate(worlds, [4, 3], 1.0)
+    per_seed = document["investors"]["balanced"]["beta_0.5"]["memtrial_budget_3"]["per_seed"]
+    assert dict(zip(document["seeds"], per_seed, strict=True)) == {3: 0.3, 4: 0.4}
+
+
+def test_a_run_into_an_earlier_run_s_folder_leaves_none_of_its_plots_behind(tmp_path, world):
+    """A run without MemTrial draws no trust-dial plot: the one an earlier run left in the folder goes, so no
+    plot on the page can pass for this run's."""
+    write_report(tmp_path, [world], [3], 1.0, "memtrial backtest plantedmem --seeds 3")
+    assert (tmp_path / "trust_weight_by_date.png").exists()
+    alone = run_world(WorldSpec("beta_0.5", "balanced", 3, methods=("no_memory",)))
+    write_report(tmp_path, [alone], [3], 1.0, "memtrial backtest plantedmem --seeds 3 --methods no_memory")
+    assert not (tmp_path / "trust_weight_by_date.png").exists()
+    assert (tmp_path / "utility_by_regime.png").exists() and "no_memory" in (tmp_path / "results.json").read_text()
