@@ -49,7 +49,8 @@ DRAFT_BUDGET = typer.Option(
     "--draft-budget",
     min=1.0,
     metavar="<calls>",
-    help="LLM draft calls per decision of the default memtrial (method 4.11; default: its whole design).",
+    help="LLM draft calls per decision of the default memtrial, its curation variants and memtrial_robust (method "
+    "4.11; default: their whole design).",
 )
 FRONTIER = typer.Option(
     False, "--frontier", help="Add the frontier's variants to the methods: " + ", ".join(FRONTIER_IDS) + "."

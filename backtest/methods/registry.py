@@ -114,8 +114,9 @@ CURATION_VARIANTS: dict[str, dict[str, object]] = {
 MEMTRIAL_VARIANTS.update(CURATION_VARIANTS)
 #: the default with the learner's outlier screen on (``robust``, what the service turns on), to measure it
 MEMTRIAL_VARIANTS["memtrial_robust"] = {**MEMTRIAL_VARIANTS["memtrial"], "robust": True}
-#: the variants a run's ``--draft-budget`` applies to: the default and its curation variants
-BUDGETED: tuple[str, ...] = ("memtrial", *CURATION_VARIANTS)
+#: the variants a run's ``--draft-budget`` applies to: the default, its curation variants and its robust twin (the
+#: paper's rule and its ablations keep their whole design: the budget is the default's)
+BUDGETED: tuple[str, ...] = ("memtrial", *CURATION_VARIANTS, "memtrial_robust")
 
 
 def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget: float | None = None) -> EngineConfig:
