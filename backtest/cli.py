@@ -47,7 +47,6 @@ REAL_METHOD_HELP = "Comma-separated method ids (default: all): " + ", ".join(REA
 DRAFT_BUDGET = typer.Option(
     None,
     "--draft-budget",
-    min=1.0,
     metavar="<calls>",
     help="LLM draft calls per decision of the default memtrial, its curation variants and memtrial_robust (method "
     "4.11; default: their whole design).",
@@ -111,7 +110,7 @@ def _check_methods_and_learner(method_ids: tuple[str, ...] | None, known: list[s
 
 
 def _check_budget_and_scheduler(draft_budget: float | None, scheduler: str | None, workers: int = 1) -> None:
-    if draft_budget is not None and not math.isfinite(draft_budget):
+    if draft_budget is not None and not (math.isfinite(draft_budget) and draft_budget >= 1.0):
         raise bad("draft-budget", f"a budget is a finite number of calls >= 1, got {draft_budget!r}")
     if scheduler is not None and not re.fullmatch(r"(?:[a-z]+://)?\S+:\d+", scheduler):
         raise bad("scheduler", f"a scheduler's address looks like tcp://host:port (or host:port), got {scheduler!r}")

@@ -137,6 +137,8 @@ def _words(output: str) -> str:
         ),
         (["--methods", "memtrial,memtrial"], "--methods", "each name once"),
         (["--draft-budget", "inf"], "--draft-budget", "a budget is a finite number of calls >= 1, got inf"),
+        (["--draft-budget", "nan"], "--draft-budget", "a budget is a finite number of calls >= 1, got nan"),
+        (["--draft-budget", "0.5"], "--draft-budget", "a budget is a finite number of calls >= 1, got 0.5"),
         (["--scheduler", "bogus"], "--scheduler", "looks like tcp://host:port (or host:port), got 'bogus'"),
         (["--investor", "x"], "--investor", "investor must be one of"),
         (["--learner", "y"], "--learner", "learner must be one of"),
