@@ -52,10 +52,12 @@ def text_or_flag(value: Any) -> bool:
     return False
 
 
-def check_experience_id(value: object, field: str = "experience_id") -> ExperienceId:
-    """An experience id: an int, or a non-empty str that is text (no lone surrogate: the state is UTF-8)."""
+def check_experience_id(value: object, field: str = "experience_id", *, listed: bool = False) -> ExperienceId:
+    """An experience id: an int, or a non-empty str that is text (no lone surrogate: the state is UTF-8);
+    ``listed``: one of the ids ``field`` lists (its message says each id, not the list, must be one)."""
     if isinstance(value, bool) or not isinstance(value, str | int):
-        raise InputError(f"{field} must be a str or int, got {value!r}", field=field)
+        what = f"{field}: each id" if listed else field
+        raise InputError(f"{what} must be a str or int, got {value!r}", field=field)
     if isinstance(value, str):
         check_text_id(value, field)
     return value

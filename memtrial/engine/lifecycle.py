@@ -444,7 +444,7 @@ class MemTrial:
                     f"retrieved must be a sequence of experience ids in rank order, got {retrieved!r}",
                     field="retrieved",
                 )
-            ids = [check_experience_id(e, "retrieved") for e in retrieved]
+            ids = [check_experience_id(e, "retrieved", listed=True) for e in retrieved]
             if len(set(ids)) != len(ids) or len(ids) > self.config.k:
                 raise InputError(
                     f"retrieved must hold at most {self.config.k} distinct ids, got {ids!r}", field="retrieved"
@@ -515,7 +515,7 @@ class MemTrial:
         # a set has no similarity order; a number is no list
         if isinstance(candidate_ids, (str, bytes, set, frozenset, dict)) or not isinstance(candidate_ids, Iterable):
             raise InputError(f"{field} must be a sequence of experience ids, got {candidate_ids!r}", field=field)
-        ids = [check_experience_id(e, field) for e in candidate_ids]
+        ids = [check_experience_id(e, field, listed=True) for e in candidate_ids]
         repeated = sorted({e for e in ids if ids.count(e) > 1})
         if repeated:
             raise InputError(f"{field} must be distinct ids, repeated: {repeated!r}", field=field)

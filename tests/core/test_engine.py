@@ -963,3 +963,14 @@ def test_settings_changed_by_a_list_are_refused_as_not_a_mapping():
         engine.change_settings([("retrieval", "similarity")])
     assert error.value.field == "changes" and str(error.value).startswith("changes must be a mapping")
     assert engine.to_json() == before
+
+
+def test_an_id_of_a_list_that_is_no_id_is_named_as_one_of_the_list():
+    engine, _ = _stage("planned")
+    for call, field in (
+        (lambda: engine.plan("q", 2, 3, retrieved=[1.5]), "retrieved"),
+        (lambda: engine.rank([None], k=1), "candidate_ids"),
+    ):
+        with pytest.raises(InputError) as error:
+            call()
+        assert error.value.field == field and str(error.value).startswith(f"{field}: each id must be a str or int")
