@@ -17,8 +17,9 @@ Retries: a request that fails in transport, or is answered 429/502/503/504 with
 no ``Retry-After`` or one of at most ``max_wait`` seconds, is sent again, up to
 ``retries`` times with a growing pause, except where sending it again could do
 twice what the first attempt may have done: a lost answer, or a 502/503/504 that
-is not the service's own refusal (a proxy's), is resent only for a read (GET) or
-a keyed call; and the service's own 502 (server drafting failed: the decision
+is not the service's own refusal (a proxy's), or its 503 ``server_stopping`` (a
+server that stopped mid-request), is resent only for a read (GET) or a keyed
+call; and the service's own 502 (server drafting failed: the decision
 failed, its model calls spent) is final. Every creating POST carries an
 ``Idempotency-Key`` generated once per call and reused by its retries, so a
 retry can never create twice: the service answers it with the first answer.
@@ -120,8 +121,8 @@ class _Attempts:
             return None
         elif outcome.status_code == 502 and _refusal(outcome):
             return None  # the service's own: server drafting failed, the decision with it (its calls spent)
-        elif outcome.status_code != 429 and not resendable and not _refusal(outcome):
-            return None  # a proxy's 502/503/504: the service may have done the change
+        elif outcome.status_code != 429 and not resendable and not _undone(outcome):
+            return None  # a proxy's 502/503/504, or a server that stopped mid-request: the change may be done
         else:
             header = outcome.headers.get("retry-after")
             seconds = min(0.25 * 2**self.attempt, self.max_wait) if header is None else _delay_seconds(header)
@@ -154,6 +155,18 @@ def _refusal(response: httpx.Response) -> bool:
     except ValueError:
         return False
     return isinstance(body, dict) and isinstance(body.get("error"), dict) and "code" in body["error"]
+
+
+#: the service's refusals that do not say nothing was written: a request a stopping server cut off may have
+#: taken effect (it is resent only where resending cannot do it twice)
+MAYBE_DONE = frozenset({"server_stopping"})
+
+
+def _undone(response: httpx.Response) -> bool:
+    """Whether an answer is the service's own refusal that wrote nothing (not a proxy's, not ``server_stopping``)."""
+    if not _refusal(response):
+        return False
+    return response.json()["error"]["code"] not in MAYBE_DONE
 
 
 def _delay_seconds(header: str) -> float | None:

@@ -214,7 +214,8 @@ def test_a_retry_is_sent_only_where_it_cannot_do_twice_what_the_first_attempt_ma
     assert wait(create, _answer(502, "malformed_draft")) is None
     assert wait(create, _answer(502, "drafter_unavailable")) is None
     # a proxy's 502/503/504, or a lost answer: resent for a keyed call or a read, not for an unkeyed change
-    for outcome in (lost, _answer(502), _answer(503), _answer(504)):
+    # and the service's 503 server_stopping: a server that stopped mid-request may have done it
+    for outcome in (lost, _answer(502), _answer(503), _answer(504), _answer(503, "server_stopping")):
         assert wait(create, outcome) == 0.25 and wait(read, outcome) == 0.25 and wait(rank, outcome) == 0.25
         assert wait(release, outcome) is None
     # the service's own 503 (nothing written) and any 429: resent for every call

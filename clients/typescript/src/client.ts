@@ -126,8 +126,8 @@ export class Attempts {
       return null;
     } else if (outcome.response.status === 502 && refusal(outcome.text)) {
       return null; // the service's own: server drafting failed, the decision with it (its calls spent)
-    } else if (outcome.response.status !== 429 && !resendable && !refusal(outcome.text)) {
-      return null; // a proxy's 502/503/504: the service may have done the change
+    } else if (outcome.response.status !== 429 && !resendable && !undone(outcome.text)) {
+      return null; // a proxy's 502/503/504, or a server that stopped mid-request: the change may be done
     } else {
       const header = outcome.response.headers.get("retry-after");
       const wanted = header === null ? backoff : retryAfterMs(outcome.response);
@@ -157,6 +157,16 @@ function refusal(text: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** The service's refusals that do not say nothing was written: a request a stopping server cut off may have taken
+ * effect (it is resent only where resending cannot do it twice). */
+const MAYBE_DONE = new Set(["server_stopping"]);
+
+/** Whether an answer is the service's own refusal that wrote nothing (not a proxy's, not `server_stopping`). */
+function undone(text: string): boolean {
+  if (!refusal(text)) return false;
+  return !MAYBE_DONE.has(String((JSON.parse(text) as { error: { code: unknown } }).error.code));
 }
 
 /** `Retry-After` in ms from now: a number of seconds, or an HTTP date (IMF-fixdate, e.g. `Wed, 21 Oct 2015

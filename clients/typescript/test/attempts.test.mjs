@@ -55,7 +55,9 @@ test("a retry is sent only where it cannot do twice what the first attempt may h
   assert.equal(wait(create, own(502, "malformed_draft")), null);
   assert.equal(wait(create, own(502, "drafter_unavailable")), null);
   // a proxy's 502/503/504, or a lost answer: resent for a keyed call or a read, not for an unkeyed change
-  for (const outcome of [lost, answer(502, {}, "<html>Bad Gateway</html>"), answer(503), answer(504)]) {
+  // and the service's 503 server_stopping: a server that stopped mid-request may have done it
+  const stopped = own(503, "server_stopping");
+  for (const outcome of [lost, answer(502, {}, "<html>Bad Gateway</html>"), answer(503), answer(504), stopped]) {
     assert.equal(wait(create, outcome), 250);
     assert.equal(wait(read, outcome), 250);
     assert.equal(wait(rank, outcome), 250);
