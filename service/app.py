@@ -27,7 +27,7 @@ from service.deps import KeyCache, Services, client_address
 from service.embeddings import Embedder, OnnxEmbedder, get_embedder
 from service.handlers import install_handlers
 from service.jobs import RefitRunner
-from service.leases import finish_abandons, withdraw_expired
+from service.leases import finish_abandons, stopping_bound, withdraw_expired
 from service.limits import BodyLimitMiddleware
 from service.logs import configure_logging
 from service.metrics import forget_worker
@@ -84,7 +84,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         tracing.setup_tracing()  # on when an OTEL_EXPORTER_OTLP_*ENDPOINT names a collector
         yield
         # the requests the server stopped in the middle of release their keys and withdraw their plans first
-        await asyncio.to_thread(finish_abandons, settings.db_pool_timeout + 2 * settings.db_statement_timeout)
+        await asyncio.to_thread(finish_abandons, stopping_bound(services))
         runner.stop()
         engine.dispose()
         tracing.shutdown()  # the spans still queued go out

@@ -18,11 +18,12 @@ lease of ``MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS``:
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import TYPE_CHECKING
 
@@ -38,7 +39,17 @@ from service.store import as_utc, load_agent, owned_row, save_engine
 if TYPE_CHECKING:
     from service.drafting import Retries
 
-__all__ = ["EXPIRED", "Renewal", "abandon", "abandon_while_stopping", "finish_abandons", "withdraw", "withdraw_expired"]
+__all__ = [
+    "EXPIRED",
+    "Renewal",
+    "abandon",
+    "abandon_while_stopping",
+    "drafting_in_flight",
+    "finish_abandons",
+    "stopping_bound",
+    "withdraw",
+    "withdraw_expired",
+]
 
 logger = logging.getLogger("memtrial.service")
 EXPIRED = "the server drafting it stopped before deciding (its process ended): its lease expired"
@@ -131,61 +142,106 @@ def abandon(
     guard: Idempotency,
     reason: str,
     retries: Retries | None = None,
+    *,
+    here_until: float | None = None,
 ) -> None:
     """A failed server-drafting request lets go: its key released, its decision withdrawn with ``reason``
     (and the retries it reserved but did not send given back to its draft budget).
 
-    Each step the database refuses now is retried in the background until the lease would have ended."""
+    Each step the database refuses now is retried until the lease would have ended: in the background, or,
+    with ``here_until`` (a ``time.monotonic()`` deadline), in this thread until then (a stopping server)."""
     steps: list[Callable[[], None]] = [
         lambda: _release(services, guard),
         lambda: _withdrawn(services, tenant_id, agent_id, decision_id, reason, retries),
     ]
     left = _attempt(steps)
-    if left:
-        deadline = time.monotonic() + services.settings.idempotency_lease_seconds
+    if not left:
+        return
+    deadline = time.monotonic() + services.settings.idempotency_lease_seconds
+    if here_until is not None:
+        _keep_trying(left, min(deadline, here_until))
+    else:
         threading.Thread(target=_keep_trying, args=(left, deadline), name="drafting-abandon", daemon=True).start()
 
 
-#: the abandons of requests the server stopped in the middle of, still running (:func:`finish_abandons` waits)
-_STOPPING: set[threading.Thread] = set()
-_STOPPING_LOCK = threading.Lock()
+class _Stopping:
+    """The server-drafting requests running now, and the abandons of those the server stopped in the middle of,
+    still running: a stopping server's shutdown waits for both (:func:`finish_abandons`)."""
+
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.running = 0
+        self.abandons: set[threading.Thread] = set()
+
+
+_STOPPING = _Stopping()
+
+
+@contextlib.contextmanager
+def drafting_in_flight() -> Iterator[None]:
+    """Around a server-drafting request, from before its plan to after its last word: counted as running, so a
+    stopping server waits for it to register its abandon (which happens an event-loop turn or more after the
+    cancellation) before it waits for the abandons."""
+    with _STOPPING.changed:
+        _STOPPING.running += 1
+    try:
+        yield
+    finally:
+        with _STOPPING.changed:
+            _STOPPING.running -= 1
+            _STOPPING.changed.notify_all()
+
+
+def stopping_bound(services: Services) -> float:
+    """How long a stopping server gives its abandons: a pool checkout and two statements (release, withdraw)."""
+    settings = services.settings
+    return settings.db_pool_timeout + 2 * settings.db_statement_timeout
 
 
 def abandon_while_stopping(
     services: Services,
     tenant_id: str,
     agent_id: str,
-    decision_id: str,
-    guard: Idempotency,
     reason: str,
-    retries: Retries | None = None,
+    planned: Callable[[], tuple[str, Retries | None] | None],
+    guard: Idempotency,
 ) -> None:
-    """:func:`abandon` for a request the server cancelled as it stops: in a thread, so the cancellation is not
-    held up, that the server's shutdown waits for (:func:`finish_abandons`, before the database engine goes)
-    and the interpreter too (not a daemon): the key is released and the decision withdrawn before the process
-    ends, so a retry with the key on the restarted server runs at once instead of waiting out the lease."""
+    """:func:`abandon` for a request the server cancelled as it stops, in a thread (the cancellation is not held
+    up) that the shutdown waits for (:func:`finish_abandons`, before the database engine goes) and the
+    interpreter too (not a daemon), retrying what the database refuses in that thread: the key is released and
+    the decision withdrawn before the process ends, so a retry with the key on the restarted server runs at once
+    instead of waiting out the lease. ``planned()`` gives the request's (decision id, retries) once its plan has
+    committed (it waits for a plan still running in its thread), or None where the plan wrote nothing."""
 
     def run() -> None:
         try:
-            abandon(services, tenant_id, agent_id, decision_id, guard, reason, retries)
+            until = time.monotonic() + stopping_bound(services)
+            made = planned()
+            if made is not None:
+                decision_id, retries = made
+                abandon(services, tenant_id, agent_id, decision_id, guard, reason, retries, here_until=until)
         finally:
-            with _STOPPING_LOCK:
-                _STOPPING.discard(thread)
+            with _STOPPING.changed:
+                _STOPPING.abandons.discard(thread)
+                _STOPPING.changed.notify_all()
 
     thread = threading.Thread(target=run, name="drafting-abandon")
-    with _STOPPING_LOCK:
-        _STOPPING.add(thread)
+    with _STOPPING.changed:
+        _STOPPING.abandons.add(thread)
     thread.start()
 
 
 def finish_abandons(timeout: float) -> bool:
-    """Wait up to ``timeout`` seconds in all for the abandons of stopped requests; whether all have ended."""
+    """Wait up to ``timeout`` seconds in all for the server-drafting requests still running to end (a cancelled
+    one registers its abandon as it ends), then for the abandons; whether all have ended."""
     deadline = time.monotonic() + timeout
-    with _STOPPING_LOCK:
-        pending = list(_STOPPING)
-    for thread in pending:
-        thread.join(max(0.0, deadline - time.monotonic()))
-    return not any(thread.is_alive() for thread in pending)
+    with _STOPPING.changed:
+        while _STOPPING.running or _STOPPING.abandons:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _STOPPING.changed.wait(left)
+    return True
 
 
 def _attempt(steps: list[Callable[[], None]]) -> list[Callable[[], None]]:

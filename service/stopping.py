@@ -51,6 +51,9 @@ class StoppingMiddleware:
             if started:  # part of the answer went out: the connection closes on it
                 raise
             # the cancellation was the server's, delivered once: the answer is sent, and the request ends here
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
             body = json.dumps(error_body("server_stopping", STOPPING_MESSAGE, None)).encode()
             headers = [
                 (b"content-type", b"application/json"),

@@ -14,6 +14,8 @@ entry closes its registered prediction); then the error answers.
 from __future__ import annotations
 
 import asyncio
+import functools
+import threading
 from typing import Annotated, Any
 
 from fastapi import Request
@@ -32,10 +34,11 @@ from service.deps import Services
 from service.drafting import Retries, draft_all
 from service.errors import ApiError
 from service.idempotency import Idempotency
-from service.leases import Renewal, abandon, abandon_while_stopping
+from service.leases import Renewal, abandon, abandon_while_stopping, drafting_in_flight, stopping_bound
 from service.models import Decision
 from service.modes import DecisionStatus
 from service.prompts import draft_prompts
+from service.providers import Provider
 from service.schemas import (
     DecisionCreate,
     DecisionPublic,
@@ -193,10 +196,50 @@ async def create(
                 "drafting",
             )
     guard = Idempotency(key, tenant_id, request, body)
-    planned, settings, retries = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
     if body.drafting == "client":
+        planned, _, _ = await run_in_threadpool(plan, services, tenant_id, agent_id, body, guard)
         return planned
     assert provider is not None
+    with drafting_in_flight():  # a stopping server waits for it to let go of what it holds
+        return await _draft_and_decide(services, tenant_id, agent_id, body, guard, provider)
+
+
+STOPPED = "the server stopped before deciding"
+
+
+class _Planning:
+    """A server-drafted decision's plan as its thread runs it: what the abandon of a request the server stopped
+    while it planned waits for (the thread goes on, and may commit the plan and the key's lease)."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.result: tuple[PlanPublic, dict[str, object], Retries] | None = None
+
+    def run(self, *arguments: Any) -> tuple[PlanPublic, dict[str, object], Retries]:
+        try:
+            self.result = plan(*arguments)
+            return self.result
+        finally:
+            self.done.set()
+
+    def made(self, timeout: float) -> tuple[str, Retries | None] | None:
+        """(decision id, retries) once the plan committed; None where it wrote nothing (or never ended)."""
+        if not self.done.wait(timeout) or self.result is None:
+            return None
+        planned, _, retries = self.result
+        return planned.decision_id, retries
+
+
+async def _draft_and_decide(
+    services: Services, tenant_id: str, agent_id: str, body: DecisionCreate, guard: Idempotency, provider: Provider
+) -> DecisionPublic:
+    planning = _Planning()
+    try:
+        planned, settings, retries = await run_in_threadpool(planning.run, services, tenant_id, agent_id, body, guard)
+    except asyncio.CancelledError:  # the server is stopping while the plan runs in its thread
+        made = functools.partial(planning.made, stopping_bound(services))
+        abandon_while_stopping(services, tenant_id, agent_id, STOPPED, made, guard)
+        raise
     system, prompts, parse = draft_prompts(settings, body.context_text, [s.texts for s in planned.subsets])
     decision_id = planned.decision_id
     with Renewal(services, guard, decision_id):
@@ -214,8 +257,7 @@ async def create(
                 decide, services, tenant_id, agent_id, decision_id, drafts, guard, None, retries, server=True
             )
         except asyncio.CancelledError:  # the server is stopping: let go, and its shutdown waits for the release
-            reason = "the server stopped before deciding"
-            abandon_while_stopping(services, tenant_id, agent_id, decision_id, guard, reason, retries)
+            abandon_while_stopping(services, tenant_id, agent_id, STOPPED, lambda: (decision_id, retries), guard)
             raise
         except Exception as failure:
             reason = _failure_reason(failure)

@@ -281,3 +281,65 @@ def test_a_lease_setting_outside_its_range_is_refused_naming_the_variable(monkey
     with pytest.raises(ValueError) as error:
         Settings.from_env()
     assert str(error.value) == f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {float(raw)!r}"
+
+
+def test_a_stopping_server_waits_for_its_drafting_requests_to_let_go_then_for_their_abandons():
+    """uvicorn cancels the requests, then shuts the app down at once; a cancelled server-drafting request
+    registers its abandon an event-loop turn or more later. The shutdown's wait (finish_abandons) waits for the
+    requests still running to end, then for their abandons, within its bound."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from service.leases import abandon_while_stopping, drafting_in_flight, finish_abandons
+
+    services = SimpleNamespace(settings=SimpleNamespace(db_pool_timeout=1.0, db_statement_timeout=1.0))
+    order, entered = [], threading.Event()
+
+    def planned():
+        time.sleep(0.2)  # the plan's thread still committing
+        order.append("let go")
+        return None  # it wrote nothing: nothing to release
+
+    def request():
+        with drafting_in_flight():
+            entered.set()
+            time.sleep(0.2)  # the cancellation reaching the route
+            abandon_while_stopping(services, "tenant", "agent", "stopped", planned, guard=None)
+
+    thread = threading.Thread(target=request)
+    thread.start()
+    entered.wait(10)
+    assert not finish_abandons(0.05)  # its bound passes while the request runs
+    assert finish_abandons(10)
+    order.append("shut down")
+    thread.join(10)
+    assert order == ["let go", "shut down"]
+
+
+def test_the_abandon_of_a_request_stopped_while_it_planned_waits_for_the_plan_its_thread_still_commits(monkeypatch):
+    """Cancelled while its plan runs in a thread, a server-drafting request cannot know the decision the thread
+    may still commit: its abandon waits for the plan and releases that decision, or nothing if none was made."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import service.usecases.deciding as deciding
+
+    def slow_plan(*_):
+        time.sleep(0.2)
+        return SimpleNamespace(decision_id="d-committed"), {}, "its retries"
+
+    monkeypatch.setattr(deciding, "plan", slow_plan)
+    planning = deciding._Planning()
+    threading.Thread(target=planning.run, args=("services", "tenant", "agent", "body", "guard")).start()
+    assert planning.made(10) == ("d-committed", "its retries")
+
+    def failing_plan(*_):
+        raise RuntimeError("the database refused the plan: nothing committed")
+
+    monkeypatch.setattr(deciding, "plan", failing_plan)
+    failed = deciding._Planning()
+    with pytest.raises(RuntimeError):
+        failed.run("services", "tenant", "agent", "body", "guard")
+    assert failed.made(10) is None
