@@ -38,18 +38,31 @@ ExperienceId = str | int
 Time = int | float | dt.datetime | dt.date
 
 
+#: what NumPy would read as a number nobody gave: a text ("0.5" is 0.5) or a true/false (True is 1.0)
+_NOT_NUMBERS = (str, bytes, bool, np.bool_, np.str_, np.bytes_)
+
+
 def text_or_flag(value: Any) -> bool:
     """Whether ``value`` (a number, or nested lists or an array of them) holds a text or a true/false anywhere:
-    NumPy would read ``"0.5"`` as 0.5 and ``True`` as 1.0, a number nobody gave."""
-    if isinstance(value, np.ndarray):
-        if value.dtype.kind in "bUS":
-            return True
-        return value.dtype.kind == "O" and any(text_or_flag(item) for item in value.ravel().tolist())
-    if isinstance(value, str | bytes | bool | np.bool_):
+    NumPy would read ``"0.5"`` as 0.5 and ``True`` as 1.0, a number nobody gave. An array of numbers is answered
+    from its dtype; lists are read once as objects (rows of unequal lengths one by one)."""
+    if isinstance(value, np.ndarray) and value.dtype.kind != "O":
+        return value.dtype.kind in "bUS"
+    if isinstance(value, _NOT_NUMBERS):
         return True
-    if isinstance(value, list | tuple):
-        return any(text_or_flag(item) for item in value)
-    return False
+    if not isinstance(value, list | tuple | np.ndarray):
+        return False
+    try:
+        items = np.asarray(value, dtype=object).ravel().tolist()
+    except ValueError:  # rows of unequal lengths, nested unevenly
+        items = list(value)
+    kinds = set(map(type, items))
+    if any(issubclass(kind, _NOT_NUMBERS) for kind in kinds):
+        return True
+    nested = (list, tuple, np.ndarray)
+    return any(issubclass(kind, nested) for kind in kinds) and any(
+        text_or_flag(item) for item in items if isinstance(item, nested)
+    )
 
 
 def check_experience_id(value: object, field: str = "experience_id", *, listed: bool = False) -> ExperienceId:

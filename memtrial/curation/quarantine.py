@@ -268,9 +268,17 @@ class Evidence:
             "n_seen": self.n_seen,
             "quarantined_at": self.quarantined_at,
             "changed_at": self.changed_at,
-            "regime_n": self.regime_n,
-            "regime_total": self.regime_total,
-            "regime_squares": self.regime_squares,
+            # the regime's figures where they are not the test's (a release after a change), so that a stored
+            # book without a release reads back and is written again byte for byte
+            **(
+                {}
+                if (self.regime_n, self.regime_total, self.regime_squares) == (self.n, self.total, self.squares)
+                else {
+                    "regime_n": self.regime_n,
+                    "regime_total": self.regime_total,
+                    "regime_squares": self.regime_squares,
+                }
+            ),
         }
 
     @classmethod

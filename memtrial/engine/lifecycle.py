@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -112,6 +112,15 @@ class _LogSink:
             engine.history.append_log(entry)
 
 
+def _iterable(value: object) -> bool:
+    """Whether ``value`` can be read item by item (a 0-d array says it is iterable and is not)."""
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
+
+
 class MemTrial:
     """One agent's memory credit assignment and trust-gated decisions.
 
@@ -126,7 +135,9 @@ class MemTrial:
         if config is not None and settings:
             raise ConfigError("give either config or keyword settings, not both")
         if config is not None and not isinstance(config, EngineConfig):
-            raise ConfigError(f"config must be an EngineConfig (or give keyword settings), got {config!r}"[:300])
+            raise ConfigError(
+                f"config must be an EngineConfig (or give keyword settings), got {config!r}"[:300], field="config"
+            )
         unknown = sorted(set(settings) - {f.name for f in fields(EngineConfig)})
         if unknown:
             raise ConfigError(f"unknown settings {unknown!r}: an EngineConfig has no such field", field=unknown[0])
@@ -439,7 +450,7 @@ class MemTrial:
             ]
         if retrieved is not None:
             # not its characters (a set has no order; a number is no list)
-            if isinstance(retrieved, (str, bytes, set, frozenset, dict)) or not isinstance(retrieved, Iterable):
+            if isinstance(retrieved, (str, bytes, set, frozenset, dict)) or not _iterable(retrieved):
                 raise InputError(
                     f"retrieved must be a sequence of experience ids in rank order, got {retrieved!r}",
                     field="retrieved",
@@ -513,7 +524,7 @@ class MemTrial:
         self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None, field: str
     ) -> list[Ranked]:
         # a set has no similarity order; a number is no list
-        if isinstance(candidate_ids, (str, bytes, set, frozenset, dict)) or not isinstance(candidate_ids, Iterable):
+        if isinstance(candidate_ids, (str, bytes, set, frozenset, dict)) or not _iterable(candidate_ids):
             raise InputError(f"{field} must be a sequence of experience ids, got {candidate_ids!r}", field=field)
         ids = [check_experience_id(e, field, listed=True) for e in candidate_ids]
         repeated = sorted({e for e in ids if ids.count(e) > 1})

@@ -104,11 +104,12 @@ def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, An
         "rederived": {d: dict(v) for d, v in state.rederived.items()},
         "history": history.to_dict() if history is not None else None,
         **({} if state.curation is None else {"curation": dict(state.curation)}),
-        # which experiences had the embeddings left out, so a restore can tell a missing one from none
+        # which experiences had no embedding (every other one's is left out), so a restore can tell a missing one
+        # from none; a store that embeds every experience writes an empty list
         **(
             {}
             if embeddings
-            else {"embeddings_left_out": [x.experience_id for x in state.experiences if x.embedding is not None]}
+            else {"without_embeddings": [x.experience_id for x in state.experiences if x.embedding is None]}
         ),
     }
 
@@ -158,8 +159,9 @@ def decode_state(
                 field="embeddings",
             )
         external = embeddings or {}
-        if "embeddings_left_out" in data:  # a state that says which it left out (one written before: not checked)
-            _check_given(data["embeddings_left_out"], external)
+        if "without_embeddings" in data:  # a state that says which it left out (one written before: not checked)
+            without = set(data["without_embeddings"])
+            _check_given([e for e, _, _ in data["experiences"] if e not in without], external)
         experiences = tuple(
             ExperienceState(
                 experience_id,

@@ -884,6 +884,7 @@ def _stage(stage):
         ("planned", lambda e, n: e.plan("q", 2, 3, context_embedding=[float("nan"), 0.0]), "context_embedding"),
         ("planned", lambda e, n: e.plan("q", 2, 3, retrieved=5), "retrieved"),
         ("planned", lambda e, n: e.plan("q", 2, 3, candidates=5), "candidates"),
+        ("planned", lambda e, n: e.plan("q", 2, 3, retrieved=np.array(5)), "retrieved"),
     ],
 )
 def test_texts_true_false_and_non_lists_are_no_numbers_and_change_nothing(stage, call, field):
@@ -944,7 +945,7 @@ def test_a_settlement_sent_again_checks_its_time_too():
         (lambda: EngineConfig(investor=5), "investor"),
         (lambda: EngineConfig(gamma=1.0, diagnostics="no"), "diagnostics"),
         (lambda: MemTrial(gamma=1.0, bogus=3), "bogus"),
-        (lambda: MemTrial({"gamma": 1.0}), None),
+        (lambda: MemTrial({"gamma": 1.0}), "config"),
     ],
 )
 def test_settings_of_the_wrong_kind_are_refused_as_settings(make, field):

@@ -471,9 +471,11 @@ def test_a_release_restarts_the_test_but_keeps_the_value_learnt_since_the_change
     stored = json.loads(json.dumps(engine.curator.to_dict()))
     regime = engine.curator.regime_posterior("stale")
     assert Curator.from_dict(engine.curator.config, stored).regime_posterior("stale") == regime
-    for _, evidence in stored["evidence"]:  # a book stored before these figures
-        for name in ("regime_n", "regime_total", "regime_squares"):
-            del evidence[name]
+    written = dict(stored["evidence"])
+    assert {"regime_n", "regime_total", "regime_squares"} <= set(written["stale"])  # released after its change
+    assert not {"regime_n", "regime_total", "regime_squares"} & set(written["e0"])  # the test's figures: left out
+    for name in ("regime_n", "regime_total", "regime_squares"):  # a book stored before these figures
+        del written["stale"][name]
     assert Curator.from_dict(engine.curator.config, stored).regime_posterior("stale").n == 0
     trial(t)  # retrieved again: its next contribution adds to the regime
     after = engine.posterior("stale")
