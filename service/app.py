@@ -29,7 +29,7 @@ from service.handlers import install_handlers
 from service.jobs import RefitRunner
 from service.leases import finish_abandons, stopping_bound, withdraw_expired
 from service.limits import BodyLimitMiddleware
-from service.logs import configure_logging
+from service.logs import REQUEST_ID, configure_logging
 from service.metrics import forget_worker
 from service.providers import load_providers
 from service.ratelimit import RateLimiter, SharedRateLimiter, TrustedProxies
@@ -132,6 +132,7 @@ async def _observe(request: Request, call_next: Callable[[Request], Awaitable[Re
     """Every answer logged, counted in /metrics, traced and given its ``X-Request-ID``."""
     given = request.headers.get("x-request-id", "")
     request.state.request_id = given if _REQUEST_ID.match(given) else uuid.uuid4().hex
+    REQUEST_ID.set(request.state.request_id)  # this request's context (and its threads'): its records name it
     start = time.perf_counter()
     with tracing.request_span(_method_of(request), request.headers) as current:
         try:

@@ -218,8 +218,8 @@ class RefitRunner:
         """Send a held job to the engine; one that cannot be sent (its scheduler gone) fails, saying why."""
         with self._lock:
             self._sent[job_id] = time.perf_counter()
-        source = "a thread" if isinstance(self.engine, ThreadEngine) else "the refit cluster"
-        logger.debug("refit job sent", extra={"job_id": job_id, "source": source})
+        runs_on = "a thread" if isinstance(self.engine, ThreadEngine) else "the refit cluster"
+        logger.debug("refit job sent", extra={"job_id": job_id, "runs_on": runs_on})
         try:
             self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, self._finished)
         except (OSError, TimeoutError) as error:

@@ -13,13 +13,14 @@ the exception's type only: an exception's message can quote request content
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import json
 import logging
 import traceback
 from typing import Any
 
-__all__ = ["UVICORN_LOG_CONFIG", "JsonFormatter", "configure_logging"]
+__all__ = ["REQUEST_ID", "UVICORN_LOG_CONFIG", "JsonFormatter", "configure_logging"]
 
 FIELDS = (
     "request_id",
@@ -36,11 +37,30 @@ FIELDS = (
     "agent_id",
     "job_id",
     "source",
+    "runs_on",
     "provider",
     "model",
     "attempt",
     "outcome",
 )
+
+
+#: the request being answered in this context (set by the app's observer): a record made while answering it
+#: that names no request carries its id, so a DEBUG record of what ran can be told apart from another request's
+REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("memtrial_request_id", default=None)
+
+
+class _NamesItsRequest(logging.Filter):
+    """Gives a record made while answering a request, and naming none, that request's id (as it is made, in the
+    request's context: its threads' too)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "request_id") and (current := REQUEST_ID.get()) is not None:
+            record.request_id = current
+        return True
+
+
+logging.getLogger("memtrial.service").addFilter(_NamesItsRequest())
 
 
 class JsonFormatter(logging.Formatter):
@@ -58,7 +78,7 @@ class JsonFormatter(logging.Formatter):
             kind, _, trace = record.exc_info
             entry["error_type"] = kind.__name__
             entry["traceback"] = "".join(traceback.format_tb(trace))
-        return json.dumps(entry)
+        return json.dumps(entry, default=str)  # a library's record may carry a field of any type
 
 
 class _AlreadyLogged(logging.Filter):

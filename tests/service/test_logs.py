@@ -79,5 +79,5 @@ def test_debug_logs_time_each_refit_job_from_sent_to_finished(migrated_sqlite, t
     sent, finished = (
         next(r for r in caplog.records if r.getMessage() == m) for m in ("refit job sent", "refit job finished")
     )
-    assert (sent.job_id, sent.source) == ("job-that-is-gone", "a thread")
+    assert (sent.job_id, sent.runs_on) == ("job-that-is-gone", "a thread")
     assert finished.job_id == "job-that-is-gone" and finished.ms >= 0

@@ -349,6 +349,9 @@ def test_debug_logs_say_what_ran_for_a_request_and_never_what_it_carried(serve, 
             again = client._http.post(path, json={**later, "drafting": "server"}, headers=headers)
     assert first.status_code == again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
     lines = [json.loads(JsonFormatter().format(r)) for r in caplog.records if r.getMessage() in DEBUG_MESSAGES]
+    # each names the request it ran for (the checkouts in their threads, the calls on the event loop)
+    requests = {r.request_id: r.status for r in caplog.records if r.getMessage() == "request"}
+    assert all(requests.get(line.get("request_id")) == 201 for line in lines), lines
     checkouts = [line for line in lines if line["message"] == "engine checked out"]
     assert checkouts and {line["agent_id"] for line in checkouts} == {agent["id"]}
     assert {line["source"] for line in checkouts} <= {"cache", "database"} and "cache" in {
