@@ -105,7 +105,9 @@ class WorldSpec:
     warmup_dates: int | None = None
     test_dates: int | None = None
     engine: str = "replay"
-    draft_budget: float | None = None  # the default memtrial's draft budget (method 4.11; None: its whole design)
+    draft_budget: float | None = (
+        None  # the run's draft budget for BUDGETED's variants (method 4.11; None: whole design)
+    )
 
 
 def market_for(synthetic: bool) -> Market:
@@ -123,7 +125,7 @@ def reference_draws(method_id: str, reference_calls: int, draft_budget: float | 
     """The draws of the world's reference among ``method_id``'s draft calls per decision: ``reference_calls``
     when the method uses the world's reference, else 0. A MemTrial variant anchored on its own memory-free
     draft, or at a draft budget in a world whose reference costs calls (it then anchors on its own), uses
-    none: that draft is among its own calls. draft_budget: the run's budget for the default ``memtrial``."""
+    none: that draft is among its own calls. draft_budget: the run's budget for the variants of ``BUDGETED``."""
     if method_id.startswith("memtrial"):
         settings = MEMTRIAL_VARIANTS[method_id]
         budget = settings.get("draft_budget", draft_budget if method_id in BUDGETED else None)

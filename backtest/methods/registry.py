@@ -122,7 +122,7 @@ BUDGETED: tuple[str, ...] = ("memtrial", *CURATION_VARIANTS, "memtrial_robust")
 def memtrial_config(method_id: str, world: World, scoring: Scoring, draft_budget: float | None = None) -> EngineConfig:
     """The engine configuration of a MemTrial variant in a world (no diagnostics: a backtest never reads them).
 
-    draft_budget: the default ``memtrial``'s budget (``--draft-budget``). A variant at a budget takes
+    draft_budget: the run's budget (``--draft-budget``), for the variants of :data:`BUDGETED`. A variant at a budget takes
     its reference from its own memory-free draft where the world's reference costs calls (PlantedMem's
     eight memory-free draws), so every call it causes counts against its budget.
     """
@@ -246,7 +246,7 @@ def build_methods(
     of this world, or of the worlds walked with it (``served``: a method per id, from the cohort of a runner's
     batch of worlds); "online" runs one :class:`MemTrial` engine per variant. Both give identical results.
     value_model="bayes" gives every MemTrial variant the full-Bayes learner (online engines only).
-    draft_budget: the default ``memtrial``'s draft budget.
+    draft_budget: the run's draft budget, for the variants of :data:`BUDGETED`.
     """
     ids = method_ids or METHOD_IDS
     if engine not in ENGINES:

@@ -176,3 +176,19 @@ def test_a_run_into_an_earlier_run_s_folder_leaves_none_of_its_plots_behind(tmp_
     write_report(tmp_path, [alone], [3], 1.0, "memtrial backtest plantedmem --seeds 3 --methods no_memory")
     assert not (tmp_path / "trust_weight_by_date.png").exists()
     assert (tmp_path / "utility_by_regime.png").exists() and "no_memory" in (tmp_path / "results.json").read_text()
+
+
+def test_a_render_whose_plot_fails_puts_the_page_it_replaced_back(tmp_path, world, monkeypatch):
+    import backtest.report as report
+
+    write_report(tmp_path, [world], [3], 1.0, "memtrial backtest plantedmem --seeds 3")
+    page = (tmp_path / "results.md").read_text()
+    (tmp_path / "results.md").write_text(page + "\nthe page as it stood\n")
+
+    def broken(*_, **__):
+        raise KeyError("draft_calls_per_decision")
+
+    monkeypatch.setattr(report, "frontier_plot", broken)
+    with pytest.raises(KeyError):
+        render(tmp_path)
+    assert (tmp_path / "results.md").read_text() == page + "\nthe page as it stood\n"
