@@ -693,7 +693,7 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} was already decided: settle it instead", field="decision_id"
             )
-        if not isinstance(reason, str) or not reason:
+        if not isinstance(reason, str) or not reason.strip():
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         if entry.plan.experience_ids:
             self.gate.log.append(LogKind.WITHDRAWAL, {"date": decision_id, "reason": reason})

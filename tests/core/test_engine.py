@@ -975,3 +975,14 @@ def test_an_id_of_a_list_that_is_no_id_is_named_as_one_of_the_list():
         with pytest.raises(InputError) as error:
             call()
         assert error.value.field == field and str(error.value).startswith(f"{field}: each id must be a str or int")
+
+
+def test_a_withdrawal_without_words_is_refused_as_a_release_or_correction_without_them_is():
+    engine, _ = _stage("planned")
+    before = engine.to_json()
+    for reason in ("", "   ", "\n\t"):
+        with pytest.raises(InputError) as error:
+            engine.withdraw("p", reason)
+        assert error.value.field == "reason"
+    assert engine.to_json() == before
+    engine.withdraw("p", "the drafter failed")
