@@ -139,10 +139,12 @@ def import_extra(module: str, extra: str, feature: str) -> ModuleType:
         raise MissingExtraError(feature, missing, extra) from None
 
 
-def parse_choice(kind: type[E], value: object, name: str) -> E:
-    """``kind(value)`` for a StrEnum, or a ConfigError that lists the allowed values."""
+def parse_choice(kind: type[E], value: object, name: str, *, argument: bool = False) -> E:
+    """``kind(value)`` for a StrEnum, or an error that lists the allowed values: a ConfigError for a setting, an
+    InputError for a call's ``argument``."""
     try:
         return kind(value)
     except ValueError:
         allowed = [member.value for member in kind]
-        raise ConfigError(f"{name} must be one of {allowed}, got {value!r}", field=name) from None
+        error = InputError if argument else ConfigError
+        raise error(f"{name} must be one of {allowed}, got {value!r}", field=name) from None

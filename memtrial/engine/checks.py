@@ -16,8 +16,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from memtrial.credit.design import DesignKind
 from memtrial.engine.config import SCORED_DESIGN
-from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError
+from memtrial.errors import ConfigError, InputError, PrematureSettlementError, TimeOrderError, parse_choice
 from memtrial.outcomes.mandates import Investor, check_weights, project
+from memtrial.outcomes.scoring import Rule
 from memtrial.outcomes.scoring import rule as scoring_rule
 from memtrial.records import DecisionKind, Plan, Settlement, Time, check_text_id, encode_time, text_or_flag
 
@@ -188,7 +189,7 @@ def check_scored(plan: Plan, utilities: ArrayLike | None, rule: str | None) -> N
     if (utilities is None) == (rule is None):
         raise InputError("give exactly one of utilities or an outcome with its rule", field="utilities")
     if utilities is None:
-        if not scoring_rule(str(rule)).mixable:
+        if not scoring_rule(parse_choice(Rule, rule, "rule", argument=True)).mixable:
             message = f"rule {rule!r} scores answers the engine does not hold: score them (memtrial.outcomes.scoring.score) and give utilities"
             raise InputError(message, field="rule")
         return None

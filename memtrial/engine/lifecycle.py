@@ -279,7 +279,7 @@ class MemTrial:
         """
         check_plan_times(decision_id, time, maturity, self.clock)
         ids = self._retrieve(retrieved, context_embedding, candidates, similarities)
-        kind = parse_choice(DecisionKind, kind, "kind")
+        kind = parse_choice(DecisionKind, kind, "kind", argument=True)
         reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
             kind, reference, previous, n_assets, risky, defensive
         )

@@ -986,3 +986,15 @@ def test_a_withdrawal_without_words_is_refused_as_a_release_or_correction_withou
         assert error.value.field == "reason"
     assert engine.to_json() == before
     engine.withdraw("p", "the drafter failed")
+
+
+def test_a_call_s_choice_that_is_none_of_its_values_is_an_input_error_quoting_what_was_given():
+    """kind and rule are a call's arguments, not settings: InputError (not ConfigError), the value as given."""
+    engine, _ = _stage("settled")
+    with pytest.raises(InputError) as error:
+        engine.plan("q", 4, 5, retrieved=["a"], kind="bogus")
+    assert error.value.field == "kind" and "got 'bogus'" in str(error.value)
+    for rule, quoted in (("bogus", "'bogus'"), (5, "got 5")):
+        with pytest.raises(InputError) as error:
+            engine.settle_scored("s", outcome=0, rule=rule)
+        assert error.value.field == "rule" and quoted in str(error.value)
