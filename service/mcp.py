@@ -11,7 +11,7 @@ http``, at ``http://HOST:PORT/mcp``, behind its own bearer token: ``--token`` /
 Tools: ``list_agents``, ``create_agent``, ``add_experiences``,
 ``search_experiences``, ``rank_experiences`` (the k of your own candidates to use, by similarity and
 learned value, quarantined ones left out), ``release_experience`` (a quarantined one, by hand, with a
-reason), ``plan_decision`` (the designed subsets and their
+reason), ``list_quarantined`` (each quarantined experience with its evidence), ``plan_decision`` (the designed subsets and their
 texts: draft once per subset), ``draft_prompt`` (one subset's exact prompt, for
 a separate model call), ``draft_with_host_model`` (every subset drafted by the
 host's model through MCP sampling, one call each, then submitted),
@@ -228,14 +228,19 @@ async def plan_decision(
         if value is not None
     }
     plan = await _call(service, "create_decision", agent_id, when, matures, context, **chosen)
+    if horizon is None:  # the service's default, for a portfolio agent; a scored decision holds no sessions
+        agent = await _call(service, "get_agent", agent_id)
+        portfolio = agent.get("kind") != "scored"
+        horizon = DecisionCreate.model_fields["horizon"].default if portfolio else None
     return {
         "decision_id": plan["decision_id"],
         "subsets": [{"index": s["index"], "texts": s["texts"]} for s in plan["subsets"]],
         "trust": plan["trust"],
         "dial": plan["dial"],
         "maturity": plan["maturity"],
-        # the sessions settle gives returns for (portfolio agents): as asked, or the service's default
-        "horizon": horizon if horizon is not None else DecisionCreate.model_fields["horizon"].default,
+        # the sessions settle gives returns for (portfolio agents): as asked, or the service's default; None for
+        # a scored agent's decision
+        "horizon": horizon,
     }
 
 
@@ -395,7 +400,7 @@ async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_ret
     """One subset's draft by the host's model (MCP sampling), retried while its answer is malformed, with the
     number of sampling requests it took."""
     types = import_extra("mcp.types", "mcp", "the MCP server")
-    for attempt in range(max(0, max_retries) + 1):
+    for attempt in range(max_retries + 1):
         reply = await ctx.session.create_message(
             messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
             system_prompt=system,
@@ -406,7 +411,7 @@ async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_ret
             return parse(text), attempt + 1
         except DraftError:
             continue
-    tries = max(0, max_retries) + 1
+    tries = max_retries + 1
     raise ValueError(f"the host model's answers were malformed {tries} time{'s' if tries > 1 else ''} in a row")
 
 
@@ -416,6 +421,8 @@ async def draft_with_host_model(
     """Draft every designed subset through the host's own model (MCP sampling), one separate model call per
     subset conditioned on exactly its lessons, check each answer (retried when malformed, never guessed),
     and submit the drafts. Needs a host that supports sampling; otherwise use draft_prompt per subset."""
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or not 0 <= max_retries <= 5:
+        raise ValueError(f"max_retries: the retries of a malformed answer per subset, 0 to 5, got {max_retries!r}")
     capabilities = ctx.session.client_params.capabilities if ctx.session.client_params else None
     if capabilities is None or capabilities.sampling is None:
         raise ValueError(

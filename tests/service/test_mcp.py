@@ -209,6 +209,15 @@ def test_the_host_model_drafts_each_subset_in_a_call_of_its_own_through_sampling
                 "draft_subset", {"agent_id": agent["id"], "decision_id": plan["decision_id"], "index": "3"}
             )
             assert one["prompt"] in shown.messages[0].content.text
+            assert plan["horizon"] is None  # a scored decision holds no sessions
+            negative = await session.call_tool(
+                "draft_with_host_model",
+                {"agent_id": agent["id"], "decision_id": plan["decision_id"], "max_retries": -1},
+            )
+            assert negative.isError and "max_retries: the retries of a malformed answer per subset, 0 to 5, got -1" in (
+                negative.content[0].text
+            )
+            assert not asked  # refused before any model call
             decision = payload(
                 await session.call_tool(
                     "draft_with_host_model", {"agent_id": agent["id"], "decision_id": plan["decision_id"]}
