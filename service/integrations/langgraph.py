@@ -155,9 +155,8 @@ def _plan_node(
     field = "retrieved_external_ids" if by_external_id else "retrieved_ids"
 
     def create(state: DecisionState, options: Mapping[str, Any]) -> Any:
-        return client.create_decision(
-            agent_id, state["decision_time"], state["maturity"], state["context_text"], **options
-        )
+        times = (_given(state, "decision_time"), _given(state, "maturity"))
+        return client.create_decision(agent_id, *times, _given(state, "context_text"), **options)
 
     def plan(state: DecisionState) -> dict[str, Any]:
         options = dict(state.get("options") or {})
@@ -166,7 +165,7 @@ def _plan_node(
             return {"plan": create(state, options).model_dump(mode="json")}
         if retrieve is None:
             return {"plan": create(state, options).model_dump(mode="json")}
-        chosen, _ = _split(retrieve(state["context_text"]), "retrieve")
+        chosen, _ = _split(retrieve(_given(state, "context_text")), "retrieve")
         try:
             planned = create(state, {**options, field: chosen})
         except ServiceError as error:  # one of them quarantined since: plan on the others
@@ -233,7 +232,7 @@ def _retrieve_node(
     """The node putting what ``retrieve`` finds for the context into ``candidates`` and ``similarities``."""
 
     def find(state: DecisionState) -> dict[str, Any]:
-        candidates, similarities = _split(retrieve(state["context_text"]), "retrieve")
+        candidates, similarities = _split(retrieve(_given(state, "context_text")), "retrieve")
         return {"candidates": candidates, "similarities": similarities}
 
     return find
@@ -244,12 +243,25 @@ def _as_json(item: Any) -> dict[str, Any]:
     return dict(dumped)
 
 
+def _given(state: Mapping[str, Any], key: str) -> Any:
+    """A key of the graph's input, or a ValueError naming it (the input holds decision_time, maturity and
+    context_text; options and the rest are optional)."""
+    if key not in state:
+        raise ValueError(
+            f"{key}: the graph's input must hold it (decision_time, maturity, context_text), got {sorted(state)}"
+        )
+    return state[key]
+
+
 def _split(found: Sequence[str] | Sequence[tuple[str, float]], where: str) -> tuple[list[str], list[float] | None]:
     """A retriever's answer as (candidates, similarities): ids alone (None: their order is the
     similarity order), or (id, similarity) pairs; anything else is a ValueError naming ``where``."""
     if isinstance(found, str | bytes):
         raise ValueError(f"{where}: a list of ids or (id, similarity) pairs, got the text {found!r}")
-    items = list(found)
+    try:
+        items = list(found)
+    except TypeError:  # None, a number: no list at all
+        raise ValueError(f"{where}: a list of ids or (id, similarity) pairs, got {found!r}"[:300]) from None
     if not items or isinstance(items[0], str):
         if not all(isinstance(i, str) for i in items):
             raise ValueError(f"{where}: ids or (id, similarity) pairs, not a mix, got {items!r}"[:300])

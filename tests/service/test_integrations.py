@@ -437,6 +437,27 @@ def test_langgraph_with_nothing_retrieved_drafts_without_memory_and_never_search
         assert state["plan"]["retrieval"] == "client" and state["decision"]["status"] == "decided"
 
 
+def test_langgraph_input_without_its_context_or_a_retriever_answering_none_is_refused_naming_it(client, agent):
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from service.integrations.langgraph import decision_graph
+
+    before = client.list_decisions(agent["id"])
+    for retrieve, rank_k in ((lambda context: [], None), (None, None), (lambda context: [], 2)):
+        graph = decision_graph(
+            client, agent["id"], lambda task: draft_for(task.lessons), retrieve=retrieve, rank_k=rank_k
+        )
+        decision_time, maturity = month(0)
+        with pytest.raises(ValueError, match=r"^context_text: the graph's input must hold it"):
+            graph.invoke({"decision_time": decision_time.isoformat(), "maturity": maturity.isoformat()})
+    for rank_k in (None, 2):
+        graph = decision_graph(
+            client, agent["id"], lambda task: draft_for(task.lessons), retrieve=lambda c: None, rank_k=rank_k
+        )
+        with pytest.raises(ValueError, match=r"^retrieve: a list of ids or \(id, similarity\) pairs, got None"):
+            _graph_state(graph)
+    assert client.list_decisions(agent["id"]) == before  # nothing planned
+
+
 def test_langgraph_own_retrieval_plans_on_the_others_once_one_is_quarantined(client):
     pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
     from service.integrations.langgraph import decision_graph
