@@ -143,7 +143,8 @@ class Mem0Credit:
 
     def hits(self, query: str) -> list[dict[str, Any]]:
         """Mem0's own hits for ``query`` in this scope, best first (at most ``candidates``), the memories
-        this agent quarantined (its entry of ``memtrial_statuses``) left out; nothing is sent to memtrial."""
+        this agent quarantined (its entry of ``memtrial_statuses``, as :meth:`sync_status` last wrote it) left
+        out; nothing is sent to memtrial."""
         top_k = self.candidates
         while True:  # a quarantined memory does not take one of the candidates' places: ask for one more each
             found = self.memory.search(query, filters=self.filters, top_k=top_k, **self.search_options)
