@@ -228,7 +228,13 @@ def abandon_while_stopping(
     thread = threading.Thread(target=run, name="drafting-abandon")
     with _STOPPING.changed:
         _STOPPING.abandons.add(thread)
-    thread.start()
+    try:
+        thread.start()
+    except BaseException:  # no thread (the interpreter exiting): nothing for the shutdown to wait for
+        with _STOPPING.changed:
+            _STOPPING.abandons.discard(thread)
+            _STOPPING.changed.notify_all()
+        raise
 
 
 def finish_abandons(timeout: float) -> bool:

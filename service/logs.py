@@ -52,7 +52,8 @@ REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("memtria
 
 class _NamesItsRequest(logging.Filter):
     """Gives a record made while answering a request, and naming none, that request's id (as it is made, in the
-    request's context: its threads' too)."""
+    request's context: the threads it hands work to through ``run_in_threadpool`` too; a thread it starts
+    itself, a lease's renewal say, does not carry it)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not hasattr(record, "request_id") and (current := REQUEST_ID.get()) is not None:

@@ -214,13 +214,26 @@ class _Planning:
     def __init__(self) -> None:
         self.done = threading.Event()
         self.result: tuple[PlanPublic, dict[str, object], Retries] | None = None
+        self._lock = threading.Lock()
+        self._started = self._abandoned = False
 
     def run(self, *arguments: Any) -> tuple[PlanPublic, dict[str, object], Retries]:
+        with self._lock:
+            if self._abandoned:  # cancelled before its thread took it up: it never plans
+                raise asyncio.CancelledError("the server stopped before the plan started")
+            self._started = True
         try:
             self.result = plan(*arguments)
             return self.result
         finally:
             self.done.set()
+
+    def abandon(self) -> bool:
+        """The request was cancelled: whether its plan started (so may commit, and its abandon must wait for it);
+        one not started never will."""
+        with self._lock:
+            self._abandoned = True
+            return self._started
 
     def made(self, timeout: float) -> tuple[str, Retries | None] | None:
         """(decision id, retries) once the plan committed; None where it wrote nothing (or never ended)."""
@@ -236,9 +249,10 @@ async def _draft_and_decide(
     planning = _Planning()
     try:
         planned, settings, retries = await run_in_threadpool(planning.run, services, tenant_id, agent_id, body, guard)
-    except asyncio.CancelledError:  # the server is stopping while the plan runs in its thread
-        made = functools.partial(planning.made, stopping_bound(services))
-        abandon_while_stopping(services, tenant_id, agent_id, STOPPED, made, guard)
+    except asyncio.CancelledError:  # the server is stopping while the plan runs in its thread (or waits for one)
+        if planning.abandon():
+            made = functools.partial(planning.made, stopping_bound(services))
+            abandon_while_stopping(services, tenant_id, agent_id, STOPPED, made, guard)
         raise
     system, prompts, parse = draft_prompts(settings, body.context_text, [s.texts for s in planned.subsets])
     decision_id = planned.decision_id

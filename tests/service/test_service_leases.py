@@ -1,6 +1,7 @@
 """Leases of server drafting: a request that fails lets go of its key and its decision at once, one whose
 process was killed holds them only until its lease ends, and no server-drafted decision stays planned."""
 
+import asyncio
 import datetime as dt
 import json
 import os
@@ -343,3 +344,15 @@ def test_the_abandon_of_a_request_stopped_while_it_planned_waits_for_the_plan_it
     with pytest.raises(RuntimeError):
         failed.run("services", "tenant", "agent", "body", "guard")
     assert failed.made(10) is None
+
+    # cancelled before a thread took its plan up (every worker thread busy): the plan never runs, and there is
+    # nothing to wait for (the shutdown would wait its whole bound for a plan that never comes)
+    never = deciding._Planning()
+    assert never.abandon() is False
+    with pytest.raises(asyncio.CancelledError):
+        never.run("services", "tenant", "agent", "body", "guard")
+    assert never.result is None
+    started = deciding._Planning()
+    monkeypatch.setattr(deciding, "plan", slow_plan)
+    assert started.run("services", "tenant", "agent", "body", "guard")[0].decision_id == "d-committed"
+    assert started.abandon() is True  # it started: its abandon waits for what it committed
