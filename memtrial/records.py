@@ -52,6 +52,9 @@ def text_or_flag(value: Any) -> bool:
         return True
     if not isinstance(value, list | tuple | np.ndarray):
         return False
+    rows = isinstance(value, list | tuple) and len(value) > 0
+    if rows and all(isinstance(item, np.ndarray) and item.dtype.kind != "O" for item in value):  # rows as arrays
+        return any(item.dtype.kind in "bUS" for item in value)
     try:
         items = np.asarray(value, dtype=object).ravel().tolist()
     except ValueError:  # rows of unequal lengths, nested unevenly

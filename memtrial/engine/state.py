@@ -162,6 +162,8 @@ def decode_state(
         if "without_embeddings" in data:  # a state that says which it left out (one written before: not checked)
             without = set(data["without_embeddings"])
             _check_given([e for e, _, _ in data["experiences"] if e not in without], external)
+        elif "embeddings_left_out" in data:  # the same, as a development version listed it
+            _check_given(list(data["embeddings_left_out"]), external)
         experiences = tuple(
             ExperienceState(
                 experience_id,

@@ -998,3 +998,11 @@ def test_a_call_s_choice_that_is_none_of_its_values_is_an_input_error_quoting_wh
         with pytest.raises(InputError) as error:
             engine.settle_scored("s", outcome=0, rule=rule)
         assert error.value.field == "rule" and quoted in str(error.value)
+
+
+def test_rows_given_as_arrays_are_read_from_their_dtypes():
+    from memtrial.records import text_or_flag
+
+    assert not text_or_flag([np.zeros(3), np.ones(3)]) and not text_or_flag([np.zeros(3, dtype=np.int64)])
+    assert text_or_flag([np.zeros(3), np.array(["0.5"])]) and text_or_flag([np.zeros(2), np.array([True, False])])
+    assert text_or_flag([np.zeros(2), [True, 0.0]])  # a list among the arrays is read item by item
