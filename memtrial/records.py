@@ -31,6 +31,7 @@ __all__ = [
     "check_text_id",
     "decode_time",
     "encode_time",
+    "plain_number",
     "text_or_flag",
 ]
 
@@ -66,6 +67,16 @@ def text_or_flag(value: Any) -> bool:
     return any(issubclass(kind, nested) for kind in kinds) and any(
         text_or_flag(item) for item in items if isinstance(item, nested)
     )
+
+
+def plain_number(value: Any) -> Any:
+    """A NumPy integer or float as Python's (``np.int64(3)`` as 3), anything else as it is: a time, a count or
+    an index given from an array is taken as the same number given by hand (a NumPy flag stays one)."""
+    if isinstance(value, np.integer) and not isinstance(value, np.bool_):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    return value
 
 
 def check_experience_id(value: object, field: str = "experience_id", *, listed: bool = False) -> ExperienceId:

@@ -161,6 +161,8 @@ class EngineConfig:
             raise ConfigError(
                 f"n_components must be an integer >= 1 or None, got {self.n_components!r}", field="n_components"
             )
+        if isinstance(self.k, np.integer) and not isinstance(self.k, np.bool_):  # from an array: the same number
+            object.__setattr__(self, "k", int(self.k))
         if isinstance(self.k, bool) or not isinstance(self.k, int) or not 1 <= self.k <= 8:
             raise ConfigError(f"k must be an integer in [1, 8], got {self.k!r}", field="k")
         choices = (

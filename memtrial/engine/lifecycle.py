@@ -83,6 +83,7 @@ from memtrial.records import (
     Settlement,
     Time,
     check_experience_id,
+    plain_number,
 )
 from memtrial.trust.gate import GateTest, TrustGate, make_gate, trust_weight
 from memtrial.trust.log import ChainVerification, LogEntry, LogKind, verify_chain
@@ -277,6 +278,7 @@ class MemTrial:
         ``scored`` (drafts are anything a rule can score: decide with
         :meth:`decide_scored`, settle with :meth:`settle_scored`; no universe).
         """
+        time, maturity = plain_number(time), plain_number(maturity)  # NumPy's numbers as Python's
         check_plan_times(decision_id, time, maturity, self.clock)
         ids = self._retrieve(retrieved, context_embedding, candidates, similarities)
         kind = parse_choice(DecisionKind, kind, "kind", argument=True)
@@ -518,7 +520,7 @@ class MemTrial:
         retrieval, their learned values; fewer than k come back when fewer are usable (k >= 0). An unknown,
         retired or repeated id, ids given as a set (it has no order) or similarities that do not match the
         candidates, is an InputError naming ``candidate_ids`` or ``similarities``."""
-        return self._rank_candidates(candidate_ids, k, similarities, "candidate_ids")
+        return self._rank_candidates(candidate_ids, plain_number(k), similarities, "candidate_ids")
 
     def _rank_candidates(
         self, candidate_ids: Sequence[ExperienceId], k: int, similarities: Sequence[float] | None, field: str
@@ -742,6 +744,7 @@ class MemTrial:
         reference: index of the draft designated as the conservative reference
         (default 0, the memory-free draft).
         """
+        reference, n_drafts = plain_number(reference), plain_number(n_drafts)
         entry = self._live_entry(decision_id)
         plan = entry.plan
         if plan.kind is not DecisionKind.SCORED:
@@ -790,6 +793,7 @@ class MemTrial:
         the maturity) is when the outcome is known; it must not precede the
         maturity.
         """
+        at = plain_number(at)
         entry = self._live_entry(decision_id)
         plan = entry.plan
         if plan.kind is not DecisionKind.PORTFOLIO:
@@ -831,7 +835,7 @@ class MemTrial:
         of length 1). Settling twice with the same data is a no-op; with other
         data it is an error.
         """
-
+        at = plain_number(at)
         entry = self._live_entry(decision_id)
         plan = entry.plan
         if plan.kind is not DecisionKind.SCORED:
@@ -882,6 +886,7 @@ class MemTrial:
         score (``checkpoint_policy``) and runs in batch; predictions it derives
         again for plans still awaiting their score are learnt when they settle.
         """
+        at = plain_number(at)
         entry = self._live_entry(decision_id)
         previous = entry.settlement
         if previous is None:

@@ -1006,3 +1006,22 @@ def test_rows_given_as_arrays_are_read_from_their_dtypes():
     assert not text_or_flag([np.zeros(3), np.ones(3)]) and not text_or_flag([np.zeros(3, dtype=np.int64)])
     assert text_or_flag([np.zeros(3), np.array(["0.5"])]) and text_or_flag([np.zeros(2), np.array([True, False])])
     assert text_or_flag([np.zeros(2), [True, 0.0]])  # a list among the arrays is read item by item
+
+
+def test_numpy_numbers_are_taken_as_the_same_numbers_given_by_hand():
+    """Times, k, a scored reference and a settlement time taken from an array (np.int64) are the numbers
+    themselves: the engine behaves, and writes its state, exactly as with Python's."""
+
+    def run(number):
+        engine = MemTrial(EngineConfig(gamma=5.0, design="half", k=number(4)))
+        for experience_id in "abcd":
+            engine.add_experience(experience_id, [1.0, 0.0])
+        plan = engine.plan("s", number(2), number(3), retrieved=list("abcd"), kind="scored")
+        engine.decide_scored("s", n_drafts=number(len(plan.masks)), reference=number(0))
+        engine.settle_scored("s", utilities=[0.5] * len(plan.masks), at=number(3))
+        ranked = engine.rank(list("abcd"), k=number(2))
+        return engine.to_json(), [r.experience_id for r in ranked]
+
+    assert run(np.int64) == run(int)
+    with pytest.raises(InputError):  # a NumPy flag is still no time
+        MemTrial(gamma=5.0).plan("d", np.bool_(True), 2, retrieved=[], kind="scored")
