@@ -154,6 +154,12 @@ def scored_outcome(
             raise InputError(
                 f"rule {rule!r} scores probability vectors; this decision's drafts are not vectors", field="rule"
             )
+        if str(rule) == "abs_error" and vectors.shape[1] != 1:  # named here: the drafts, not the rows scored with them
+            raise InputError(
+                f"rule 'abs_error' scores numbers (vectors of length 1); this decision's {vectors.shape[0]} drafts "
+                f"are vectors of length {vectors.shape[1]}: score them with 'brier' or 'log', or give utilities",
+                field="rule",
+            )
         draft_mean = vectors.mean(axis=0)
         scores = score_drafts(str(rule), outcome, vectors=np.vstack([vectors, draft_mean, decision.weights]))
         largest = float(np.max(np.abs(scores), initial=0.0))

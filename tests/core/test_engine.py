@@ -1025,3 +1025,17 @@ def test_numpy_numbers_are_taken_as_the_same_numbers_given_by_hand():
     assert run(np.int64) == run(int)
     with pytest.raises(InputError):  # a NumPy flag is still no time
         MemTrial(gamma=5.0).plan("d", np.bool_(True), 2, retrieved=[], kind="scored")
+
+
+def test_a_rule_for_numbers_on_vector_drafts_is_refused_naming_the_rule_and_the_drafts_count():
+    engine = MemTrial(gamma=5.0, design="half")
+    engine.add_experience("a")
+    plan = engine.plan("s", 0, 1, retrieved=["a"], kind="scored")
+    engine.decide_scored("s", vectors=np.full((len(plan.masks), 3), 1 / 3))
+    before = engine.to_json()
+    with pytest.raises(InputError) as error:
+        engine.settle_scored("s", outcome=0.5, rule="abs_error")
+    assert error.value.field == "rule" and f"this decision's {len(plan.masks)} drafts are vectors of length 3" in str(
+        error.value
+    )
+    assert engine.to_json() == before
