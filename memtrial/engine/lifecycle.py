@@ -886,7 +886,6 @@ class MemTrial:
         score (``checkpoint_policy``) and runs in batch; predictions it derives
         again for plans still awaiting their score are learnt when they settle.
         """
-        at = plain_number(at)
         entry = self._live_entry(decision_id)
         previous = entry.settlement
         if previous is None:
@@ -897,7 +896,7 @@ class MemTrial:
             raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
         plan = entry.plan
         decision = self._decided(entry, "decide before settling")
-        settled_at = settled_at_or_after(decision_id, plan, previous.settled_at if at is None else at)
+        settled_at = settled_at_or_after(decision_id, plan, previous.settled_at if at is None else plain_number(at))
         realised = corrected_outcome(self.config, plan, decision, previous, rel_prices, utilities, outcome, rule)
         if realised is None:  # the outcome it already has
             return previous
