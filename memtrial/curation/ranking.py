@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, InputError
-from memtrial.records import ExperienceId
+from memtrial.records import ExperienceId, text_or_flag
 
 __all__ = [
     "DEMOTION",
@@ -115,7 +115,7 @@ def _check(
 ) -> None:
     if isinstance(candidates, (str, bytes)):
         raise InputError(f"candidates must be a sequence of experience ids, got {candidates!r}", field="candidates")
-    if isinstance(similarities, (str, bytes)) or any(isinstance(v, (str, bytes, bool, np.bool_)) for v in similarities):
+    if text_or_flag(similarities):
         raise InputError(
             f"similarities must be one number per candidate, got {similarities!r}"[:300], field="similarities"
         )
