@@ -107,6 +107,11 @@ def decide(
             )
         if agent_kind(agent.settings) is DecisionKind.SCORED:
             vectors = scored_drafts(agent.settings, drafts)
+            if vectors is None and row.decision is not None and row.decision.get("drafts") != list(drafts):
+                # answers give the engine no numbers to compare (it checks their count): the stored ones are compared here
+                raise ApiError(
+                    409, "conflict", f"decision {decision_id!r} was already decided with other drafts", "drafts"
+                )
             engine = services.engines.checkout(session, agent, {row.id: row})
             with span("engine.decide", drafts=len(drafts)):
                 if vectors is not None:

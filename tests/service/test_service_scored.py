@@ -117,6 +117,23 @@ def test_scored_answers_play_the_reference_until_trusted_and_are_scored_by_exact
     assert conflict.value.status == 409
 
 
+def test_answers_posted_again_must_be_the_answers_decided_on(client):
+    # answers carry no numbers for the engine to compare: the service compares them with those it stored
+    agent = client._request("POST", "/v1/agents", {"name": "answers again", "kind": "scored"})
+    client.add_experiences(agent["id"], [{"text": text} for text in LESSONS[:4]])
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "what is 6 x 7?")
+    answers = ["42", "41", "42", {"answer": 42}, "42", "40", "42", "42"][: len(plan["subsets"])]
+    decision = client.submit_drafts(agent["id"], plan["decision_id"], answers, reference=2)
+    assert client.submit_drafts(agent["id"], plan["decision_id"], answers, reference=2) == decision
+    for other in (["Z"] * len(answers), answers[::-1]):
+        with pytest.raises(ServiceError) as conflict:
+            client.submit_drafts(agent["id"], plan["decision_id"], other, reference=2)
+        assert (conflict.value.status, conflict.value.field) == (409, "drafts")
+        assert "already decided with other drafts" in conflict.value.message
+    stored = client._request("GET", f"/v1/agents/{agent['id']}/decisions/{plan['decision_id']}")["decision"]
+    assert stored["drafts"] == answers and stored["chosen"] == decision["chosen"]
+
+
 def test_numbers_blend_and_client_utilities_settle_a_scored_decision(client):
     paper = {"action": "gate", "credit": "centred", "fallback": "ftrl", "gate": {"test": "prequential"}}
     agent = client._request("POST", "/v1/agents", {"name": "numbers", "kind": "scored", **paper})  # the mixture
