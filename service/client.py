@@ -44,7 +44,7 @@ import httpx
 from pydantic import TypeAdapter
 
 from service.api_types import AgentPublic, DecisionSummary, ExperiencePublic, LogEntryPublic
-from service.operations import Awaiting, Blocking, Call, Operation, Operations, Sent
+from service.operations import Awaiting, Blocking, Call, Operation, Operations, Sent, json_content
 
 __all__ = ["AsyncMemtrialClient", "MemtrialClient", "Operation", "Operations", "Sent", "ServiceError"]
 
@@ -73,6 +73,11 @@ class ServiceError(Exception):
         self.errors: list[dict[str, str | None]] = (
             [{"field": field, "message": message}] if errors is None else [dict(e) for e in errors]
         )
+
+
+def _sending(headers: dict[str, str], body: Any) -> dict[str, str]:
+    """The headers of a request with ``body`` (sent as JSON when there is one)."""
+    return headers if body is None else {**headers, "Content-Type": "application/json"}
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:
@@ -239,19 +244,23 @@ class MemtrialClient(Blocking):
     def _request(self, method: str, path: str, json: Any = None, params: Mapping[str, Any] | None = None) -> Any:
         """Any request, answered with the decoded JSON body (no model, no retry)."""
         return _decode(
-            Call(method, path), self._http.request(method, path, json=json, params=params, headers=self._headers)
+            Call(method, path),
+            self._http.request(
+                method, path, content=json_content(json), params=params, headers=_sending(self._headers, json)
+            ),
         )
 
     def _run(self, call: Call) -> Any:
         attempts = _Attempts(call, self.retries, self.max_wait, self.in_progress_wait)
+        content = json_content(call.body)
         while True:
             try:
                 outcome: httpx.Response | httpx.TransportError = self._http.request(
                     call.method,
                     call.path,
-                    json=call.body,
+                    content=content,
                     params=call.params,
-                    headers={**self._headers, **attempts.headers},
+                    headers={**_sending(self._headers, call.body), **attempts.headers},
                 )
             except httpx.TransportError as error:
                 outcome = error
@@ -324,14 +333,15 @@ class AsyncMemtrialClient(Awaiting):
 
     async def _run(self, call: Call) -> Any:
         attempts = _Attempts(call, self.retries, self.max_wait, self.in_progress_wait)
+        content = json_content(call.body)
         while True:
             try:
                 outcome: httpx.Response | httpx.TransportError = await self._http.request(
                     call.method,
                     call.path,
-                    json=call.body,
+                    content=content,
                     params=call.params,
-                    headers={**self._headers, **attempts.headers},
+                    headers={**_sending(self._headers, call.body), **attempts.headers},
                 )
             except httpx.TransportError as error:
                 outcome = error

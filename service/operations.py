@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import inspect
+import json
+import math
 import string
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -78,12 +80,56 @@ def _outcome_body(
     if returns is not None:
         body["returns"] = {asset: list(values) for asset, values in returns.items()}
     if utilities is not None:
-        body["utilities"] = [float(u) for u in utilities]
+        body["utilities"] = list(utilities)  # as given: the service refuses what is not a number, naming it
+    if outcome is not None:
+        body["outcome"] = outcome
     if rule is not None:
-        body["rule"], body["outcome"] = rule, outcome
+        body["rule"] = rule
     if settled_at is not None:
         body["settled_at"] = _time(settled_at)
     return body
+
+
+def _plain(value: Any) -> Any:
+    """What JSON's encoder does not know, as the Python values it holds (NumPy's numbers and arrays)."""
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        return tolist()
+    raise TypeError(type(value).__name__)
+
+
+def _fault(value: Any, where: str) -> str | None:
+    """Where in ``value`` lies what JSON cannot carry, in words (None where nothing does)."""
+    here = where or "body"
+    if value is None or isinstance(value, (str, bool, int)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{here} must be a finite number (JSON has no {float(value)!r})"
+    if isinstance(value, Mapping):
+        items: Any = ((f"{where}.{key}" if where else str(key), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}.{index}" if where else str(index), item) for index, item in enumerate(value))
+    elif callable(getattr(value, "tolist", None)):
+        return _fault(value.tolist(), where)
+    else:
+        return f"{here}: a {type(value).__name__} has no JSON form (send numbers, texts, lists and mappings)"
+    return next((fault for place, item in items if (fault := _fault(item, place)) is not None), None)
+
+
+def json_content(body: Any) -> bytes | None:
+    """A request body as JSON (None: no body). NumPy numbers and arrays go as the numbers they hold; a number
+    JSON cannot carry (NaN, infinity) or an object it has no form for raises ValueError naming where it lies,
+    before anything is sent (the service would refuse it, naming the same field)."""
+    if body is None:
+        return None
+    try:
+        text = json.dumps(body, allow_nan=False, ensure_ascii=False, separators=(",", ":"), default=_plain)
+    except (ValueError, TypeError) as error:
+        fault = _fault(body, "")
+        if fault is None:
+            raise
+        raise ValueError(fault) from error
+    return text.encode("utf-8")
 
 
 class _Keep(Enum):

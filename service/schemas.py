@@ -17,10 +17,12 @@ from pydantic import (
     StrictFloat,
     StrictInt,
     Tag,
+    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
@@ -171,6 +173,13 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def error_at(model: str, field: str, message: str) -> ValidationError:
+    """A model validator's error that names one of the model's fields (a plain ValueError names the body)."""
+    return ValidationError.from_exception_data(
+        model, [InitErrorDetails(type=PydanticCustomError("value_error", message), loc=(field,), input=None)]
+    )
 
 
 def core_default(name: str) -> Any:
@@ -730,13 +739,15 @@ class SettleRequest(Strict):
 
     @model_validator(mode="after")
     def _one_of(self) -> SettleRequest:
+        if self.rule is None and self.outcome is not None:
+            raise error_at(
+                type(self).__name__, "rule", "an outcome needs the rule that scores it (brier, log, exact or abs_error)"
+            )
         given = [name for name in ("prices", "returns", "utilities", "rule") if getattr(self, name) is not None]
         if len(given) != 1:
             raise ValueError(
                 "give exactly one of prices or returns (portfolio), utilities, or an outcome with its rule (scored)"
             )
-        if self.rule is None and self.outcome is not None:
-            raise ValueError("an outcome needs the rule that scores it")
         series = self.prices if self.prices is not None else self.returns
         for asset, values in (series or {}).items():
             if not all(math.isfinite(v) for v in values):

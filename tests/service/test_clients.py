@@ -7,6 +7,7 @@ import inspect
 import typing
 
 import httpx
+import numpy as np
 import pytest
 from support import UNIVERSE, LoseFirstAnswer, make_tenant
 
@@ -245,3 +246,27 @@ def test_a_retry_after_given_as_an_http_date_is_waited_for():
     later = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(hours=1), usegmt=True)
     assert _Attempts(read, 2, 5.0).wait_after(busy(later)) is None  # beyond max_wait: not waited for
     assert _Attempts(read, 2, 5.0).wait_after(busy("Wed, 21 Oct 2015")) is None  # neither seconds nor a date
+
+
+def test_numpy_numbers_go_as_the_numbers_they_hold_and_what_json_cannot_carry_is_named(http, database_url):
+    client = MemtrialClient(api_key=make_tenant(database_url, "numpy"), http=http)
+    agent = client.create_agent("numpy", "balanced", UNIVERSE)
+    client.add_experiences(agent.id, ["a", "b", "c", "d"])
+    plan = client.create_decision(agent.id, START, START + dt.timedelta(days=28), "x", horizon=2)
+    drafts = [{asset: np.float32(weight) for asset, weight in DRAFT.items()}] * len(plan.subsets)
+    assert client.submit_drafts(agent.id, plan.decision_id, drafts).weights is not None
+    returns = {asset: np.asarray(values, dtype=np.float32) for asset, values in RETURNS.items()}
+    settled_at = START + dt.timedelta(days=28)
+    unsendable = [
+        ({**returns, "SPY": np.array([0.01, np.inf])}, r"^returns\.SPY\.1 must be a finite number \(JSON has no inf\)"),
+        ({**returns, "GLD": [0.01, object()]}, r"^returns\.GLD\.1: a object has no JSON form"),
+    ]
+    for bad, message in unsendable:
+        with pytest.raises(ValueError, match=message):
+            client.settle(agent.id, plan.decision_id, returns=bad, settled_at=settled_at)
+    assert client.get_decision(agent.id, plan.decision_id).status == "decided"  # nothing was sent
+    settled = client.settle(agent.id, plan.decision_id, returns=returns, settled_at=settled_at)
+    plain = {asset: [float(v) for v in values] for asset, values in returns.items()}
+    assert (
+        client.settle(agent.id, plan.decision_id, returns=plain, settled_at=settled_at) == settled
+    )  # the same outcome

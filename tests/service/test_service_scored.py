@@ -213,6 +213,22 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
             scored["id"], plan["decision_id"], returns={"SPY": [0.01]}, settled_at=START + dt.timedelta(hours=1)
         )
     assert refused.value.field == "returns"
+    with pytest.raises(ServiceError) as refused:  # the outcome is sent as given, and its missing rule is named
+        client.settle(scored["id"], plan["decision_id"], outcome="up", settled_at=START + dt.timedelta(hours=1))
+    assert (refused.value.status, refused.value.field) == (422, "rule")
+    assert "an outcome needs the rule that scores it" in refused.value.message
+    n = len(plan["subsets"])
+    for utilities, field in (([True] * n, "utilities.0"), ([0.1, "0.5"] + [0.1] * (n - 2), "utilities.1")):
+        with pytest.raises(ServiceError) as refused:  # sent as given, not made numbers by the client
+            client.settle(
+                scored["id"], plan["decision_id"], utilities=utilities, settled_at=START + dt.timedelta(hours=1)
+            )
+        assert (refused.value.status, refused.value.field) == (422, field)
+    with pytest.raises(ValueError, match=r"^utilities\.2 must be a finite number \(JSON has no nan\)"):
+        client.settle(
+            scored["id"], plan["decision_id"], utilities=[0.1, 0.2, np.nan] + [0.1] * (n - 3), settled_at=START
+        )
+    assert client.get_decision(scored["id"], plan["decision_id"]).status == "decided"  # nothing was settled
     settled = client.settle(
         scored["id"], plan["decision_id"], outcome="up", rule="log", settled_at=START + dt.timedelta(hours=1)
     )
