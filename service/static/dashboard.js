@@ -2,6 +2,7 @@
 (function () {
   "use strict";
   const agentId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop());
+  const agentPath = "/v1/agents/" + encodeURIComponent(agentId);  // encoded again: the id is one path segment
   const Z90 = 1.6448536269514722;
 
   function storedKey() {
@@ -62,12 +63,15 @@
 
   function renderExperiences(values, texts) {
     const rows = Object.entries(values.values).map(([id, v]) => {
-      const sd = v.sd || 0;
-      const lower = v.lower != null ? v.lower : v.mean - Z90 * sd;
-      const upper = v.upper != null ? v.upper : v.mean + Z90 * sd;
+      // the API's interval, or one from its sd; none while the sd is missing (no noise scale yet, nothing learnt):
+      // a point interval would read as certainty
+      const known = v.lower != null && v.upper != null;
+      const lower = known ? v.lower : v.sd > 0 ? v.mean - Z90 * v.sd : null;
+      const upper = known ? v.upper : v.sd > 0 ? v.mean + Z90 * v.sd : null;
       return { id, text: texts[id] || v.text || v.label || id, n: v.n, mean: v.mean, lower, upper, status: v.status };
     }).sort((a, b) => b.mean - a.mean);
-    const span = Math.max(1e-12, ...rows.map((r) => Math.max(Math.abs(r.lower), Math.abs(r.upper))));
+    const reach = (r) => (r.lower == null ? Math.abs(r.mean) : Math.max(Math.abs(r.lower), Math.abs(r.upper)));
+    const span = Math.max(1e-12, ...rows.map(reach));
     const body = document.querySelector("#experiences tbody");
     document.getElementById("experiences-empty").hidden = rows.length > 0;
     rows.forEach((r, i) => {
@@ -75,20 +79,22 @@
       row.dataset.experience = r.id;
       cell(row, String(i + 1), "num");
       const text = cell(row, r.text);
-      if (r.status === "quarantined") {
+      if (r.status === "quarantined" || r.status === "retired") {  // neither is retrieved: say so beside its value
         const tag = document.createElement("span");
-        tag.className = "tag";
-        tag.textContent = "quarantined";
+        tag.className = "tag " + r.status;
+        tag.textContent = r.status;
         text.appendChild(tag);
       }
       cell(row, String(r.n), "num");
       cell(row, utility(r.mean), "num " + sign(r.mean));
-      cell(row, "[" + utility(r.lower) + ", " + utility(r.upper) + "]", "num");
+      cell(row, r.lower == null ? "–" : "[" + utility(r.lower) + ", " + utility(r.upper) + "]", "num");
       const bar = cell(row, "", "bar");
       const chart = svg("svg", { viewBox: "0 0 180 16", class: "interval" });
       const x = (v) => 90 + (85 * v) / span;
       chart.appendChild(svg("line", { x1: 90, x2: 90, y1: 0, y2: 16, stroke: "#d8dde7" }));
-      chart.appendChild(svg("rect", { x: x(r.lower), y: 5, width: Math.max(1, x(r.upper) - x(r.lower)), height: 6, fill: "#c9d6f7" }));
+      if (r.lower != null) {
+        chart.appendChild(svg("rect", { x: x(r.lower), y: 5, width: Math.max(1, x(r.upper) - x(r.lower)), height: 6, fill: "#c9d6f7" }));
+      }
       chart.appendChild(svg("circle", { cx: x(r.mean), cy: 8, r: 4, fill: r.mean >= 0 ? "#1a7f37" : "#b42318" }));
       bar.appendChild(chart);
       body.appendChild(row);
@@ -103,7 +109,7 @@
 
   // the request that releases a quarantined experience: this page only shows it (it stays read-only)
   function releaseRequest(experienceId) {
-    const path = "/v1/agents/" + encodeURIComponent(agentId) + "/experiences/" + encodeURIComponent(experienceId) + "/release";
+    const path = agentPath + "/experiences/" + encodeURIComponent(experienceId) + "/release";
     return "curl -X POST " + (location.origin || "") + path + ' -H "Authorization: Bearer $MEMTRIAL_API_KEY"' +
       " -H 'Content-Type: application/json' -d '{\"reason\": \"why it may be retrieved again\"}'";
   }
@@ -198,19 +204,19 @@
     const loading = document.getElementById("loading");
     loading.hidden = false;
     try {
-      const agent = await api("/v1/agents/" + agentId);
+      const agent = await api(agentPath);
       document.getElementById("agent-name").textContent = agent.name;
       document.title = agent.name + " · memtrial";
       document.getElementById("agent-summary").textContent =
         (agent.kind === "scored" ? "scored decisions" : agent.investor + " portfolio of " + agent.universe.length + " assets") +
         " · design " + agent.design + " · learner " + agent.learner + " · credit " + agent.credit;
       const [values, experiences, quarantined, trust, decisions, verified] = await Promise.all([
-        api("/v1/agents/" + agentId + "/values"),
-        all("/v1/agents/" + agentId + "/experiences", 200),
-        all("/v1/agents/" + agentId + "/experiences?status=quarantined", 200),
-        api("/v1/agents/" + agentId + "/trust?limit=1000"),
-        all("/v1/agents/" + agentId + "/decisions", 200),
-        api("/v1/agents/" + agentId + "/trust/verify"),
+        api(agentPath + "/values"),
+        all(agentPath + "/experiences", 200),
+        all(agentPath + "/experiences?status=quarantined", 200),
+        api(agentPath + "/trust?limit=1000"),
+        all(agentPath + "/decisions", 200),
+        api(agentPath + "/trust/verify"),
       ]);
       const texts = Object.fromEntries(experiences.map((e) => [e.id, e.text]));
       const badge = document.getElementById("chain-status");

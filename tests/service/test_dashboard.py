@@ -177,6 +177,10 @@ def test_the_dashboard_script_only_reads():
     page = (ROOT / "service" / "static" / "dashboard.html").read_text()
     assert "method:" not in script and "method" not in script.split("fetch(")[1].split(")")[0]  # every fetch a GET
     assert page.count("<button") == 1 and "Show the agent" in page  # the key form's, which sends nothing
+    # the agent id from the address is decoded to be shown, and encoded again in every path the page reads: an
+    # address such as /dashboard/x%3Flimit%3D1 asks for agent "x?limit=1", not for another path with the key
+    assert 'const agentPath = "/v1/agents/" + encodeURIComponent(agentId);' in script
+    assert script.count("agentId") == 2 and script.count("agentPath") == 9  # declared, and used only through it
 
 
 @pytest.mark.skipif(shutil.which("node") is None, reason="NODE NOT INSTALLED: the dashboard script is not run")
@@ -219,8 +223,22 @@ def test_the_dashboard_lists_each_quarantined_experience_with_its_evidence_and_t
             assert client.get_experience(agent.id, experience.id)["status"] == "active"
             kinds = [entry.kind for entry in client.iter_log(agent.id)]
             assert kinds[-1] == "release" and kinds.count("quarantine") == 1
+            retired = next(e.id for e in client.list_experiences(agent.id).items if e.text == LESSONS[3])
+            client.retire_experience(agent.id, retired)
             after = render_with_node(server.url, agent.id, key)
         assert '<div id="quarantine-empty">No experience is in quarantine (level 0.05).</div>' in after
         assert "<code>" not in after.split('<table id="quarantine">')[1].split("</table>")[0]
+
+        def row_of(experience_id):
+            return after.split(f'<tr data-experience="{experience_id}">')[1].split("</tr>")[0]
+
+        assert '<span class="tag retired">retired</span>' in row_of(retired)
+        assert "<rect" in row_of(experience.id) and '<span class="tag' not in row_of(experience.id)  # released
+        with MemtrialClient(server.url, key) as client:  # nothing learnt yet: no sd, so no interval to draw
+            fresh = client.create_agent("fresh", kind="scored", outcomes=OUTCOMES)
+            client.add_experiences(fresh.id, LESSONS[:2])
+            assert all(v.sd is None for v in client.values(fresh.id).values.values())
+        unlearnt = render_with_node(server.url, fresh.id, key).split("<tbody>")[1]
+        assert unlearnt.count('<td class="num">–</td>') == 2 and "<rect" not in unlearnt
     finally:
         server.stop()
