@@ -15,6 +15,9 @@ from memtrial.records import ExperienceId
 
 __all__ = ["RESET_PRIOR", "Curator", "Event", "contribution_counts", "replay", "setting_at_start"]
 
+#: contributions since a change whose sample variance is at most this share of their squared mean are alike (a
+#: spread of a millionth of the mean is the running sums' rounding, not a measured spread)
+ALIKE = 1e-12
 RESET_PRIOR = 2.0  # after a detected change, a value is its mean since the change shrunk by n / (n + this)
 
 
@@ -137,7 +140,9 @@ class Curator:
 
     def regime_posterior(self, experience_id: ExperienceId) -> Posterior | None:
         """The value learnt since a detected change (mean and standard error of the contributions since
-        it), or None for an experience without a change."""
+        it), or None for an experience without a change. The standard error of contributions that are all
+        alike (one, or more that agree: no spread measured) is |mean| / sqrt(n), never 0; missing while they
+        are all 0."""
         evidence = self.evidence.get(experience_id)
         if evidence is None or evidence.changed_at is None:
             return None
@@ -145,9 +150,9 @@ class Curator:
         if n == 0:
             return Posterior(0.0, None, 0)
         mean = evidence.regime_total / n
-        if n == 1:
-            return Posterior(mean, abs(mean), 1)
-        variance = max(evidence.regime_squares - n * mean * mean, 0.0) / (n - 1)
+        variance = 0.0 if n == 1 else max(evidence.regime_squares - n * mean * mean, 0.0) / (n - 1)
+        if variance <= ALIKE * mean * mean:  # one contribution, or all alike: no spread measured, |mean| stands for it
+            return Posterior(mean, abs(mean) / math.sqrt(n) if mean != 0.0 else None, n)
         return Posterior(mean, math.sqrt(variance / n), n)
 
     def since_changes(self, experience_ids: Iterable[ExperienceId]) -> dict[ExperienceId, Posterior]:

@@ -1020,8 +1020,8 @@ class MemTrial:
         Before the learner has data, and while every contribution it has learnt is exactly 0 (drafts
         that did not differ by subset), nothing scales the values' noise: the sd is None, not 0.
         After a detected change of sign (method 4.14) it is the value learnt since the change: the mean
-        of the contributions since then, their standard error (|mean| after one, None before one) and
-        their number, what value-aware retrieval ranks by (method 4.12).
+        of the contributions since then, their standard error (|mean| / sqrt(n) while they are alike, None
+        before one) and their number, what value-aware retrieval ranks by (method 4.12).
         """
         return self.posteriors([experience_id])[0]
 

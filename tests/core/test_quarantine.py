@@ -564,3 +564,26 @@ def test_correction_after_the_quarantine_was_turned_off_replays_the_reset_of_the
     assert_snapshots_close(engine_snapshot(engine, EXPERIENCES), engine_snapshot(truthful, EXPERIENCES))
     assert engine.curator is None and truthful.curator is None
     assert engine._learnt(engine.get_plan("d27")).predictions == pytest.approx(truthful.get_plan("d27").predictions)
+
+
+def test_contributions_since_a_change_that_agree_give_a_standard_error_not_zero():
+    """Contributions since a change that are all alike measure no spread: the standard error is |mean| / sqrt(n),
+    as one contribution's is |mean| (a value learnt never reads sd 0), and missing while they are all 0; spread
+    ones give the sample's standard error, as before."""
+    curator = Curator(QuarantineConfig(enabled=True))
+    curator.evidence["x"] = evidence = Evidence(1)
+    evidence.changed_at = "d3"
+
+    def regime(values):
+        evidence.regime_n, evidence.regime_total = len(values), float(sum(values))
+        evidence.regime_squares = float(sum(v * v for v in values))
+        return curator.regime_posterior("x")
+
+    alike = regime([-0.25] * 12)
+    assert (alike.mean, alike.sd, alike.n) == (-0.25, 0.25 / np.sqrt(12), 12)
+    assert regime([0.1] * 3).sd == pytest.approx(0.1 / np.sqrt(3))  # 0.1 + 0.1 + 0.1 is not 0.3
+    one = regime([-0.4])
+    assert (one.mean, one.sd, one.n) == (-0.4, 0.4, 1)
+    assert regime([0.0]).sd is None and regime([0.0, 0.0]).sd is None
+    spread = [-0.5, -0.1, -0.3]
+    assert regime(spread).sd == pytest.approx(np.std(spread, ddof=1) / np.sqrt(3), rel=1e-12)
