@@ -55,7 +55,7 @@ from numpy.typing import NDArray
 from memtrial.action.fallback import mixture
 from memtrial.action.rule import best_subset, dial_gains
 from memtrial.errors import ConfigError
-from memtrial.records import Dial
+from memtrial.records import Dial, plain_number
 from memtrial.trust.gate import GateConfig
 
 __all__ = [
@@ -108,6 +108,7 @@ def check_horizon(horizon: int | None, budget: float | None) -> int | None:
     """A draft horizon: None, or the number of decisions (an integer >= 1) a draft budget covers."""
     if horizon is None:
         return None
+    horizon = plain_number(horizon)  # a NumPy integer is the same number
     if isinstance(horizon, bool) or not isinstance(horizon, int) or horizon < 1:
         raise ConfigError(
             f"draft_horizon must be a number of decisions (an integer >= 1) or null, got {horizon!r}",
@@ -122,6 +123,7 @@ def check_budget(budget: float | None) -> float | None:
     """A draft budget: None (the whole design every time) or a finite number of calls >= 1."""
     if budget is None:
         return None
+    budget = plain_number(budget)
     if isinstance(budget, bool) or not isinstance(budget, int | float) or not np.isfinite(budget) or budget < 1:
         raise ConfigError(
             f"draft_budget must be a number of draft calls per decision >= 1 (or null for the whole design), got {budget!r}",

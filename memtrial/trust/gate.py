@@ -95,8 +95,12 @@ class GateConfig:
     bets: tuple[float, ...] = DEFAULT_BETS
 
     def __post_init__(self) -> None:
+        from memtrial.records import plain_number  # records reads this module's TrustDecision
+
         object.__setattr__(self, "test", parse_choice(GateTest, self.test, "test"))
-        if not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
+        object.__setattr__(self, "alpha", plain_number(self.alpha))  # NumPy's numbers are the same numbers
+        object.__setattr__(self, "min_scores", plain_number(self.min_scores))
+        if isinstance(self.alpha, bool) or not (isinstance(self.alpha, float | int) and 0.0 < self.alpha < 1.0):
             raise ConfigError(f"alpha must be in (0, 1), got {self.alpha!r}", field="alpha")
         object.__setattr__(self, "alpha", float(self.alpha))
         if self.min_scores is None:

@@ -957,6 +957,18 @@ def test_settings_of_the_wrong_kind_are_refused_as_settings(make, field):
     assert EngineConfig(gamma=np.float64(2.0), fee_bp=np.int64(10)).gamma == 2.0  # NumPy's numbers are numbers
 
 
+def test_numpy_numbers_are_numbers_for_the_budget_and_the_gate_too():
+    config = EngineConfig(investor="balanced", draft_budget=np.float32(3), draft_horizon=np.int64(5))
+    assert (config.draft_budget, config.draft_horizon) == (3.0, 5) and type(config.draft_horizon) is int
+    gate = GateConfig(test="anytime", min_scores=np.int64(2), alpha=np.float64(0.05))
+    assert (gate.min_scores, gate.alpha) == (2, 0.05) and type(gate.min_scores) is int
+    for flag in (True, np.bool_(True)):  # a NumPy flag stays a flag
+        with pytest.raises(ConfigError, match="min_scores must be an integer >= 1"):
+            GateConfig(test="anytime", min_scores=flag)
+        with pytest.raises(ConfigError, match="draft_horizon must be a number of decisions"):
+            EngineConfig(investor="balanced", draft_budget=3.0, draft_horizon=flag)
+
+
 def test_settings_changed_by_a_list_are_refused_as_not_a_mapping():
     engine = MemTrial(gamma=5.0)
     before = engine.to_json()
