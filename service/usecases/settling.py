@@ -168,6 +168,9 @@ def settle(
         if row.status == DecisionStatus.SETTLED:
             if row.settle_hash == payload_hash:
                 return _answered(row, guard)
+            # a body this decision could never be settled with is refused as such (422 naming its field), not
+            # answered as another outcome
+            _outcome_arguments(services, agent, row, services.engines.checkout(session, agent, {row.id: row}), body)
             raise ApiError(
                 409,
                 "settlement_conflict",
@@ -229,11 +232,12 @@ def correct(
     with agent_write(services, tenant_id, agent_id, guard) as (session, agent):
         row = owned_row(session, Decision, agent, decision_id, "decision")
         if row.status != DecisionStatus.SETTLED:
+            advice = {
+                DecisionStatus.PLANNED: "post its drafts, then settle it",
+                DecisionStatus.DECIDED: "settle it instead of correcting it",
+            }.get(DecisionStatus(row.status), "it was withdrawn before it was decided and cannot be settled")
             raise ApiError(
-                409,
-                "conflict",
-                f"decision {decision_id!r} is {row.status}, not settled: settle it instead of correcting it",
-                "decision_id",
+                409, "conflict", f"decision {decision_id!r} is {row.status}, not settled: {advice}", "decision_id"
             )
         if row.settle_hash == payload_hash:
             return _answered(row, guard)

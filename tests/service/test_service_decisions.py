@@ -90,6 +90,25 @@ def test_settle_with_a_different_payload_is_409(client, stocked):
     with pytest.raises(ServiceError) as error:
         client.settle(stocked["id"], body["decision_id"], returns={**RETURNS, "SPY": [0.02, 0.0, 0.0]})
     assert (error.value.status, error.value.code) == (409, "settlement_conflict")
+    # a body it could never have been settled with is refused as invalid first, naming its field
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], returns={"SPY": [0.01, 0.0, 0.0]})
+    assert (error.value.status, error.value.field) == (422, "returns") and "missing assets" in error.value.message
+    with pytest.raises(ServiceError) as error:
+        client.settle(stocked["id"], body["decision_id"], outcome="up", rule="exact")
+    assert (error.value.status, error.value.field) == (422, "rule")
+
+
+def test_a_correction_of_a_decision_not_settled_says_what_to_do(client, stocked):
+    body = plan(client, stocked)
+    with pytest.raises(ServiceError) as error:
+        client.correct(stocked["id"], body["decision_id"], returns=RETURNS, reason="wrong prices")
+    assert (error.value.status, error.value.field) == (409, "decision_id")
+    assert error.value.message.endswith("is planned, not settled: post its drafts, then settle it")
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    with pytest.raises(ServiceError) as error:
+        client.correct(stocked["id"], body["decision_id"], returns=RETURNS, reason="wrong prices")
+    assert error.value.message.endswith("is decided, not settled: settle it instead of correcting it")
 
 
 def test_settle_before_maturity_is_409(client, stocked):
