@@ -177,8 +177,13 @@ class Strict(BaseModel):
 
 def error_at(model: str, field: str, message: str) -> ValidationError:
     """A model validator's error that names one of the model's fields (a plain ValueError names the body)."""
+    return error_at_place(model, (field,), message)
+
+
+def error_at_place(title: str, place: tuple[int | str, ...], message: str) -> ValidationError:
+    """A validator's error at ``place`` within what it validates (pydantic puts the field's own name before it)."""
     return ValidationError.from_exception_data(
-        model, [InitErrorDetails(type=PydanticCustomError("value_error", message), loc=(field,), input=None)]
+        title, [InitErrorDetails(type=PydanticCustomError("value_error", message), loc=place, input=None)]
     )
 
 
@@ -600,12 +605,13 @@ class SearchRequest(Strict):
 
 
 # -- decisions ------------------------------------------------------------
-def _finite_weights(weights: dict[str, float], field: str) -> dict[str, float]:
+def _finite_weights(weights: dict[str, float], *where: int) -> dict[str, float]:
+    """Weights that are finite and >= 0: else an error naming the weight's own field (``reference_weights.SPY``,
+    ``drafts.3.SPY``: ``where`` is the place of the mapping within its field)."""
     for asset, weight in weights.items():
-        if not math.isfinite(weight):
-            raise ValueError(f"{field} for {asset!r} must be finite, got {weight}")
-        if weight < 0:
-            raise ValueError(f"{field} for {asset!r} must be >= 0 (long only), got {weight}")
+        rule = "finite" if not math.isfinite(weight) else ">= 0 (long only)" if weight < 0 else None
+        if rule is not None:
+            raise error_at_place("weights", (*where, asset), f"a weight must be {rule}, got {weight}")
     return weights
 
 
@@ -673,7 +679,7 @@ class DecisionCreate(Strict):
     @field_validator("reference_weights")
     @classmethod
     def _check_reference(cls, weights: dict[str, float] | None) -> dict[str, float] | None:
-        return None if weights is None else _finite_weights(weights, "reference weight")
+        return None if weights is None else _finite_weights(weights)
 
     @field_validator("maturity")
     @classmethod
@@ -712,7 +718,7 @@ PortfolioDrafts = list[dict[Name, Weight]]
 
 def check_portfolio_drafts(drafts: list[dict[str, float]]) -> list[dict[str, float]]:
     for index, draft in enumerate(drafts):
-        _finite_weights(draft, f"drafts[{index}] weight")
+        _finite_weights(draft, index)
     return drafts
 
 

@@ -132,7 +132,7 @@ def decide(
                     "reference",
                 )
             universe = Universe(agent.settings["universe"])
-            matrix = [universe.vector(draft, f"drafts[{i}]") for i, draft in enumerate(_portfolio_drafts(drafts))]
+            matrix = [universe.vector(draft, f"drafts.{i}") for i, draft in enumerate(_portfolio_drafts(drafts))]
             engine = services.engines.checkout(session, agent, {row.id: row})
             with span("engine.decide", drafts=len(matrix)):
                 decision = engine.decide(decision_id, matrix)

@@ -166,14 +166,16 @@ def test_prices_and_returns_settle_the_same(client, stocked):
     ("drafts", "status", "field", "message"),
     [
         ([DRAFT] * 7, 422, "drafts", "drafts must have one row per designed subset (8), got 7 rows"),
-        ([{**DRAFT, "QQQ": 0.0}] * 8, 422, "drafts[0]", "drafts[0]: unknown assets ['QQQ']"),
+        # every error of a draft is named by its place, dotted as the body's other fields are
+        ([DRAFT, {**DRAFT, "QQQ": 0.0}] * 4, 422, "drafts.1", "drafts.1: unknown assets ['QQQ']"),
         (
-            [{**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 8,
+            [DRAFT, {**DRAFT, "SPY": -0.1, "TLT": 0.8}] * 4,
             422,
-            "drafts",
-            "drafts: drafts[0] weight for 'SPY' must be >= 0 (long only), got -0.1",
+            "drafts.1.SPY",
+            "drafts.1.SPY: a weight must be >= 0 (long only), got -0.1",
         ),
-        ([{**DRAFT, "SPY": 0.5}] * 8, 422, "drafts[0]", "drafts[0]: weights must sum to 1, got 1.1"),
+        ([DRAFT, {**DRAFT, "GLD": "0.2"}] * 4, 422, "drafts.1.GLD", "drafts.1.GLD: Input should be a valid number"),
+        ([DRAFT, {**DRAFT, "SPY": 0.5}] * 4, 422, "drafts.1", "drafts.1: weights must sum to 1, got 1.1"),
     ],
 )
 def test_bad_drafts_are_rejected_naming_the_field(client, stocked, drafts, status, field, message):
@@ -297,5 +299,15 @@ def test_a_draft_missing_an_asset_is_refused(client, agent):
     plan = client.create_decision(agent["id"], START, START + dt.timedelta(days=1), "x")
     with pytest.raises(ServiceError) as error:
         client.submit_drafts(agent["id"], plan["decision_id"], [{"SPY": 0.5, "TLT": 0.5}])
-    assert (error.value.status, error.value.field) == (422, "drafts[0]")
+    assert (error.value.status, error.value.field) == (422, "drafts.0")
     assert "missing assets ['GLD', 'BIL']" in error.value.message
+
+
+def test_a_bad_reference_weight_is_named_by_its_asset(client, agent):
+    for weight, rule in ((-0.1, ">= 0 (long only)"), (-0.0001, ">= 0 (long only)")):
+        body = {"decision_time": START.isoformat(), "maturity": (START + dt.timedelta(days=1)).isoformat()}
+        body |= {"context_text": "x", "reference_weights": {**DRAFT, "TLT": weight}}
+        with pytest.raises(ServiceError) as error:
+            client._request("POST", f"/v1/agents/{agent['id']}/decisions", body)
+        assert (error.value.status, error.value.field) == (422, "reference_weights.TLT")
+        assert error.value.message.startswith(f"reference_weights.TLT: a weight must be {rule}")
