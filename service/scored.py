@@ -33,23 +33,34 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+def _keys_wrong(draft: Any, outcomes: Sequence[str]) -> str:
+    """What a forecast lacks or holds beyond the agent's outcomes, in words (or what it is instead of a mapping)."""
+    if not isinstance(draft, dict):
+        return f"; got {draft!r}"[:200]
+    missing = [name for name in outcomes if name not in draft]
+    unknown = sorted(set(draft) - set(outcomes))
+    return "".join([f"; missing {missing}" if missing else "", f"; unknown {unknown}" if unknown else ""])
+
+
 def scored_drafts(settings: Mapping[str, Any], drafts: Sequence[Any]) -> NDArray[np.float64] | None:
     """The drafts as vectors (None: they are answers or documents, to be played as they are)."""
     outcomes = settings.get("outcomes")
     if outcomes:
         rows = []
         for index, draft in enumerate(drafts):
-            if (
-                not isinstance(draft, dict)
-                or set(draft) != set(outcomes)
-                or not all(_number(v) for v in draft.values())
-            ):
+            if not isinstance(draft, dict) or set(draft) != set(outcomes):
                 raise ApiError(
                     422,
                     "invalid",
-                    f"drafts[{index}]: must give a probability for each outcome {list(outcomes)} and nothing else",
-                    "drafts",
+                    f"drafts.{index}: must give a probability for each outcome {list(outcomes)} and nothing else"
+                    + _keys_wrong(draft, outcomes),
+                    f"drafts.{index}",
                 )
+            for name in outcomes:  # each probability named by its draft and outcome
+                value = draft[name]
+                if not _number(value) or not 0.0 <= value <= 1.0:
+                    field = f"drafts.{index}.{name}"
+                    raise ApiError(422, "invalid", f"{field}: must be a probability from 0 to 1, got {value!r}", field)
             rows.append([float(draft[name]) for name in outcomes])
         return probability_vectors(np.array(rows), "drafts")
     if all(_number(draft) for draft in drafts):

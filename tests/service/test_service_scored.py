@@ -195,7 +195,22 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
     plan = client.create_decision(scored["id"], START, START + dt.timedelta(hours=1), "q")
     with pytest.raises(ServiceError) as refused:
         client.submit_drafts(scored["id"], plan["decision_id"], [{"up": 1.0}] * len(plan["subsets"]))
-    assert refused.value.field == "drafts" and "must give a probability for each outcome" in refused.value.message
+    assert refused.value.field == "drafts.0" and refused.value.message == (
+        "drafts.0: must give a probability for each outcome ['up', 'flat', 'down'] and nothing else; "
+        "missing ['flat', 'down']"
+    )
+    for bad, field, got in (
+        ({"up": "0.5", "flat": 0.3, "down": 0.2}, "drafts.1.up", "'0.5'"),
+        ({"up": 1.2, "flat": 0.0, "down": -0.2}, "drafts.1.up", "1.2"),
+        ({"up": 0.5, "flat": -0.1, "down": 0.6}, "drafts.1.flat", "-0.1"),
+    ):
+        with pytest.raises(ServiceError) as refused:  # each probability named by its draft and its outcome
+            drafts = [{"up": 0.5, "flat": 0.3, "down": 0.2}, bad] + [{"up": 1.0, "flat": 0.0, "down": 0.0}] * 6
+            client.submit_drafts(scored["id"], plan["decision_id"], drafts[: len(plan["subsets"])])
+        assert (refused.value.field, refused.value.message) == (
+            field,
+            f"{field}: must be a probability from 0 to 1, got {got}",
+        )
     with pytest.raises(ServiceError) as refused:
         client.submit_drafts(
             scored["id"], plan["decision_id"], [{"up": 0.5, "flat": 0.5, "down": 0.5}] * len(plan["subsets"])
