@@ -125,13 +125,29 @@ class Universe:
                     422, "invalid", "prices: give the entry close and at least one later close per asset", kind
                 )
             if np.any(matrix <= 0):
-                raise ApiError(422, "invalid", "prices: closes must be > 0", kind)
+                row, column = (int(v) for v in np.argwhere(matrix <= 0)[0])
+                field = f"prices.{self.assets[column]}"
+                which = "the entry close" if row == 0 else f"the close of session {row}"
+                raise ApiError(
+                    422,
+                    "invalid",
+                    f"{field}: closes must be > 0, got {float(matrix[row, column])!r} for {which}",
+                    field,
+                )
             returns = matrix[1:] / matrix[:-1] - 1.0
         else:
             if matrix.shape[0] < 1:
                 raise ApiError(422, "invalid", "returns: give at least one return per asset", kind)
             if np.any(matrix <= -1):
-                raise ApiError(422, "invalid", "returns: returns must be > -1", kind)
+                session, column = (int(v) for v in np.argwhere(matrix <= -1)[0])
+                field = f"returns.{self.assets[column]}"
+                raise ApiError(
+                    422,
+                    "invalid",
+                    f"{field}: returns must be > -1 (a loss of less than all), got {float(matrix[session, column])!r} "
+                    f"for session {session + 1}",
+                    field,
+                )
             returns = matrix
         implausible = np.argwhere(~(returns <= max_return))
         if implausible.size:

@@ -311,3 +311,19 @@ def test_a_bad_reference_weight_is_named_by_its_asset(client, agent):
             client._request("POST", f"/v1/agents/{agent['id']}/decisions", body)
         assert (error.value.status, error.value.field) == (422, "reference_weights.TLT")
         assert error.value.message.startswith(f"reference_weights.TLT: a weight must be {rule}")
+
+
+def test_an_impossible_return_or_close_is_named_by_its_asset_and_session(client, stocked):
+    body = plan(client, stocked)
+    client.submit_drafts(stocked["id"], body["decision_id"], drafts_for(body))
+    prices = {asset: [100.0, *(100.0 * (1 + r) for r in values)] for asset, values in RETURNS.items()}
+    refused = [
+        ({"returns": {**RETURNS, "GLD": [0.0, -1.5, 0.0]}}, "returns.GLD", "got -1.5 for session 2"),
+        ({"prices": {**prices, "TLT": [100.0, 99.0, 0.0, 98.0]}}, "prices.TLT", "got 0.0 for the close of session 2"),
+        ({"prices": {**prices, "SPY": [-1.0, 99.0, 99.0, 98.0]}}, "prices.SPY", "got -1.0 for the entry close"),
+    ]
+    for outcome, field, detail in refused:
+        with pytest.raises(ServiceError) as error:
+            client.settle(stocked["id"], body["decision_id"], **outcome)
+        assert (error.value.status, error.value.field) == (422, field) and error.value.message.endswith(detail)
+    assert client.get_decision(stocked["id"], body["decision_id"])["status"] == "decided"
