@@ -83,6 +83,13 @@ def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[Engi
             field=fixed[0],
         )
     given = dict(changes)
+    if given.get("draft_budget", 0) is None and config.draft_horizon is not None and "draft_horizon" not in given:
+        # what the change asks for, not the rule it meets (a horizon without a budget) in the configuration it makes
+        raise ConfigError(
+            f"draft_budget: the budget is spread over a draft_horizon of {config.draft_horizon} decisions; to set "
+            "the budget aside, set draft_horizon to null with it",
+            field="draft_budget",
+        )
     if "quarantine" in given:
         given["quarantine"] = _quarantine(config.quarantine, given["quarantine"])
     with existing_engine():  # the rules on new configurations do not refuse an existing engine's change

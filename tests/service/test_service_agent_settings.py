@@ -136,7 +136,11 @@ def test_setting_a_budget_aside_and_changing_the_drafter_are_logged_and_an_uncha
     agent = client.create_agent("fund", "balanced", UNIVERSE, draft_budget=3, draft_horizon=20)
     with pytest.raises(ServiceError) as error:  # a horizon needs a budget: set both aside together
         client.update_agent(agent["id"], draft_budget=None)
-    assert (error.value.status, error.value.field) == (422, "draft_horizon")
+    assert (error.value.status, error.value.field) == (422, "draft_budget")  # named as sent, with what to send
+    assert error.value.message == (
+        "draft_budget: the budget is spread over a draft_horizon of 20 decisions; to set the budget aside, "
+        "set draft_horizon to null with it"
+    )
     client.update_agent(agent["id"], draft_budget=3)  # unchanged: nothing to log
     updated = client.update_agent(agent["id"], draft_budget=None, draft_horizon=None)
     assert updated["draft_budget"] is None and updated["draft_horizon"] is None
