@@ -83,19 +83,20 @@ class StrictJSONRoute(APIRoute):
         takes = ", ".join(sorted(declared)) or "none"
 
         async def strict_handler(request: Request) -> Response:
-            for name in request.query_params:
-                if name not in declared:
-                    message = f"unknown query parameter (this operation takes: {takes})"
-                    raise RequestValidationError(
-                        [
-                            {
-                                "type": "extra_forbidden",
-                                "loc": ("query", name or "''"),
-                                "msg": message,
-                                "input": request.query_params[name],
-                            }
-                        ]
-                    )
+            unknown = [name for name in dict.fromkeys(request.query_params) if name not in declared]
+            if unknown:  # every one named, as every invalid body field is
+                message = f"unknown query parameter (this operation takes: {takes})"
+                raise RequestValidationError(
+                    [
+                        {
+                            "type": "extra_forbidden",
+                            "loc": ("query", name or "''"),
+                            "msg": message,
+                            "input": request.query_params[name],
+                        }
+                        for name in unknown
+                    ]
+                )
             return await handler(StrictJSONRequest(request.scope, request.receive))
 
         return strict_handler

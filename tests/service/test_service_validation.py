@@ -196,6 +196,15 @@ def test_booleans_and_strings_are_not_numbers(client, agent):
     assert (error.value.status, error.value.field) == (422, "drafts.0.SPY")
 
 
+def test_every_undeclared_query_parameter_is_named(http, client, agent):
+    response = http.get(
+        f"/v1/agents/{agent['id']}/experiences?limt=1&status=active&statuss=retired&limt=2",
+        headers={"Authorization": client._headers["Authorization"]},
+    )
+    assert response.status_code == 422
+    assert [e["field"] for e in response.json()["error"]["errors"]] == ["limt", "statuss"]
+
+
 @pytest.mark.parametrize(
     "path", ["/v1/agents?limt=5", "/v1/agents/{agent}/trust/log?limit=5&curser=x", "/healthz?probe=1"]
 )
