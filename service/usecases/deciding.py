@@ -105,6 +105,11 @@ def decide(
                 "its own request posts its drafts",
                 "decision_id",
             )
+        runs = len((row.plan or {}).get("subsets", []))
+        if len(drafts) != runs:  # in the request's words, for every kind (the engine's name what it is given)
+            raise ApiError(
+                422, "invalid", f"drafts: give one per designed subset ({runs}), got {len(drafts)}", "drafts"
+            )
         if agent_kind(agent.settings) is DecisionKind.SCORED:
             vectors = scored_drafts(agent.settings, drafts)
             if vectors is None and row.decision is not None and row.decision.get("drafts") != list(drafts):

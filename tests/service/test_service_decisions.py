@@ -165,7 +165,7 @@ def test_prices_and_returns_settle_the_same(client, stocked):
 @pytest.mark.parametrize(
     ("drafts", "status", "field", "message"),
     [
-        ([DRAFT] * 7, 422, "drafts", "drafts must have one row per designed subset (8), got 7 rows"),
+        ([DRAFT] * 7, 422, "drafts", "drafts: give one per designed subset (8), got 7"),
         # every error of a draft is named by its place, dotted as the body's other fields are
         ([DRAFT, {**DRAFT, "QQQ": 0.0}] * 4, 422, "drafts.1", "drafts.1: unknown assets ['QQQ']"),
         (

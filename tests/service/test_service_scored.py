@@ -199,6 +199,13 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
         "drafts.0: must give a probability for each outcome ['up', 'flat', 'down'] and nothing else; "
         "missing ['flat', 'down']"
     )
+    for count in (len(plan["subsets"]) - 1, len(plan["subsets"]) + 1):  # the count first, in the request's words
+        with pytest.raises(ServiceError) as refused:
+            client.submit_drafts(scored["id"], plan["decision_id"], [{"up": 1.0, "flat": 0.0, "down": 0.0}] * count)
+        assert (refused.value.field, refused.value.message) == (
+            "drafts",
+            f"drafts: give one per designed subset ({len(plan['subsets'])}), got {count}",
+        )
     for bad, field, got in (
         ({"up": "0.5", "flat": 0.3, "down": 0.2}, "drafts.1.up", "'0.5'"),
         ({"up": 1.2, "flat": 0.0, "down": -0.2}, "drafts.1.up", "1.2"),
