@@ -16,6 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import InputError, StateError
+from memtrial.numeric.plain import plain_number
 from memtrial.trust.gate import TrustDecision
 
 __all__ = [
@@ -67,16 +68,6 @@ def text_or_flag(value: Any) -> bool:
     return any(issubclass(kind, nested) for kind in kinds) and any(
         text_or_flag(item) for item in items if isinstance(item, nested)
     )
-
-
-def plain_number(value: Any) -> Any:
-    """A NumPy integer or float as Python's (``np.int64(3)`` as 3), anything else as it is: a time, a count or
-    an index given from an array is taken as the same number given by hand (a NumPy flag stays one)."""
-    if isinstance(value, np.integer) and not isinstance(value, np.bool_):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value
 
 
 def check_experience_id(value: object, field: str = "experience_id", *, listed: bool = False) -> ExperienceId:

@@ -55,7 +55,8 @@ from numpy.typing import NDArray
 from memtrial.action.fallback import mixture
 from memtrial.action.rule import best_subset, dial_gains
 from memtrial.errors import ConfigError
-from memtrial.records import Dial, plain_number
+from memtrial.numeric.plain import plain_number
+from memtrial.records import Dial
 from memtrial.trust.gate import GateConfig
 
 __all__ = [

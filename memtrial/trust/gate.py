@@ -35,6 +35,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from memtrial.errors import ConfigError, DuplicateError, InputError, StateError, UnknownDecisionError, parse_choice
+from memtrial.numeric.plain import plain_number
 from memtrial.numeric.running import running_counts
 from memtrial.numeric.special import t_sf
 from memtrial.trust.log import LogEntry, LogKind, PredictionLog, canonical_json, sha256_hex
@@ -95,8 +96,6 @@ class GateConfig:
     bets: tuple[float, ...] = DEFAULT_BETS
 
     def __post_init__(self) -> None:
-        from memtrial.records import plain_number  # records reads this module's TrustDecision
-
         object.__setattr__(self, "test", parse_choice(GateTest, self.test, "test"))
         object.__setattr__(self, "alpha", plain_number(self.alpha))  # NumPy's numbers are the same numbers
         object.__setattr__(self, "min_scores", plain_number(self.min_scores))
