@@ -82,6 +82,19 @@ class Universe:
                 )
         return warnings
 
+    def _impossible(self, matrix: NDArray[np.float64], kind: str) -> None:
+        """A close <= 0, or a return of -100% or worse: 422 naming the asset and the session."""
+        bound = 0.0 if kind == "prices" else -1.0
+        if not np.any(matrix <= bound):
+            return
+        row, column = (int(v) for v in np.argwhere(matrix <= bound)[0])
+        field, got = f"{kind}.{self.assets[column]}", float(matrix[row, column])
+        if kind == "prices":
+            which = "the entry close" if row == 0 else f"the close of session {row}"
+            raise ApiError(422, "invalid", f"{field}: closes must be > 0, got {got!r} for {which}", field)
+        rule = "returns must be > -1 (a loss of less than all)"
+        raise ApiError(422, "invalid", f"{field}: {rule}, got {got!r} for session {row + 1}", field)
+
     def relative_prices(
         self, series: Mapping[str, Sequence[float]], kind: str, horizon: int | None = None, max_return: float = math.inf
     ) -> NDArray[np.float64]:
@@ -124,30 +137,12 @@ class Universe:
                 raise ApiError(
                     422, "invalid", "prices: give the entry close and at least one later close per asset", kind
                 )
-            if np.any(matrix <= 0):
-                row, column = (int(v) for v in np.argwhere(matrix <= 0)[0])
-                field = f"prices.{self.assets[column]}"
-                which = "the entry close" if row == 0 else f"the close of session {row}"
-                raise ApiError(
-                    422,
-                    "invalid",
-                    f"{field}: closes must be > 0, got {float(matrix[row, column])!r} for {which}",
-                    field,
-                )
+            self._impossible(matrix, kind)
             returns = matrix[1:] / matrix[:-1] - 1.0
         else:
             if matrix.shape[0] < 1:
                 raise ApiError(422, "invalid", "returns: give at least one return per asset", kind)
-            if np.any(matrix <= -1):
-                session, column = (int(v) for v in np.argwhere(matrix <= -1)[0])
-                field = f"returns.{self.assets[column]}"
-                raise ApiError(
-                    422,
-                    "invalid",
-                    f"{field}: returns must be > -1 (a loss of less than all), got {float(matrix[session, column])!r} "
-                    f"for session {session + 1}",
-                    field,
-                )
+            self._impossible(matrix, kind)
             returns = matrix
         implausible = np.argwhere(~(returns <= max_return))
         if implausible.size:

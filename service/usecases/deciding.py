@@ -70,6 +70,20 @@ def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
         ) from None
 
 
+def _check_count(row: Decision, drafts: list[Any]) -> None:
+    """One draft per designed subset, in the request's words for every kind (the engine names what it is given)."""
+    runs = len((row.plan or {}).get("subsets", []))
+    if len(drafts) != runs:
+        raise ApiError(422, "invalid", f"drafts: give one per designed subset ({runs}), got {len(drafts)}", "drafts")
+
+
+def _check_answers_again(row: Decision, drafts: list[Any]) -> None:
+    """Answers posted to a decision already decided must be those it was decided on: they give the engine no
+    numbers to compare (it checks their count), so the stored ones are compared here."""
+    if row.decision is not None and row.decision.get("drafts") != list(drafts):
+        raise ApiError(409, "conflict", f"decision {row.id!r} was already decided with other drafts", "drafts")
+
+
 def decide(
     services: Services,
     tenant_id: str,
@@ -105,18 +119,11 @@ def decide(
                 "its own request posts its drafts",
                 "decision_id",
             )
-        runs = len((row.plan or {}).get("subsets", []))
-        if len(drafts) != runs:  # in the request's words, for every kind (the engine's name what it is given)
-            raise ApiError(
-                422, "invalid", f"drafts: give one per designed subset ({runs}), got {len(drafts)}", "drafts"
-            )
+        _check_count(row, drafts)
         if agent_kind(agent.settings) is DecisionKind.SCORED:
             vectors = scored_drafts(agent.settings, drafts)
-            if vectors is None and row.decision is not None and row.decision.get("drafts") != list(drafts):
-                # answers give the engine no numbers to compare (it checks their count): the stored ones are compared here
-                raise ApiError(
-                    409, "conflict", f"decision {decision_id!r} was already decided with other drafts", "drafts"
-                )
+            if vectors is None:
+                _check_answers_again(row, drafts)
             engine = services.engines.checkout(session, agent, {row.id: row})
             with span("engine.decide", drafts=len(drafts)):
                 if vectors is not None:
