@@ -16,41 +16,74 @@
  * the first answer: a retry can never create twice.
  * A retry answered 409 `idempotency_in_progress` (the first attempt still runs) is sent again after the
  * `Retry-After` it names, for up to `inProgressWaitMs` in all.
+ *
+ * Cancelling: every method takes, last, `{ signal }`; an aborted signal ends the call at once (its attempt in
+ * flight, a pause before a retry, the wait for a first attempt), rejecting with the signal's reason, and the
+ * call is never sent again.
+ *
+ * Redirects are not followed: `fetch` would resend a redirected POST as a GET (301/302/303) and answer with
+ * whatever that GET returns; a 3xx is thrown as {@link MemtrialError} (code `redirect`) naming where it pointed.
  */
 import { MemtrialConnectionError, MemtrialError, errorFromAnswer } from "./errors.js";
-import { type Operation, type OperationMethods, type Operations, type Schemas, type Shape, operations } from "./operations.js";
+import {
+  type CallOptions,
+  type Loose,
+  type Operation,
+  type OperationMethods,
+  type Operations,
+  type Schemas,
+  type Shape,
+  operations,
+} from "./operations.js";
 import { type Page, Paged } from "./paging.js";
 
 export const RETRY_STATUSES: ReadonlySet<number> = new Set([429, 502, 503, 504]);
 
+/** The client's options. Each may be given as `undefined` (its default), so `apiKey: process.env.MEMTRIAL_API_KEY`
+ * compiles under `exactOptionalPropertyTypes`; a number out of its range is a `TypeError` naming the option. */
 export interface ClientOptions {
   /** The service's address, e.g. `http://127.0.0.1:8000` (no trailing path). */
   baseUrl: string;
   /** The tenant's API key (`memtrial tenants create NAME` prints one); sent as `Authorization: Bearer`. */
-  apiKey?: string;
-  /** Times a failed attempt is sent again (default 2). */
-  retries?: number;
-  /** The longest pause before a retry, in ms (default 2000); a longer `Retry-After` is not waited for. */
-  maxWaitMs?: number;
-  /** How long, in all, a retry waits for its own first attempt to finish (default 60000 ms). */
-  inProgressWaitMs?: number;
-  /** Each attempt's time limit, in ms (default 120000); past it the attempt counts as lost. */
-  timeoutMs?: number;
+  apiKey?: string | undefined;
+  /** Times a failed attempt is sent again: an integer >= 0 (default 2). */
+  retries?: number | undefined;
+  /** The longest pause before a retry, in ms from 0 to 2147483647 (default 2000); a longer `Retry-After` is not
+   * waited for. */
+  maxWaitMs?: number | undefined;
+  /** How long, in all, a retry waits for its own first attempt to finish: a finite number of ms >= 0 (default 60000). */
+  inProgressWaitMs?: number | undefined;
+  /** Each attempt's time limit, an integer number of ms from 1 to 2147483647 (default 120000); past it the attempt
+   * counts as lost. */
+  timeoutMs?: number | undefined;
   /** The `fetch` to use (default: the global one). */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** Headers sent with every request (e.g. an `X-Request-ID`). */
-  headers?: Record<string, string>;
+  headers?: Record<string, string> | undefined;
+}
+
+/** What `request` takes besides its method and path: the JSON body, the query, whether the call creates (it
+ * then carries an `Idempotency-Key` its retries reuse), whether the answer is text (else it must be JSON), and the
+ * call's `signal`. */
+export interface RequestOptions extends CallOptions {
+  body?: unknown;
+  query?: Record<string, unknown> | undefined;
+  creates?: boolean | undefined;
+  text?: boolean | undefined;
 }
 
 /** One request as the table makes it: method, path (ids filled in), body, query, whether it creates, whether it
- * only reads (a POST that writes nothing, as a search or a rank: resent as a GET is). */
+ * only reads (a POST that writes nothing, as a search or a rank: resent as a GET is), whether its answer is text
+ * (`/metrics`; any other answer must be JSON), and the signal that cancels it. */
 export interface Call {
   method: string;
   path: string;
   body?: unknown;
   query?: Record<string, unknown> | undefined;
   creates: boolean;
-  reads?: boolean;
+  reads?: boolean | undefined;
+  text?: boolean | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** An id as one path segment: a non-empty string that is not a path; percent-encoded. */
@@ -65,16 +98,59 @@ export function segment(value: unknown, name: string): string {
   return encodeURIComponent(value);
 }
 
-/** The request a row makes of its arguments: ids, then the body (POST, PATCH), then the query. */
+/** The request a row makes of its arguments: ids, then the body (a row with one), then the query (a row with
+ * one), then the call's options. */
 export function callOf(row: Operation<string, Shape>, args: unknown[]): Call {
   const names = [...row.path.matchAll(/\{(\w+)\}/g)].map((match) => match[1] as string);
   let i = 0;
   const path = row.path.replace(/\{(\w+)\}/g, (_, name: string) => segment(args[i++], name));
   const rest = args.slice(names.length);
-  const sends = row.method === "POST" || row.method === "PATCH";
-  const body = sends ? rest[0] : undefined;
-  const query = (sends ? rest[1] : rest[0]) as Record<string, unknown> | undefined;
-  return { method: row.method, path, body, query, creates: row.creates, reads: row.reads };
+  const body = row.body ? rest.shift() : undefined;
+  const query = (row.query ? rest.shift() : undefined) as Record<string, unknown> | undefined;
+  const signal = signalOf(rest.shift());
+  return { method: row.method, path, body, query, creates: row.creates, reads: row.reads, text: row.text, signal };
+}
+
+/** The `signal` of a call's options (undefined where none), or a TypeError where it is not an AbortSignal. */
+function signalOf(options: unknown): AbortSignal | undefined {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== "object") throw new TypeError(`options must be an object such as { signal }, got ${shown(options)}`);
+  const signal = (options as CallOptions).signal;
+  // duck-typed, not instanceof: a signal from another realm (a test runner's, a polyfill's) cancels as well
+  const isSignal = (value: object) => typeof (value as AbortSignal).aborted === "boolean" && typeof (value as AbortSignal).addEventListener === "function";
+  if (signal !== undefined && (typeof signal !== "object" || signal === null || !isSignal(signal))) {
+    throw new TypeError(`signal must be an AbortSignal, got ${shown(signal)}`);
+  }
+  return signal;
+}
+
+/** A value as an error message shows it: JSON where it has a form (a text quoted), else as JavaScript prints it
+ * (NaN, Infinity, undefined, a bigint). */
+function shown(value: unknown): string {
+  if (typeof value === "number" || typeof value === "bigint" || value === undefined) return String(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A request body as JSON, or a TypeError naming where in it lies a number JSON has no form for (NaN, Infinity):
+ * `JSON.stringify` would send it as null, which the service reads as a value (a budget of none, a missing
+ * return). The place is a dotted path, as the service names fields: `drafts.3.SPY`. */
+export function jsonBody(body: unknown): string {
+  const places = new Map<object, string>();
+  return JSON.stringify(body, function (this: unknown, key: string, value: unknown) {
+    // the value as JSON writes it (after toJSON); its place: its holder's place, then its key
+    const holder = places.get(this as object);
+    const place = holder === undefined ? "" : holder === "" ? key : `${holder}.${key}`;
+    const number = value instanceof Number ? value.valueOf() : value;
+    if (typeof number === "number" && !Number.isFinite(number)) {
+      throw new TypeError(`${place || "body"} must be a finite number (JSON has no ${String(number)})`);
+    }
+    if (typeof value === "object" && value !== null) places.set(value, place);
+    return value;
+  }) as string;
 }
 
 function queryString(query: Record<string, unknown> | undefined): string {
@@ -181,14 +257,94 @@ function retryAfterMs(response: Response): number | null {
   return Number.isFinite(when) ? Math.max(0, when - Date.now()) : null;
 }
 
-function decode(response: Response, text: string): unknown {
-  if (response.status >= 400) throw errorFromAnswer(response.status, text, response.headers.get("x-request-id"));
-  if (response.status === 204 || text === "") return null;
-  if (!(response.headers.get("content-type") ?? "").startsWith("application/json")) return text;
-  return JSON.parse(text) as unknown;
+/** The longest delay `setTimeout` keeps (a longer one fires at once). */
+const MAX_DELAY_MS = 2_147_483_647;
+
+/** The first characters of an answer's body, for an error message. */
+function excerpt(text: string): string {
+  return text.length > 200 ? `${JSON.stringify(text.slice(0, 200))}...` : JSON.stringify(text);
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** The answer of a call: its JSON (or its text, for a row that answers text), or the error it stands for. */
+function decode(call: Call, baseUrl: string, url: string, response: Response, text: string): unknown {
+  const requestId = response.headers.get("x-request-id");
+  if (response.status >= 400) throw errorFromAnswer(response.status, text, requestId);
+  const said = `${call.method} ${call.path}: the service answered ${response.status}`;
+  // a redirect is not followed (fetch would resend a POST as a GET): baseUrl names something in front of the service
+  if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
+    const location = response.headers.get("location");
+    let where = "a location it did not name";
+    if (location !== null) {
+      try {
+        where = new URL(location, url).href;
+      } catch {
+        where = location;
+      }
+    }
+    throw new MemtrialError(
+      response.status,
+      "redirect",
+      `${said}, a redirect to ${where}: not followed (fetch would resend a POST as a GET), and nothing was resent; baseUrl (${baseUrl}) should point at the service itself`,
+      null,
+      null,
+      requestId,
+    );
+  }
+  if (response.status === 204) return null;
+  if (call.text) return text;
+  if (text === "") return null;
+  const type = response.headers.get("content-type");
+  if (type === null || !/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
+    const named = type === null ? "no content-type" : `content-type ${type}`;
+    throw new MemtrialError(response.status, "not_json", `${said} with ${named}, not JSON: ${excerpt(text)}`, null, null, requestId);
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new MemtrialError(response.status, "not_json", `${said} with malformed JSON (${why}): ${excerpt(text)}`, null, null, requestId);
+  }
+}
+
+/** A pause of `ms`, ended early, rejecting with the signal's reason, when the signal aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const stop = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", stop);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", stop, { once: true });
+  });
+}
+
+/** The signal of one attempt: aborted by the caller's signal, or past the attempt's time limit. */
+function attemptSignal(signal: AbortSignal | undefined, timeoutMs: number): AbortSignal {
+  const timeout = AbortSignal.timeout(timeoutMs);
+  if (signal === undefined) return timeout;
+  if (typeof AbortSignal.any === "function") return AbortSignal.any([signal, timeout]);
+  const either = new AbortController(); // a runtime without AbortSignal.any (Node before 20.3)
+  const abort = (source: AbortSignal) => either.abort(source.reason);
+  if (signal.aborted) abort(signal);
+  signal.addEventListener("abort", () => abort(signal), { once: true, signal: either.signal });
+  timeout.addEventListener("abort", () => abort(timeout), { once: true, signal: either.signal });
+  return either.signal;
+}
+
+/** A numeric option: its default where it is undefined, else the value if it keeps `rule`, else a TypeError. */
+function numberOption(value: unknown, name: string, fallback: number, valid: (value: number) => boolean, rule: string): number {
+  if (value === undefined) return fallback;
+  // NaN would break every comparison the retries make (attempt >= NaN is false: retried forever)
+  if (typeof value !== "number" || !valid(value)) throw new TypeError(`${name} must be ${rule}, got ${shown(value)}`);
+  return value;
+}
 
 /** The client's own methods; every operation of the table is added to its prototype (see {@link MemtrialClient}). */
 class ClientBase {
@@ -205,20 +361,27 @@ class ClientBase {
       throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options?.baseUrl)}`);
     }
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
-    this.retries = options.retries ?? 2;
-    this.maxWaitMs = options.maxWaitMs ?? 2000;
-    this.inProgressWaitMs = options.inProgressWaitMs ?? 60_000;
-    this.timeoutMs = options.timeoutMs ?? 120_000;
+    const isCount = (n: number) => Number.isInteger(n) && n >= 0;
+    const isDelay = (n: number) => n >= 0 && n <= MAX_DELAY_MS; // false for NaN
+    this.retries = numberOption(options.retries, "retries", 2, isCount, "an integer >= 0");
+    this.maxWaitMs = numberOption(options.maxWaitMs, "maxWaitMs", 2000, isDelay, `a number of ms from 0 to ${MAX_DELAY_MS}`);
+    this.inProgressWaitMs = numberOption(options.inProgressWaitMs, "inProgressWaitMs", 60_000, (n) => Number.isFinite(n) && n >= 0, "a finite number of ms >= 0");
+    const isLimit = (n: number) => Number.isInteger(n) && n >= 1 && n <= MAX_DELAY_MS;
+    this.timeoutMs = numberOption(options.timeoutMs, "timeoutMs", 120_000, isLimit, `an integer number of ms from 1 to ${MAX_DELAY_MS}`);
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.#headers = { ...(options.headers ?? {}) };
     if (options.apiKey !== undefined) this.#headers.Authorization = `Bearer ${options.apiKey}`;
   }
 
-  /** Send one call (with its retries) and decode the answer; a refusal throws {@link MemtrialError}. */
+  /** Send one call (with its retries) and decode the answer; a refusal throws {@link MemtrialError}. An aborted
+   * `call.signal` rejects with its reason at once, and nothing more is sent. */
   async send(call: Call): Promise<unknown> {
+    const body = call.body === undefined ? undefined : jsonBody(call.body); // before anything is sent
+    const url = this.baseUrl + call.path + queryString(call.query);
     const attempts = new Attempts(call, this.retries, this.maxWaitMs, this.inProgressWaitMs);
     for (;;) {
-      const outcome = await this.#attempt(call, attempts.headers);
+      call.signal?.throwIfAborted();
+      const outcome = await this.#attempt(call, url, body, attempts.headers);
       const wait = attempts.waitAfter(outcome);
       if (wait === null) {
         if ("lost" in outcome) {
@@ -227,55 +390,76 @@ class ClientBase {
             cause: outcome.lost,
           });
         }
-        return decode(outcome.response, outcome.text);
+        return decode(call, this.baseUrl, url, outcome.response, outcome.text);
       }
-      await sleep(wait);
+      await sleep(wait, call.signal);
     }
   }
 
-  /** Any request, decoded as {@link send} does (for a route the table does not list yet). */
-  request(method: string, path: string, options: { body?: unknown; query?: Record<string, unknown>; creates?: boolean } = {}): Promise<unknown> {
-    return this.send({ method: method.toUpperCase(), path, body: options.body, query: options.query, creates: options.creates ?? false });
+  /** Any request, decoded as {@link send} does (for a route the table does not list yet): `path` is the service's
+   * path, from its leading `/` (`"/v1/agents"`); `options.text` where the answer is text, not JSON. */
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<unknown> {
+    if (typeof method !== "string" || !/^[A-Za-z]+$/.test(method)) {
+      throw new TypeError(`method must be an HTTP method such as "get", got ${shown(method)}`);
+    }
+    if (typeof path !== "string" || !path.startsWith("/")) {
+      // without its "/" the path would run into the host's port ("http://host:8000v1/agents"): a connection error
+      throw new TypeError(`path must start with "/" (the service's path, e.g. "/v1/agents"), got ${shown(path)}`);
+    }
+    const signal = signalOf(options);
+    const { body, query, creates, text } = options ?? {};
+    return this.send({ method: method.toUpperCase(), path, body, query, creates: creates ?? false, text: text ?? false, signal });
   }
 
-  async #attempt(call: Call, keyed: Record<string, string>): Promise<Outcome> {
+  async #attempt(call: Call, url: string, body: string | undefined, keyed: Record<string, string>): Promise<Outcome> {
     const headers: Record<string, string> = { accept: "application/json", ...this.#headers, ...keyed };
-    const init: RequestInit = { method: call.method, headers, signal: AbortSignal.timeout(this.timeoutMs) };
-    if (call.body !== undefined) {
+    // redirect "manual": fetch would otherwise resend a redirected POST as a GET and answer with what that GET got
+    const init: RequestInit = { method: call.method, headers, redirect: "manual", signal: attemptSignal(call.signal, this.timeoutMs) };
+    if (body !== undefined) {
       headers["content-type"] = "application/json";
-      init.body = JSON.stringify(call.body);
+      init.body = body;
     }
     try {
-      const response = await this.#fetch(this.baseUrl + call.path + queryString(call.query), init);
+      const response = await this.#fetch(url, init);
       return { response, text: await response.text() };
     } catch (lost) {
+      if (call.signal?.aborted) throw call.signal.reason; // cancelled: not lost, and not sent again
       return { lost };
     }
   }
 
-  /** Every agent of the tenant, page by page (`query`: `name`, and `limit`, the page size). */
-  iterAgents(query: Omit<ListQuery<"listAgents">, "cursor"> = {}): Paged<Schemas["AgentPublic"], Schemas["AgentList"]> {
-    return new Paged((cursor) => (this as unknown as MemtrialClient).listAgents({ limit: 200, ...query, cursor }));
+  /** Every agent of the tenant, page by page (`query`: `name`, and `limit`, the page size; `options.signal` cancels
+   * the page being fetched). */
+  iterAgents(query: Omit<ListQuery<"listAgents">, "cursor"> = {}, options?: CallOptions): Paged<Schemas["AgentPublic"], Schemas["AgentList"]> {
+    return new Paged((cursor) => (this as unknown as MemtrialClient).listAgents({ ...query, limit: query.limit ?? 200, cursor }, options));
   }
 
   /** Every experience of the agent, page by page (`query`: `active`, `external_id`, `limit`). */
-  iterExperiences(agentId: string, query: Omit<ListQuery<"listExperiences">, "cursor" | "offset"> = {}): Paged<Schemas["ExperiencePublic"], Schemas["ExperienceList"]> {
-    return new Paged((cursor) => (this as unknown as MemtrialClient).listExperiences(agentId, { limit: 200, ...query, cursor }));
+  iterExperiences(
+    agentId: string,
+    query: Omit<ListQuery<"listExperiences">, "cursor" | "offset"> = {},
+    options?: CallOptions,
+  ): Paged<Schemas["ExperiencePublic"], Schemas["ExperienceList"]> {
+    return new Paged((cursor) => (this as unknown as MemtrialClient).listExperiences(agentId, { ...query, limit: query.limit ?? 200, cursor }, options));
   }
 
   /** Every decision of the agent, oldest first, page by page (`query`: `status`, `maturity_before`, `limit`). */
-  iterDecisions(agentId: string, query: Omit<ListQuery<"listDecisions">, "cursor"> = {}): Paged<Schemas["DecisionSummary"], Schemas["DecisionList"]> {
-    return new Paged((cursor) => (this as unknown as MemtrialClient).listDecisions(agentId, { limit: 200, ...query, cursor }));
+  iterDecisions(
+    agentId: string,
+    query: Omit<ListQuery<"listDecisions">, "cursor"> = {},
+    options?: CallOptions,
+  ): Paged<Schemas["DecisionSummary"], Schemas["DecisionList"]> {
+    return new Paged((cursor) => (this as unknown as MemtrialClient).listDecisions(agentId, { ...query, limit: query.limit ?? 200, cursor }, options));
   }
 
   /** Every entry of the agent's hash-chained log in index order (to re-verify the chain outside the service). */
-  iterLog(agentId: string, query: Omit<ListQuery<"trustLog">, "cursor"> = {}): Paged<Schemas["LogEntryPublic"], Schemas["LogPage"]> {
-    return new Paged((cursor) => (this as unknown as MemtrialClient).trustLog(agentId, { limit: 1000, ...query, cursor }));
+  iterLog(agentId: string, query: Omit<ListQuery<"trustLog">, "cursor"> = {}, options?: CallOptions): Paged<Schemas["LogEntryPublic"], Schemas["LogPage"]> {
+    return new Paged((cursor) => (this as unknown as MemtrialClient).trustLog(agentId, { ...query, limit: query.limit ?? 1000, cursor }, options));
   }
 }
 
-/** The query parameters of a listing's row. */
-type ListQuery<K extends keyof Operations> = Operations[K] extends Operation<string, infer S> ? NonNullable<S["query"]> : never;
+/** The query parameters of a listing's row (each may be given as undefined: left out). */
+type ListQuery<K extends keyof Operations> = Operations[K] extends Operation<string, infer S> ? Loose<NonNullable<S["query"]>> : never;
 
 /** The memtrial REST client: every operation of the table as a method, plus `iter*` listings and `request`. */
 export interface MemtrialClient extends OperationMethods {}
@@ -291,5 +475,5 @@ for (const [name, row] of Object.entries(operations)) {
   });
 }
 
-export type { Page };
+export type { CallOptions, Page };
 export { MemtrialError };

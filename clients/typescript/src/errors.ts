@@ -3,10 +3,15 @@
  *
  * - {@link MemtrialError}: the service answered with an error (any status >= 400). Every refusal is one:
  *   `status` (HTTP), `code` (stable, e.g. `validation_error`, `not_found`, `conflict`), `message`, `field`
- *   (the first invalid field, or null) and `errors` (every invalid field the service found).
+ *   (the first invalid field, or null) and `errors` (every invalid field the service found). So is an answer
+ *   the client cannot take as the service's: a redirect (3xx, code `redirect`: baseUrl names something in
+ *   front of the service; not followed) or a success whose body is not JSON (code `not_json`), each with its status.
  * - {@link MemtrialConnectionError}: no answer came (the connection failed or the attempt timed out), after
  *   the retries the call allowed; `cause` is the underlying error.
- * - A `TypeError` before anything is sent: a path id that is not a single id (empty, or holding `/`).
+ * - A `TypeError` before anything is sent: a path id that is not a single id (empty, or holding `/`), a body
+ *   holding a number JSON has no form for (NaN, Infinity: named by its dotted path), a `request` path without
+ *   its leading `/`; and from the constructor, an option out of its range.
+ * - The signal's reason (an `AbortError` unless the caller gave another) when the call's `signal` aborts.
  */
 
 /** One invalid field of a refusal: the field's dotted path (or null) and the rule it broke. */

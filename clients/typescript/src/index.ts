@@ -5,9 +5,20 @@
  * typed from the service's OpenAPI document in `schema.d.ts`); every refusal throws {@link MemtrialError};
  * `iter*` methods walk listings page by page as async iterators.
  */
-export { Attempts, type Call, type ClientOptions, MemtrialClient, RETRY_STATUSES, callOf, segment } from "./client.js";
+export { Attempts, type Call, type ClientOptions, MemtrialClient, RETRY_STATUSES, type RequestOptions, callOf, segment } from "./client.js";
 export { type FieldError, MemtrialConnectionError, MemtrialError } from "./errors.js";
-export { type Args, type Operation, type OperationMethods, type Operations, type Schemas, op, operations } from "./operations.js";
+export {
+  type Args,
+  type CallOptions,
+  type Loose,
+  type Operation,
+  type OperationMethods,
+  type Operations,
+  type RowOptions,
+  type Schemas,
+  op,
+  operations,
+} from "./operations.js";
 export { type Page, Paged } from "./paging.js";
 export type { components, operations as openapiOperations, paths } from "./schema.js";
 

@@ -82,8 +82,10 @@ test("a retry that finds its own first attempt in progress waits for it, up to i
 
 test("a row fills its path with encoded ids, then takes the body, then the query", () => {
   assert.deepEqual(callOf(operations.getExperience, ["a b", "é"]), {
-    method: "GET", path: "/v1/agents/a%20b/experiences/%C3%A9", body: undefined, query: undefined, creates: false, reads: false,
+    method: "GET", path: "/v1/agents/a%20b/experiences/%C3%A9", body: undefined, query: undefined, creates: false, reads: false, text: false,
+    signal: undefined,
   });
+  assert.equal(callOf(operations.metrics, []).text, true); // its answer is text, not JSON
   assert.equal(callOf(operations.rankExperiences, ["a", { k: 1 }]).reads, true); // resent after a lost answer
   assert.deepEqual(callOf(operations.listDecisions, ["a", { limit: 3 }]).query, { limit: 3 });
   const settle = callOf(operations.settle, ["a", "d", { utilities: [1] }]);

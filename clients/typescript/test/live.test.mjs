@@ -247,7 +247,7 @@ describe("the guide", () => {
     mkdirSync(folder);
     writeFileSync(join(folder, "guide.ts"), blocks.join("\n"));
     const tsc = join(CLIENT, "node_modules", ".bin", "tsc");
-    const flags = ["--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--strict", "--noUncheckedIndexedAccess", "--types", "node", "--rootDir", folder];
+    const flags = ["--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--strict", "--noUncheckedIndexedAccess", "--exactOptionalPropertyTypes", "--types", "node", "--rootDir", folder];
     await run(tsc, [...flags, "--outDir", join(folder, "out"), join(folder, "guide.ts")], { cwd: CLIENT });
     const { stdout } = await run(process.execPath, [join(folder, "out", "guide.js")], {
       env: { ...process.env, MEMTRIAL_URL: live.url, MEMTRIAL_API_KEY: live.apiKey },
@@ -256,6 +256,8 @@ describe("the guide", () => {
     assert.match(stdout, /ok: true,\s+n_entries: 2/);
     assert.match(stdout, /^422 invalid k$/m);
     assert.match(stdout, /^ok$/m);
+    assert.match(stdout, /^cancelled: AbortError$/m);
+    assert.match(stdout, /^listed$/m);
     assert.match(stdout, /^1 agents named fund$/m);
     rmSync(folder, { recursive: true, force: true });
   });
