@@ -9,7 +9,8 @@ A job goes ``queued`` -> ``running`` -> ``done`` or ``failed``; its row holds ev
   is fire-and-forget, so it finishes even if the API worker that sent it goes away;
 - ``threads``: a thread of the API worker (for development and tests).
 
-The process running a job refreshes its ``heartbeat_at``. Every API worker, when it starts and then
+The process running a job refreshes its ``heartbeat_at``, and the API worker that sent a job refreshes it
+while the job waits in its engine's queue. Every API worker, when it starts and then
 every sixth of ``MEMTRIAL_REFIT_STALE_SECONDS``, looks for unfinished jobs whose heartbeat is older than
 that, claims each (one worker wins, by the job's attempt number) and submits it again to its own engine,
 up to :data:`service.refits.MAX_ATTEMPTS` runs; then the job is ``failed``. A worker holds at most
@@ -282,6 +283,7 @@ class RefitRunner:
                 logger.warning("refit heartbeat failed", extra={"error_type": type(failure).__name__})
 
     def _beat_once(self, beats: int) -> None:
+        self.stamp_waiting()
         self.reap()
         if beats % PURGE_EVERY == 0:
             self.purge_idempotency()
@@ -297,6 +299,21 @@ class RefitRunner:
         with transaction(self.sessions) as session:
             result = session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.created_at < horizon))
             return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    def stamp_waiting(self) -> None:
+        """Refresh the heartbeat of the jobs this worker sent that still wait in its engine's queue (behind
+        another fit, or for a worker of its cluster): they are alive while this worker is. A job's own process
+        refreshes it once it runs; without this a job that waited longer than the stale time was taken for one
+        whose process had died, sent again, and failed after its attempts."""
+        with self._lock:
+            waiting = list(self._held)
+        if waiting:
+            with transaction(self.sessions) as session:
+                session.execute(
+                    update(RefitJob)
+                    .where(RefitJob.id.in_(waiting), RefitJob.status == "queued", RefitJob.worker == self.worker)
+                    .values(heartbeat_at=_now())
+                )
 
     def reap(self) -> int:
         """Take up the unfinished jobs whose process stopped beating: submit each again to this worker's

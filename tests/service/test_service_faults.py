@@ -349,6 +349,41 @@ def test_refit_jobs_are_bounded_queued_and_taken_up_again_when_their_server_stop
     assert job["status"] == "done" and job["posterior"] == {"from": {"mean": 0.0}}
 
 
+def test_a_refit_waiting_behind_another_is_kept_alive_by_its_server_and_runs(database_url, monkeypatch):
+    """A job queued behind a running fit is not taken for one whose process died: the server that sent it
+    refreshes its heartbeat while it waits, so it is neither sent again nor failed as 'interrupted'."""
+    from fastapi.testclient import TestClient
+
+    import service.refits as refits
+    from service.app import create_app
+    from service.settings import Settings
+
+    release = threading.Event()
+
+    def blocked_fit(*_):
+        release.wait(30)
+        return "done", {}, None
+
+    monkeypatch.setattr(refits, "fit_records", blocked_fit)
+    settings = Settings(database_url=database_url, refit_engine="threads", refit_stale_seconds=1.0)
+    with TestClient(create_app(settings)) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "waiting"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        first, second = (client.start_refit(agent["id"], method="svi") for _ in range(2))
+        time.sleep(4.0)  # four stale periods: the waiting job would have been sent again three times and failed
+        assert client.get_refit(agent["id"], second["job_id"])["status"] == "queued"
+        release.set()
+        deadline = time.monotonic() + 20
+        statuses = []
+        while time.monotonic() < deadline:
+            statuses = [client.get_refit(agent["id"], job["job_id"])["status"] for job in (first, second)]
+            if statuses == ["done", "done"]:
+                break
+            time.sleep(0.1)
+    assert statuses == ["done", "done"]
+    assert client.get_refit(agent["id"], second["job_id"])["error"] is None
+
+
 def test_a_refit_that_cannot_be_sent_to_its_cluster_fails_at_once_saying_why(database_url, monkeypatch):
     """The scheduler was reachable when the job was queued, then went: the job fails at once, naming the
     cluster, instead of waiting out three reaper rounds as 'interrupted'."""
