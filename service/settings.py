@@ -229,6 +229,16 @@ class Settings:
             raise ValueError(
                 f"MEMTRIAL_IDEMPOTENCY_LEASE_SECONDS must be in (0, 3600], got {self.idempotency_lease_seconds!r}"
             )
+        # each of these was accepted, then failed every request or refit it governs (a time past the calendar's
+        # end, a refit stale as soon as sent, a queue that holds none)
+        for name, value, low, high in (
+            ("MEMTRIAL_MAX_CLOCK_SKEW_SECONDS", self.max_clock_skew_seconds, 0, 31_536_000),  # a year
+            ("MEMTRIAL_IDEMPOTENCY_HOURS", self.idempotency_hours, 0, 87_600),  # ten years
+            ("MEMTRIAL_REFIT_STALE_SECONDS", self.refit_stale_seconds, 1, 86_400),  # a day
+            ("MEMTRIAL_REFIT_QUEUE_SIZE", self.refit_queue_size, 1, 10_000),
+        ):
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be in [{low}, {high}], got {value!r}")
         if not 0.0 < self.max_abs_utility <= MAX_UTILITY:  # the engine's own bound: what it can learn from
             raise ValueError(f"MEMTRIAL_MAX_ABS_UTILITY must be in (0, {MAX_UTILITY:g}], got {self.max_abs_utility!r}")
         if not 1 <= self.max_drafts_per_decision <= MAX_DRAFTS_CEILING:

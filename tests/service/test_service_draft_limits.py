@@ -260,6 +260,26 @@ def test_a_utility_bound_outside_what_the_engine_learns_from_stops_the_start_nam
 
 
 @pytest.mark.parametrize(
+    "variable,raw,bounds",
+    [
+        ("MEMTRIAL_MAX_CLOCK_SKEW_SECONDS", "99999999999999999999", "[0, 31536000]"),  # then 500 on every plan
+        ("MEMTRIAL_IDEMPOTENCY_HOURS", "1e300", "[0, 87600]"),  # then every heartbeat failed, its chores unrun
+        ("MEMTRIAL_REFIT_STALE_SECONDS", "0", "[1, 86400]"),  # then every refit failed as 'interrupted'
+        ("MEMTRIAL_REFIT_QUEUE_SIZE", "0", "[1, 10000]"),  # then every refit was 429
+    ],
+)
+def test_a_setting_that_would_break_what_it_governs_stops_the_start_naming_its_range(
+    monkeypatch, variable, raw, bounds
+):
+    from service.settings import Settings
+
+    monkeypatch.setenv(variable, raw)
+    with pytest.raises(ValueError) as error:
+        Settings.from_env()
+    assert str(error.value).startswith(f"{variable} must be in {bounds}, got ")
+
+
+@pytest.mark.parametrize(
     "variable,raw",
     [
         ("MEMTRIAL_MAX_SESSION_RETURN", "nan"),
