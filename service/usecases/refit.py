@@ -61,6 +61,10 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
         )
     submitted = False
     try:
+        # connecting to a Dask scheduler takes up to its 10-second timeout: done before the write transaction, which
+        # on SQLite holds the whole database's write lock; the check inside reads what this one found (a failure is
+        # remembered, a client kept), so a replay of the key is still answered there whatever the cluster does
+        runner.ready()
         with agent_write(services, tenant_id, agent_id, guard, lock=False) as (session, agent):
             unreachable = runner.ready()  # a replay of the key answered above; nothing is written from here
             if unreachable is not None:

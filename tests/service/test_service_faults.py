@@ -1,5 +1,6 @@
 """Faults: a database that never answers, a busy database, a killed supervisor, limits shared by workers, refit jobs."""
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -382,6 +383,46 @@ def test_a_refit_waiting_behind_another_is_kept_alive_by_its_server_and_runs(dat
             time.sleep(0.1)
     assert statuses == ["done", "done"]
     assert client.get_refit(agent["id"], second["job_id"])["error"] is None
+
+
+def test_a_refit_reaches_its_cluster_before_it_opens_the_write_transaction(database_url, monkeypatch):
+    """Connecting to a scheduler takes up to 10 s; inside the write transaction (SQLite: the whole database's
+    write lock) it held every other write of every tenant that long."""
+    from fastapi.testclient import TestClient
+
+    import service.refits as refits
+    import service.usecases.refit as refit
+    from service.app import create_app
+    from service.jobs import ThreadEngine
+    from service.settings import Settings
+
+    writing, asked = [], []
+    opened = refit.agent_write
+
+    @contextlib.contextmanager
+    def watched(*args, **kwargs):
+        writing.append(True)
+        try:
+            with opened(*args, **kwargs) as unit:
+                yield unit
+        finally:
+            writing.pop()
+
+    def ready(self):
+        asked.append(bool(writing))
+        return None
+
+    monkeypatch.setattr(refit, "agent_write", watched)
+    monkeypatch.setattr(ThreadEngine, "ready", ready)
+    monkeypatch.setattr(refits, "fit_records", lambda *_: ("done", {}, None))
+    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "connect"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        job = client.start_refit(agent["id"], method="svi")
+        deadline = time.monotonic() + 20
+        while client.get_refit(agent["id"], job["job_id"])["status"] != "done" and time.monotonic() < deadline:
+            time.sleep(0.1)
+    assert asked and asked[0] is False  # the first, slow, call: outside the transaction
 
 
 def test_a_refit_that_cannot_be_sent_to_its_cluster_fails_at_once_saying_why(database_url, monkeypatch):
