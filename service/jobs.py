@@ -49,11 +49,29 @@ logger = logging.getLogger("memtrial.service")
 STALE = 30.0
 PURGE_EVERY = 60  # heartbeats
 
-Done = Callable[[str], None]
+Done = Callable[[str, "str | None"], None]  # (job id, why its run raised before it could say so itself, or None)
 
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def _raised(failure: BaseException | None) -> str:
+    """What a job's run raised, for its row (its type and the start of its message)."""
+    return f"{type(failure).__name__}: {failure}"[:400]
+
+
+def sendable_url(database_url: str) -> str:
+    """The database URL a job is sent with: a relative SQLite path made absolute (a worker started in another
+    folder would otherwise open, and create, a database of its own there)."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    path = url.database
+    if url.get_backend_name() == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
+        if not os.path.isabs(path):
+            return url.set(database=os.path.abspath(path)).render_as_string(hide_password=False)
+    return database_url
 
 
 class ThreadEngine:
@@ -78,12 +96,14 @@ class ThreadEngine:
     def _work(self) -> None:
         while (item := self._queue.get()) is not None:
             database_url, job_id, heartbeat, where, done = item
+            why = None
             try:
                 fit_job(database_url, job_id, heartbeat, where)
-            except Exception as failure:  # the job's own row says what happened; the thread goes on
+            except Exception as failure:  # the job could not say so itself (its database unread): the runner will
                 logger.error("refit failed", exc_info=failure, extra={"error_type": type(failure).__name__})
+                why = _raised(failure)
             finally:
-                done(job_id)
+                done(job_id, why)
 
     def close(self) -> None:
         self._queue.put(None)
@@ -148,7 +168,9 @@ class DaskEngine:
         future = client.submit(
             fit_job, database_url, job_id, heartbeat, where, pure=False, key=f"refit-{job_id}-{secrets.token_hex(4)}"
         )
-        future.add_done_callback(lambda _: done(job_id))
+        future.add_done_callback(
+            lambda ended: done(job_id, _raised(ended.exception()) if ended.status == "error" else None)
+        )
         distributed.fire_and_forget(future)  # type: ignore[no-untyped-call]  # runs to its end even if this process goes
 
     def close(self) -> None:
@@ -177,7 +199,10 @@ class RefitRunner:
         self.sessions = sessions
         self.capacity = capacity
         self.idempotency_hours = idempotency_hours
-        self.database_url = database_url or str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+        self.database_url = sendable_url(
+            database_url or str(sessions.kw["bind"].url.render_as_string(hide_password=False))
+        )
+        self._failed: dict[str, str] = {}  # jobs whose run raised before it could write its row: why
         self.stale = stale
         self.heartbeat = max(0.05, stale / 6)
         self.engine: ThreadEngine | DaskEngine = DaskEngine(scheduler) if engine == "dask" else ThreadEngine()
@@ -234,10 +259,12 @@ class RefitRunner:
                 )
             self._finished(job_id)
 
-    def _finished(self, job_id: str) -> None:
+    def _finished(self, job_id: str, why: str | None = None) -> None:
         with self._lock:
             self._held.discard(job_id)
             sent = self._sent.pop(job_id, None)
+            if why is not None:  # written by the next heartbeat (this may be the cluster's event loop)
+                self._failed[job_id] = why
         if sent is not None:
             elapsed = round(1000 * (time.perf_counter() - sent), 2)
             logger.debug("refit job finished", extra={"job_id": job_id, "ms": elapsed})
@@ -283,6 +310,7 @@ class RefitRunner:
                 logger.warning("refit heartbeat failed", extra={"error_type": type(failure).__name__})
 
     def _beat_once(self, beats: int) -> None:
+        self.record_failures()
         self.stamp_waiting()
         self.reap()
         if beats % PURGE_EVERY == 0:
@@ -299,6 +327,22 @@ class RefitRunner:
         with transaction(self.sessions) as session:
             result = session.execute(delete(IdempotencyRecord).where(IdempotencyRecord.created_at < horizon))
             return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    def record_failures(self) -> None:
+        """Fail the jobs whose run raised before it could write its own row (a worker whose database could not
+        be read, an import that failed there), saying why, instead of leaving them to be taken for dead and
+        run again to the same end."""
+        with self._lock:
+            failed, self._failed = self._failed, {}
+        for job_id, why in failed.items():
+            with transaction(self.sessions) as session:
+                session.execute(
+                    update(RefitJob)
+                    .where(RefitJob.id == job_id, RefitJob.status.in_(UNFINISHED))
+                    .values(
+                        status="failed", error=f"the refit worker could not run the job ({why})", finished_at=_now()
+                    )
+                )
 
     def stamp_waiting(self) -> None:
         """Refresh the heartbeat of the jobs this worker sent that still wait in its engine's queue (behind

@@ -425,6 +425,43 @@ def test_a_refit_reaches_its_cluster_before_it_opens_the_write_transaction(datab
     assert asked and asked[0] is False  # the first, slow, call: outside the transaction
 
 
+def test_a_refit_whose_worker_cannot_run_it_fails_saying_why(database_url, monkeypatch):
+    """A run that raises before it can write the job's row (a worker that cannot read the database) fails the job
+    with what it raised, instead of leaving it to be taken for dead, run again to the same end, and reported as
+    'interrupted: the workers running the job stopped 3 times'."""
+    from fastapi.testclient import TestClient
+
+    import service.jobs as jobs
+    from service.app import create_app
+    from service.settings import Settings
+
+    def unreadable(*_):
+        raise RuntimeError("no such table: refit_jobs")
+
+    monkeypatch.setattr(jobs, "fit_job", unreadable)
+    settings = Settings(database_url=database_url, refit_engine="threads", refit_stale_seconds=1.0)
+    with TestClient(create_app(settings)) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "unrunnable"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        job = client.start_refit(agent["id"], method="svi")
+        deadline = time.monotonic() + 20
+        while client.get_refit(agent["id"], job["job_id"])["status"] != "failed" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        failed = client.get_refit(agent["id"], job["job_id"])
+    assert failed["status"] == "failed"
+    assert failed["error"] == "the refit worker could not run the job (RuntimeError: no such table: refit_jobs)"
+
+
+def test_a_relative_sqlite_path_is_sent_to_refit_workers_as_an_absolute_one(tmp_path, monkeypatch):
+    from service.jobs import sendable_url
+
+    monkeypatch.chdir(tmp_path)
+    assert sendable_url("sqlite:///./memtrial.db") == f"sqlite:///{tmp_path / 'memtrial.db'}"
+    assert sendable_url("sqlite:///data/m.db") == f"sqlite:///{tmp_path / 'data' / 'm.db'}"
+    for kept in ("sqlite:////srv/m.db", "sqlite://", "sqlite:///:memory:", "postgresql+psycopg://u:p@h/db"):
+        assert sendable_url(kept) == kept
+
+
 def test_a_refit_that_cannot_be_sent_to_its_cluster_fails_at_once_saying_why(database_url, monkeypatch):
     """The scheduler was reachable when the job was queued, then went: the job fails at once, naming the
     cluster, instead of waiting out three reaper rounds as 'interrupted'."""
