@@ -24,9 +24,11 @@ def shared_rate_limit_file(database_url: str) -> str:
     import hashlib
     import tempfile
 
+    from service.jobs import sendable_url  # a relative SQLite path made absolute: one database, one table
+
     folder = os.path.join(tempfile.gettempdir(), f"memtrial-{os.getuid()}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    digest = hashlib.sha256(database_url.encode()).hexdigest()[:24]
+    digest = hashlib.sha256(sendable_url(database_url).encode()).hexdigest()[:24]
     return os.path.join(folder, f"rate-limits-{digest}")
 
 

@@ -19,6 +19,12 @@ def test_compose_runs_postgres_redis_two_replicas_and_a_dask_cluster_for_the_ref
         )
         assert replica["environment"]["MEMTRIAL_DASK_SCHEDULER"] == "tcp://dask-scheduler:8786"
         assert replica["environment"]["MEMTRIAL_REDIS_URL"] == "redis://redis:6379/0"  # limits shared by replicas
+    from service.settings import Settings
+
+    defaults = Settings()  # the shutdown's bound (docs/reliability.md): requests, then drafting requests' releases
+    needed = defaults.shutdown_seconds + 2 * (defaults.db_pool_timeout + 2 * defaults.db_statement_timeout)
+    for replica in replicas:
+        assert float(replica["stop_grace_period"].removesuffix("s")) >= needed, "docker would kill a stopping server"
     assert services["redis"]["image"].startswith("redis:")
     assert services["memtrial"]["depends_on"]["redis"]["condition"] == "service_healthy"
     assert "8000:8000" in services["memtrial"]["ports"] and "8001:8000" in services["memtrial-2"]["ports"]
