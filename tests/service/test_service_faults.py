@@ -381,8 +381,8 @@ def test_a_refit_waiting_behind_another_is_kept_alive_by_its_server_and_runs(dat
             if statuses == ["done", "done"]:
                 break
             time.sleep(0.1)
-    assert statuses == ["done", "done"]
-    assert client.get_refit(agent["id"], second["job_id"])["error"] is None
+        assert statuses == ["done", "done"]
+        assert client.get_refit(agent["id"], second["job_id"])["error"] is None
 
 
 def test_a_refit_reaches_its_cluster_before_it_opens_the_write_transaction(database_url, monkeypatch):
