@@ -181,6 +181,24 @@ async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
     )
 
 
+#: what a database that refuses writes says (SQLite's words, PostgreSQL's SQLSTATE): an operator must act
+_STORAGE_WORDS = (
+    ("readonly database", "the database is read-only"),
+    ("database or disk is full", "the database's disk is full"),
+    ("disk i/o error", "the database's disk failed a read or a write"),
+)
+_STORAGE_STATES = {"25006": "the database is read-only", "53100": "the database's disk is full"}
+
+
+def _storage_refusal(cause: BaseException) -> str | None:
+    """Why the database refused to store anything, where it said so (read-only, disk full), else None."""
+    state = getattr(cause, "sqlstate", None)
+    if state in _STORAGE_STATES:
+        return _STORAGE_STATES[state]
+    text = str(cause).lower()
+    return next((why for words, why in _STORAGE_WORDS if words in text), None)
+
+
 async def _database_down(request: Request, error: Exception) -> JSONResponse:
     cause = getattr(error, "orig", None) or error
     if is_lock_wait(cause):
@@ -200,11 +218,21 @@ async def _database_down(request: Request, error: Exception) -> JSONResponse:
             headers={"Retry-After": str(AGENT_BUSY_RETRY_SECONDS)},
         )
     DATABASE_ERRORS.labels(kind="pool_timeout" if isinstance(error, PoolTimeoutError) else "unavailable").inc()
+    refused = _storage_refusal(cause)
     logger.error(
-        "database unavailable",
-        extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},
+        "database unavailable" if refused is None else "database refuses writes",
+        extra={
+            "request_id": _request_id(request),
+            "route": _route(request),
+            "error_type": type(cause).__name__,
+            **({} if refused is None else {"reason": refused}),
+        },
     )
-    message = "the database is unavailable or did not answer in time; retry later (a retry with the same Idempotency-Key is safe)"
+    message = (
+        "the database is unavailable or did not answer in time; retry later (a retry with the same Idempotency-Key is safe)"
+        if refused is None
+        else f"{refused}, so nothing was written; retry once it is fixed (a retry with the same Idempotency-Key is safe)"
+    )
     return JSONResponse(
         error_body("database_unavailable", message, None),
         status_code=503,

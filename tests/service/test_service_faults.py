@@ -569,3 +569,38 @@ def test_a_lock_timeout_not_shorter_than_the_statement_timeout_is_refused_naming
     assert str(error.value) == (
         f"MEMTRIAL_DB_LOCK_TIMEOUT must be > 0 and shorter than MEMTRIAL_DB_STATEMENT_TIMEOUT ({statement!r}), got {lock!r}"
     )
+
+
+@pytest.mark.parametrize(
+    ("pragma", "reason"),
+    [("query_only = ON", "the database is read-only"), ("max_page_count = 1", "the database's disk is full")],
+)
+def test_a_database_that_refuses_writes_says_why_and_reads_still_answer(tmp_path, pragma, reason):
+    """A read-only SQLite file, or a full disk, answered as any outage ("unavailable or did not answer in time"),
+    and logged without a word of the cause: the operator could not tell it from a slow database."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy import event
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'refusing.db'}"
+    upgrade(url)
+    app = create_app(Settings(database_url=url, preload_model=False))
+    with TestClient(app) as http:
+        client = MemtrialClient(api_key=make_tenant(url, "refusing"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        engine = app.state.services.sessions.kw["bind"]
+
+        def refuse(connection, _record):
+            connection.execute(f"PRAGMA {pragma}")
+
+        event.listen(engine, "connect", refuse)
+        engine.dispose()  # every connection from here on refuses to grow or write the file
+        with pytest.raises(ServiceError) as error:
+            client.create_agent("another", "balanced", UNIVERSE)
+        assert (error.value.status, error.value.code) == (503, "database_unavailable")
+        assert error.value.message.startswith(f"{reason}, so nothing was written; retry once it is fixed")
+        event.remove(engine, "connect", refuse)
+        engine.dispose()
+        assert client.create_agent("another", "balanced", UNIVERSE)["name"] == "another"  # fixed: written
