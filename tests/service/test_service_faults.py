@@ -589,7 +589,7 @@ def test_a_database_that_refuses_writes_says_why_and_reads_still_answer(tmp_path
     app = create_app(Settings(database_url=url, preload_model=False))
     with TestClient(app) as http:
         client = MemtrialClient(api_key=make_tenant(url, "refusing"), http=http)
-        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        client.create_agent("fund", "balanced", UNIVERSE)
         engine = app.state.services.sessions.kw["bind"]
 
         def refuse(connection, _record):
