@@ -129,6 +129,9 @@ class DaskEngine:
                 from memtrial.errors import import_extra
 
                 distributed = import_extra("distributed", "service", "refits on Dask")
+                from service.logs import adopt_library_logger
+
+                adopt_library_logger("distributed")  # its import set up a plain-text logger of its own, from INFO
                 if self.scheduler is None:
                     self._cluster = distributed.LocalCluster(
                         n_workers=1,

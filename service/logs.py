@@ -20,7 +20,7 @@ import logging
 import traceback
 from typing import Any
 
-__all__ = ["REQUEST_ID", "UVICORN_LOG_CONFIG", "JsonFormatter", "configure_logging"]
+__all__ = ["REQUEST_ID", "UVICORN_LOG_CONFIG", "JsonFormatter", "adopt_library_logger", "configure_logging"]
 
 FIELDS = (
     "request_id",
@@ -99,6 +99,15 @@ UVICORN_LOG_CONFIG: dict[str, Any] = {
     "root": {"handlers": ["stderr"], "level": "WARNING"},
     "loggers": {name: {"handlers": [], "propagate": True} for name in ("uvicorn", "uvicorn.error", "uvicorn.access")},
 }
+
+
+def adopt_library_logger(name: str) -> None:
+    """A library that sets up a logger of its own when imported (Dask's ``distributed``: a plain-text handler of
+    its own, from INFO) logs as every other: its records go to the service's JSON handler, from WARNING."""
+    logger = logging.getLogger(name)
+    logger.handlers[:] = []
+    logger.propagate = True
+    logger.setLevel(logging.WARNING)
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -43,6 +43,27 @@ def test_configure_logging_writes_every_librarys_records_and_warnings_as_json():
     assert "a library's warning" in str(records[-1]["message"])
 
 
+DASK = """
+import logging
+from service.logs import configure_logging
+from service.jobs import DaskEngine
+configure_logging("INFO")
+engine = DaskEngine(None)
+engine.client()  # a local cluster starts: Dask's own logger said so in plain text, from INFO
+logging.getLogger("distributed.client").warning("a warning of Dask's")
+engine.close()
+"""
+
+
+@pytest.mark.slow  # a local Dask cluster starts and stops
+def test_dask_logs_as_every_library_once_a_refit_cluster_starts():
+    pytest.importorskip("distributed", reason="the service extra is not installed")
+    result = subprocess.run([sys.executable, "-c", DASK], capture_output=True, text=True, timeout=120, check=True)
+    records = _records(result.stderr)  # every line JSON
+    dask = [(r["logger"], r["level"]) for r in records if str(r["logger"]).startswith("distributed")]
+    assert ("distributed.client", "warning") in dask and all(level != "info" for _, level in dask)
+
+
 @pytest.mark.slow  # a live server exporting and loading the embedding model
 def test_server_log_has_no_progress_bar_when_the_model_is_exported_and_loaded(tmp_path):
     from live_server import Server
