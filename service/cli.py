@@ -86,6 +86,8 @@ def serve(
         raise _fail(f"cannot listen on {host}:{port}: {problem}")
     if migrate:
         _migrate(url)
+    else:
+        _check_exists(url)
     if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):
         # every server of this machine on this database (its workers, and replicas) counts rate limits together
         os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
@@ -142,6 +144,22 @@ tenants = typer.Typer(help="Manage tenants and their API keys.", no_args_is_help
 @tenants.callback()
 def _tenants() -> None:
     """Manage tenants and their API keys."""
+
+
+def _check_exists(url: str) -> None:
+    """A SQLite file served without migrating must exist: opening it would create an empty one, never migrated."""
+    from sqlalchemy.engine import make_url
+
+    from service.jobs import sendable_url
+
+    absolute = make_url(sendable_url(url))
+    path = absolute.database
+    if absolute.get_backend_name() == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
+        if not os.path.exists(path):
+            raise _fail(
+                f"--no-migrate: the SQLite database {path} does not exist (serving it would create it empty); "
+                "start once without --no-migrate to create and migrate it"
+            )
 
 
 def _migrate(url: str) -> None:

@@ -123,3 +123,18 @@ def test_a_misspelt_setting_is_named_with_the_one_it_is_closest_to(tmp_path, mon
         "warning: MEMTRIAL_CAHCE_MB is not a memtrial setting: ignored (did you mean MEMTRIAL_CACHE_MB?)"
         in result.output
     )
+
+
+def test_serving_a_missing_sqlite_file_without_migrating_is_refused_and_creates_nothing(tmp_path, monkeypatch):
+    # it created an empty file, never migrated: /readyz then said why, but the file stayed behind
+    from typer.testing import CliRunner
+
+    from memtrial.cli.commands import app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MEMTRIAL_DATABASE_URL", "sqlite:///./absent.db")
+    from live_server import free_port
+
+    result = CliRunner().invoke(app, ["serve", "--no-migrate", "--port", str(free_port())])
+    assert result.exit_code == 2 and not (tmp_path / "absent.db").exists()
+    assert f"--no-migrate: the SQLite database {tmp_path / 'absent.db'} does not exist" in result.output
