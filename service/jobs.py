@@ -57,8 +57,9 @@ def _now() -> dt.datetime:
 
 
 def _raised(failure: BaseException | None) -> str:
-    """What a job's run raised, for its row (its type and the start of its message)."""
-    return f"{type(failure).__name__}: {failure}"[:400]
+    """What a job's run raised, for its row: the exception's type only (its message may hold the database's
+    address or a statement: the log of the process that ran it has it, the tenant's answer does not)."""
+    return type(failure).__name__
 
 
 def sendable_url(database_url: str) -> str:
@@ -131,7 +132,7 @@ class DaskEngine:
                 distributed = import_extra("distributed", "service", "refits on Dask")
                 from service.logs import adopt_library_logger
 
-                adopt_library_logger("distributed")  # its import set up a plain-text logger of its own, from INFO
+                adopt_library_logger("distributed", "tornado", "bokeh")  # their own plain-text loggers, from INFO
                 if self.scheduler is None:
                     self._cluster = distributed.LocalCluster(
                         n_workers=1,
@@ -171,9 +172,17 @@ class DaskEngine:
         future = client.submit(
             fit_job, database_url, job_id, heartbeat, where, pure=False, key=f"refit-{job_id}-{secrets.token_hex(4)}"
         )
-        future.add_done_callback(
-            lambda ended: done(job_id, _raised(ended.exception()) if ended.status == "error" else None)
-        )
+
+        def finished(ended: Any) -> None:  # always reports the job finished, whatever reading its end raises
+            why = None
+            try:
+                if ended.status == "error":
+                    why = _raised(ended.exception())
+            except Exception as failure:
+                why = _raised(failure)
+            done(job_id, why)
+
+        future.add_done_callback(finished)
         distributed.fire_and_forget(future)  # type: ignore[no-untyped-call]  # runs to its end even if this process goes
 
     def close(self) -> None:
@@ -205,13 +214,13 @@ class RefitRunner:
         self.database_url = sendable_url(
             database_url or str(sessions.kw["bind"].url.render_as_string(hide_password=False))
         )
-        self._failed: dict[str, str] = {}  # jobs whose run raised before it could write its row: why
+        self._failed: dict[str, tuple[str, int]] = {}  # runs that raised before writing their job: (what, attempt)
         self.stale = stale
         self.heartbeat = max(0.05, stale / 6)
         self.engine: ThreadEngine | DaskEngine = DaskEngine(scheduler) if engine == "dask" else ThreadEngine()
         self.worker = f"{socket.gethostname()[:30]}:{os.getpid()}:{secrets.token_hex(4)}"
         self._held: set[str] = set()
-        self._sent: dict[str, float] = {}  # when each held job was sent (its DEBUG record's time)
+        self._sent: dict[str, tuple[float, int]] = {}  # each held job: when it was sent (its DEBUG record), its attempt
         self._reserved = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -237,16 +246,17 @@ class RefitRunner:
         with self._lock:
             self._reserved -= 1
             self._held.add(job_id)
-        self._send(job_id)
+        self._send(job_id, 0)
 
     def ready(self) -> str | None:
         """Why no job can be sent now (a Dask scheduler that cannot be reached), or None."""
         return self.engine.ready()
 
-    def _send(self, job_id: str) -> None:
-        """Send a held job to the engine; one that cannot be sent (its scheduler gone) fails, saying why."""
+    def _send(self, job_id: str, attempt: int) -> None:
+        """Send a held job (its run number ``attempt``) to the engine; one that cannot be sent (its scheduler gone)
+        fails, saying why."""
         with self._lock:
-            self._sent[job_id] = time.perf_counter()
+            self._sent[job_id] = (time.perf_counter(), attempt)
         runs_on = "a thread" if isinstance(self.engine, ThreadEngine) else "the refit cluster"
         logger.debug("refit job sent", extra={"job_id": job_id, "runs_on": runs_on})
         try:
@@ -266,10 +276,12 @@ class RefitRunner:
         with self._lock:
             self._held.discard(job_id)
             sent = self._sent.pop(job_id, None)
-            if why is not None:  # written by the next heartbeat (this may be the cluster's event loop)
-                self._failed[job_id] = why
+            if why is not None and sent is not None:  # written by the next heartbeat (this may be Dask's event loop)
+                self._failed[job_id] = (why, sent[1])
+        if why is not None:
+            logger.error("refit run raised before the fit", extra={"job_id": job_id, "error_type": why})
         if sent is not None:
-            elapsed = round(1000 * (time.perf_counter() - sent), 2)
+            elapsed = round(1000 * (time.perf_counter() - sent[0]), 2)
             logger.debug("refit job finished", extra={"job_id": job_id, "ms": elapsed})
 
     # -- lifecycle -----------------------------------------------------------
@@ -332,20 +344,24 @@ class RefitRunner:
             return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     def record_failures(self) -> None:
-        """Fail the jobs whose run raised before it could write its own row (a worker whose database could not
-        be read, an import that failed there), saying why, instead of leaving them to be taken for dead and
-        run again to the same end."""
+        """The runs that raised before they could write their job (a worker that cannot read the database, an
+        import that failed there, a database that refused for a moment) count as runs: the job is run again at
+        once, by whichever worker takes it, and after its last run fails saying what that run raised, instead of
+        waiting out three stale periods to read 'interrupted'. A run superseded meanwhile changes nothing."""
         with self._lock:
             failed, self._failed = self._failed, {}
-        for job_id, why in failed.items():
-            with transaction(self.sessions) as session:
-                session.execute(
-                    update(RefitJob)
-                    .where(RefitJob.id == job_id, RefitJob.status.in_(UNFINISHED))
-                    .values(
-                        status="failed", error=f"the refit worker could not run the job ({why})", finished_at=_now()
-                    )
+        for job_id, (why, attempt) in failed.items():
+            mine = (RefitJob.id == job_id, RefitJob.attempts == attempt, RefitJob.status.in_(UNFINISHED))
+            if attempt + 1 >= MAX_ATTEMPTS:
+                error = (
+                    f"the refit worker could not run the job: {attempt + 1} runs raised {why} before the fit "
+                    "(the worker's log has its message)"
                 )
+                values: dict[str, Any] = {"status": "failed", "error": error, "finished_at": _now()}
+            else:
+                values = {"heartbeat_at": None, "status": "queued"}  # stale at once: taken up as the next run
+            with transaction(self.sessions) as session:
+                session.execute(update(RefitJob).where(*mine).values(**values))
 
     def stamp_waiting(self) -> None:
         """Refresh the heartbeat of the jobs this worker sent that still wait in its engine's queue (behind
@@ -396,7 +412,7 @@ class RefitRunner:
                 if (won.rowcount or 0) == 1:  # type: ignore[attr-defined]
                     with self._lock:
                         self._held.add(job_id)
-                    self._send(job_id)
+                    self._send(job_id, attempts + 1)
                     taken += 1
         except Exception as failure:
             logger.warning("refit reaper failed", extra={"error_type": type(failure).__name__})
