@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import Counter
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import IntegrityError, InternalError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -295,6 +295,14 @@ async def _unexpected(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(error_body("internal", f"internal error (request {request_id})", None), status_code=500)
 
 
+async def _internal(request: Request, error: Exception) -> JSONResponse:
+    """A database error of the 'internal' class: a refusal to store (PostgreSQL's read-only transaction of a
+    standby, SQLSTATE 25006, is one) is answered as one; any other is unexpected."""
+    if _storage_refusal(getattr(error, "orig", None) or error) is not None:
+        return await _database_down(request, error)
+    return await _unexpected(request, error)
+
+
 #: Each error class and its handler, in the order they were registered.
 _HANDLERS: list[tuple[type[Exception], Any]] = [
     (Replayed, _replayed),
@@ -304,6 +312,7 @@ _HANDLERS: list[tuple[type[Exception], Any]] = [
     (StarletteHTTPException, _http),
     (PoolTimeoutError, _database_down),
     (OperationalError, _database_down),
+    (InternalError, _internal),
     (IntegrityError, _race),
     (Exception, _unexpected),
 ]
