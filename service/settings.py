@@ -233,7 +233,8 @@ class Settings:
         # end, a refit stale as soon as sent, a queue that holds none)
         for name, value, low, high in (
             ("MEMTRIAL_MAX_CLOCK_SKEW_SECONDS", self.max_clock_skew_seconds, 0, 31_536_000),  # a year
-            ("MEMTRIAL_IDEMPOTENCY_HOURS", self.idempotency_hours, 0, 87_600),  # ten years
+            # at least an hour: the purge drops every key older, a claim in progress or a lease (at most an hour) too
+            ("MEMTRIAL_IDEMPOTENCY_HOURS", self.idempotency_hours, 1, 87_600),  # ten years
             ("MEMTRIAL_REFIT_STALE_SECONDS", self.refit_stale_seconds, 1, 86_400),  # a day
             ("MEMTRIAL_REFIT_QUEUE_SIZE", self.refit_queue_size, 1, 10_000),
         ):

@@ -263,7 +263,8 @@ def test_a_utility_bound_outside_what_the_engine_learns_from_stops_the_start_nam
     "variable,raw,bounds",
     [
         ("MEMTRIAL_MAX_CLOCK_SKEW_SECONDS", "99999999999999999999", "[0, 31536000]"),  # then 500 on every plan
-        ("MEMTRIAL_IDEMPOTENCY_HOURS", "1e300", "[0, 87600]"),  # then every heartbeat failed, its chores unrun
+        ("MEMTRIAL_IDEMPOTENCY_HOURS", "1e300", "[1, 87600]"),  # then every heartbeat failed, its chores unrun
+        ("MEMTRIAL_IDEMPOTENCY_HOURS", "0", "[1, 87600]"),  # then every key was dropped, its claim in progress too
         ("MEMTRIAL_REFIT_STALE_SECONDS", "0", "[1, 86400]"),  # then every refit failed as 'interrupted'
         ("MEMTRIAL_REFIT_QUEUE_SIZE", "0", "[1, 10000]"),  # then every refit was 429
     ],
