@@ -170,7 +170,11 @@ def settle(
                 return _answered(row, guard)
             # a body this decision could never be settled with is refused as such (422 naming its field), not
             # answered as another outcome
-            _outcome_arguments(services, agent, row, services.engines.checkout(session, agent, {row.id: row}), body)
+            engine = services.engines.checkout(session, agent, {row.id: row})
+            try:
+                _outcome_arguments(services, agent, row, engine, body)
+            finally:  # only read: back in the cache at once (the 409 below rolls the transaction back)
+                services.engines.checkin(agent.id, agent.state_version, engine)
             raise ApiError(
                 409,
                 "settlement_conflict",
