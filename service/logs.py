@@ -101,13 +101,17 @@ UVICORN_LOG_CONFIG: dict[str, Any] = {
 }
 
 
-def adopt_library_logger(name: str) -> None:
-    """A library that sets up a logger of its own when imported (Dask's ``distributed``: a plain-text handler of
-    its own, from INFO) logs as every other: its records go to the service's JSON handler, from WARNING."""
-    logger = logging.getLogger(name)
-    logger.handlers[:] = []
-    logger.propagate = True
-    logger.setLevel(logging.WARNING)
+def adopt_library_logger(name: str, *companions: str) -> None:
+    """A library that sets up loggers of its own when imported (Dask's ``distributed``, and with it ``tornado``
+    and ``bokeh``: plain-text handlers of their own, from INFO, not passed on) logs as every other: the records
+    of ``name``, of every logger below it and of ``companions`` go to the service's JSON handler, from WARNING."""
+    prefixes = tuple(f"{each}." for each in (name, *companions))
+    below = [n for n in list(logging.root.manager.loggerDict) if n.startswith(prefixes)]
+    for each in (name, *companions, *below):
+        logger = logging.getLogger(each)
+        logger.handlers[:] = []
+        logger.propagate = True
+        logger.setLevel(logging.NOTSET if each in below else logging.WARNING)
 
 
 def configure_logging(level: str = "INFO") -> None:

@@ -45,12 +45,14 @@ def test_configure_logging_writes_every_librarys_records_and_warnings_as_json():
 
 DASK = """
 import logging
+import distributed  # imported first: its loggers (and tornado's) set up with plain handlers of their own
 from service.logs import configure_logging
 from service.jobs import DaskEngine
 configure_logging("INFO")
 engine = DaskEngine(None)
 engine.client()  # a local cluster starts: Dask's own logger said so in plain text, from INFO
 logging.getLogger("distributed.client").warning("a warning of Dask's")
+logging.getLogger("tornado.application").warning("a warning of tornado's")
 engine.close()
 """
 
@@ -62,6 +64,7 @@ def test_dask_logs_as_every_library_once_a_refit_cluster_starts():
     records = _records(result.stderr)  # every line JSON
     dask = [(r["logger"], r["level"]) for r in records if str(r["logger"]).startswith("distributed")]
     assert ("distributed.client", "warning") in dask and all(level != "info" for _, level in dask)
+    assert ("tornado.application", "warning") in [(r["logger"], r["level"]) for r in records]
 
 
 @pytest.mark.slow  # a live server exporting and loading the embedding model
