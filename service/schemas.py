@@ -745,11 +745,19 @@ class SettleRequest(Strict):
 
     @model_validator(mode="after")
     def _one_of(self) -> SettleRequest:
-        if self.rule is None and self.outcome is not None:
-            raise error_at(
-                type(self).__name__, "rule", "an outcome needs the rule that scores it (brier, log, exact or abs_error)"
-            )
         given = [name for name in ("prices", "returns", "utilities", "rule") if getattr(self, name) is not None]
+        if self.rule is None and self.outcome is not None:
+            if not given:  # an outcome alone: what it lacks is its rule
+                raise error_at(
+                    type(self).__name__,
+                    "rule",
+                    "an outcome needs the rule that scores it (brier, log, exact or abs_error)",
+                )
+            raise error_at(
+                type(self).__name__,
+                "outcome",
+                f"an outcome is scored by its rule: give it with its rule, or {given[0]} alone, not both",
+            )
         if len(given) != 1:
             raise ValueError(
                 "give exactly one of prices or returns (portfolio), utilities, or an outcome with its rule (scored)"

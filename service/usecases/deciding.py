@@ -73,6 +73,8 @@ def _portfolio_drafts(drafts: list[object]) -> list[dict[str, float]]:
 def _check_count(row: Decision, drafts: list[Any]) -> None:
     """One draft per designed subset, in the request's words for every kind (the engine names what it is given)."""
     runs = len((row.plan or {}).get("subsets", []))
+    if row.status == DecisionStatus.FAILED:  # withdrawn: the engine's 409 says so, whatever was sent
+        return
     if len(drafts) != runs:
         raise ApiError(422, "invalid", f"drafts: give one per designed subset ({runs}), got {len(drafts)}", "drafts")
 

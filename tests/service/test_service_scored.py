@@ -240,6 +240,10 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
     assert (refused.value.status, refused.value.field) == (422, "rule")
     assert "an outcome needs the rule that scores it" in refused.value.message
     n = len(plan["subsets"])
+    with pytest.raises(ServiceError) as refused:  # utilities and an outcome: the outcome is the one too many
+        client.settle(scored["id"], plan["decision_id"], utilities=[0.1] * n, outcome="up", settled_at=START)
+    assert (refused.value.status, refused.value.field) == (422, "outcome")
+    assert "give it with its rule, or utilities alone, not both" in refused.value.message
     for utilities, field in (([True] * n, "utilities.0"), ([0.1, "0.5"] + [0.1] * (n - 2), "utilities.1")):
         with pytest.raises(ServiceError) as refused:  # sent as given, not made numbers by the client
             client.settle(
