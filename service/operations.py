@@ -106,6 +106,9 @@ def _fault(value: Any, where: str) -> str | None:
     if isinstance(value, float):
         return None if math.isfinite(value) else f"{here} must be a finite number (JSON has no {float(value)!r})"
     if isinstance(value, Mapping):
+        keyless = next((key for key in value if key is not None and not isinstance(key, (str, int, float))), None)
+        if keyless is not None:
+            return f"{here}: a key of type {type(keyless).__name__} ({keyless!r}) has no JSON form (send texts)"
         items: Any = ((f"{where}.{key}" if where else str(key), item) for key, item in value.items())
     elif isinstance(value, (list, tuple)):
         items = ((f"{where}.{index}" if where else str(index), item) for index, item in enumerate(value))
@@ -142,8 +145,12 @@ _KEEP = _Keep.KEEP
 
 
 def _params(**values: Any) -> dict[str, Any]:
-    """Query parameters without the unset ones."""
-    return {name: value for name, value in values.items() if value is not None}
+    """Query parameters without the unset ones (NumPy's numbers as the numbers they hold)."""
+    return {
+        name: value.tolist() if callable(getattr(value, "tolist", None)) else value
+        for name, value in values.items()
+        if value is not None
+    }
 
 
 @dataclass(frozen=True, slots=True)

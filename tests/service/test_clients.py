@@ -264,7 +264,10 @@ def test_numpy_numbers_go_as_the_numbers_they_hold_and_what_json_cannot_carry_is
     for bad, message in unsendable:
         with pytest.raises(ValueError, match=message):
             client.settle(agent.id, plan.decision_id, returns=bad, settled_at=settled_at)
+    with pytest.raises(ValueError, match=r"^returns: a key of type int64 \(np.int64\(7\)\) has no JSON form"):
+        client.settle(agent.id, plan.decision_id, returns={**returns, np.int64(7): [0.0, 0.0]}, settled_at=settled_at)
     assert client.get_decision(agent.id, plan.decision_id).status == "decided"  # nothing was sent
+    assert len(client.list_decisions(agent.id, limit=np.int64(1)).items) == 1  # a NumPy number in the query too
     settled = client.settle(agent.id, plan.decision_id, returns=returns, settled_at=settled_at)
     plain = {asset: [float(v) for v in values] for asset, values in returns.items()}
     assert (
