@@ -15,8 +15,8 @@ from memtrial.records import ExperienceId
 
 __all__ = ["RESET_PRIOR", "Curator", "Event", "contribution_counts", "replay", "setting_at_start"]
 
-#: contributions since a change whose sample variance is at most this share of their squared mean are alike (a
-#: spread of a millionth of the mean is the running sums' rounding, not a measured spread)
+#: contributions since a change whose sample variance is at most n times this share of their squared mean are
+#: alike: the running sums' rounding, which grows with their number n, not a measured spread
 ALIKE = 1e-12
 RESET_PRIOR = 2.0  # after a detected change, a value is its mean since the change shrunk by n / (n + this)
 
@@ -151,7 +151,9 @@ class Curator:
             return Posterior(0.0, None, 0)
         mean = evidence.regime_total / n
         variance = 0.0 if n == 1 else max(evidence.regime_squares - n * mean * mean, 0.0) / (n - 1)
-        if variance <= ALIKE * mean * mean:  # one contribution, or all alike: no spread measured, |mean| stands for it
+        if (
+            variance <= ALIKE * n * mean * mean
+        ):  # one contribution, or all alike: no spread measured, |mean| stands for it
             return Posterior(mean, abs(mean) / math.sqrt(n) if mean != 0.0 else None, n)
         return Posterior(mean, math.sqrt(variance / n), n)
 

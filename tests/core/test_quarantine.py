@@ -587,3 +587,17 @@ def test_contributions_since_a_change_that_agree_give_a_standard_error_not_zero(
     assert regime([0.0]).sd is None and regime([0.0, 0.0]).sd is None
     spread = [-0.5, -0.1, -0.3]
     assert regime(spread).sd == pytest.approx(np.std(spread, ddof=1) / np.sqrt(3), rel=1e-12)
+
+
+def test_many_equal_contributions_since_a_change_stay_alike_whatever_their_sums_round_to():
+    curator = Curator(QuarantineConfig(enabled=True))
+    curator.evidence["x"] = evidence = Evidence(1)
+    evidence.changed_at = "d3"
+    for value in (0.1, -0.3, 1 / 3):
+        n = 50_000
+        evidence.regime_n, evidence.regime_total, evidence.regime_squares = n, 0.0, 0.0
+        for _ in range(n):  # summed one at a time, as settlements add them
+            evidence.regime_total += value
+            evidence.regime_squares += value * value
+        regime = curator.regime_posterior("x")
+        assert regime.sd == pytest.approx(abs(value) / np.sqrt(n), rel=1e-9)
