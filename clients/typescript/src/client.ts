@@ -111,17 +111,27 @@ export function callOf(row: Operation<string, Shape>, args: unknown[]): Call {
   return { method: row.method, path, body, query, creates: row.creates, reads: row.reads, text: row.text, signal };
 }
 
-/** The `signal` of a call's options (undefined where none), or a TypeError where it is not an AbortSignal. */
-function signalOf(options: unknown): AbortSignal | undefined {
+/** The `signal` of a call's options (undefined where none), or a TypeError where it is not an AbortSignal, or
+ * where trailing options (`only`) hold anything but `signal` (a query passed to a row that takes none, say, would
+ * otherwise be dropped without a word). A signal of another realm (a test runner's, a polyfill's) is followed by
+ * a native one, which `fetch`, `AbortSignal.any` and `throwIfAborted` all understand. */
+function signalOf(options: unknown, only = true): AbortSignal | undefined {
   if (options === undefined || options === null) return undefined;
   if (typeof options !== "object") throw new TypeError(`options must be an object such as { signal }, got ${shown(options)}`);
-  const signal = (options as CallOptions).signal;
-  // duck-typed, not instanceof: a signal from another realm (a test runner's, a polyfill's) cancels as well
-  const isSignal = (value: object) => typeof (value as AbortSignal).aborted === "boolean" && typeof (value as AbortSignal).addEventListener === "function";
-  if (signal !== undefined && (typeof signal !== "object" || signal === null || !isSignal(signal))) {
+  const others = only ? Object.keys(options).filter((key) => key !== "signal") : [];
+  if (others.length > 0) {
+    throw new TypeError(`a call's last argument is its options, { signal }; got ${others.map((key) => JSON.stringify(key)).join(", ")} too`);
+  }
+  const signal: unknown = (options as CallOptions).signal;
+  if (signal === undefined || signal instanceof AbortSignal) return signal;
+  const foreign = signal as Partial<AbortSignal> | null;
+  if (typeof signal !== "object" || foreign === null || typeof foreign.aborted !== "boolean" || typeof foreign.addEventListener !== "function") {
     throw new TypeError(`signal must be an AbortSignal, got ${shown(signal)}`);
   }
-  return signal;
+  const native = new AbortController();
+  if (foreign.aborted) native.abort(foreign.reason);
+  else foreign.addEventListener("abort", () => native.abort(foreign.reason), { once: true });
+  return native.signal;
 }
 
 /** A value as an error message shows it: JSON where it has a form (a text quoted), else as JavaScript prints it
@@ -406,7 +416,7 @@ class ClientBase {
       // without its "/" the path would run into the host's port ("http://host:8000v1/agents"): a connection error
       throw new TypeError(`path must start with "/" (the service's path, e.g. "/v1/agents"), got ${shown(path)}`);
     }
-    const signal = signalOf(options);
+    const signal = signalOf(options, false);
     const { body, query, creates, text } = options ?? {};
     return this.send({ method: method.toUpperCase(), path, body, query, creates: creates ?? false, text: text ?? false, signal });
   }

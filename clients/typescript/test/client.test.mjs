@@ -278,6 +278,31 @@ describe("cancelling", () => {
     assert.deepEqual(sent, ["http://127.0.0.1:18599/v1/agents?limit=200"]);
   });
 
+  test("a signal of another realm (no throwIfAborted, not an AbortSignal) cancels a call in flight as a native one does", async () => {
+    // a polyfill's shape: aborted, reason, addEventListener only
+    const listeners = [];
+    const foreign = { aborted: false, reason: undefined, addEventListener: (_, listener) => listeners.push(listener) };
+    const before = peer.seen.length;
+    const call = client().request("get", "/hang", { signal: foreign });
+    await arrived(before + 1);
+    Object.assign(foreign, { aborted: true, reason: new Error("stopped by the polyfill") });
+    for (const listener of listeners) listener();
+    await assert.rejects(call, { message: "stopped by the polyfill" });
+    const { client: counted, sent } = counting();
+    const gone = { aborted: true, reason: new Error("already"), addEventListener: () => {} };
+    await assert.rejects(counted.health({ signal: gone }), { message: "already" });
+    assert.equal(sent.length, 0);
+  });
+
+  test("trailing options hold only the signal: a query given to a row without one is refused, not dropped", async () => {
+    const { client: counted, sent } = counting();
+    await assert.rejects(counted.getAgent("a", { limit: 3 }), {
+      name: "TypeError",
+      message: `a call's last argument is its options, { signal }; got "limit" too`,
+    });
+    assert.equal(sent.length, 0);
+  });
+
   test("options after the arguments are the call's, not its body or query; a signal must be an AbortSignal", async () => {
     const signal = new AbortController().signal;
     const retire = callOf(operations.retireExperience, ["a", "e", { signal }]);
