@@ -125,7 +125,7 @@ class Settings:
     max_clock_skew_seconds: int = _setting(
         300,
         "MEMTRIAL_MAX_CLOCK_SKEW_SECONDS",
-        "How far in the future a decision_time may lie (a later one is refused: it would lock the agent's clock).",
+        "How far in the future a decision_time may lie, at most 31536000 (a later one is refused: it would lock the agent's clock).",
     )
     db_connect_timeout: float = _setting(5.0, "MEMTRIAL_DB_CONNECT_TIMEOUT", "Seconds to open a PostgreSQL connection.")
     db_statement_timeout: float = _setting(
@@ -143,7 +143,7 @@ class Settings:
         5.0, "MEMTRIAL_DB_POOL_TIMEOUT", "Seconds a request waits for a free database connection."
     )
     refit_queue_size: int = _setting(
-        4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running); more get 429."
+        4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running), 1 to 10000; more get 429."
     )
     cache_mb: float = _setting(
         256.0,
@@ -163,10 +163,10 @@ class Settings:
     refit_stale_seconds: float = _setting(
         30.0,
         "MEMTRIAL_REFIT_STALE_SECONDS",
-        "A refit whose heartbeat is older than this is taken up by another API worker and run again (at most 3 runs).",
+        "A refit whose heartbeat is older than this (1 to 86400) is taken up by another API worker and run again (at most 3 runs).",
     )
     idempotency_hours: float = _setting(
-        24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept."
+        24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept (1 to 87600 hours)."
     )
     idempotency_lease_seconds: float = _setting(
         30.0,
