@@ -143,7 +143,9 @@ class Settings:
         5.0, "MEMTRIAL_DB_POOL_TIMEOUT", "Seconds a request waits for a free database connection."
     )
     refit_queue_size: int = _setting(
-        4, "MEMTRIAL_REFIT_QUEUE_SIZE", "Full-Bayes refit jobs a worker holds (queued or running), 1 to 10000; more get 429."
+        4,
+        "MEMTRIAL_REFIT_QUEUE_SIZE",
+        "Full-Bayes refit jobs a worker holds (queued or running), 1 to 10000; more get 429.",
     )
     cache_mb: float = _setting(
         256.0,
@@ -166,7 +168,9 @@ class Settings:
         "A refit whose heartbeat is older than this (1 to 86400) is taken up by another API worker and run again (at most 3 runs).",
     )
     idempotency_hours: float = _setting(
-        24.0, "MEMTRIAL_IDEMPOTENCY_HOURS", "How long an `Idempotency-Key` and its first answer are kept (1 to 87600 hours)."
+        24.0,
+        "MEMTRIAL_IDEMPOTENCY_HOURS",
+        "How long an `Idempotency-Key` and its first answer are kept (1 to 87600 hours).",
     )
     idempotency_lease_seconds: float = _setting(
         30.0,
