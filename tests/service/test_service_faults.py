@@ -374,14 +374,11 @@ def test_a_refit_waiting_behind_another_is_kept_alive_by_its_server_and_runs(dat
         time.sleep(4.0)  # four stale periods: the waiting job would have been sent again three times and failed
         assert client.get_refit(agent["id"], second["job_id"])["status"] == "queued"
         release.set()
-        deadline = time.monotonic() + 20
-        statuses = []
-        while time.monotonic() < deadline:
-            statuses = [client.get_refit(agent["id"], job["job_id"])["status"] for job in (first, second)]
-            if statuses == ["done", "done"]:
-                break
-            time.sleep(0.1)
-        assert statuses == ["done", "done"]
+
+        def statuses():
+            return [client.get_refit(agent["id"], job["job_id"])["status"] for job in (first, second)]
+
+        wait_until(lambda: statuses() == ["done", "done"], 20, "both refits finishing")
         assert client.get_refit(agent["id"], second["job_id"])["error"] is None
 
 
@@ -419,9 +416,7 @@ def test_a_refit_reaches_its_cluster_before_it_opens_the_write_transaction(datab
         client = MemtrialClient(api_key=make_tenant(database_url, "connect"), http=http)
         agent = client.create_agent("fund", "balanced", UNIVERSE)
         job = client.start_refit(agent["id"], method="svi")
-        deadline = time.monotonic() + 20
-        while client.get_refit(agent["id"], job["job_id"])["status"] != "done" and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: client.get_refit(agent["id"], job["job_id"])["status"] == "done", 20, "the refit finishing")
     assert asked and asked[0] is False  # the first, slow, call: outside the transaction
 
 
@@ -444,9 +439,7 @@ def test_a_refit_whose_worker_cannot_run_it_fails_saying_why(database_url, monke
         client = MemtrialClient(api_key=make_tenant(database_url, "unrunnable"), http=http)
         agent = client.create_agent("fund", "balanced", UNIVERSE)
         job = client.start_refit(agent["id"], method="svi")
-        deadline = time.monotonic() + 20
-        while client.get_refit(agent["id"], job["job_id"])["status"] != "failed" and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: client.get_refit(agent["id"], job["job_id"])["status"] == "failed", 20, "the refit failing")
         failed = client.get_refit(agent["id"], job["job_id"])
     assert failed["status"] == "failed"
     assert failed["error"] == (  # each run counted; the message (which may name the database) only in the log
