@@ -148,18 +148,14 @@ def _tenants() -> None:
 
 def _check_exists(url: str) -> None:
     """A SQLite file served without migrating must exist: opening it would create an empty one, never migrated."""
-    from sqlalchemy.engine import make_url
+    from service.settings import sqlite_file
 
-    from service.jobs import sendable_url
-
-    absolute = make_url(sendable_url(url))
-    path = absolute.database
-    if absolute.get_backend_name() == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
-        if not os.path.exists(path):
-            raise _fail(
-                f"--no-migrate: the SQLite database {path} does not exist (serving it would create it empty); "
-                "start once without --no-migrate to create and migrate it"
-            )
+    path = sqlite_file(url)
+    if path is not None and not os.path.exists(path):
+        raise _fail(
+            f"--no-migrate: the SQLite database {path} does not exist (serving it would create it empty); "
+            "start once without --no-migrate to create and migrate it"
+        )
 
 
 def _migrate(url: str) -> None:

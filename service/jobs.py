@@ -67,12 +67,12 @@ def sendable_url(database_url: str) -> str:
     folder would otherwise open, and create, a database of its own there)."""
     from sqlalchemy.engine import make_url
 
-    url = make_url(database_url)
-    path = url.database
-    if url.get_backend_name() == "sqlite" and path and path != ":memory:" and not path.startswith("file:"):
-        if not os.path.isabs(path):
-            return url.set(database=os.path.abspath(path)).render_as_string(hide_password=False)
-    return database_url
+    from service.settings import sqlite_file
+
+    url, path = make_url(database_url), sqlite_file(database_url)
+    if path is None or path == url.database:
+        return database_url
+    return url.set(database=path).render_as_string(hide_password=False)
 
 
 class ThreadEngine:

@@ -329,6 +329,18 @@ def unknown_variables(environ: Mapping[str, str]) -> list[tuple[str, str | None]
     return [(name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.8)), None)) for name in unknown]
 
 
+def sqlite_file(url: str) -> str | None:
+    """The absolute path of the SQLite file ``url`` names (a relative path read from the working folder), or None
+    for another database, an in-memory one or a URI filename."""
+    from sqlalchemy.engine import make_url
+
+    parsed = make_url(url)
+    path = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not path or path == ":memory:" or path.startswith("file:"):
+        return None
+    return os.path.abspath(path)
+
+
 def database_url_problem(url: str) -> str | None:
     """Why the service cannot run on the database ``url`` names (None: it can, as far as the URL tells): a URL
     SQLAlchemy cannot read, a database other than SQLite or PostgreSQL, an in-memory SQLite database (each
