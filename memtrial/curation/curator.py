@@ -91,14 +91,14 @@ class Curator:
         return event
 
     def _sweep(self, decision_id: str) -> list[Event]:
-        """Under ``fdr``: every test whose wealth (above 1) meets the threshold the new discoveries lowered
-        is quarantined too, in the order the tests started, until none is."""
+        """Under ``fdr``: every running test whose wealth meets the threshold the new discoveries lowered is
+        quarantined too, in the order the tests started, until none is (the comparison a contribution makes)."""
         events: list[Event] = []
         swept = True
         while swept:
             swept = False
             for experience_id, evidence in self.evidence.items():
-                if evidence.e_value > 1.0 and evidence.check(decision_id, self.config, self.counted):
+                if evidence.check(decision_id, self.config, self.counted):
                     events.append(self._quarantined(experience_id, decision_id))
                     swept = True
         return events

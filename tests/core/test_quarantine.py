@@ -63,6 +63,22 @@ def test_evidence_quarantines_at_its_slot_threshold():
     assert before.e_value < bar and before.quarantined_at is None
 
 
+def test_the_sweep_after_a_quarantine_applies_the_lowered_bar_as_a_contribution_would():
+    # method 4.13: after quarantines every running test is compared with its lowered bar T_j(r), whatever its
+    # wealth; a bar below 1 (a level near 1) quarantines a test whose E < 1 at once, not at its next contribution
+    curator = Curator(QuarantineConfig(enabled=True, level=0.99, spread=0.0, clip=None, control="fdr"))
+    curator.observe("d0", {"A": 1.0})
+    curator.observe("d1", {"A": -1.0})
+    decision = 2
+    while len(curator.quarantined) < 2:
+        curator.observe(f"d{decision}", {"B": -1.0, "C": -1.0})
+        decision += 1
+    a = curator.evidence["A"]
+    bar = threshold(a.slot, 0.99, 0.0, curator.discoveries)
+    assert bar <= a.e_value < 1.0  # the lowered bar is met by a wealth below 1
+    assert curator.is_quarantined("A") and a.quarantined_at == f"d{decision - 1}"
+
+
 def test_evidence_detects_a_sign_flip_and_restarts():
     evidence = Evidence(slot=1)
     for i in range(30):
