@@ -31,7 +31,7 @@ def check_embedding(value: object, field: str = "embedding") -> NDArray[np.float
             f"{field} must be a vector of numbers, not texts or true/false, got {value!r}"[:300], field=field
         )
     try:
-        vector = np.asarray(value, dtype=np.float64)
+        vector = np.array(value, dtype=np.float64)  # a copy: a caller reusing its buffer changes nothing kept
     except (TypeError, ValueError):
         raise InputError(f"{field} must be a 1-d vector of numbers, got {value!r}"[:300], field=field) from None
     if isinstance(value, (str, bytes)) or vector.ndim != 1 or vector.size == 0:

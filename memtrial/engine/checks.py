@@ -139,13 +139,13 @@ def rows_of(matrix: np.ndarray) -> str:
 
 
 def float_array(value: Any, field: str, rule: str, *, name: str | None = None) -> NDArray[np.float64]:
-    """``value`` as a float array, or an InputError naming ``field`` (the message names the argument ``name``,
+    """``value`` as a float array of its own, or an InputError naming ``field`` (the message names the argument ``name``,
     default ``field``) with the ``rule`` it broke: texts, true/false, ragged rows and the like are no numbers."""
     if text_or_flag(value):
         given = f"{name or field} must be {rule}, got {value!r}"[:250]
         raise InputError(f"{given} (texts and true/false are no numbers)", field=field)
     try:
-        return np.asarray(value, dtype=np.float64)
+        return np.array(value, dtype=np.float64)  # a copy: a caller reusing its buffer changes nothing kept
     except (TypeError, ValueError):
         raise InputError(f"{name or field} must be {rule}, got {value!r}"[:300], field=field) from None
 
