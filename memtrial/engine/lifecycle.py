@@ -835,7 +835,7 @@ class MemTrial:
         of length 1). Settling twice with the same data is a no-op; with other
         data it is an error.
         """
-        at = plain_number(at)
+        at, outcome = plain_number(at), plain_number(outcome)  # NumPy's numbers (an argmax) as Python's
         entry = self._live_entry(decision_id)
         plan = entry.plan
         if plan.kind is not DecisionKind.SCORED:
@@ -886,6 +886,7 @@ class MemTrial:
         score (``checkpoint_policy``) and runs in batch; predictions it derives
         again for plans still awaiting their score are learnt when they settle.
         """
+        outcome = plain_number(outcome)  # NumPy's numbers (an argmax) as Python's, as settle_scored takes them
         entry = self._live_entry(decision_id)
         previous = entry.settlement
         if previous is None:

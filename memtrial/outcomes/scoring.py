@@ -32,6 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memtrial.errors import InputError, parse_choice
+from memtrial.numeric.plain import plain_number
 
 __all__ = ["PROBABILITY_FLOOR", "Rule", "ScoringRule", "probability_vectors", "rule", "score"]
 
@@ -96,6 +97,7 @@ def score(
     abs_error: ``answers`` (numbers), or ``vectors`` (b, 1), and ``outcome`` (a number).
     """
     chosen = rule(name).name
+    outcome = plain_number(outcome)  # NumPy's numbers as Python's
     if chosen is Rule.ABS_ERROR and vectors is not None:
         matrix = np.asarray(vectors, dtype=np.float64)
         if matrix.ndim != 2 or matrix.shape[1] != 1:
@@ -125,7 +127,8 @@ def score(
         truth = _canonical(outcome)
         return np.array([1.0 if _canonical(answer) == truth else 0.0 for answer in answers])
     values = []
-    for index, answer in enumerate(list(answers) + [outcome]):
+    for index, given in enumerate(list(answers) + [outcome]):
+        answer = plain_number(given)
         if isinstance(answer, bool) or not isinstance(answer, int | float) or not np.isfinite(answer):
             where = "outcome" if index == len(answers) else f"drafts[{index}]"
             raise InputError(

@@ -1051,3 +1051,58 @@ def test_a_rule_for_numbers_on_vector_drafts_is_refused_naming_the_rule_and_the_
         error.value
     )
     assert engine.to_json() == before
+
+
+def _buffered_run(copy: bool) -> str:
+    """A portfolio agent and a scored one whose embeddings, references and drafts come from one reused buffer
+    each (``copy``: a copy of the buffer is passed instead); the state written at the end."""
+    rng = np.random.default_rng(3)
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    scored = MemTrial(EngineConfig(gamma=0.0, design=SCORED_DESIGN))
+    vector, reference, drafts, vectors = np.empty(6), np.empty(3), np.empty((8, 3)), np.empty((8, 3))
+    for lesson in ("bonds after a rate shock", "equity momentum", "cash in drawdowns", "gold as a hedge"):
+        vector[:] = rng.normal(size=6)
+        engine.add_experience(lesson, vector.copy() if copy else vector)
+        scored.add_experience(lesson, vector.copy() if copy else vector)
+    for t in range(3):
+        reference[:] = rng.dirichlet(np.ones(3))
+        engine.plan(
+            f"m{t}", t, t + 1, retrieved=list(engine.experiences), reference=reference.copy() if copy else reference
+        )
+        drafts[:] = rng.dirichlet(np.ones(3), size=8)
+        engine.decide(f"m{t}", drafts.copy() if copy else drafts)
+        plan = scored.plan(f"s{t}", t, t + 1, retrieved=list(scored.experiences), kind="scored")
+        vectors[: len(plan.masks)] = rng.dirichlet(np.ones(3), size=len(plan.masks))
+        given = vectors[: len(plan.masks)]
+        scored.decide_scored(f"s{t}", vectors=given.copy() if copy else given)
+    for t in range(3):
+        engine.settle(f"m{t}", np.cumprod(1 + rng.normal(0.0004, 0.01, size=(5, 3)), axis=0))
+        scored.settle_scored(f"s{t}", outcome=t % 3, rule="brier")
+    return engine.to_json() + scored.to_json()
+
+
+def test_an_agent_reusing_its_buffers_changes_nothing_the_engine_kept():
+    # embeddings, references and drafts are the engine's own once given: refilling the caller's array for the
+    # next experience or decision leaves what was registered, planned and decided as it was
+    assert _buffered_run(copy=False) == _buffered_run(copy=True)
+
+
+def test_a_scored_outcome_from_numpy_is_the_same_outcome_and_the_state_still_writes():
+    # an outcome from an argmax is np.int64, a number read from an array np.float32: each is settled,
+    # corrected and written exactly as the Python number
+    def run(index, number):
+        engine = MemTrial(EngineConfig(gamma=0.0, design=SCORED_DESIGN))
+        for lesson in ("rate cuts lift stocks", "tariffs hurt", "holidays are calm", "earnings beats lift stocks"):
+            engine.add_experience(lesson)
+        rng = np.random.default_rng(0)
+        for t, rule in enumerate(("brier", "log")):
+            plan = engine.plan(f"q{t}", t, t + 1, retrieved=list(engine.experiences), kind="scored")
+            engine.decide_scored(f"q{t}", vectors=rng.dirichlet(np.ones(3), size=len(plan.masks)))
+            engine.settle_scored(f"q{t}", outcome=index(2), rule=rule)
+        engine.correct("q0", outcome=index(1), rule="brier", reason="mis-graded")
+        plan = engine.plan("n", 5, 6, retrieved=list(engine.experiences), kind="scored")
+        engine.decide_scored("n", vectors=rng.normal(size=(len(plan.masks), 1)))
+        engine.settle_scored("n", outcome=number(0.5), rule="abs_error")
+        return engine.to_json()
+
+    assert run(np.int64, np.float32) == run(int, float)
