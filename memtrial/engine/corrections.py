@@ -95,8 +95,8 @@ def recompute(
 ) -> Recomputed:
     """The running state after correcting ``entry`` with ``realised`` (see the module docstring).
 
-    running: the engine's running state now (its fallback and noise cost are updated in place; its
-    learner and gate are left alone); new_learner: makes a learner of the engine's settings;
+    running: the engine's running state now (its fallback and noise cost are updated in place, so give
+    copies; its learner and gate are left alone); new_learner: makes a learner of the engine's settings;
     embeddings: the experiences' embeddings as the engine holds them now (content features are those
     of the experiences held now); rederived: the engine's re-derived predictions of plans awaiting a score.
     """
@@ -112,7 +112,6 @@ def recompute(
             f"decision {entry.decision_id!r} is settled but the log holds no score for it", field="history"
         )
     checkpoint = history.checkpoint_at_or_before(supersedes)
-    history.drop_checkpoints_after(supersedes)
     learner = _with_features(new_learner(), embeddings)
     gate = make_gate(config.gate)
     awaiting: dict[str, dict[str, Any]] = {}
@@ -148,6 +147,8 @@ def recompute(
         for decision_id, score in scored_again.items()
         if score != _stored(entries, decision_id).settlement.score  # type: ignore[union-attr]
     }
+    # the history changes only once the replay has succeeded (a refused correction leaves it as it was)
+    history.drop_checkpoints_after(supersedes)
     if written:
         history.add_checkpoints(written, policy.kept)
     last = written[-1].position if written else start

@@ -18,6 +18,7 @@ the number of decisions is written once, item by item, to a
 
 from __future__ import annotations
 
+import copy
 import json
 import weakref
 from collections.abc import Mapping, Sequence
@@ -905,7 +906,8 @@ class MemTrial:
         result = recompute(
             self.config,
             self.history,
-            self._running(),
+            # the sums it updates in place are copies: a correction refused on the way leaves the engine as it was
+            Running(self.learner, self.gate, copy.deepcopy(self.fallback), copy.deepcopy(self.noise)),
             self._new_learner,
             embeddings,
             entry,

@@ -187,3 +187,23 @@ def test_the_log_holds_every_score_the_gate_is_made_of_after_corrections(action)
     truthful = _engine(action, False)
     _run_portfolio(truthful, world)
     assert in_force == pytest.approx(_scores_in_force(truthful.history.log_entries()), abs=1e-12)
+
+
+def test_a_correction_refused_after_pruning_leaves_the_engine_as_it_was_however_often_it_is_tried():
+    # the replay needs the pruned decisions: refused, and neither the fallback's sums, the noise cost nor the
+    # checkpoints lose the old outcome on the way (each retry used to take one more observation away)
+    from memtrial.errors import StateError
+
+    engine = _engine("dial", robust=False)
+    retrieved, drafts, prices = _world(5, n=4)
+    for t in range(4):
+        if t == 3:
+            engine.prune_settled()
+        engine.plan(f"m{t}", 5 * t, 5 * t + 5, retrieved=retrieved[t], n_assets=3)
+        engine.decide(f"m{t}", drafts[t])
+        engine.settle(f"m{t}", prices[t])
+    before = engine.to_json()
+    for _ in range(3):
+        with pytest.raises(StateError):
+            engine.correct("m3", rel_prices=np.ones((5, 3)), reason="bad feed")
+        assert engine.to_json() == before
