@@ -13,7 +13,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 
-from memtrial.action.budget import check_budget, check_horizon
+from memtrial.action.budget import budget_gate, check_budget, check_horizon
 from memtrial.action.fallback import FallbackVariant
 from memtrial.action.rule import ActionRule
 from memtrial.credit.design import DesignKind
@@ -77,6 +77,10 @@ def existing_engine() -> Iterator[None]:
         _STORED.reset(token)
 
 
+#: the gate a configuration that names none starts from (its bets: the budget's at a budget)
+_DEFAULT_GATE = GateConfig(test=GateTest.ANYTIME)
+
+
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
     """Settings fixed for the life of an engine.
@@ -123,7 +127,7 @@ class EngineConfig:
     k: int = 4
     design: DesignKind = DesignKind.FOLD
     learner: LearnerMode = LearnerMode.AUTO
-    gate: GateConfig = field(default_factory=lambda: GateConfig(test=GateTest.ANYTIME))
+    gate: GateConfig = _DEFAULT_GATE
     fallback: FallbackVariant = FallbackVariant.REF
     investor: Investor | None = None
     gamma: float | None = None
@@ -142,6 +146,9 @@ class EngineConfig:
     def __post_init__(self) -> None:
         object.__setattr__(self, "draft_budget", check_budget(self.draft_budget))
         object.__setattr__(self, "draft_horizon", check_horizon(self.draft_horizon, self.draft_budget))
+        if self.gate is _DEFAULT_GATE:  # the gate left to its default: the budget's bets at a budget (method 4.11)
+            # (never the default object itself, so a budget taken later keeps the bets the engine was made with)
+            object.__setattr__(self, "gate", budget_gate(GateConfig(test=GateTest.ANYTIME), self.draft_budget))
         for name in ("robust", "diagnostics"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be a bool, got {getattr(self, name)!r}", field=name)

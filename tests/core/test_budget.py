@@ -252,6 +252,23 @@ def test_a_budget_must_be_a_number_of_calls_of_at_least_one(budget):
     assert error.value.field == "draft_budget"
 
 
+def test_an_engine_at_a_budget_bets_as_a_rest_agent_and_a_backtest_at_that_budget_do():
+    # method 4.11: a budget's e-process bets on the wider grid, wherever the engine is made; a gate given
+    # explicitly is kept, and an engine that takes a budget later keeps the bets it was made with
+    from memtrial.action.budget import BUDGET_BETS, budget_gate
+    from memtrial.engine.config import default_setting
+    from memtrial.trust.gate import DEFAULT_BETS
+
+    assert MemTrial(investor="balanced", draft_budget=3).config.gate.bets == BUDGET_BETS
+    assert EngineConfig(investor="balanced", draft_budget=3).gate == budget_gate(default_setting("gate"), 3.0)
+    assert EngineConfig(investor="balanced").gate.bets == DEFAULT_BETS
+    given = GateConfig(test="anytime", bets=(0.3,))
+    assert EngineConfig(investor="balanced", gate=given, draft_budget=3).gate == given
+    later = MemTrial(investor="balanced")
+    later.change_settings({"draft_budget": 3})
+    assert later.config.draft_budget == 3 and later.config.gate.bets == DEFAULT_BETS
+
+
 # Monte Carlo through the engine: 150 null worlds x 80 dates at each budget (the slow tier), as the backtests run
 # a budget (its trials first over an 80-decision horizon, the wider bets, the memory-free draft as reference,
 # blends at partial trust) and with an open-ended running credit. Which plans are trials, and which exploiting
