@@ -75,7 +75,12 @@ def check_experience_id(value: object, field: str = "experience_id", *, listed: 
     ``listed``: one of the ids ``field`` lists (its message says each id, not the list, must be one)."""
     if isinstance(value, bool) or not isinstance(value, str | int):
         what = f"{field}: each id" if listed else field
-        raise InputError(f"{what} must be a str or int, got {value!r}", field=field)
+        hint = (
+            " (a NumPy integer: give int(id), the id the state is written with)"
+            if isinstance(value, np.integer)
+            else ""
+        )
+        raise InputError(f"{what} must be a str or int{hint}, got {value!r}", field=field)
     if isinstance(value, str):
         check_text_id(value, field)
     return value

@@ -34,6 +34,7 @@ from enum import StrEnum
 from typing import Any
 
 from memtrial.errors import ConfigError, InputError, StateError
+from memtrial.numeric.plain import plain_number
 from memtrial.records import ExperienceId
 
 __all__ = [
@@ -79,6 +80,8 @@ class QuarantineConfig:
     control: ErrorControl = ErrorControl.FDR
 
     def __post_init__(self) -> None:
+        for name in ("level", "change_threshold", "spread", "clip"):  # NumPy's numbers are the same numbers
+            object.__setattr__(self, name, plain_number(getattr(self, name)))
         if not isinstance(self.enabled, bool):
             raise ConfigError(f"quarantine.enabled must be a bool, got {self.enabled!r}", field="quarantine.enabled")
         if not (isinstance(self.level, (int, float)) and 0.0 < self.level < 1.0):

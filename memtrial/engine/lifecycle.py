@@ -655,6 +655,7 @@ class MemTrial:
         make: ``wanted``, or under a draft budget as many of them as the credit can spare now
         (:meth:`~memtrial.action.budget.DraftCredit.spare`). They are paid at once; :meth:`release_calls` gives
         back those not made."""
+        wanted = plain_number(wanted)  # a count from an array is the same count
         if isinstance(wanted, bool) or not isinstance(wanted, int) or wanted < 0:
             raise InputError(f"wanted must be a number of calls (an integer >= 0), got {wanted!r}", field="wanted")
         budget = self.config.draft_budget
@@ -670,6 +671,7 @@ class MemTrial:
         the calls made, so the log's ``draft_calls`` add up to every call the budget paid for. ``reserved`` is
         what :meth:`reserve_calls` granted (the caller keeps it: the engine does not, as a reservation
         outlives a save); ``decision_id`` a decision this engine planned."""
+        reserved, made = plain_number(reserved), plain_number(made)
         for name, value in (("reserved", reserved), ("made", made)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise InputError(f"{name} must be a number of calls (an integer >= 0), got {value!r}", field=name)

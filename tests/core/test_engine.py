@@ -1106,3 +1106,21 @@ def test_a_scored_outcome_from_numpy_is_the_same_outcome_and_the_state_still_wri
         return engine.to_json()
 
     assert run(np.int64, np.float32) == run(int, float)
+
+
+def test_numpy_numbers_in_quarantine_settings_and_call_reservations_are_the_numbers_they_hold():
+    from memtrial.curation import QuarantineConfig
+
+    assert QuarantineConfig(enabled=True, level=np.float64(0.1), spread=np.int64(30)) == QuarantineConfig(
+        enabled=True, level=0.1, spread=30.0
+    )
+    engine = MemTrial(EngineConfig(investor="balanced", draft_budget=3, quarantine=QuarantineConfig(enabled=True)))
+    engine.change_settings({"quarantine": {"enabled": True, "level": np.float64(0.1)}})
+    assert engine.config.quarantine.level == 0.1
+    engine.add_experience("a")
+    engine.plan("d", 0, 1, retrieved=["a"], n_assets=2)
+    granted = engine.reserve_calls(np.int64(2))
+    engine.release_calls("d", np.int64(granted), np.int64(0))
+    with pytest.raises(InputError) as error:  # an id is kept as given: a NumPy integer would not write
+        engine.add_experience(np.int64(7))
+    assert error.value.field == "experience_id" and "give int(id)" in str(error.value)
