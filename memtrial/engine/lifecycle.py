@@ -135,7 +135,7 @@ class MemTrial:
 
     def __init__(self, config: EngineConfig | None = None, *, history: History | None = None, **settings: Any) -> None:
         if config is not None and settings:
-            raise ConfigError("give either config or keyword settings, not both")
+            raise ConfigError("give either config or keyword settings, not both", field="config")
         if config is not None and not isinstance(config, EngineConfig):
             raise ConfigError(
                 f"config must be an EngineConfig (or give keyword settings), got {config!r}"[:300], field="config"
@@ -1093,10 +1093,12 @@ class MemTrial:
     ) -> MemTrial:
         """Restore a state; ``embeddings`` supplies those left out by ``to_json(embeddings=False)``,
         ``history`` the store of a state written with ``history=False``."""
+        if not isinstance(text, str | bytes | bytearray):
+            raise StateError(f"state must be the JSON text to_json wrote, got {type(text).__name__}", field="state")
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
-            raise StateError(f"state is not valid JSON: {error}") from None
+            raise StateError(f"state is not valid JSON: {error}", field="state") from None
         return cls.from_dict(data, embeddings, history=history)
 
     @classmethod

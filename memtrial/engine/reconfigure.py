@@ -28,7 +28,7 @@ quarantine made under ``fwer`` met a threshold at least as high as ``fdr`` would
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Any
 
 from memtrial.curation import QuarantineConfig
@@ -75,6 +75,12 @@ def reconfigured(config: EngineConfig, changes: Mapping[str, Any]) -> tuple[Engi
                 :300
             ],
             field="changes",
+        )
+    unknown = sorted(set(changes) - {f.name for f in fields(EngineConfig)})
+    if unknown:
+        raise ConfigError(
+            f"{unknown[0]} is not a setting of an engine; only {', '.join(MUTABLE_SETTINGS)} may change",
+            field=unknown[0],
         )
     fixed = sorted(set(changes) - set(MUTABLE_SETTINGS))
     if fixed:

@@ -20,14 +20,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from memtrial.action.budget import DraftCredit
 from memtrial.action.fallback import AnchoredMixture
+from memtrial.drafting.retrieval import check_embedding
 from memtrial.engine.config import EngineConfig
 from memtrial.engine.history import DetachedHistory, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost
-from memtrial.errors import StateError
+from memtrial.errors import InputError, StateError
 from memtrial.records import ExperienceId, Time, decode_time, encode_time
 from memtrial.trust.gate import make_gate
 from memtrial.values import EmpiricalBayesLearner
@@ -130,6 +131,16 @@ def _check_given(left_out: Sequence[ExperienceId], given: Mapping[ExperienceId, 
         raise StateError(f"embeddings must all have one length, got lengths {sorted(lengths)}", field="embeddings")
 
 
+def _given(given: Mapping[ExperienceId, ArrayLike], experience_id: ExperienceId) -> NDArray[np.float64] | None:
+    """The embedding given back for one experience (None: none given), checked as a new one would be."""
+    if experience_id not in given:
+        return None
+    try:
+        return check_embedding(given[experience_id], "embeddings")
+    except InputError as error:
+        raise StateError(f"embeddings[{experience_id!r}]: {error.message}", field="embeddings") from None
+
+
 def decode_state(
     data: Mapping[str, Any],
     embeddings: Mapping[ExperienceId, ArrayLike] | None = None,
@@ -167,7 +178,7 @@ def decode_state(
         experiences = tuple(
             ExperienceState(
                 experience_id,
-                external.get(experience_id) if embedding is None and not data["embeddings_included"] else embedding,
+                _given(external, experience_id) if embedding is None and not data["embeddings_included"] else embedding,
                 bool(active),
             )
             for experience_id, embedding, active in data["experiences"]

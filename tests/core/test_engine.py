@@ -1124,3 +1124,24 @@ def test_numpy_numbers_in_quarantine_settings_and_call_reservations_are_the_numb
     with pytest.raises(InputError) as error:  # an id is kept as given: a NumPy integer would not write
         engine.add_experience(np.int64(7))
     assert error.value.field == "experience_id" and "give int(id)" in str(error.value)
+
+
+def test_a_state_that_is_no_text_or_embeddings_given_back_that_are_no_vectors_are_refused_naming_the_field():
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    engine.add_experience("x", np.ones(8))
+    engine.add_experience("y", np.ones(8))
+    state = engine.to_json(embeddings=False)
+    for given, message in (
+        ({"x": [np.nan] * 8, "y": np.ones(8)}, "embeddings['x']: embeddings must be finite"),
+        ({"x": np.ones(8), "y": ["a"] * 8}, "embeddings['y']: embeddings must be a vector of numbers"),
+    ):
+        with pytest.raises(StateError) as error:
+            MemTrial.from_json(state, embeddings=given)
+        assert error.value.field == "embeddings" and message in str(error.value)
+    for text in (None, 3, {"version": 2}):
+        with pytest.raises(StateError) as error:
+            MemTrial.from_json(text)
+        assert error.value.field == "state"
+    with pytest.raises(ConfigError) as error:
+        MemTrial(EngineConfig(investor="balanced"), gamma=3)
+    assert error.value.field == "config"

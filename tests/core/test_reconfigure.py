@@ -88,6 +88,11 @@ def test_a_correction_after_a_budget_change_relearns_as_if_settled_right_from_th
             "gate",
             "gate is fixed for the engine's life; only draft_budget, draft_horizon, retrieval, quarantine may change",
         ),
+        (
+            {"bogus": 1},
+            "bogus",
+            "bogus is not a setting of an engine; only draft_budget, draft_horizon, retrieval, quarantine may change",
+        ),
         ({"draft_budget": 0.5}, "draft_budget", "draft_budget must be a number of draft calls per decision >= 1"),
         ({"draft_horizon": 10}, "draft_horizon", "draft_horizon needs a draft_budget to spread over it"),
         (
