@@ -86,6 +86,11 @@ def settled_at_or_after(decision_id: str, plan: Plan, at: Time | None) -> Time:
     return settled_at
 
 
+#: the most assets a plan's universe may count when given as a number (each decision keeps a few arrays of
+#: that length; a count of 10**9 given by mistake would take the machine's memory)
+MAX_ASSETS = 1_000_000
+
+
 def universe_arrays(
     investor: Investor | None,
     reference: ArrayLike | None,
@@ -99,9 +104,12 @@ def universe_arrays(
     if reference is None and n_assets is None:
         raise InputError("give reference weights or n_assets", field="reference")
     if n_assets is not None and (
-        isinstance(n_assets, bool) or not isinstance(n_assets, int | np.integer) or n_assets < 1
+        isinstance(n_assets, bool) or not isinstance(n_assets, int | np.integer) or not 1 <= n_assets <= MAX_ASSETS
     ):
-        raise InputError(f"n_assets must be an integer >= 1 (the number of assets), got {n_assets!r}", field="n_assets")
+        raise InputError(
+            f"n_assets must be an integer in [1, {MAX_ASSETS:,}] (the number of assets), got {n_assets!r}",
+            field="n_assets",
+        )
     given_weights = {
         name: _weight_vector(given, name) for name, given in (("reference", reference), ("previous", previous))
     }
