@@ -133,6 +133,14 @@ def _floats(values: NDArray[np.float64] | Sequence[float]) -> list[float]:
     return [float(v) for v in values]
 
 
+def _read_only(record: object, names: Sequence[str]) -> None:
+    """Make a record's arrays read-only: what the engine keeps cannot be changed through what it returns."""
+    for name in names:
+        value = getattr(record, name)
+        if isinstance(value, np.ndarray):
+            value.flags.writeable = False
+
+
 class DecisionKind(StrEnum):
     """What a decision's drafts are: portfolio weights settled by prices, or any JSON settled by a rule (method 4.9)."""
 
@@ -218,6 +226,9 @@ class Plan:
     trial: bool = True  # False: a budget decision that exploits (method 4.11) and learns nothing
     memory_share: float = 0.0  # an exploiting decision's share on memory's draft
     extra_reference: bool = False  # the last draft is the memory-free reference, outside a design without one
+
+    def __post_init__(self) -> None:
+        _read_only(self, ("reference", "previous", "risky", "defensive"))
 
     @property
     def design_rows(self) -> int:
@@ -317,6 +328,9 @@ class Decision:
     played: int | None = None
     reference_index: int | None = None
 
+    def __post_init__(self) -> None:
+        _read_only(self, ("weights", "drafts"))
+
     @property
     def draft_calls(self) -> int:
         """The drafts this decision was made from (one LLM call each)."""
@@ -391,6 +405,9 @@ class Settlement:
     outcome: Any = None
     rule: str | None = None
     scored: bool = False
+
+    def __post_init__(self) -> None:
+        _read_only(self, ("rel_prices", "draft_utilities", "mixture_utilities"))
 
     def to_dict(self, *, mixtures: bool = True) -> dict[str, Any]:
         """JSON-ready dict; ``mixtures=False`` leaves out the 201 mixture utilities

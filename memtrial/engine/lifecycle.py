@@ -98,6 +98,11 @@ class _Experience:
     embedding: NDArray[np.float64] | None
     active: bool = True
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "embedding" and isinstance(value, np.ndarray):  # the engine's own: read-only through what it returns
+            value.flags.writeable = False
+        object.__setattr__(self, name, value)
+
 
 class _LogSink:
     """Hands the gate's log entries to the engine's history. It holds the engine weakly, so an engine
@@ -218,7 +223,7 @@ class MemTrial:
             raise StateError(f"experience ids are str or int, got {experience_id!r}", field="experiences")
         if experience_id in self.experiences:
             raise DuplicateError(f"experience {experience_id!r} already exists", field="experience_id")
-        vector = None if embedding is None else np.asarray(embedding, dtype=np.float64)
+        vector = None if embedding is None else np.array(embedding, dtype=np.float64)
         if vector is not None:
             self.learner.add_features(experience_id, vector)
         self.experiences[experience_id] = _Experience(vector)

@@ -1150,3 +1150,26 @@ def test_a_state_that_is_no_text_or_embeddings_given_back_that_are_no_vectors_ar
     with pytest.raises(ConfigError) as error:
         MemTrial(EngineConfig(investor="balanced"), gamma=3)
     assert error.value.field == "config"
+
+
+def test_the_arrays_the_engine_returns_are_read_only_views_of_what_it_keeps():
+    # a caller writing into a returned plan, decision, settlement or embedding would rewrite the engine's record
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    given = np.ones(4)
+    engine.add_experience("a", given)
+    plan = engine.plan("d", 0, 1, retrieved=["a"], n_assets=3)
+    decision = engine.decide("d", np.full((len(plan.masks), 3), 1 / 3))
+    settlement = engine.settle("d", np.ones((2, 3)))
+    before = engine.to_json()
+    for array in (
+        plan.reference,
+        plan.previous,
+        decision.weights,
+        decision.drafts,
+        settlement.rel_prices,
+        settlement.draft_utilities,
+        engine.experiences["a"].embedding,
+    ):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 7.0
+    assert engine.to_json() == before and given.flags.writeable  # the caller's own array stays its own
