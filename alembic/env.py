@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 
+from sqlalchemy import text
+
 from alembic import context
 from service.db import make_engine, normalise_url
 from service.models import Base
+
+#: the PostgreSQL advisory lock that serialises migrations (any fixed 64-bit number; this spells "memtrial")
+MIGRATION_LOCK = 0x6D656D747269616C
 
 config = context.config
 target_metadata = Base.metadata
@@ -32,6 +37,12 @@ def run_online() -> None:
             connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
         context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # replicas started together migrate one after another: each waits (up to five minutes) for the
+                # lock the first holds until its migrations commit, then finds the schema at its revision
+                connection.execute(text("SET LOCAL lock_timeout = '300s'"))
+                connection.execute(text("SET LOCAL statement_timeout = '300s'"))
+                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
             context.run_migrations()
     engine.dispose()
 

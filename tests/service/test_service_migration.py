@@ -182,3 +182,37 @@ def _assert_same(rebuilt, original, where="state"):
         assert isinstance(rebuilt, float) and rebuilt == pytest.approx(original, rel=1e-12, abs=1e-15), where
     else:
         assert rebuilt == original and type(rebuilt) is type(original), where
+
+
+@pytest.mark.slow
+def test_replicas_started_together_on_an_empty_postgresql_database_all_migrate_it():
+    # three processes upgrade at the same moment (as replicas a deployment starts together): each waits for the
+    # migration lock, and none fails on the tables another is creating
+    import subprocess
+    import sys
+    import time
+
+    from sqlalchemy import text
+
+    reset_postgres(POSTGRES_URL)
+    start = time.time() + 6.0  # every process imported and waiting, then all at once
+    script = (
+        "import sys, time\n"
+        "from service.migrations import upgrade\n"
+        f"time.sleep(max(0.0, {start!r} - time.time()))\n"
+        "upgrade(sys.argv[1])\n"
+    )
+    processes = [
+        subprocess.Popen([sys.executable, "-c", script, POSTGRES_URL], stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in processes]
+    failures = [error[-600:] for p, error in zip(processes, errors, strict=True) if p.returncode != 0]
+    assert not failures, failures
+    engine = make_engine(POSTGRES_URL)
+    try:
+        with engine.connect() as connection:
+            assert connection.execute(text("SELECT count(*) FROM alembic_version")).scalar() == 1
+            assert connection.execute(text("SELECT count(*) FROM agents")).scalar() == 0
+    finally:
+        engine.dispose()
