@@ -108,6 +108,23 @@ def observe_pool(sessions: sessionmaker[Session]) -> None:
         POOL_OVERFLOW.set(figures["overflow"])
 
 
+#: keepalive probes sent, one a second, before a quiet connection is given up
+KEEPALIVE_PROBES = 3
+
+
+def silent_peer_limits(statement: float) -> dict[str, int]:
+    """libpq's TCP settings that bound a wait on a database host gone silent: keepalive probes after
+    ``statement`` seconds of quiet, :data:`KEEPALIVE_PROBES` of them a second apart, and at most
+    ``statement`` seconds for sent data to be acknowledged (about ``statement`` + 3 s in all)."""
+    return {
+        "keepalives": 1,
+        "keepalives_idle": max(1, round(statement)),
+        "keepalives_interval": 1,
+        "keepalives_count": KEEPALIVE_PROBES,
+        "tcp_user_timeout": max(1000, int(1000 * statement)),
+    }
+
+
 def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:
     url = normalise_url(url)
     limits = timeouts or DatabaseTimeouts()
@@ -124,6 +141,10 @@ def make_engine(url: str, timeouts: DatabaseTimeouts | None = None) -> Engine:
             connect_args={
                 "connect_timeout": max(1, round(limits.connect)),
                 "options": f"-c statement_timeout={milliseconds} -c lock_timeout={lock_milliseconds} -c idle_in_transaction_session_timeout={4 * milliseconds}",
+                # a database host or network path that goes silent on an open connection (the server's own
+                # timeouts cannot fire there): TCP keepalives probe it once it has been quiet for the statement
+                # timeout, and data it leaves unacknowledged that long closes the connection (an outage: 503)
+                **silent_peer_limits(limits.statement),
             },
         )
     engine = create_engine(

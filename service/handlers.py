@@ -295,12 +295,22 @@ async def _unexpected(request: Request, error: Exception) -> JSONResponse:
     return JSONResponse(error_body("internal", f"internal error (request {request_id})", None), status_code=500)
 
 
+#: PostgreSQL's errors of the 'internal' class that end a session the server gave up on: answered as an outage
+_SESSION_ENDED = {
+    "25P03": "idle in a transaction past idle_in_transaction_session_timeout",
+    "25P04": "in a transaction past transaction_timeout",
+}
+
+
 async def _internal(request: Request, error: Exception) -> JSONResponse:
     """A database error of the 'internal' class: a refusal to store (PostgreSQL's read-only transaction of a
-    standby, SQLSTATE 25006, is one) is answered as one; any other is unexpected."""
-    if _storage_refusal(getattr(error, "orig", None) or error) is not None:
+    standby, SQLSTATE 25006, is one) or a session the server ended (the service's own idle-in-transaction
+    timeout, 25P03, after the process stalled) is answered as an outage; any other is unexpected, raised on to be
+    logged, counted and answered as every unexpected error is."""
+    cause = getattr(error, "orig", None) or error
+    if _storage_refusal(cause) is not None or getattr(cause, "sqlstate", None) in _SESSION_ENDED:
         return await _database_down(request, error)
-    return await _unexpected(request, error)
+    raise error
 
 
 #: Each error class and its handler, in the order they were registered.

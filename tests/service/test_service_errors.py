@@ -97,3 +97,40 @@ def test_a_request_cancelled_before_its_answer_gets_json_503_and_one_cancelled_m
     assert json.loads(sent[1]["body"])["error"]["code"] == "server_stopping"
     sent, raised = asyncio.run(served(answer_first=True))
     assert isinstance(raised, asyncio.CancelledError) and [m["status"] for m in sent] == [200]
+
+
+def test_a_session_the_database_ended_is_an_outage_and_another_internal_error_is_counted(
+    app, client, agent, monkeypatch
+):
+    """PostgreSQL's errors of the 'internal' class: a session it ended (idle in a transaction past the timeout the
+    service sets, after the process stalled) was a 500; any other was a 500 missing from the unhandled count."""
+    import psycopg
+    from fastapi.testclient import TestClient
+    from sqlalchemy.exc import InternalError
+
+    import service.usecases.experiences as experiences
+
+    client.add_experience(agent["id"], "a lesson")
+    path, headers = f"/v1/agents/{agent['id']}/experiences", {"Authorization": client._headers["Authorization"]}
+    answers = {}
+    counted = 'memtrial_unhandled_errors_total{route="/v1/agents/{agent_id}/experiences"} '
+
+    def unhandled(metrics: str) -> float:  # the process's count so far (other tests' errors included)
+        return next((float(line.split()[-1]) for line in metrics.splitlines() if line.startswith(counted)), 0.0)
+
+    with TestClient(app, raise_server_exceptions=False) as http:
+        before = unhandled(http.get("/metrics").text)
+        for name, cause in (
+            ("ended", psycopg.errors.IdleInTransactionSessionTimeout("terminating connection")),
+            ("other", psycopg.errors.InternalError_("something else")),
+        ):
+
+            def fail(row, engine, evidence=None, cause=cause):
+                raise InternalError("SELECT 1", {}, cause)
+
+            monkeypatch.setattr(experiences, "experience_public", fail)
+            answers[name] = http.get(path, headers=headers)
+        metrics = http.get("/metrics").text
+    assert answers["ended"].status_code == 503 and answers["ended"].json()["error"]["code"] == "database_unavailable"
+    assert answers["other"].status_code == 500 and answers["other"].json()["error"]["code"] == "internal"
+    assert unhandled(metrics) == before + 1.0

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 from live_server import Server, free_port
-from support import UNIVERSE, make_tenant, wait_until
+from support import POSTGRES_URL, UNIVERSE, make_tenant, migrated_postgres, wait_until
 
 from service.client import MemtrialClient, ServiceError
 from service.migrations import upgrade
@@ -635,3 +635,19 @@ def test_a_read_only_database_says_so_on_either_backend(database_url):
         assert (error.value.status, error.value.code) == (503, "database_unavailable")
         assert error.value.message.startswith("the database is read-only, so nothing was written")
         assert client.create_agent("written", "balanced", UNIVERSE)["name"] == "written"
+
+
+def test_an_open_postgresql_connection_gives_up_on_a_silent_host_within_the_statement_timeout():
+    """The server's timeouts cannot fire on a host gone silent; the client's TCP settings bound that wait:
+    keepalive probes after the statement timeout's quiet, and as long for sent data to be acknowledged."""
+    from service.db import KEEPALIVE_PROBES, DatabaseTimeouts, make_engine
+
+    engine = make_engine(migrated_postgres(POSTGRES_URL), DatabaseTimeouts(statement=4.0, lock=2.0))
+    try:
+        with engine.connect() as connection:
+            info = connection.connection.driver_connection.pgconn.info  # what libpq was given
+            given = {o.keyword.decode(): (o.val or b"").decode() for o in info}
+    finally:
+        engine.dispose()
+    assert (given["keepalives"], given["keepalives_idle"], given["keepalives_interval"]) == ("1", "4", "1")
+    assert (given["keepalives_count"], given["tcp_user_timeout"]) == (str(KEEPALIVE_PROBES), "4000")
