@@ -46,6 +46,7 @@ except ModuleNotFoundError as error:
     raise MissingExtraError("the full-Bayes learner", error.name or "jax", "bayes") from None
 
 from memtrial.values.cache import COMPILE_CACHE_BYTES, COMPILE_CACHE_MIN_SECONDS, default_jax_cache
+from memtrial.values.empirical import checked_features
 from memtrial.values.statistics import LearnerMode, Record, RunningStatistics, SufficientStatistics, content_features
 
 __all__ = [
@@ -375,8 +376,9 @@ class BayesLearner:
     def predict_modes(self, experience_ids: Iterable[Hashable]) -> dict[LearnerMode, tuple[float, ...]]:
         return {self.mode: tuple(self.predict(e) for e in experience_ids)}
 
-    def add_features(self, experience_id: Hashable, vector: ArrayLike) -> None:
-        self.features[experience_id] = np.asarray(vector, dtype=np.float64)
+    def add_features(self, experience_id: Hashable, vector: ArrayLike, field: str = "features") -> None:
+        """Set the embedding of one experience, checked as the empirical learner checks it."""
+        self.features[experience_id] = checked_features(self.features, experience_id, vector, field)
 
     def remove_features(self, experience_id: Hashable) -> None:
         self.features.pop(experience_id, None)

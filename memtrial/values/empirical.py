@@ -211,6 +211,22 @@ class _ModeScores:
         return self.total / self.count
 
 
+def checked_features(
+    held: Mapping[Hashable, NDArray[np.float64]], experience_id: Hashable, vector: ArrayLike, field: str
+) -> NDArray[np.float64]:
+    """One experience's embedding as a learner keeps it: a finite 1-d vector of the length the ``held`` ones
+    have; an InputError naming ``field`` otherwise."""
+    array = np.asarray(vector, dtype=np.float64)
+    if array.ndim != 1 or not np.all(np.isfinite(array)):
+        raise InputError(f"{field} of {experience_id!r} must be a finite 1-d vector", field=field)
+    dims = {existing.shape[0] for existing in held.values()}
+    if dims and array.shape[0] not in dims:
+        raise InputError(
+            f"{field} of {experience_id!r} has {array.shape[0]} dimensions, expected {dims.pop()}", field=field
+        )
+    return array
+
+
 class EmpiricalBayesLearner:
     """Pooled value of each experience from its same-day contributions.
 
@@ -265,16 +281,7 @@ class EmpiricalBayesLearner:
     # -- features ---------------------------------------------------------
     def add_features(self, experience_id: Hashable, vector: ArrayLike, field: str = "features") -> None:
         """Set the embedding of one experience (used by ``content`` and ``auto``); an error names ``field``."""
-        array = np.asarray(vector, dtype=np.float64)
-        if array.ndim != 1 or not np.all(np.isfinite(array)):
-            raise InputError(f"{field} of {experience_id!r} must be a finite 1-d vector", field=field)
-        dims = {existing.shape[0] for existing in self.features.values()}
-        if dims and array.shape[0] not in dims:
-            raise InputError(
-                f"{field} of {experience_id!r} has {array.shape[0]} dimensions, expected {dims.pop()}",
-                field=field,
-            )
-        self.features[experience_id] = array
+        self.features[experience_id] = checked_features(self.features, experience_id, vector, field)
         self._features_changed()
 
     def remove_features(self, experience_id: Hashable) -> None:

@@ -141,3 +141,23 @@ def test_the_service_turns_on_the_compile_cache_once_and_leaves_it_off_where_its
         str(tmp_path / "jax"),
     ]
     assert (tmp_path / "jax").is_dir() and not (tmp_path / "other").exists()
+
+
+def test_an_engine_with_the_bayes_learner_takes_new_experiences_as_with_the_empirical_one():
+    # the real-data backtests swap in the Bayes learner, then add each decision's experiences (with their
+    # embeddings): the engine's call named the field, which the Bayes learner did not take
+    import numpy as np
+    import pytest
+
+    from memtrial import EngineConfig, MemTrial
+    from memtrial.errors import InputError
+    from memtrial.values.bayes import BayesLearner
+
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    engine.learner = BayesLearner("content", method="svi", num_samples=10)
+    engine.add_experience("bonds after a rate shock", np.ones(4))
+    assert np.array_equal(engine.learner.features["bonds after a rate shock"], np.ones(4))
+    with pytest.raises(InputError) as error:
+        engine.add_experience("cash in drawdowns", np.ones(3))
+    assert error.value.field == "embedding" and "has 3 dimensions, expected 4" in str(error.value)
+    assert "cash in drawdowns" not in engine.experiences
