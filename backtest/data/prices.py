@@ -9,7 +9,10 @@ tickers or classes raise :class:`DataError` naming them.
 
 from __future__ import annotations
 
+import gzip
+import io
 import os
+import zlib
 from importlib import resources
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from memtrial.errors import InputError
 
 __all__ = [
     "ENTRY_SESSIONS",
+    "SPANS",
     "DataError",
     "align_to_sessions",
     "class_indices",
@@ -74,10 +78,42 @@ def require_file(path: Path) -> Path:
     return path
 
 
+#: the sessions each close table must cover (the copies that ship with memtrial cover exactly these): a copy
+#: under ``$MEMTRIAL_DATA`` that starts later or ends sooner would run a shorter benchmark without a word
+SPANS = {
+    "etf_daily_close.csv.gz": ("2014-01-02", "2026-08-03"),
+    "crypto_daily_close.csv.gz": ("2014-09-17", "2024-12-07"),
+}
+
+
+def _text(path: Path) -> str:
+    """A table's text, whole: a damaged or cut-short file is a DataError naming it, never a partial table."""
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8", newline="") as handle:
+            text = str(handle.read())
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        raise DataError(
+            f"{path} cannot be read ({type(error).__name__}: {error}): the file is damaged or cut short; fetch it again",
+            field="data",
+        ) from None
+    lines = text.splitlines()
+    if not lines or not text.endswith("\n"):
+        raise DataError(f"{path} ends in the middle of a row: the file is cut short; fetch it again", field="data")
+    width = lines[0].count(",")
+    short = next((number for number, line in enumerate(lines[1:], start=2) if line.count(",") != width), None)
+    if short is not None:
+        raise DataError(
+            f"{path}: row {short} has {lines[short - 1].count(',') + 1} fields, the header {width + 1}: the file is damaged",
+            field="data",
+        )
+    return text
+
+
 def _closes(path: Path) -> pd.DataFrame:
     require_file(path)
+    text = _text(path)
     try:
-        frame = pd.read_csv(path, parse_dates=["date"]).set_index("date").sort_index()
+        frame = pd.read_csv(io.StringIO(text), parse_dates=["date"]).set_index("date").sort_index()
     except (ValueError, KeyError) as error:
         raise DataError(f"{path} is not a close table with a date column: {error}", field="data") from None
     if frame.index.has_duplicates:
@@ -92,6 +128,14 @@ def _closes(path: Path) -> pd.DataFrame:
     bad = frame.columns[((frame <= 0) | np.isinf(frame)).any()]
     if len(bad):
         raise DataError(f"{path}: closes must be finite and > 0; tickers {list(bad)} break that", field="data")
+    span = SPANS.get(path.name)
+    if span is not None and not (frame.index[0] <= pd.Timestamp(span[0]) and frame.index[-1] >= pd.Timestamp(span[1])):
+        raise DataError(
+            f"{path} holds closes from {frame.index[0].date()} to {frame.index[-1].date()}; the benchmarks need "
+            f"{span[0]} to {span[1]} at least (the copy that ships with memtrial): a shorter table would run "
+            "fewer decisions than the benchmark defines",
+            field="data",
+        )
     return frame
 
 

@@ -89,6 +89,57 @@ def test_missing_price_data_is_reported_with_every_place_looked(tmp_path, monkey
         assert str(tmp_path / folder / "prices" / "etf_daily_close.csv.gz") in output
 
 
+def _damaged(raw: bytes, damage: str) -> bytes:
+    """The shipped ETF closes (gzip ``raw``) damaged as a bad download leaves them."""
+    import gzip
+
+    text = gzip.decompress(raw)
+    if damage == "truncated gzip":
+        return raw[: len(raw) // 2]
+    if damage == "corrupt gzip":
+        middle = len(raw) // 2
+        return raw[:middle] + bytes(b ^ 0xFF for b in raw[middle : middle + 64]) + raw[middle + 64 :]
+    if damage == "cut mid-row":
+        return gzip.compress(text[:600_000])
+    if damage == "a short row":
+        lines = text.split(b"\n")
+        lines[100] = lines[100].rsplit(b",", 3)[0]
+        return gzip.compress(b"\n".join(lines))
+    lines = text.split(b"\n")  # "ends early": whole rows, closes up to 2016 only
+    return gzip.compress(b"\n".join(lines[:700]) + b"\n")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("truncated gzip", "cannot be read (EOFError"),
+        ("corrupt gzip", "cannot be read (BadGzipFile"),
+        ("cut mid-row", "ends in the middle of a row: the file is cut short"),
+        ("a short row", "row 101 has 86 fields, the header 89: the file is damaged"),
+        ("ends early", "the benchmarks need 2014-01-02 to 2026-08-03 at least"),
+    ],
+)
+def test_a_damaged_price_file_ends_the_command_naming_it_and_writes_nothing(tmp_path, monkeypatch, damage, message):
+    """A truncated or corrupt download printed "Aborted." or a traceback; a table cut short at a row's end ran a
+    shorter benchmark (10 PlantedMem decisions instead of 127) without a word."""
+    import backtest.runner
+    from backtest.data.prices import packaged
+
+    shipped = packaged() / "prices" / "etf_daily_close.csv.gz"
+    damaged = tmp_path / "data" / "prices" / "etf_daily_close.csv.gz"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(_damaged(shipped.read_bytes(), damage))
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(backtest.runner, "_MARKETS", {})
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app, ["backtest", "plantedmem", "--seeds", "0", "--regimes", "no_influence", "--out", str(out)]
+    )
+    output = " ".join(result.output.split())
+    assert result.exit_code == 2 and str(damaged) in output and message in output, output
+    assert "Traceback" not in output and not (out / "results.json").exists()
+
+
 def test_packaged_prices_are_used_when_the_data_folder_lacks_them(tmp_path, monkeypatch):
     from backtest.data.prices import locate, packaged
 
