@@ -581,13 +581,19 @@ def _data() -> None:
 @data_app.command("check")
 def data_check() -> None:
     """Report every benchmark input: the copy in use, or every place it was looked for (exit 1 if any is missing)."""
-    from backtest.data.prices import candidates
+    from backtest.data.prices import DataError, candidates, check_input
 
-    missing = 0
+    missing = damaged = 0
     for relative, users in DATA_INPUTS:
         places = candidates(relative)
         found = next((p for p in places if p.is_file()), None)
         if found is not None:
+            try:
+                check_input(found)
+            except DataError as error:
+                damaged += 1
+                typer.echo(f"damaged  {relative:36s} {error.message}  ({users})")
+                continue
             typer.echo(f"ok       {relative:36s} {found}  ({users})")
         else:
             missing += 1
@@ -596,5 +602,10 @@ def data_check() -> None:
         typer.echo(
             f"{missing} input{'s' if missing > 1 else ''} missing: set MEMTRIAL_DATA to a folder that holds them (InvestorBench's files are not shipped)."
         )
+    if damaged:
+        typer.echo(
+            f"{damaged} input{'s' if damaged > 1 else ''} damaged: fetch {'them' if damaged > 1 else 'it'} again"
+        )
+    if missing or damaged:
         raise typer.Exit(code=1)
-    typer.echo("every benchmark input is present")
+    typer.echo("every benchmark input is present and reads as the benchmarks read it")

@@ -16,7 +16,7 @@ import pandas as pd
 
 from backtest.data.prices import DataError, locate, require_file
 
-__all__ = ["INVESTORBENCH_TICKERS", "InvestorBenchData", "load_investorbench"]
+__all__ = ["INVESTORBENCH_TICKERS", "InvestorBenchData", "load_file", "load_investorbench"]
 
 INVESTORBENCH_TICKERS = ("HON", "JNJ", "MSFT", "UVV")
 
@@ -37,11 +37,12 @@ def _texts(path: Path, day: str, entry: dict[str, object], key: str) -> list[str
     return list(value)
 
 
-def _load_one(path: Path) -> tuple[pd.Series, dict[pd.Timestamp, list[str]], dict[pd.Timestamp, list[str]]]:
+def load_file(path: Path) -> tuple[pd.Series, dict[pd.Timestamp, list[str]], dict[pd.Timestamp, list[str]]]:
+    """One ticker's file: its closes, news and filings by date; a DataError naming what is wrong with it."""
     require_file(path)
     try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise DataError(f"{path} is not valid JSON: {error}", field="data") from None
     if not isinstance(raw, dict) or not raw:
         raise DataError(f"{path} must map dates to entries", field="data")
@@ -78,7 +79,7 @@ def load_investorbench(
     root = next(iter(paths.values())).parent
     series, news, filings = {}, {}, {}
     for ticker in tickers:
-        series[ticker], news[ticker], filings[ticker] = _load_one(paths[ticker])
+        series[ticker], news[ticker], filings[ticker] = load_file(paths[ticker])
     calendar = sorted(set().union(*(s.index for s in series.values())))
     for ticker, prices in series.items():
         missing = [d for d in calendar if d not in prices.index]

@@ -26,6 +26,7 @@ __all__ = [
     "SPANS",
     "DataError",
     "align_to_sessions",
+    "check_input",
     "class_indices",
     "data_dir",
     "locate",
@@ -139,6 +140,18 @@ def _closes(path: Path) -> pd.DataFrame:
     return frame
 
 
+def check_input(path: Path) -> None:
+    """Read one benchmark input as the benchmarks read it: a DataError naming what is wrong with it."""
+    if path.name in SPANS:
+        _closes(path)
+    elif path.suffix == ".json":
+        from backtest.data.investorbench import load_file
+
+        load_file(path)
+    else:
+        _asset_classes(path)
+
+
 def load_etf_closes(folder: Path | None = None) -> pd.DataFrame:
     """Adjusted daily closes, one row per session (DatetimeIndex), one column per ticker."""
     return _closes(folder / "prices" / "etf_daily_close.csv.gz" if folder else locate("prices/etf_daily_close.csv.gz"))
@@ -168,8 +181,13 @@ def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.Da
 
 
 def load_asset_classes(folder: Path | None = None) -> dict[str, str]:
-    path = require_file(folder / "prices" / "asset_classes.csv" if folder else locate("prices/asset_classes.csv"))
-    table = pd.read_csv(path)
+    return _asset_classes(
+        require_file(folder / "prices" / "asset_classes.csv" if folder else locate("prices/asset_classes.csv"))
+    )
+
+
+def _asset_classes(path: Path) -> dict[str, str]:
+    table = pd.read_csv(io.StringIO(_text(path)))
     if list(table.columns) != ["ticker", "asset_class"]:
         raise DataError(f"{path} must have the columns ticker,asset_class, got {list(table.columns)}", field="data")
     if table["ticker"].duplicated().any():

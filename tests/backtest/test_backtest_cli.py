@@ -138,6 +138,9 @@ def test_a_damaged_price_file_ends_the_command_naming_it_and_writes_nothing(tmp_
     output = " ".join(result.output.split())
     assert result.exit_code == 2 and str(damaged) in output and message in output, output
     assert "Traceback" not in output and not (out / "results.json").exists()
+    checked = CliRunner().invoke(app, ["data", "check"])  # which says so too (it read only whether the file was there)
+    assert checked.exit_code == 1 and "damaged  prices/etf_daily_close.csv.gz" in checked.output
+    assert message in " ".join(checked.output.split())
 
 
 def test_packaged_prices_are_used_when_the_data_folder_lacks_them(tmp_path, monkeypatch):
