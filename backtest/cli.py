@@ -364,10 +364,11 @@ def _run_real(
     if method_ids is not None and "equal_weight" not in method_ids:
         method_ids = ("equal_weight", *method_ids)
     seed_list = parse_seeds(seeds)
-    _check_out(out)
-    _load_or_exit(lambda: load_setting(env))
     if drafter != "analogical" and cache is None:
         cache = out / "draft_cache.sqlite"
+    _check_cache(cache, offline)  # before the output folder is made: a refusal leaves nothing behind
+    _check_out(out)
+    _load_or_exit(lambda: load_setting(env))
     with contextlib.ExitStack() as stack:
         if drafter == "smollm2":
             from backtest.local_llm import MODEL_NAME, LocalModelServer
@@ -467,6 +468,26 @@ _real_command(
 _real_command(
     "portbench", "PortBench-97: 88 ETFs/stocks + 9 crypto, monthly, warm-up 2019-08..2022-12, test 2023-01..2024-11."
 )
+
+
+def _check_cache(cache: Path | None, offline: bool) -> None:
+    """Refuse, before any world runs, a draft cache that cannot be read, or none to replay ``--offline``."""
+    if cache is None:
+        return
+    if cache.exists() and not cache.is_file():
+        raise bad("cache", f"{cache} is not a file: give the draft cache's file (a SQLite file memtrial writes)")
+    if offline and not cache.exists():
+        raise bad(
+            "cache", f"{cache} does not exist: --offline replays the drafts a cache holds (drop --offline to make them)"
+        )
+    if cache.exists():
+        from backtest.llm import ResponseCache
+        from memtrial.errors import MemtrialError
+
+        try:
+            ResponseCache(cache).close()
+        except MemtrialError as error:
+            raise bad("cache", error.message) from None
 
 
 #: Every input of the benchmarks: (path within a data folder, who needs it).

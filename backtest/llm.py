@@ -37,7 +37,7 @@ from memtrial.drafting.drafts import (
     render_prompt,
     weights_schema,
 )
-from memtrial.errors import import_extra
+from memtrial.errors import InputError, import_extra
 
 __all__ = ["LiteLLMDrafter", "ResponseCache", "Usage", "cache_key"]
 
@@ -77,16 +77,31 @@ class ResponseCache:
     """Valid answers by key, in a SQLite file (safe for several worker processes)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        """Open (or create) the cache at ``path``; an InputError naming ``cache`` for a file that is none."""
         self.path = path
-        self._connection = sqlite3.connect(path, timeout=60, check_same_thread=False)
         self._lock = threading.Lock()
-        with self._lock, self._connection:
-            self._connection.execute("PRAGMA journal_mode=WAL")
-            self._connection.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, sample INTEGER NOT NULL,"
-                " content TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL)"
-            )
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._connection = sqlite3.connect(path, timeout=60, check_same_thread=False)
+        except (OSError, sqlite3.Error) as error:
+            raise InputError(
+                f"cache {path} cannot be opened ({type(error).__name__}: {error})", field="cache"
+            ) from None
+        try:
+            with self._lock, self._connection:
+                self._connection.execute("PRAGMA journal_mode=WAL")
+                self._connection.execute(
+                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, sample INTEGER NOT NULL,"
+                    " content TEXT NOT NULL, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT NULL, cost_usd REAL NOT NULL)"
+                )
+                self._connection.execute("SELECT count(*) FROM responses").fetchone()  # a damaged file fails here
+        except sqlite3.Error as error:
+            self._connection.close()
+            raise InputError(
+                f"cache {path} is not a draft cache memtrial can read ({type(error).__name__}: {error}): give another "
+                "--cache, or move this file aside (it was left as it is)",
+                field="cache",
+            ) from None
 
     def get(self, key: str) -> str | None:
         with self._lock:

@@ -142,6 +142,32 @@ def test_bad_options_are_rejected(tmp_path: Path, arguments: list[str], message:
     assert result.exit_code == 2 and message in words
 
 
+@pytest.mark.parametrize("kind", ["text", "folder", "damaged", "absent"])
+def test_a_draft_cache_that_cannot_be_read_is_refused_before_any_world_and_left_as_it_is(
+    tmp_path: Path, kind: str
+) -> None:
+    """A text file, a folder or a damaged SQLite file as --cache ended in a SQLite traceback from a worker;
+    --offline without a cache made an empty one and then failed every draft."""
+    cache = tmp_path / "cache.sqlite"
+    if kind == "folder":
+        cache.mkdir()
+    elif kind != "absent":
+        cache.write_bytes(b"not a database" if kind == "text" else bytes(range(256)) * 20)
+    before = None if kind in ("folder", "absent") else cache.read_bytes()
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        ["backtest", "classalloc", "--drafter", "litellm", "--model", "openai/fake", "--offline", "--seeds", "0"]
+        + ["--investor", "balanced", "--methods", "memtrial", "--cache", str(cache), "--out", str(out)],
+    )
+    words = " ".join(result.output.replace("│", " ").split())
+    expected = {"text": "is not a draft cache memtrial can read", "folder": "is not a file", "absent": "does not exist"}
+    assert result.exit_code == 2 and "'--cache'" in words and expected.get(kind, expected["text"]) in words, words
+    assert "Traceback" not in result.output and not out.exists()
+    assert before is None or cache.read_bytes() == before
+    assert kind != "absent" or not cache.exists()
+
+
 def test_missing_investorbench_data_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from backtest.realdata import load_setting
 
