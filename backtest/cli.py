@@ -606,7 +606,11 @@ def data_check() -> None:
 
     missing = damaged = 0
     for relative, users in DATA_INPUTS:
-        places = candidates(relative)
+        try:
+            places = candidates(relative)
+        except DataError as error:  # MEMTRIAL_DATA names no folder
+            typer.echo(f"error: {error.message}", err=True)
+            raise typer.Exit(code=2) from None
         found = next((p for p in places if p.is_file()), None)
         if found is not None:
             try:

@@ -44,9 +44,19 @@ class DataError(InputError):
 
 
 def data_dir() -> Path | None:
-    """The data folder named by ``$MEMTRIAL_DATA`` (None when unset)."""
+    """The data folder named by ``$MEMTRIAL_DATA`` (None when unset); a DataError when it names no folder (a
+    mistyped path would otherwise leave every benchmark on the shipped prices, without a word)."""
     configured = os.environ.get("MEMTRIAL_DATA")
-    return Path(configured) if configured else None
+    if not configured:
+        return None
+    folder = Path(configured)
+    if not folder.is_dir():
+        raise DataError(
+            f"MEMTRIAL_DATA names {folder}, which is not a folder: point it at the data folder (or unset it to use "
+            "the prices that ship with memtrial)",
+            field="MEMTRIAL_DATA",
+        )
+    return folder
 
 
 def packaged() -> Path:

@@ -78,6 +78,7 @@ def test_missing_price_data_is_reported_with_every_place_looked(tmp_path, monkey
     import backtest.data.prices
     import backtest.runner
 
+    (tmp_path / "nowhere").mkdir()
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
     monkeypatch.setattr(backtest.data.prices, "packaged", lambda: tmp_path / "not-packaged")
     monkeypatch.setattr(backtest.runner, "_MARKETS", {})
@@ -146,6 +147,7 @@ def test_a_damaged_price_file_ends_the_command_naming_it_and_writes_nothing(tmp_
 def test_packaged_prices_are_used_when_the_data_folder_lacks_them(tmp_path, monkeypatch):
     from backtest.data.prices import locate, packaged
 
+    (tmp_path / "empty").mkdir()
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "empty"))
     assert locate("prices/etf_daily_close.csv.gz") == packaged() / "prices" / "etf_daily_close.csv.gz"
 
@@ -388,3 +390,15 @@ def test_an_unreachable_scheduler_ends_the_command_in_one_line_and_only_a_connec
         )
     assert result.exit_code == 2 and "error: --scheduler tcp://127.0.0.1:1: cannot reach it" in result.output
     assert "Traceback" not in result.output and not (out / "results.json").exists()
+
+
+def test_a_data_folder_that_is_none_is_refused_instead_of_left_for_the_shipped_prices(tmp_path, monkeypatch):
+    import backtest.runner
+
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "mistyped"))
+    monkeypatch.setattr(backtest.runner, "_MARKETS", {})
+    for command in (["backtest", "plantedmem", "--seeds", "0", "--out", str(tmp_path / "run")], ["data", "check"]):
+        result = CliRunner().invoke(app, command)
+        words = " ".join(result.output.split())
+        assert result.exit_code == 2 and f"MEMTRIAL_DATA names {tmp_path / 'mistyped'}, which is not a folder" in words
+    assert not (tmp_path / "run" / "results.json").exists()

@@ -171,6 +171,7 @@ def test_a_draft_cache_that_cannot_be_read_is_refused_before_any_world_and_left_
 def test_missing_investorbench_data_names_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from backtest.realdata import load_setting
 
+    (tmp_path / "nowhere").mkdir()
     monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "nowhere"))
     load_setting.cache_clear()
     try:
