@@ -731,17 +731,30 @@ PLOTS = (
 )
 
 
+#: the data files a PlantedMem run reads
+PLANTEDMEM_INPUTS = ("prices/etf_daily_close.csv.gz", "prices/asset_classes.csv")
+
+
+def run_record(command: str, inputs: Sequence[str]) -> dict[str, Any]:
+    """What a run's results.json says of the run itself: its command line (every option given) and the data
+    files it read, each with its origin and SHA-256."""
+    from backtest.data.prices import provenance
+
+    return {"command": command, "data": provenance(inputs)}
+
+
 def write_report(
     folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str
 ) -> dict[str, Any]:
     """A run's results.json, results.md and plots in ``folder``; a plot an earlier run left there that this
     run does not draw (its method or regime not run now) is removed, so none can pass for this run's."""
     folder.mkdir(parents=True, exist_ok=True)
-    document = aggregate(results, seeds, wall_seconds)
+    document = {**aggregate(results, seeds, wall_seconds), **run_record(command, PLANTEDMEM_INPUTS)}
     (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")
     (folder / "results.md").write_text(markdown(document, command))
     drawn = {path.name for path in plots(document, results, folder)}
-    for name in PLOTS:
+    real = ("utility_by_method.png", "gate_open_rate.png", *(p.name for p in folder.glob("wealth_paths_*.png")))
+    for name in (*PLOTS, *real):  # a real-data run's plots, left in the folder, would pass for this run's too
         if name not in drawn:
             (folder / name).unlink(missing_ok=True)
     return document
@@ -749,7 +762,8 @@ def write_report(
 
 def render(folder: Path) -> list[Path]:
     """Re-render a PlantedMem run's ``results.md`` and cost-quality plot from its ``results.json``, running
-    nothing; the command line is kept from the ``results.md`` it replaces. The plots that need every
+    nothing; the command line is the one results.json records (or, for a run written before it did, the one
+    the ``results.md`` it replaces shows). The plots that need every
     world's results (learned values against types) stay as they are."""
     import matplotlib
 
@@ -757,7 +771,9 @@ def render(folder: Path) -> list[Path]:
     document = json.loads((folder / "results.json").read_text())
     page = folder / "results.md"
     previous = page.read_text() if page.exists() else ""
-    command = previous.split("Command: `", 1)[1].split("`", 1)[0] if "Command: `" in previous else "(unknown)"
+    command = document.get("command") or (
+        previous.split("Command: `", 1)[1].split("`", 1)[0] if "Command: `" in previous else "(unknown)"
+    )
     page.write_text(markdown(document, command))
     investors = document["investors"]
     regimes = list(next(iter(investors.values())))

@@ -14,7 +14,16 @@ from typing import Any
 
 import numpy as np
 
-from backtest.report import DISPLAY, aggregate, frontier_lines, frontier_plot, save_figure, seeds_label
+from backtest.report import (
+    DISPLAY,
+    PLOTS,
+    aggregate,
+    frontier_lines,
+    frontier_plot,
+    run_record,
+    save_figure,
+    seeds_label,
+)
 
 __all__ = ["markdown_real", "plots_real", "write_real_report"]
 
@@ -217,6 +226,14 @@ def plots_real(document: dict[str, Any], folder: Path) -> list[Path]:
     return paths
 
 
+#: the data files each real-data setting reads
+REAL_INPUTS = {
+    "classalloc": ("prices/etf_daily_close.csv.gz", "prices/asset_classes.csv"),
+    "investorbench": tuple(f"investorbench/{t}.json" for t in ("hon", "jnj", "msft", "uvv")),
+    "portbench": ("prices/etf_daily_close.csv.gz", "prices/crypto_daily_close.csv.gz", "prices/asset_classes.csv"),
+}
+
+
 def write_real_report(
     folder: Path,
     results: Sequence[dict[str, Any]],
@@ -227,8 +244,12 @@ def write_real_report(
     drafter: dict[str, Any],
 ) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
-    document = document_of(results, seeds, wall_seconds, env, drafter)
+    document = {**document_of(results, seeds, wall_seconds, env, drafter), **run_record(command, REAL_INPUTS[env])}
     (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")
     (folder / "results.md").write_text(markdown_real(document, command))
-    plots_real(document, folder)
+    drawn = {path.name for path in plots_real(document, folder)}
+    # a plot an earlier run left in the folder (another benchmark's, an investor not run now) would pass for this run's
+    for stale in [*(folder / name for name in PLOTS), *folder.glob("wealth_paths_*.png")]:
+        if stale.name not in drawn:
+            stale.unlink(missing_ok=True)
     return document

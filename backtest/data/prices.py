@@ -10,9 +10,11 @@ tickers or classes raise :class:`DataError` naming them.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import os
 import zlib
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -27,6 +29,7 @@ __all__ = [
     "DataError",
     "align_to_sessions",
     "check_input",
+    "provenance",
     "class_indices",
     "data_dir",
     "locate",
@@ -148,6 +151,18 @@ def _closes(path: Path) -> pd.DataFrame:
             field="data",
         )
     return frame
+
+
+def provenance(relatives: Sequence[str]) -> dict[str, dict[str, str]]:
+    """Where each input a run read came from (``shipped`` or ``MEMTRIAL_DATA``) and the SHA-256 of its bytes,
+    so a run's results name the data they were computed on."""
+    shipped = packaged()
+    found = {}
+    for relative in relatives:
+        path = locate(relative)
+        origin = "shipped" if path.parent.parent == shipped else "MEMTRIAL_DATA"
+        found[relative] = {"from": origin, "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return found
 
 
 def check_input(path: Path) -> None:

@@ -402,3 +402,45 @@ def test_a_data_folder_that_is_none_is_refused_instead_of_left_for_the_shipped_p
         words = " ".join(result.output.split())
         assert result.exit_code == 2 and f"MEMTRIAL_DATA names {tmp_path / 'mistyped'}, which is not a folder" in words
     assert not (tmp_path / "run" / "results.json").exists()
+
+
+def test_results_json_records_the_command_and_the_data_and_a_run_clears_another_benchmarks_plots(tmp_path):
+    """results.json recorded neither the options nor the data a run read (render printed "(unknown)" once
+    results.md was gone); a PlantedMem run into a real-data run's folder left that run's plots beside its own."""
+    import hashlib
+
+    from backtest.data.prices import packaged
+
+    out = tmp_path / "run"
+    out.mkdir()
+    for stale in ("utility_by_method.png", "wealth_paths_balanced.png", "gate_open_rate.png"):
+        (out / stale).write_bytes(b"an earlier run's plot")
+    result = CliRunner().invoke(
+        app,
+        [
+            "backtest",
+            "plantedmem",
+            "--seeds",
+            "0",
+            "--regimes",
+            "no_influence",
+            "--methods",
+            "no_memory",
+            "--out",
+            str(out),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "results.json").read_text())
+    shipped = packaged() / "prices" / "etf_daily_close.csv.gz"
+    assert document["data"]["prices/etf_daily_close.csv.gz"] == {
+        "from": "shipped",
+        "sha256": hashlib.sha256(shipped.read_bytes()).hexdigest(),
+    }
+    assert set(document["data"]) == {"prices/etf_daily_close.csv.gz", "prices/asset_classes.csv"}
+    assert not any(
+        (out / stale).exists() for stale in ("utility_by_method.png", "wealth_paths_balanced.png", "gate_open_rate.png")
+    )
+    (out / "results.md").unlink()
+    assert CliRunner().invoke(app, ["backtest", "render", str(out)]).exit_code == 0
+    assert f"Command: `{document['command']}`" in (out / "results.md").read_text()

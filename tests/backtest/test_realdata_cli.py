@@ -31,6 +31,12 @@ def test_analogical_run_writes_results_table_and_plots(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     document = json.loads((out / "results.json").read_text())
     assert document["env"] == "portbench" and document["seeds"] == [0] and document["drafter"]["kind"] == "analogical"
+    assert set(document["data"]) == {
+        "prices/etf_daily_close.csv.gz",
+        "prices/crypto_daily_close.csv.gz",
+        "prices/asset_classes.csv",
+    } and {d["from"] for d in document["data"].values()} <= {"shipped", "MEMTRIAL_DATA"}
+    assert document["command"].startswith("memtrial backtest")
     cell = document["investors"]["balanced"]["portbench"]
     assert set(cell) == {"equal_weight", "memtrial", "memtrial_anytime", "outcome_credit", "no_memory"}
     assert set(cell["memtrial"]) >= {
