@@ -114,7 +114,9 @@ def _text(path: Path) -> str:
     if not lines or not text.endswith("\n"):
         raise DataError(f"{path} ends in the middle of a row: the file is cut short; fetch it again", field="data")
     width = lines[0].count(",")
-    short = next((number for number, line in enumerate(lines[1:], start=2) if line.count(",") != width), None)
+    short = next(  # blank lines are skipped, as the reader skips them
+        (number for number, line in enumerate(lines[1:], start=2) if line.strip() and line.count(",") != width), None
+    )
     if short is not None:
         raise DataError(
             f"{path}: row {short} has {lines[short - 1].count(',') + 1} fields, the header {width + 1}: the file is damaged",

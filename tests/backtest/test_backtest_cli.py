@@ -392,6 +392,20 @@ def test_an_unreachable_scheduler_ends_the_command_in_one_line_and_only_a_connec
     assert "Traceback" not in result.output and not (out / "results.json").exists()
 
 
+@pytest.mark.parametrize("variant", ["CRLF line ends", "a blank line at the end"])
+def test_a_whole_price_table_written_another_way_reads_as_the_shipped_one(tmp_path, variant):
+    import gzip
+
+    from backtest.data.prices import _closes, packaged
+
+    shipped = packaged() / "prices" / "etf_daily_close.csv.gz"
+    text = gzip.decompress(shipped.read_bytes())
+    other = tmp_path / "prices" / "etf_daily_close.csv.gz"
+    other.parent.mkdir()
+    other.write_bytes(gzip.compress(text.replace(b"\n", b"\r\n") if variant.startswith("CRLF") else text + b"\n\n"))
+    assert _closes(other).equals(_closes(shipped))
+
+
 def test_a_data_folder_that_is_none_is_refused_instead_of_left_for_the_shipped_prices(tmp_path, monkeypatch):
     import backtest.runner
 
