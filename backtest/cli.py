@@ -602,7 +602,8 @@ def _data() -> None:
 @data_app.command("check")
 def data_check() -> None:
     """Report every benchmark input: the copy in use, or every place it was looked for (exit 1 if any is missing)."""
-    from backtest.data.prices import DataError, candidates, check_input
+    from backtest.data import check_input
+    from backtest.data.prices import DataError, candidates
 
     missing = damaged = 0
     for relative, users in DATA_INPUTS:

@@ -1,8 +1,11 @@
 """Benchmark data: price panels, InvestorBench files, session calendars and per-date universes."""
 
-from backtest.data.investorbench import INVESTORBENCH_TICKERS, InvestorBenchData, load_investorbench
+from pathlib import Path
+
+from backtest.data.investorbench import INVESTORBENCH_TICKERS, InvestorBenchData, load_file, load_investorbench
 from backtest.data.prices import (
     ENTRY_SESSIONS,
+    SPANS,
     DataError,
     align_to_sessions,
     class_indices,
@@ -10,6 +13,8 @@ from backtest.data.prices import (
     load_asset_classes,
     load_crypto_closes,
     load_etf_closes,
+    read_asset_classes,
+    read_closes,
     require_file,
 )
 from backtest.data.universe import Exclusion, tradable
@@ -21,6 +26,7 @@ __all__ = [
     "Exclusion",
     "InvestorBenchData",
     "align_to_sessions",
+    "check_input",
     "class_indices",
     "data_dir",
     "load_asset_classes",
@@ -30,3 +36,13 @@ __all__ = [
     "require_file",
     "tradable",
 ]
+
+
+def check_input(path: Path) -> None:
+    """Read one benchmark input as the benchmarks read it: a DataError naming what is wrong with it."""
+    if path.name in SPANS:
+        read_closes(path)
+    elif path.suffix == ".json":
+        load_file(path)
+    else:
+        read_asset_classes(path)

@@ -28,8 +28,10 @@ __all__ = [
     "SPANS",
     "DataError",
     "align_to_sessions",
-    "check_input",
     "provenance",
+    "read_asset_classes",
+    "read_closes",
+    "read_table",
     "class_indices",
     "data_dir",
     "locate",
@@ -100,8 +102,10 @@ SPANS = {
 }
 
 
-def _text(path: Path) -> str:
-    """A table's text, whole: a damaged or cut-short file is a DataError naming it, never a partial table."""
+def read_table(path: Path, *, whole_rows: bool = True) -> str:
+    """A table's text, whole: a damaged or cut-short file is a DataError naming it, never a partial table.
+    ``whole_rows``: the text must end with a line end (a close table cut short at a field's end would read as
+    whole otherwise; a small table written by hand may lack the last one)."""
     try:
         with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8", newline="") as handle:
             text = str(handle.read())
@@ -111,7 +115,7 @@ def _text(path: Path) -> str:
             field="data",
         ) from None
     lines = text.splitlines()
-    if not lines or not text.endswith("\n"):
+    if not lines or (whole_rows and not text.endswith("\n")):
         raise DataError(f"{path} ends in the middle of a row: the file is cut short; fetch it again", field="data")
     width = lines[0].count(",")
     short = next(  # blank lines are skipped, as the reader skips them
@@ -125,9 +129,10 @@ def _text(path: Path) -> str:
     return text
 
 
-def _closes(path: Path) -> pd.DataFrame:
+def read_closes(path: Path) -> pd.DataFrame:
+    """The close table at ``path``, checked (whole, numbers, positive, covering its benchmark span)."""
     require_file(path)
-    text = _text(path)
+    text = read_table(path)
     try:
         frame = pd.read_csv(io.StringIO(text), parse_dates=["date"]).set_index("date").sort_index()
     except (ValueError, KeyError) as error:
@@ -167,26 +172,16 @@ def provenance(relatives: Sequence[str]) -> dict[str, dict[str, str]]:
     return found
 
 
-def check_input(path: Path) -> None:
-    """Read one benchmark input as the benchmarks read it: a DataError naming what is wrong with it."""
-    if path.name in SPANS:
-        _closes(path)
-    elif path.suffix == ".json":
-        from backtest.data.investorbench import load_file
-
-        load_file(path)
-    else:
-        _asset_classes(path)
-
-
 def load_etf_closes(folder: Path | None = None) -> pd.DataFrame:
     """Adjusted daily closes, one row per session (DatetimeIndex), one column per ticker."""
-    return _closes(folder / "prices" / "etf_daily_close.csv.gz" if folder else locate("prices/etf_daily_close.csv.gz"))
+    return read_closes(
+        folder / "prices" / "etf_daily_close.csv.gz" if folder else locate("prices/etf_daily_close.csv.gz")
+    )
 
 
 def load_crypto_closes(folder: Path | None = None) -> pd.DataFrame:
     """Daily crypto closes in USD, one row per calendar day, one column per coin."""
-    return _closes(
+    return read_closes(
         folder / "prices" / "crypto_daily_close.csv.gz" if folder else locate("prices/crypto_daily_close.csv.gz")
     )
 
@@ -208,13 +203,14 @@ def align_to_sessions(closes: pd.DataFrame, sessions: pd.DatetimeIndex) -> pd.Da
 
 
 def load_asset_classes(folder: Path | None = None) -> dict[str, str]:
-    return _asset_classes(
+    return read_asset_classes(
         require_file(folder / "prices" / "asset_classes.csv" if folder else locate("prices/asset_classes.csv"))
     )
 
 
-def _asset_classes(path: Path) -> dict[str, str]:
-    table = pd.read_csv(io.StringIO(_text(path)))
+def read_asset_classes(path: Path) -> dict[str, str]:
+    """The asset class of each ticker, from the table at ``path``."""
+    table = pd.read_csv(io.StringIO(read_table(path, whole_rows=False)))
     if list(table.columns) != ["ticker", "asset_class"]:
         raise DataError(f"{path} must have the columns ticker,asset_class, got {list(table.columns)}", field="data")
     if table["ticker"].duplicated().any():

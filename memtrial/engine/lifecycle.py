@@ -876,23 +876,18 @@ class MemTrial:
     ) -> Settlement:
         """Replace a settled decision's outcome (a bad price feed, a mis-graded answer) and relearn.
 
-        Give what :meth:`settle` (``rel_prices``) or :meth:`settle_scored`
-        (``utilities``, or ``outcome`` and ``rule``) takes, and the ``reason``.
-        The engine recomputes its running state from the stored history, in
-        the order the log recorded plans and scores: every later plan's
-        predictions are derived again from what the learner would then have
-        known, and every score, the learner, the gate's statistics, the noise
-        cost and the fallback equal those of an engine settled with the
-        corrected outcome from the start (the fallback's sums and the noise
-        cost up to the rounding of subtracting the old outcome: about 1e-16
-        times the largest outcome added, method 4.10). The log keeps the superseded score
-        and gains a ``correction`` entry (the reason, the index of the entry
-        it supersedes, the new score); the plans and decisions as they were
-        served stay as they were. A correction equal to the current outcome is
-        a no-op. Content features are those of the experiences held now.
-        The replay starts at the last state checkpoint before the corrected
-        score (``checkpoint_policy``) and runs in batch; predictions it derives
-        again for plans still awaiting their score are learnt when they settle.
+        Give what :meth:`settle` (``rel_prices``) or :meth:`settle_scored` (``utilities``, or ``outcome`` and
+        ``rule``) takes, and the ``reason``. The engine recomputes its running state from the stored history, in
+        the order the log recorded plans and scores: every later plan's predictions are derived again from what
+        the learner would then have known, and every score, the learner, the gate's statistics, the noise cost and
+        the fallback equal those of an engine settled with the corrected outcome from the start (the fallback's
+        sums and the noise cost up to the rounding of subtracting the old outcome: about 1e-16 times the largest
+        outcome added, method 4.10). The log keeps the superseded score and gains a ``correction`` entry (the
+        reason, the index of the entry it supersedes, the new score); the plans and decisions as they were served
+        stay as they were. A correction equal to the current outcome is a no-op. Content features are those of
+        the experiences held now. The replay starts at the last state checkpoint before the corrected score
+        (``checkpoint_policy``) and runs in batch; predictions it derives again for plans still awaiting their
+        score are learnt when they settle. A correction refused on the way leaves the engine as it was.
         """
         outcome = plain_number(outcome)  # NumPy's numbers (an argmax) as Python's, as settle_scored takes them
         entry = self._live_entry(decision_id)
@@ -909,14 +904,14 @@ class MemTrial:
         realised = corrected_outcome(self.config, plan, decision, previous, rel_prices, utilities, outcome, rule)
         if realised is None:  # the outcome it already has
             return previous
-        embeddings = {e: x.embedding for e, x in self.experiences.items()}
+        # the sums it updates in place are copies: a correction refused on the way leaves the engine as it was
+        running = Running(self.learner, self.gate, copy.deepcopy(self.fallback), copy.deepcopy(self.noise))
         result = recompute(
             self.config,
             self.history,
-            # the sums it updates in place are copies: a correction refused on the way leaves the engine as it was
-            Running(self.learner, self.gate, copy.deepcopy(self.fallback), copy.deepcopy(self.noise)),
+            running,
             self._new_learner,
-            embeddings,
+            {e: x.embedding for e, x in self.experiences.items()},
             entry,
             realised,
             settled_at,

@@ -396,14 +396,14 @@ def test_an_unreachable_scheduler_ends_the_command_in_one_line_and_only_a_connec
 def test_a_whole_price_table_written_another_way_reads_as_the_shipped_one(tmp_path, variant):
     import gzip
 
-    from backtest.data.prices import _closes, packaged
+    from backtest.data.prices import packaged, read_closes
 
     shipped = packaged() / "prices" / "etf_daily_close.csv.gz"
     text = gzip.decompress(shipped.read_bytes())
     other = tmp_path / "prices" / "etf_daily_close.csv.gz"
     other.parent.mkdir()
     other.write_bytes(gzip.compress(text.replace(b"\n", b"\r\n") if variant.startswith("CRLF") else text + b"\n\n"))
-    assert _closes(other).equals(_closes(shipped))
+    assert read_closes(other).equals(read_closes(shipped))
 
 
 def test_a_data_folder_that_is_none_is_refused_instead_of_left_for_the_shipped_prices(tmp_path, monkeypatch):
