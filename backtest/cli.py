@@ -185,7 +185,8 @@ def plantedmem(
         TimeRemainingColumn,
     )
 
-    from backtest.report import write_report
+    from backtest.data.prices import provenance
+    from backtest.report import PLANTEDMEM_INPUTS, write_report
     from backtest.runner import WorldSpec, market_for, run_many
 
     investors = list(INVESTOR_CHOICES) if investor == "all" else [investor]
@@ -213,6 +214,8 @@ def plantedmem(
     seed_list = parse_seeds(seeds)
     _check_out(out)
     _load_or_exit(lambda: market_for(synthetic_market))
+    data: dict[str, Any] = {}  # the files the run reads (none on the synthetic market), named in results.json
+    _load_or_exit(lambda: data.update(provenance(() if synthetic_market else PLANTEDMEM_INPUTS)))
     specs = [
         WorldSpec(r, i, s, synthetic_market, method_ids, learner, draft_budget=draft_budget)
         for i in investors
@@ -243,7 +246,7 @@ def plantedmem(
         if len(sys.argv) > 2
         else "memtrial backtest plantedmem"
     )
-    document = write_report(out, results, seed_list, wall, command)
+    document = write_report(out, results, seed_list, wall, command, data)
     memtrial_means = [
         cell["memtrial"]["mean_utility_pp"]
         for cells in document["investors"].values()
@@ -337,8 +340,10 @@ def _run_real(
     draft_budget: float | None = None,
     frontier: bool = False,
 ) -> None:
+    from backtest.data.prices import provenance
     from backtest.methods.registry import REAL_METHOD_IDS
     from backtest.realdata import load_setting
+    from backtest.report_real import REAL_INPUTS
     from backtest.runner import DrafterSpec, WorldSpec
     from memtrial.errors import MemtrialError
 
@@ -369,6 +374,8 @@ def _run_real(
     _check_cache(cache, offline)  # before the output folder is made: a refusal leaves nothing behind
     _check_out(out)
     _load_or_exit(lambda: load_setting(env))
+    data: dict[str, Any] = {}
+    _load_or_exit(lambda: data.update(provenance(REAL_INPUTS[env])))
     with contextlib.ExitStack() as stack:
         if drafter == "smollm2":
             from backtest.local_llm import MODEL_NAME, LocalModelServer
@@ -401,9 +408,8 @@ def _run_real(
             for i in investors
             for s in seed_list
         ]
-        _run_specs(
-            env, specs, seed_list, workers, scheduler, out, {"kind": drafter, "model": model, "api_base": api_base}
-        )
+        drafter_info = {"kind": drafter, "model": model, "api_base": api_base}
+        _run_specs(env, specs, seed_list, workers, scheduler, out, drafter_info, data)
 
 
 def _run_specs(
@@ -414,6 +420,7 @@ def _run_specs(
     scheduler: str | None,
     out: Path,
     drafter_info: dict[str, Any],
+    data: dict[str, Any],
 ) -> None:
     from rich.progress import (
         BarColumn,
@@ -450,7 +457,7 @@ def _run_specs(
         if len(sys.argv) > 2
         else f"memtrial backtest {env}"
     )
-    document = write_real_report(out, results, seed_list, wall, command, env, drafter_info)
+    document = write_real_report(out, results, seed_list, wall, command, env, drafter_info, data)
     typer.echo(f"{len(specs)} worlds in {wall:.1f} s; results in {out}/results.json")
     for name, cells in document["investors"].items():
         cell = cells[env]

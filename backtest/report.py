@@ -731,25 +731,26 @@ PLOTS = (
 )
 
 
-#: the data files a PlantedMem run reads
+#: the data files a PlantedMem run on the price data reads
 PLANTEDMEM_INPUTS = ("prices/etf_daily_close.csv.gz", "prices/asset_classes.csv")
 
 
-def run_record(command: str, inputs: Sequence[str]) -> dict[str, Any]:
-    """What a run's results.json says of the run itself: its command line (every option given) and the data
-    files it read, each with its origin and SHA-256."""
-    from backtest.data.prices import provenance
-
-    return {"command": command, "data": provenance(inputs)}
-
-
 def write_report(
-    folder: Path, results: Sequence[dict[str, Any]], seeds: Sequence[int], wall_seconds: float, command: str
+    folder: Path,
+    results: Sequence[dict[str, Any]],
+    seeds: Sequence[int],
+    wall_seconds: float,
+    command: str,
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A run's results.json, results.md and plots in ``folder``; a plot an earlier run left there that this
-    run does not draw (its method or regime not run now) is removed, so none can pass for this run's."""
+    run does not draw (its method or regime not run now) is removed, so none can pass for this run's.
+    results.json says of the run itself its ``command`` (every option given) and the ``data`` files it read
+    (:func:`backtest.data.prices.provenance`; None: not recorded)."""
     folder.mkdir(parents=True, exist_ok=True)
-    document = {**aggregate(results, seeds, wall_seconds), **run_record(command, PLANTEDMEM_INPUTS)}
+    document = {**aggregate(results, seeds, wall_seconds), "command": command}
+    if data is not None:
+        document["data"] = data
     (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")
     (folder / "results.md").write_text(markdown(document, command))
     drawn = {path.name for path in plots(document, results, folder)}

@@ -20,7 +20,6 @@ from backtest.report import (
     aggregate,
     frontier_lines,
     frontier_plot,
-    run_record,
     save_figure,
     seeds_label,
 )
@@ -242,9 +241,12 @@ def write_real_report(
     command: str,
     env: str,
     drafter: dict[str, Any],
+    data: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     folder.mkdir(parents=True, exist_ok=True)
-    document = {**document_of(results, seeds, wall_seconds, env, drafter), **run_record(command, REAL_INPUTS[env])}
+    document = {**document_of(results, seeds, wall_seconds, env, drafter), "command": command}
+    if data is not None:  # the files it read (backtest.data.prices.provenance)
+        document["data"] = data
     (folder / "results.json").write_text(json.dumps(document, indent=1) + "\n")
     (folder / "results.md").write_text(markdown_real(document, command))
     drawn = {path.name for path in plots_real(document, folder)}

@@ -458,3 +458,16 @@ def test_results_json_records_the_command_and_the_data_and_a_run_clears_another_
     (out / "results.md").unlink()
     assert CliRunner().invoke(app, ["backtest", "render", str(out)]).exit_code == 0
     assert f"Command: `{document['command']}`" in (out / "results.md").read_text()
+
+
+def test_a_run_on_the_synthetic_market_records_no_data_and_needs_no_data_folder(tmp_path, monkeypatch):
+    # it reads no file: results.json names none, and a data folder that is none does not stop it after its worlds
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "mistyped"))
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        ["backtest", "plantedmem", "--synthetic-market", "--seeds", "0", "--regimes", "no_influence"]
+        + ["--methods", "no_memory", "--out", str(out)],
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "results.json").read_text())["data"] == {}
