@@ -134,11 +134,14 @@ def _floats(values: NDArray[np.float64] | Sequence[float]) -> list[float]:
 
 
 def _read_only(record: object, names: Sequence[str]) -> None:
-    """Make a record's arrays read-only: what the engine keeps cannot be changed through what it returns."""
+    """A record's arrays as read-only copies (one already read-only is kept): what the engine keeps cannot be
+    changed through what it returns, and an array the record was made from stays its owner's to change."""
     for name in names:
         value = getattr(record, name)
-        if isinstance(value, np.ndarray):
-            value.flags.writeable = False
+        if isinstance(value, np.ndarray) and value.flags.writeable:
+            frozen = value.copy()
+            frozen.flags.writeable = False
+            object.__setattr__(record, name, frozen)
 
 
 class DecisionKind(StrEnum):

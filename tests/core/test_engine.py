@@ -1173,3 +1173,15 @@ def test_the_arrays_the_engine_returns_are_read_only_views_of_what_it_keeps():
         with pytest.raises(ValueError, match="read-only"):
             array[0] = 7.0
     assert engine.to_json() == before and given.flags.writeable  # the caller's own array stays its own
+
+
+def test_a_decision_made_from_a_callers_drafts_leaves_the_callers_array_its_own():
+    from memtrial.action import choose_portfolio
+
+    engine = MemTrial(EngineConfig(investor="balanced"))
+    engine.add_experience("a")
+    plan = engine.plan("d", 0, 1, retrieved=["a"], n_assets=3)
+    mine = np.full((len(plan.masks), 3), 1 / 3)
+    decision = choose_portfolio(plan, mine)
+    mine[:] = 0.5  # still the caller's to change, and the decision keeps what it was made from
+    assert np.all(decision.drafts == 1 / 3) and not decision.drafts.flags.writeable
