@@ -292,7 +292,11 @@ async def _unexpected(request: Request, error: Exception) -> JSONResponse:
         exc_info=error,
         extra={"request_id": request_id, "route": _route(request), "error_type": type(error).__name__},
     )
-    return JSONResponse(error_body("internal", f"internal error (request {request_id})", None), status_code=500)
+    return JSONResponse(
+        error_body("internal", f"internal error (request {request_id})", None),
+        status_code=500,
+        headers={"X-Request-ID": request_id},  # answered outside the middleware that sets it on every other answer
+    )
 
 
 #: PostgreSQL's errors of the 'internal' class that end a session the server gave up on: answered as an outage

@@ -30,7 +30,7 @@ def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, clie
         "field": None,
         "errors": [{"field": None, "message": "internal error (request probe-500)"}],
     }
-    assert response.headers.get("x-request-id") in (None, "probe-500")
+    assert response.headers.get("x-request-id") == "probe-500"
     records = [r for r in caplog.records if getattr(r, "request_id", None) == "probe-500"]
     assert [r.getMessage() for r in records].count("unhandled error") == 1
     assert [(r.getMessage(), r.status) for r in records if r.getMessage() == "request"] == [("request", 500)]
@@ -129,8 +129,9 @@ def test_a_session_the_database_ended_is_an_outage_and_another_internal_error_is
                 raise InternalError("SELECT 1", {}, cause)
 
             monkeypatch.setattr(experiences, "experience_public", fail)
-            answers[name] = http.get(path, headers=headers)
+            answers[name] = http.get(path, headers={**headers, "X-Request-ID": f"probe-{name}"})
         metrics = http.get("/metrics").text
     assert answers["ended"].status_code == 503 and answers["ended"].json()["error"]["code"] == "database_unavailable"
     assert answers["other"].status_code == 500 and answers["other"].json()["error"]["code"] == "internal"
+    assert [answers[name].headers.get("x-request-id") for name in ("ended", "other")] == ["probe-ended", "probe-other"]
     assert unhandled(metrics) == before + 1.0
