@@ -207,3 +207,32 @@ def test_a_correction_refused_after_pruning_leaves_the_engine_as_it_was_however_
         with pytest.raises(StateError):
             engine.correct("m3", rel_prices=np.ones((5, 3)), reason="bad feed")
         assert engine.to_json() == before
+
+
+def test_a_correction_refused_after_pruning_keeps_the_checkpoints_written_after_its_score():
+    # m1 and m2 pruned before m0 settles; m3 to m6 write checkpoints after m0's score: the correction of m0
+    # needs the pruned decisions, is refused, and the checkpoints stay (they were dropped before the refusal)
+    from memtrial.engine.checkpoints import CheckpointPolicy
+    from memtrial.errors import StateError
+
+    engine = _engine("dial", robust=False)
+    engine.checkpoint_policy = CheckpointPolicy(every=6, kept=10)
+    retrieved, drafts, prices = _world(5, n=8)
+    engine.plan("m0", 0, 5, retrieved=retrieved[0], n_assets=3)
+    engine.decide("m0", drafts[0])
+    for t in (1, 2):
+        engine.plan(f"m{t}", 5 * t, 5 * t + 5, retrieved=retrieved[t], n_assets=3)
+        engine.decide(f"m{t}", drafts[t])
+        engine.settle(f"m{t}", prices[t])
+    engine.prune_settled()
+    engine.settle("m0", prices[0], at=15)
+    for t in range(3, 7):
+        engine.plan(f"m{t}", 5 * t + 10, 5 * t + 15, retrieved=retrieved[t], n_assets=3)
+        engine.decide(f"m{t}", drafts[t])
+        engine.settle(f"m{t}", prices[t])
+    written = [c.position for c in engine.history.checkpoints]
+    assert written and min(written) > engine.history.score_index("m0")
+    before = engine.to_json()
+    with pytest.raises(StateError):
+        engine.correct("m0", rel_prices=np.ones((5, 3)), reason="bad feed")
+    assert [c.position for c in engine.history.checkpoints] == written and engine.to_json() == before
