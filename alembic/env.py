@@ -39,10 +39,14 @@ def run_online() -> None:
         with context.begin_transaction():
             if connection.dialect.name == "postgresql":
                 # replicas started together migrate one after another: each waits (up to five minutes) for the
-                # lock the first holds until its migrations commit, then finds the schema at its revision
+                # lock the first holds until its migrations commit, then finds the schema at its revision (the
+                # wait alone is that long: the service's own lock and statement timeouts apply to the migrations)
                 connection.execute(text("SET LOCAL lock_timeout = '300s'"))
                 connection.execute(text("SET LOCAL statement_timeout = '300s'"))
                 connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+                # the migrations themselves wait for locks and run as long as the service's settings allow
+                connection.execute(text("RESET lock_timeout"))
+                connection.execute(text("RESET statement_timeout"))
             context.run_migrations()
     engine.dispose()
 

@@ -126,7 +126,7 @@ def _check_given(left_out: Sequence[ExperienceId], given: Mapping[ExperienceId, 
             "pass each back (restored without it, retrieval by context embedding would never find it)",
             field="embeddings",
         )
-    lengths = {int(np.size(given[e])) for e in left_out}
+    lengths = {int(_given(given, e).size) for e in left_out}  # type: ignore[union-attr]  # each checked, by id
     if len(lengths) > 1:
         raise StateError(f"embeddings must all have one length, got lengths {sorted(lengths)}", field="embeddings")
 

@@ -14,7 +14,7 @@ From the statistics it estimates the noise scale
 
     s2 = sum_h sum_t (y[t,h] - m_h)**2 / (N - H - (S - 1))
 
-(or the plain variance of all y when that denominator is not positive), and
+(or the plain variance of all y when that denominator or the ratio is not positive), and
 fits the Fay–Herriot model of :mod:`memtrial.values.fayherriot` in units of s. Fits
 are made lazily, when a value is first asked for after a change.
 

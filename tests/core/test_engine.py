@@ -1139,6 +1139,8 @@ def test_a_state_that_is_no_text_or_embeddings_given_back_that_are_no_vectors_ar
     for given, message in (
         ({"x": [np.nan] * 8, "y": np.ones(8)}, "embeddings['x']: embeddings must be finite"),
         ({"x": np.ones(8), "y": ["a"] * 8}, "embeddings['y']: embeddings must be a vector of numbers"),
+        ({"x": 3.0, "y": np.ones(8)}, "embeddings['x']: embeddings must be a non-empty 1-d vector"),
+        ({"x": np.ones(8), "y": []}, "embeddings['y']: embeddings must be a non-empty 1-d vector"),
     ):
         with pytest.raises(StateError) as error:
             MemTrial.from_json(state, embeddings=given)

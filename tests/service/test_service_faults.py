@@ -637,7 +637,7 @@ def test_a_read_only_database_says_so_on_either_backend(database_url):
         assert client.create_agent("written", "balanced", UNIVERSE)["name"] == "written"
 
 
-def test_an_open_postgresql_connection_gives_up_on_a_silent_host_within_the_statement_timeout():
+def test_open_postgresql_connections_are_given_tcp_limits_that_bound_a_wait_on_a_silent_host():
     """The server's timeouts cannot fire on a host gone silent; the client's TCP settings bound that wait:
     keepalive probes after the statement timeout's quiet, and as long for sent data to be acknowledged."""
     from service.db import KEEPALIVE_PROBES, DatabaseTimeouts, make_engine
