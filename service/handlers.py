@@ -14,7 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from prometheus_client import Counter
-from sqlalchemy.exc import IntegrityError, InternalError, OperationalError
+from sqlalchemy.exc import IntegrityError, InternalError, OperationalError, ProgrammingError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -317,6 +317,34 @@ async def _internal(request: Request, error: Exception) -> JSONResponse:
     raise error
 
 
+#: SQLSTATEs of a schema older than the code (a table or column it needs is missing: the database was migrated
+#: down, or a replica of this release serves a database nobody migrated): the replica cannot serve it yet
+_SCHEMA_MISSING = {"42P01": "a table", "42703": "a column"}
+
+
+async def _programming(request: Request, error: Exception) -> JSONResponse:
+    """A statement the database cannot run: a schema older than this release needs is answered 503 (the replica
+    is unready, as /readyz says, and serves again once the database is migrated); any other is unexpected."""
+    cause = getattr(error, "orig", None) or error
+    missing = _SCHEMA_MISSING.get(str(getattr(cause, "sqlstate", "")))
+    if missing is None:
+        raise error
+    DATABASE_ERRORS.labels(kind="unavailable").inc()
+    logger.error(
+        "database schema behind the release",
+        extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},
+    )
+    message = (
+        f"the database's schema lacks {missing} this release needs (it is older than the release: see /readyz); "
+        "nothing was written: retry once the database is migrated (a retry with the same Idempotency-Key is safe)"
+    )
+    return JSONResponse(
+        error_body("database_unavailable", message, None),
+        status_code=503,
+        headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
+    )
+
+
 #: Each error class and its handler, in the order they were registered.
 _HANDLERS: list[tuple[type[Exception], Any]] = [
     (Replayed, _replayed),
@@ -327,6 +355,7 @@ _HANDLERS: list[tuple[type[Exception], Any]] = [
     (PoolTimeoutError, _database_down),
     (OperationalError, _database_down),
     (InternalError, _internal),
+    (ProgrammingError, _programming),
     (IntegrityError, _race),
     (Exception, _unexpected),
 ]

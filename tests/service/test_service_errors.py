@@ -135,3 +135,35 @@ def test_a_session_the_database_ended_is_an_outage_and_another_internal_error_is
     assert answers["other"].status_code == 500 and answers["other"].json()["error"]["code"] == "internal"
     assert [answers[name].headers.get("x-request-id") for name in ("ended", "other")] == ["probe-ended", "probe-other"]
     assert unhandled(metrics) == before + 1.0
+
+
+def test_a_schema_older_than_the_release_is_a_503_saying_so_and_another_statement_error_a_500(
+    app, client, agent, monkeypatch
+):
+    """A replica serving a database migrated down (a table or column missing) answered 500 'internal error'."""
+    import psycopg
+    from fastapi.testclient import TestClient
+    from sqlalchemy.exc import ProgrammingError
+
+    import service.usecases.experiences as experiences
+
+    client.add_experience(agent["id"], "a lesson")
+    path, headers = f"/v1/agents/{agent['id']}/experiences", {"Authorization": client._headers["Authorization"]}
+    answers = {}
+    with TestClient(app, raise_server_exceptions=False) as http:
+        for name, cause in (
+            ("table", psycopg.errors.UndefinedTable('relation "checkpoints" does not exist')),
+            ("column", psycopg.errors.UndefinedColumn('column "external_id" does not exist')),
+            ("other", psycopg.errors.SyntaxError("syntax error")),
+        ):
+
+            def fail(row, engine, evidence=None, cause=cause):
+                raise ProgrammingError("SELECT 1", {}, cause)
+
+            monkeypatch.setattr(experiences, "experience_public", fail)
+            answers[name] = http.get(path, headers=headers)
+    for name in ("table", "column"):
+        error = answers[name].json()["error"]
+        assert answers[name].status_code == 503 and error["code"] == "database_unavailable"
+        assert f"the database's schema lacks a {name} this release needs" in error["message"]
+    assert answers["other"].status_code == 500 and answers["other"].json()["error"]["code"] == "internal"
