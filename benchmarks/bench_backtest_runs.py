@@ -17,7 +17,7 @@ the spread of the ratios is reported. On a machine others load, CPU seconds move
 
 Each run's wall is the process's (imports, the pool's start and the report included) and the run's own
 ("N worlds in X s"); CPU seconds are the process's and its workers'. ``identical_results``: both arms'
-``results.json`` agree in every figure but the wall time.
+``results.json`` agree in every figure (not the wall time, the command line or the data record: see ``figures``).
 
     python benchmarks/bench_backtest_runs.py --baseline 06855a0 --out benchmarks/results/backtest_runs.json
 """
@@ -81,8 +81,9 @@ def run_once(tree: pathlib.Path, args: list[str], out: pathlib.Path) -> dict[str
 
 
 def figures(document: dict[str, Any]) -> dict[str, Any]:
-    """A results document without its timing field."""
-    return {key: value for key, value in document.items() if key != "wall_seconds"}
+    """A results document's figures: not its wall time, its command line (which names each arm's own output
+    folder) or the record of the data it read (a release before wrote neither; both arms read the same files)."""
+    return {key: value for key, value in document.items() if key not in ("wall_seconds", "command", "data")}
 
 
 def compare(

@@ -418,13 +418,14 @@ def test_a_data_folder_that_is_none_is_refused_instead_of_left_for_the_shipped_p
     assert not (tmp_path / "run" / "results.json").exists()
 
 
-def test_results_json_records_the_command_and_the_data_and_a_run_clears_another_benchmarks_plots(tmp_path):
+def test_results_json_records_the_command_and_the_data_and_a_run_clears_another_benchmarks_plots(tmp_path, monkeypatch):
     """results.json recorded neither the options nor the data a run read (render printed "(unknown)" once
     results.md was gone); a PlantedMem run into a real-data run's folder left that run's plots beside its own."""
     import hashlib
 
     from backtest.data.prices import packaged
 
+    monkeypatch.delenv("MEMTRIAL_DATA", raising=False)  # the shipped prices (CI points it at the data folder)
     out = tmp_path / "run"
     out.mkdir()
     for stale in ("utility_by_method.png", "wealth_paths_balanced.png", "gate_open_rate.png"):
