@@ -133,6 +133,8 @@ class InMemoryHistory:
         # where each decision's score entry and contribution records are, indexed as far as read
         self._scores: dict[str, int] = {}
         self._scores_read = 0
+        self._dated: set[str] = set()  # the decisions the log has entries of (pruned ones included)
+        self._dated_read = 0
         self._records_of: dict[str, tuple[int, int]] = {}
         self._records_read = 0
 
@@ -207,6 +209,13 @@ class InMemoryHistory:
 
     def add_checkpoints(self, checkpoints: Sequence[Checkpoint], kept: int) -> None:
         self.checkpoints = [*self.checkpoints, *checkpoints][-kept:]
+
+    def pruned(self, decision_id: str) -> bool:
+        """Whether ``decision_id`` was planned here and its entry pruned since (its log entries stay)."""
+        for entry in self.log[self._dated_read :]:
+            self._dated.add(str(entry.payload.get("date")))
+        self._dated_read = len(self.log)
+        return decision_id not in self.entries and decision_id in self._dated
 
     def prune_settled(self) -> int:
         """Drop settled entries (their learning stays in the engine); returns how many."""

@@ -293,6 +293,12 @@ class MemTrial:
         )
         if self.history.get(decision_id) is not None:
             raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
+        if isinstance(self.history, InMemoryHistory) and self.history.pruned(decision_id):
+            raise DuplicateError(
+                f"decision {decision_id!r} was planned and settled before (pruned since; its log entries stay): "
+                "plan under a new id",
+                field="decision_id",
+            )
         designed = self._designed(kind, len(ids))
         frozen = self._since_changes(frozen_predictions(self.learner, ids), ids)
         predictions, trust = frozen["predictions"], self.gate.decision()

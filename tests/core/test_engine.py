@@ -528,6 +528,14 @@ def test_pruned_decisions_are_forgotten_but_their_learning_stays():
         engine.get_plan("d000")
     restored = MemTrial.from_json(engine.to_json())
     assert restored.values() == values
+    # a pruned id is not planned again (the log would hold two predictions and scores dated alike), here or
+    # in the restored engine; the log stays whole
+    for kept in (engine, restored):
+        before = kept.to_json()
+        with pytest.raises(DuplicateError) as error:
+            kept.plan("d000", 100, 101, retrieved=["e00"], n_assets=N_ASSETS)
+        assert error.value.field == "decision_id" and "pruned since" in str(error.value)
+        assert kept.to_json() == before and kept.verify().ok
 
 
 def test_engine_state_value_continues_as_the_json_state_does_and_holds_no_engine():
