@@ -54,7 +54,16 @@ __all__ = ["TOOLS", "Service", "build_server", "mcp"]
 ToolFunction = Callable[..., Awaitable[Any]]
 
 #: what settle and correct_outcome answer: utilities and contributions in UTILITY_UNIT, labels for readers
-SETTLED_KEYS = ("decision_id", "chosen_utility", "contributions", "contribution_labels", "explanation", "score")
+#: and the service's warnings (a session return of 50% or more: percentages sent as fractions?)
+SETTLED_KEYS = (
+    "decision_id",
+    "chosen_utility",
+    "contributions",
+    "contribution_labels",
+    "explanation",
+    "score",
+    "warnings",
+)
 
 
 def _interval(value: Any) -> dict[str, Any]:

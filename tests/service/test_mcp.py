@@ -457,3 +457,31 @@ def test_an_mcp_host_sees_each_quarantined_experience_with_its_evidence(service)
     assert [(e["id"], e["text"]) for e in listed] == [(harmful, texts[0])]
     evidence = listed[0]["evidence"]
     assert evidence["e_value"] >= evidence["threshold"] and evidence["mean"] < 0 and evidence["date"]
+
+
+def test_settle_and_correct_outcome_pass_on_the_services_warnings(service):
+    """A session return of 50% or more is accepted with a warning naming the asset and the session (the one
+    guard against percentages sent as fractions): the tools dropped it."""
+    from service import mcp as tools
+
+    url, key = service
+    memtrial = tools.Service(url, key)
+
+    async def main():
+        universe = [{"asset": "SPY", "asset_class": "equities"}, {"asset": "BIL", "asset_class": "cash"}]
+        agent = await tools.create_agent(memtrial, "warned", kind="portfolio", investor="balanced", universe=universe)
+        plan = await tools.plan_decision(
+            memtrial, agent["id"], "a quiet week", "2024-01-02T21:00:00+00:00", "2024-01-04T21:00:00+00:00", horizon=2
+        )
+        drafts = [{"SPY": 0.5, "BIL": 0.5}] * len(plan["subsets"])
+        await tools.submit_drafts(memtrial, agent["id"], plan["decision_id"], drafts)
+        returns = {"SPY": [0.6, 0.01], "BIL": [0.0, 0.0]}
+        settled = await tools.settle(memtrial, agent["id"], plan["decision_id"], returns=returns)
+        corrected = await tools.correct_outcome(
+            memtrial, agent["id"], plan["decision_id"], "a second feed", returns={"SPY": [0.7, 0.0], "BIL": [0.0, 0.0]}
+        )
+        return settled, corrected
+
+    settled, corrected = asyncio.run(main())
+    for answer in (settled, corrected):
+        assert [w["field"] for w in answer["warnings"]] == ["returns.SPY"]
