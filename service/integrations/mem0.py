@@ -125,8 +125,14 @@ class Mem0Credit:
         candidates: int = 20,
         search_options: Mapping[str, Any] | None = None,
     ) -> None:
+        for name, value in (("k", k), ("candidates", candidates)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"{name}: a whole number, got {value!r}")
         if not 1 <= k <= 8:
             raise ValueError(f"k: a plan designs over 1 to 8 experiences (at most the agent's k), got {k}")
+        agent_k = client.get_agent(agent_id).k  # read once: a plan on more than the agent's k is refused
+        if k > agent_k:
+            raise ValueError(f"k: at most the agent's k ({agent_k}): a plan on {k} memories would be refused, got {k}")
         if not k <= candidates <= MAX_CANDIDATES:
             raise ValueError(
                 f"candidates: the Mem0 hits ranked per search must be from k ({k}) to {MAX_CANDIDATES}, got {candidates}"

@@ -80,6 +80,27 @@ def test_mem0_plans_on_memtrials_picks_among_mem0s_hits_mirrored_once_by_externa
     ]
 
 
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"k": 8}, "k: at most the agent's k (4): a plan on 8 memories would be refused, got 8"),
+        ({"k": "3"}, "k: a whole number, got '3'"),
+        ({"k": 2.5}, "k: a whole number, got 2.5"),
+        ({"candidates": True}, "candidates: a whole number, got True"),
+    ],
+)
+def test_mem0_credit_refuses_a_k_the_agent_would_refuse_before_anything_is_mirrored(
+    client, agent, memory, settings, message
+):
+    """A k above the agent's was taken, and every plan then failed after mirroring its hits (the agent kept them);
+    a k given as a text raised Python's own TypeError."""
+    from service.integrations.mem0 import Mem0Credit
+
+    with pytest.raises(ValueError) as error:
+        Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, **settings)
+    assert str(error.value) == message and client.list_experiences(agent["id"]).total == 0
+
+
 def test_mem0_with_no_hit_plans_the_memory_free_draft_alone_not_the_agents_other_experiences(client, agent, memory):
     from service.integrations.mem0 import Mem0Credit
 
