@@ -178,11 +178,26 @@ def _plan_node(
     return plan
 
 
+#: the fields a settle body takes (the client's ``settle`` keywords)
+SETTLE_FIELDS = frozenset({"prices", "returns", "utilities", "outcome", "rule", "settled_at"})
+
+
 def settle_node(client: MemtrialClient, agent_id: str) -> Callable[[SettleState], dict[str, Any]]:
     """A node settling ``state["decision_id"]`` with ``state["outcome"]`` (the settle body's fields)."""
 
     def settle(state: SettleState) -> dict[str, Any]:
-        settled = client.settle(agent_id, state["decision_id"], **state["outcome"])
+        for key in ("decision_id", "outcome"):
+            if key not in state:
+                raise ValueError(
+                    f"{key}: the settle node's state must hold it (decision_id, outcome), got {sorted(state)}"
+                )
+        outcome = state["outcome"]
+        if not isinstance(outcome, Mapping):
+            raise ValueError(f"outcome: the settle body's fields as a mapping, got {outcome!r}"[:300])
+        unknown = sorted(set(outcome) - SETTLE_FIELDS)
+        if unknown:
+            raise ValueError(f"outcome: {unknown} are no fields of a settlement (it takes {sorted(SETTLE_FIELDS)})")
+        settled = client.settle(agent_id, state["decision_id"], **outcome)
         return {"settlement": settled.model_dump(mode="json")}
 
     return settle
@@ -210,7 +225,13 @@ def rank_node(
         given = state.get("candidates") or []
         if isinstance(given, str | bytes):
             raise ValueError(f"candidates: a list of ids, got the text {given!r}")
-        candidates = [str(c) for c in given]
+        try:
+            listed = list(given)
+        except TypeError:  # a number: no list at all
+            raise ValueError(f"candidates: a list of ids, got {given!r}"[:300]) from None
+        if not all(isinstance(c, str) for c in listed):
+            raise ValueError(f"candidates: ids are texts, got {listed!r}"[:300])
+        candidates = list(listed)
         if not candidates:
             return {"ranked": []}
         similarities = _scores(state.get("similarities"))
@@ -277,6 +298,8 @@ def _scores(values: Any, where: str = "similarities") -> list[float] | None:
     """Similarities as the rank request takes them: finite numbers (None: none given)."""
     if values is None:
         return None
+    if not isinstance(values, str | bytes) and not hasattr(values, "__iter__"):  # a number: no list at all
+        raise ValueError(f"{where}: similarities are a list of numbers, one per candidate, got {values!r}"[:300])
     if isinstance(values, str | bytes) or any(isinstance(v, str | bytes | bool) for v in values):
         raise ValueError(f"{where}: similarities are numbers, got {values!r}"[:300])
     try:

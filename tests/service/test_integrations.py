@@ -525,6 +525,9 @@ def test_langgraph_own_retrieval_plans_on_the_others_once_one_is_quarantined(cli
             {"candidates": ["m0", "m1"], "similarities": [float("nan"), 1.0]},
             "similarities: similarities must be finite",
         ),
+        ({"candidates": 5}, "candidates: a list of ids, got 5"),
+        ({"candidates": [None, "m1"]}, "candidates: ids are texts, got [None, 'm1']"),
+        ({"candidates": ["m0", "m1"], "similarities": 0.5}, "similarities: similarities are a list of numbers"),
     ],
 )
 def test_langgraph_rank_node_refuses_candidates_and_scores_of_the_wrong_kind_naming_them(client, agent, state, words):
@@ -533,6 +536,24 @@ def test_langgraph_rank_node_refuses_candidates_and_scores_of_the_wrong_kind_nam
     client.add_experiences(agent["id"], [{"text": t, "external_id": f"m{i}"} for i, t in enumerate(MEMORIES)])
     with pytest.raises(ValueError) as refused:
         rank_node(client, agent["id"], k=2, by_external_id=True)(state)
+    assert str(refused.value).startswith(words)
+
+
+@pytest.mark.parametrize(
+    ("state", "words"),
+    [
+        ({"outcome": {"utilities": [0.1]}}, "decision_id: the settle node's state must hold it"),
+        ({"decision_id": "d"}, "outcome: the settle node's state must hold it"),
+        ({"decision_id": "d", "outcome": 1.0}, "outcome: the settle body's fields as a mapping, got 1.0"),
+        ({"decision_id": "d", "outcome": {"result": 1}}, "outcome: ['result'] are no fields of a settlement"),
+    ],
+)
+def test_langgraph_settle_node_refuses_a_state_without_what_it_settles_naming_it(client, agent, state, words):
+    """A state without its decision or outcome, or an outcome that is no settle body, raised Python's own errors."""
+    from service.integrations.langgraph import settle_node
+
+    with pytest.raises(ValueError) as refused:
+        settle_node(client, agent["id"])(state)
     assert str(refused.value).startswith(words)
 
 
