@@ -29,15 +29,39 @@ def mkdocs_command(build: Path | None, host: str, port: int) -> list[str]:
     return [*base, "serve", "--strict", "--config-file", str(SITE_CONFIG), "--dev-addr", f"{host}:{port}"]
 
 
+def build_folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot take a built site (building empties it first), or None: it is new, empty, or a site
+    built before (its ``index.html`` and ``sitemap.xml``)."""
+    if folder.exists() and not folder.is_dir():
+        return f"{folder} is a file, not a folder"
+    if folder.resolve() in (SITE_CONFIG.parent, *SITE_CONFIG.parent.parents):
+        return f"{folder} is the checkout or a folder above it"
+    if folder.is_dir() and any(folder.iterdir()):
+        if not ((folder / "index.html").is_file() and (folder / "sitemap.xml").is_file()):
+            return f"{folder} holds files that are not a built site, and building empties the folder first: give a new or empty folder"
+    return None
+
+
 def docs(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
-    port: int = typer.Option(8001, help="Port to listen on."),
-    build: Path | None = typer.Option(None, "--build", help="Build the site into this folder instead of serving it."),
+    port: int = typer.Option(8001, min=1, max=65535, help="Port to listen on."),
+    build: Path | None = typer.Option(
+        None,
+        "--build",
+        help="Build the site into this folder instead of serving it (relative to where the command runs; a new or "
+        "empty folder, or a site built before: building empties it first).",
+    ),
 ) -> None:
     """Serve the documentation site locally (offline), or build it with --build DIR."""
     if not SITE_CONFIG.is_file():
         typer.echo(f"error: the documentation site is built from a checkout; {SITE_CONFIG} does not exist", err=True)
         raise typer.Exit(code=2)
+    if build is not None:
+        build = build.expanduser().absolute()  # mkdocs runs in the checkout: a relative folder was taken there
+        problem = build_folder_problem(build)
+        if problem:
+            typer.echo(f"error: --build {problem}; nothing was built or deleted", err=True)
+            raise typer.Exit(code=2)
     if build is None:
         problem = port_problem(host, port)
         if problem:
