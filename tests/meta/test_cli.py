@@ -1,6 +1,5 @@
 """The memtrial command line: core commands and lazily mounted sub-commands."""
 
-import os
 import subprocess
 import sys
 import textwrap
@@ -183,14 +182,16 @@ def test_docs_stopped_by_sigterm_stops_its_server_and_frees_the_port():
         served.wait()
 
 
-def test_docs_build_refuses_a_folder_it_would_empty_and_reads_a_relative_one_where_it_runs(tmp_path):
+def test_docs_build_refuses_a_folder_it_would_empty_and_reads_a_relative_one_where_it_runs(tmp_path, monkeypatch):
     """`--build DIR` emptied DIR whatever it held, and a relative DIR was taken in the checkout (`--build tests`
-    run elsewhere deleted the checkout's tests)."""
+    run elsewhere deleted the checkout's tests). mkdocs never runs here: the command it would run is recorded."""
     from typer.testing import CliRunner
 
     import service.site as site
     from memtrial.cli.commands import app
 
+    built: list[list[str]] = []
+    monkeypatch.setattr(site, "run_until_stopped", lambda command, cwd, env: built.append(command) or 0)
     precious = tmp_path / "precious"
     precious.mkdir()
     (precious / "notes.txt").write_text("important")
@@ -202,17 +203,7 @@ def test_docs_build_refuses_a_folder_it_would_empty_and_reads_a_relative_one_whe
     ):
         result = CliRunner().invoke(app, ["docs", "--build", given])
         assert result.exit_code == 2 and words in result.output and "nothing was built or deleted" in result.output
-    assert (precious / "notes.txt").read_text() == "important"
-    built = []
-    original = site.run_until_stopped
-    site.run_until_stopped = lambda command, cwd, env: built.append(command) or 0
-    try:
-        cwd = os.getcwd()
-        os.chdir(tmp_path)
-        try:
-            assert CliRunner().invoke(app, ["docs", "--build", "relsite"]).exit_code == 0
-        finally:
-            os.chdir(cwd)
-    finally:
-        site.run_until_stopped = original
+    assert built == [] and (precious / "notes.txt").read_text() == "important"
+    monkeypatch.chdir(tmp_path)
+    assert CliRunner().invoke(app, ["docs", "--build", "relsite"]).exit_code == 0
     assert built[0][built[0].index("--site-dir") + 1] == str(tmp_path / "relsite")
