@@ -14,6 +14,7 @@ A scored agent's drafts are turned into what the engine acts on:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,14 @@ __all__ = ["chosen_draft", "rule_settlement", "scored_drafts"]
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _finite(value: Any) -> bool:
+    """A number that is a finite float (an integer too large for one is not)."""
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _keys_wrong(draft: Any, outcomes: Sequence[str]) -> str:
@@ -149,13 +158,12 @@ def rule_settlement(
         )
     if rule is Rule.ABS_ERROR and not _number(outcome):
         raise ApiError(422, "invalid", f"outcome: rule 'abs_error' needs a number, got {outcome!r}", "outcome")
-    if rule is Rule.ABS_ERROR and not abs(float(outcome)) <= bound:
+    if rule is Rule.ABS_ERROR and not _finite(outcome):
         raise ApiError(
-            422,
-            "invalid",
-            f"outcome: {float(outcome)!r} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY)",
-            "outcome",
+            422, "invalid", f"outcome: rule 'abs_error' needs a finite number, got {outcome!r}"[:300], "outcome"
         )
+    # the outcome itself may be any size (a count or a price in the millions): what is bounded is the utility,
+    # each draft's miss, checked next
     if rule is Rule.ABS_ERROR and vectors and all(_number(d) for d in drafts):
         worst = max(abs(float(d) - float(outcome)) for d in drafts)
         if not worst <= bound:

@@ -263,3 +263,23 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
     with pytest.raises(ServiceError) as refused:
         client.submit_drafts(agent["id"], portfolio_plan["decision_id"], ["an answer"] * len(portfolio_plan["subsets"]))
     assert refused.value.status == 422 and refused.value.field.startswith("drafts")
+
+
+def test_a_number_in_the_millions_settles_by_abs_error_when_every_miss_is_plausible(client):
+    """The outcome's own size was bounded (MEMTRIAL_MAX_ABS_UTILITY bounds utilities): a count of 25 million
+    could not be settled by rule although each draft missed it by at most 100. Each miss is what is bounded."""
+    agent = client._request("POST", "/v1/agents", {"name": "counts", "kind": "scored"})
+    client.add_experiences(agent["id"], [{"text": text} for text in LESSONS[:4]])
+    plan = client.create_decision(agent["id"], START, START + dt.timedelta(hours=1), "how many visitors?")
+    drafts = [25_000_010.0 if i % 2 else 25_000_100.0 for i in range(len(plan["subsets"]))]
+    client.submit_drafts(agent["id"], plan["decision_id"], drafts)
+    at = START + dt.timedelta(hours=1)
+    settled = client.settle(agent["id"], plan["decision_id"], outcome=25_000_000.0, rule="abs_error", settled_at=at)
+    assert sorted(set(settled["draft_utilities"])) == [-100.0, -10.0]
+    plan = client.create_decision(agent["id"], at, at + dt.timedelta(hours=1), "and far off?")
+    client.submit_drafts(agent["id"], plan["decision_id"], [0.0] * len(plan["subsets"]))
+    with pytest.raises(ServiceError) as error:  # a miss beyond the plausible utility is still refused
+        client.settle(
+            agent["id"], plan["decision_id"], outcome=5e6, rule="abs_error", settled_at=at + dt.timedelta(hours=1)
+        )
+    assert error.value.field == "outcome" and "a draft misses it by 5000000.0" in error.value.message
