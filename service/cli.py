@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -177,12 +178,26 @@ def _migrate(url: str) -> None:
         raise _fail(f"cannot open or migrate the database {shown}: {type(error).__name__}: {reason}") from None
 
 
+@contextlib.contextmanager
 def _session(database_url: str | None):  # type: ignore[no-untyped-def]
+    """One transaction on the migrated database; the database refusing it (read-only, full, locked past its
+    timeout) ends the command in one line naming the database, nothing changed."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import SQLAlchemyError
+
     from service.db import make_engine, make_session_factory, transaction
 
     url = _database_url(database_url)
     _migrate(url)
-    return transaction(make_session_factory(make_engine(url)))
+    try:
+        with transaction(make_session_factory(make_engine(url))) as session:
+            yield session
+    except SQLAlchemyError as error:
+        shown = make_url(url).render_as_string(hide_password=True)
+        reason = str(getattr(error, "orig", None) or error).splitlines()[0]
+        raise _fail(
+            f"the database {shown} refused the command ({type(error).__name__}: {reason}); nothing was changed"
+        ) from None
 
 
 def _fail(error: Exception | str) -> typer.Exit:

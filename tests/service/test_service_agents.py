@@ -112,6 +112,35 @@ def test_tenants_create_prints_a_key_once_and_stores_only_its_hash(tmp_path):
     assert tabbed.exit_code == 2 and "tenant name must be at most 200 printable characters" in tabbed.output
 
 
+@pytest.mark.parametrize("command", ["create", "revoke", "rotate"])
+def test_a_tenant_command_the_database_refuses_ends_in_one_line_naming_it(tmp_path, monkeypatch, command):
+    """A database refusing the write (a read-only file, a full disk) ended a tenant command in a traceback."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+    from typer.testing import CliRunner
+
+    import service.tenancy as tenancy
+    from memtrial.cli.console import app
+
+    url = f"sqlite:///{tmp_path / 'keys.db'}"
+    assert CliRunner().invoke(app, ["tenants", "create", "acme", "--database-url", url]).exit_code == 0
+
+    def refused(*args, **kwargs):
+        raise OperationalError("INSERT", {}, sqlite3.OperationalError("attempt to write a readonly database"))
+
+    name = {"create": "create_tenant_with_key", "revoke": "revoke_keys", "rotate": "rotate_key"}[command]
+    monkeypatch.setattr(tenancy, name, refused)
+    result = CliRunner().invoke(
+        app, ["tenants", command, "acme" if command != "create" else "beta", "--database-url", url]
+    )
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        f"error: the database {url} refused the command (OperationalError: attempt to write a readonly database)"
+        in (" ".join(result.output.split()))
+    )
+
+
 def test_request_logs_are_json_lines_without_the_api_key(client, agent, caplog):
     import json
     import logging
