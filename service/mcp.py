@@ -583,7 +583,7 @@ def mcp(
     ),
     api_key: str | None = typer.Option(None, help="An API key of the service (default: MEMTRIAL_API_KEY)."),
     host: str = typer.Option("127.0.0.1", help="http transport: interface to listen on."),
-    port: int = typer.Option(8765, help="http transport: port to listen on."),
+    port: int = typer.Option(8765, min=1, max=65535, help="http transport: port to listen on."),
     token: str | None = typer.Option(
         None, help="http transport: the bearer token clients must send (default: MEMTRIAL_MCP_TOKEN; required)."
     ),

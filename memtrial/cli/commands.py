@@ -114,17 +114,21 @@ app = typer.Typer(
 @app.command()
 def demo(
     decisions: int = typer.Option(120, min=13, help="Number of monthly decisions."),
-    beta: float = typer.Option(0.5, min=0.0, max=1.0, help="How strongly experiences steer the drafts."),
-    seed: int = typer.Option(0, help="Seed of the synthetic world."),
+    beta: float = typer.Option(0.5, min=0.0, max=1.0, help="How strongly experiences steer the drafts, in [0, 1]."),
+    seed: int = typer.Option(0, min=0, help="Seed of the synthetic world (an integer >= 0)."),
     gate: str = typer.Option("anytime", help="Trust gate: prequential, anytime or none."),
 ) -> None:
     """Run the method on a small synthetic world and show what it learned."""
+    if gate not in ("prequential", "anytime", "none"):
+        raise typer.BadParameter(f"must be one of prequential, anytime or none, got {gate!r}", param_hint="'--gate'")
     from rich.console import Console
     from rich.table import Table
 
     from memtrial.cli.demo import run_demo
     from memtrial.errors import MemtrialError
 
+    if beta != beta:  # NaN passes the range check's comparisons
+        raise typer.BadParameter("must be a number in [0, 1], got nan", param_hint="'--beta'")
     try:
         result = run_demo(decisions, beta, seed, gate)
     except MemtrialError as error:

@@ -24,10 +24,17 @@ def test_demo_runs_a_small_world_and_reports_values():
     assert "chain intact" in result.output
 
 
-def test_demo_with_an_unknown_gate_fails_with_one_line():
-    result = invoke(["demo", "--decisions", "24", "--gate", "magic"])
-    assert result.exit_code == 2
-    assert "error: test must be one of ['prequential', 'anytime', 'none'], got 'magic'" in result.output
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--gate", "magic"], "Invalid value for '--gate': must be one of prequential, anytime or none, got 'magic'"),
+        (["--seed", "-1"], "Invalid value for '--seed'"),  # NumPy's own ValueError and a traceback before
+    ],
+)
+def test_demo_with_a_bad_option_fails_naming_it(args, words):
+    result = invoke(["demo", "--decisions", "24", *args])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert words in " ".join(result.output.replace("│", " ").split())
 
 
 def test_version_prints_the_package_version():
