@@ -179,15 +179,23 @@ def _migrate(url: str) -> None:
 
 
 @contextlib.contextmanager
-def _session(database_url: str | None):  # type: ignore[no-untyped-def]
+def _session(database_url: str | None, *, create: bool = False):  # type: ignore[no-untyped-def]
     """One transaction on the migrated database; the database refusing it (read-only, full, locked past its
-    timeout) ends the command in one line naming the database, nothing changed."""
+    timeout) ends the command in one line naming the database, nothing changed. Without ``create``, a SQLite
+    file that does not exist is refused (a command run in the wrong folder would make an empty database)."""
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
     from service.db import make_engine, make_session_factory, transaction
+    from service.settings import sqlite_file
 
     url = _database_url(database_url)
+    path = sqlite_file(url)
+    if not create and path is not None and not os.path.exists(path):
+        raise _fail(
+            f"the SQLite database {path} does not exist: give --database-url (or MEMTRIAL_DATABASE_URL) the "
+            "service's database; `memtrial tenants create` makes one"
+        )
     _migrate(url)
     try:
         with transaction(make_session_factory(make_engine(url))) as session:
@@ -214,7 +222,7 @@ def create_tenant(
     from service.tenancy import TenantError, create_tenant_with_key
 
     try:
-        with _session(database_url) as session:
+        with _session(database_url, create=True) as session:
             tenant_id, key = create_tenant_with_key(session, name)
     except TenantError as error:
         raise _fail(error) from None

@@ -141,6 +141,19 @@ def test_a_tenant_command_the_database_refuses_ends_in_one_line_naming_it(tmp_pa
     )
 
 
+@pytest.mark.parametrize("command", [["list"], ["revoke", "acme"], ["rotate", "acme"]])
+def test_a_tenant_command_on_a_sqlite_file_that_is_not_there_makes_none(tmp_path, command):
+    """Run in the wrong folder, `tenants list` made and migrated an empty ./memtrial.db and said "no tenants"."""
+    from typer.testing import CliRunner
+
+    from memtrial.cli.console import app
+
+    absent = tmp_path / "absent.db"
+    result = CliRunner().invoke(app, ["tenants", *command, "--database-url", f"sqlite:///{absent}"])
+    assert result.exit_code == 2 and f"the SQLite database {absent} does not exist" in " ".join(result.output.split())
+    assert not absent.exists()
+
+
 def test_request_logs_are_json_lines_without_the_api_key(client, agent, caplog):
     import json
     import logging
