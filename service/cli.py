@@ -187,9 +187,12 @@ def _session(database_url: str | None, *, create: bool = False):  # type: ignore
     from sqlalchemy.exc import SQLAlchemyError
 
     from service.db import make_engine, make_session_factory, transaction
-    from service.settings import sqlite_file
+    from service.settings import database_url_problem, sqlite_file
 
     url = _database_url(database_url)
+    problem = database_url_problem(url)
+    if problem is not None:
+        raise _fail(f"MEMTRIAL_DATABASE_URL (--database-url) {problem}")
     path = sqlite_file(url)
     if not create and path is not None and not os.path.exists(path):
         raise _fail(

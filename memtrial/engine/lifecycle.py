@@ -291,14 +291,7 @@ class MemTrial:
         reference_weights, previous_weights, risky_mask, defensive_mask = self._universe(
             kind, reference, previous, n_assets, risky, defensive
         )
-        if self.history.get(decision_id) is not None:
-            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
-        if isinstance(self.history, InMemoryHistory) and self.history.pruned(decision_id):
-            raise DuplicateError(
-                f"decision {decision_id!r} was planned and settled before (pruned since; its log entries stay): "
-                "plan under a new id",
-                field="decision_id",
-            )
+        self._check_new(decision_id)
         designed = self._designed(kind, len(ids))
         frozen = self._since_changes(frozen_predictions(self.learner, ids), ids)
         predictions, trust = frozen["predictions"], self.gate.decision()
@@ -340,6 +333,17 @@ class MemTrial:
         self.history.put(DecisionEntry(plan))
         self.clock = time
         return plan
+
+    def _check_new(self, decision_id: str) -> None:
+        """A DuplicateError for an id this engine planned before (a pruned one too: the log keeps its entries)."""
+        if self.history.get(decision_id) is not None:
+            raise DuplicateError(f"decision {decision_id!r} is already planned", field="decision_id")
+        if isinstance(self.history, InMemoryHistory) and self.history.pruned(decision_id):
+            raise DuplicateError(
+                f"decision {decision_id!r} was planned and settled before (pruned since; its log entries stay): "
+                "plan under a new id",
+                field="decision_id",
+            )
 
     def _fresh(self, ids: Sequence[ExperienceId]) -> bool:
         """Whether a plan retrieves a fresh experience (method 4.11): one whose value rests on fewer than
