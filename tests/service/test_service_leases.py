@@ -237,15 +237,17 @@ def test_a_server_killed_mid_drafting_lets_a_retry_on_another_replica_run_after_
 
 class LoseWhileRunning(httpx.BaseTransport):
     """The first POST goes on to the server on a thread of its own, but its client sees the connection lost
-    at once (a proxy dropped it); every answer after it is kept in ``answers``."""
+    (a proxy dropped it) once ``running()`` says the server is at work on it (it holds its key by then: a retry
+    sent sooner, on a busy machine, could take the key first); every answer after it is kept in ``answers``."""
 
-    def __init__(self, inner):
-        self.inner, self.first, self.answers = inner, None, []
+    def __init__(self, inner, running):
+        self.inner, self.running, self.first, self.answers = inner, running, None, []
 
     def handle_request(self, request):
         if request.method == "POST" and self.first is None:
             request.read()
             self.first = InThread(lambda: self.inner.handle_request(request).read())
+            until(self.running, "the first request reaches the model")
             raise httpx.ReadError("connection reset before the answer arrived", request=request)
         answer = self.inner.handle_request(request)
         response = httpx.Response(answer.status_code, headers=answer.headers, content=answer.read(), request=request)
@@ -258,7 +260,7 @@ def test_the_typed_client_waits_out_its_own_key_in_progress_and_gets_the_first_a
     with FakeLLM(hold=gate) as llm:
         http, key = in_process(llm)
         agent_id = stocked(MemtrialClient(api_key=key, http=http))
-        lossy = LoseWhileRunning(http._transport)
+        lossy = LoseWhileRunning(http._transport, running=lambda: llm.in_flight > 0)
         with httpx.Client(transport=lossy, base_url=str(http.base_url)) as raw:
             client = MemtrialClient(api_key=key, http=raw, retries=1, max_wait=0.5)
             call = InThread(
