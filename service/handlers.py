@@ -187,7 +187,13 @@ _STORAGE_WORDS = (
     ("database or disk is full", "the database's disk is full"),
     ("disk i/o error", "the database's disk failed a read or a write"),
 )
-_STORAGE_STATES = {"25006": "the database is read-only", "53100": "the database's disk is full"}
+_STORAGE_STATES = {
+    "25006": "the database is read-only",
+    "53100": "the database's disk is full",
+    # a schema older than the code (a database migrated down under a live replica): unready, as /readyz says
+    "42P01": "the database's schema lacks a table this release needs (it is older than the release: see /readyz)",
+    "42703": "the database's schema lacks a column this release needs (it is older than the release: see /readyz)",
+}
 
 
 def _storage_refusal(cause: BaseException) -> str | None:
@@ -307,42 +313,14 @@ _SESSION_ENDED = {
 
 
 async def _internal(request: Request, error: Exception) -> JSONResponse:
-    """A database error of the 'internal' class: a refusal to store (PostgreSQL's read-only transaction of a
-    standby, SQLSTATE 25006, is one) or a session the server ended (the service's own idle-in-transaction
-    timeout, 25P03, after the process stalled) is answered as an outage; any other is unexpected, raised on to be
-    logged, counted and answered as every unexpected error is."""
+    """A database error of the 'internal' or 'programming' class: a refusal to store (PostgreSQL's read-only
+    transaction of a standby, SQLSTATE 25006; a schema older than the release, 42P01 or 42703) or a session the
+    server ended (the service's own idle-in-transaction timeout, 25P03, after the process stalled) is answered as
+    an outage; any other is unexpected, raised on to be logged, counted and answered as every unexpected error is."""
     cause = getattr(error, "orig", None) or error
     if _storage_refusal(cause) is not None or getattr(cause, "sqlstate", None) in _SESSION_ENDED:
         return await _database_down(request, error)
     raise error
-
-
-#: SQLSTATEs of a schema older than the code (a table or column it needs is missing: the database was migrated
-#: down, or a replica of this release serves a database nobody migrated): the replica cannot serve it yet
-_SCHEMA_MISSING = {"42P01": "a table", "42703": "a column"}
-
-
-async def _programming(request: Request, error: Exception) -> JSONResponse:
-    """A statement the database cannot run: a schema older than this release needs is answered 503 (the replica
-    is unready, as /readyz says, and serves again once the database is migrated); any other is unexpected."""
-    cause = getattr(error, "orig", None) or error
-    missing = _SCHEMA_MISSING.get(str(getattr(cause, "sqlstate", "")))
-    if missing is None:
-        raise error
-    DATABASE_ERRORS.labels(kind="unavailable").inc()
-    logger.error(
-        "database schema behind the release",
-        extra={"request_id": _request_id(request), "route": _route(request), "error_type": type(cause).__name__},
-    )
-    message = (
-        f"the database's schema lacks {missing} this release needs (it is older than the release: see /readyz); "
-        "nothing was written: retry once the database is migrated (a retry with the same Idempotency-Key is safe)"
-    )
-    return JSONResponse(
-        error_body("database_unavailable", message, None),
-        status_code=503,
-        headers={"Retry-After": str(DATABASE_RETRY_SECONDS)},
-    )
 
 
 #: Each error class and its handler, in the order they were registered.
@@ -355,7 +333,7 @@ _HANDLERS: list[tuple[type[Exception], Any]] = [
     (PoolTimeoutError, _database_down),
     (OperationalError, _database_down),
     (InternalError, _internal),
-    (ProgrammingError, _programming),
+    (ProgrammingError, _internal),
     (IntegrityError, _race),
     (Exception, _unexpected),
 ]
