@@ -15,7 +15,9 @@
  * an `Idempotency-Key` made once per call and reused by its retries, so the service answers a retry with
  * the first answer: a retry can never create twice.
  * A retry answered 409 `idempotency_in_progress` (the first attempt still runs) is sent again after the
- * `Retry-After` it names, for up to `inProgressWaitMs` in all.
+ * `Retry-After` it names, for up to `inProgressWaitMs` in all. A creating call takes its own key among its
+ * options (`{ idempotencyKey }`), and every error of one carries the key it was sent with, so a call given up on
+ * can be sent again as the same request.
  *
  * Cancelling: every method takes, last, `{ signal }`; an aborted signal ends the call at once (its attempt in
  * flight, a pause before a retry, the wait for a first attempt), rejecting with the signal's reason, and the
@@ -84,6 +86,8 @@ export interface Call {
   reads?: boolean | undefined;
   text?: boolean | undefined;
   signal?: AbortSignal | undefined;
+  /** A creating call's own `Idempotency-Key` (else the client makes one). */
+  idempotencyKey?: string | undefined;
 }
 
 /** An id as one path segment: a non-empty string that is not a path; percent-encoded. */
@@ -107,8 +111,27 @@ export function callOf(row: Operation<string, Shape>, args: unknown[]): Call {
   const rest = args.slice(names.length);
   const body = row.body ? rest.shift() : undefined;
   const query = (row.query ? rest.shift() : undefined) as Record<string, unknown> | undefined;
-  const signal = signalOf(rest.shift());
-  return { method: row.method, path, body, query, creates: row.creates, reads: row.reads, text: row.text, signal };
+  const options = rest.shift();
+  const signal = signalOf(options);
+  const idempotencyKey = keyOf(options, row.creates);
+  const call: Call = { method: row.method, path, body, query, creates: row.creates, reads: row.reads, text: row.text, signal };
+  if (idempotencyKey !== undefined) call.idempotencyKey = idempotencyKey;
+  return call;
+}
+
+/** The rule the service holds an `Idempotency-Key` to. */
+const KEY_RULE = /^[A-Za-z0-9_.:-]{1,200}$/;
+
+/** The `idempotencyKey` of a call's options (undefined where none), or a TypeError where it is given to a call that
+ * creates nothing (it would not be sent) or breaks the service's rule (it would be refused only once sent). */
+function keyOf(options: unknown, creates: boolean): string | undefined {
+  const key: unknown = options === undefined || options === null ? undefined : (options as CallOptions).idempotencyKey;
+  if (key === undefined) return undefined;
+  if (!creates) throw new TypeError("idempotencyKey is for a creating call (one that carries an Idempotency-Key); this call creates nothing");
+  if (typeof key !== "string" || !KEY_RULE.test(key)) {
+    throw new TypeError(`idempotencyKey must be 1 to 200 letters, digits or _ . : -, got ${shown(key)}`);
+  }
+  return key;
 }
 
 /** The `signal` of a call's options (undefined where none), or a TypeError where it is not an AbortSignal, or
@@ -118,9 +141,11 @@ export function callOf(row: Operation<string, Shape>, args: unknown[]): Call {
 function signalOf(options: unknown, only = true): AbortSignal | undefined {
   if (options === undefined || options === null) return undefined;
   if (typeof options !== "object") throw new TypeError(`options must be an object such as { signal }, got ${shown(options)}`);
-  const others = only ? Object.keys(options).filter((key) => key !== "signal") : [];
+  const others = only ? Object.keys(options).filter((key) => key !== "signal" && key !== "idempotencyKey") : [];
   if (others.length > 0) {
-    throw new TypeError(`a call's last argument is its options, { signal }; got ${others.map((key) => JSON.stringify(key)).join(", ")} too`);
+    throw new TypeError(
+      `a call's last argument is its options, { signal, idempotencyKey }; got ${others.map((key) => JSON.stringify(key)).join(", ")} too`,
+    );
   }
   const signal: unknown = (options as CallOptions).signal;
   if (signal === undefined || signal instanceof AbortSignal) return signal;
@@ -188,7 +213,7 @@ export class Attempts {
     inProgressWaitMs: number,
     makeKey: () => string = () => crypto.randomUUID(),
   ) {
-    this.headers = call.creates ? { "Idempotency-Key": makeKey() } : {};
+    this.headers = call.creates ? { "Idempotency-Key": call.idempotencyKey ?? makeKey() } : {};
     this.#inProgressLeft = inProgressWaitMs;
   }
 
@@ -278,7 +303,7 @@ function excerpt(text: string): string {
 /** The answer of a call: its JSON (or its text, for a row that answers text), or the error it stands for. */
 function decode(call: Call, baseUrl: string, url: string, response: Response, text: string): unknown {
   const requestId = response.headers.get("x-request-id");
-  if (response.status >= 400) throw errorFromAnswer(response.status, text, requestId);
+  if (response.status >= 400) throw errorFromAnswer(response.status, text, requestId, retryAfterMs(response));
   const said = `${call.method} ${call.path}: the service answered ${response.status}`;
   // a redirect is not followed (fetch would resend a POST as a GET): baseUrl names something in front of the service
   if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
@@ -294,7 +319,7 @@ function decode(call: Call, baseUrl: string, url: string, response: Response, te
     throw new MemtrialError(
       response.status,
       "redirect",
-      `${said}, a redirect to ${where}: not followed (fetch would resend a POST as a GET), and nothing was resent; baseUrl (${baseUrl}) should point at the service itself`,
+      `${said}, a redirect to ${where}: not followed (fetch would resend a POST as a GET), and nothing was resent; ${redirectAdvice(baseUrl, url, where)}`,
       null,
       null,
       requestId,
@@ -302,7 +327,10 @@ function decode(call: Call, baseUrl: string, url: string, response: Response, te
   }
   if (response.status === 204) return null;
   if (call.text) return text;
-  if (text === "") return null;
+  if (text === "") {
+    // only a 204 answers nothing: an empty 200 (a proxy's, a load balancer's) would reach the caller as a null typed as an answer
+    throw new MemtrialError(response.status, "not_json", `${said} with an empty body, not JSON`, null, null, requestId);
+  }
   const type = response.headers.get("content-type");
   if (type === null || !/^application\/([\w.+-]+\+)?json\s*(;|$)/i.test(type)) {
     const named = type === null ? "no content-type" : `content-type ${type}`;
@@ -314,6 +342,22 @@ function decode(call: Call, baseUrl: string, url: string, response: Response, te
     const why = error instanceof Error ? error.message : String(error);
     throw new MemtrialError(response.status, "not_json", `${said} with malformed JSON (${why}): ${excerpt(text)}`, null, null, requestId);
   }
+}
+
+/** What a redirect says of the request: the same address but for a slash at the end of its path (the service's own
+ * redirect of `/v1/agents/` to `/v1/agents`) is the path's fault, anything else baseUrl's. */
+function redirectAdvice(baseUrl: string, url: string, where: string): string {
+  try {
+    const asked = new URL(url);
+    const told = new URL(where);
+    const bare = (path: string) => path.replace(/\/+$/, "");
+    if (asked.origin === told.origin && asked.pathname !== told.pathname && bare(asked.pathname) === bare(told.pathname)) {
+      return `the service's paths take no "/" at the end: send ${bare(asked.pathname) || "/"}`;
+    }
+  } catch {
+    // a location that is no URL: baseUrl's fault as below
+  }
+  return `baseUrl (${baseUrl}) should point at the service itself`;
 }
 
 /** A pause of `ms`, ended early, rejecting with the signal's reason, when the signal aborts. */
@@ -348,12 +392,45 @@ function attemptSignal(signal: AbortSignal | undefined, timeoutMs: number): Abor
   return either.signal;
 }
 
+/** A TypeError, before anything is sent, where `fetch` could not even build the request (a header value that is
+ * not Latin-1 text, a GET or HEAD with a body, a method it refuses): `fetch` rejects those as it rejects a connection
+ * that failed, and the call would be reported as unanswered and sent again. */
+function buildable(call: Call, url: string, headers: Record<string, string>, body: string | undefined): void {
+  try {
+    new Request(url, body === undefined ? { method: call.method, headers } : { method: call.method, headers, body });
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    throw new TypeError(`${call.method} ${call.path}: the request cannot be built, so nothing was sent (${why})`, { cause: error });
+  }
+}
+
 /** A numeric option: its default where it is undefined, else the value if it keeps `rule`, else a TypeError. */
 function numberOption(value: unknown, name: string, fallback: number, valid: (value: number) => boolean, rule: string): number {
   if (value === undefined) return fallback;
   // NaN would break every comparison the retries make (attempt >= NaN is false: retried forever)
   if (typeof value !== "number" || !valid(value)) throw new TypeError(`${name} must be ${rule}, got ${shown(value)}`);
   return value;
+}
+
+/** The service's address as the client prefixes paths with, or a TypeError: an http(s) URL with a host and no query or
+ * fragment, whose path (if any: a proxy may serve the service under one) is not the API's own `/v1`, which every
+ * path already starts with. */
+function baseUrlOf(value: unknown): string {
+  const refuse = (why: string) => new TypeError(`baseUrl must be ${why}, got ${JSON.stringify(value)}`);
+  if (typeof value !== "string" || !/^https?:\/\//i.test(value)) throw refuse("an http(s) URL");
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw refuse("an http(s) URL");
+  }
+  if (url.hostname === "") throw refuse("an http(s) URL with a host");
+  if (url.search !== "" || url.hash !== "" || /[?#]/.test(value)) throw refuse("the service's address, without a query or a fragment");
+  const base = value.replace(/\/+$/, "");
+  if (/\/v1$/i.test(new URL(base).pathname)) {
+    throw refuse(`the service's address without the API's /v1 (every path starts with it): ${JSON.stringify(base.slice(0, -3))}`);
+  }
+  return base;
 }
 
 /** The client's own methods; every operation of the table is added to its prototype (see {@link MemtrialClient}). */
@@ -367,10 +444,7 @@ class ClientBase {
   readonly #headers: Record<string, string>;
 
   constructor(options: ClientOptions) {
-    if (typeof options?.baseUrl !== "string" || !/^https?:\/\//.test(options.baseUrl)) {
-      throw new TypeError(`baseUrl must be an http(s) URL, got ${JSON.stringify(options?.baseUrl)}`);
-    }
-    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.baseUrl = baseUrlOf(options?.baseUrl);
     const isCount = (n: number) => Number.isInteger(n) && n >= 0;
     const isDelay = (n: number) => n >= 0 && n <= MAX_DELAY_MS; // false for NaN
     this.retries = numberOption(options.retries, "retries", 2, isCount, "an integer >= 0");
@@ -380,6 +454,11 @@ class ClientBase {
     this.timeoutMs = numberOption(options.timeoutMs, "timeoutMs", 120_000, isLimit, `an integer number of ms from 1 to ${MAX_DELAY_MS}`);
     this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
     this.#headers = { ...(options.headers ?? {}) };
+    if (Object.keys(this.#headers).some((name) => name.toLowerCase() === "idempotency-key")) {
+      throw new TypeError(
+        "headers must not hold an Idempotency-Key: one key on every request would make each creating call answer the first's; give a call its own as { idempotencyKey }",
+      );
+    }
     if (options.apiKey !== undefined) this.#headers.Authorization = `Bearer ${options.apiKey}`;
   }
 
@@ -389,21 +468,38 @@ class ClientBase {
     const body = call.body === undefined ? undefined : jsonBody(call.body); // before anything is sent
     const url = this.baseUrl + call.path + queryString(call.query);
     const attempts = new Attempts(call, this.retries, this.maxWaitMs, this.inProgressWaitMs);
+    const headers = this.#headersOf(body, attempts.headers);
+    buildable(call, url, headers, body);
+    const key = attempts.headers["Idempotency-Key"] ?? null;
     for (;;) {
       call.signal?.throwIfAborted();
-      const outcome = await this.#attempt(call, url, body, attempts.headers);
+      const outcome = await this.#attempt(call, url, body, headers);
       const wait = attempts.waitAfter(outcome);
       if (wait === null) {
         if ("lost" in outcome) {
           const reason = outcome.lost instanceof Error ? outcome.lost.message : String(outcome.lost);
-          throw new MemtrialConnectionError(`${call.method} ${call.path}: no answer from ${this.baseUrl} (${reason})`, {
+          const error = new MemtrialConnectionError(`${call.method} ${call.path}: no answer from ${this.baseUrl} (${reason})`, {
             cause: outcome.lost,
           });
+          error.idempotencyKey = key;
+          throw error;
         }
-        return decode(call, this.baseUrl, url, outcome.response, outcome.text);
+        try {
+          return decode(call, this.baseUrl, url, outcome.response, outcome.text);
+        } catch (error) {
+          if (error instanceof MemtrialError) error.idempotencyKey = key;
+          throw error;
+        }
       }
       await sleep(wait, call.signal);
     }
+  }
+
+  /** The headers of every attempt of a call: the client's, the call's key, and the body's type where it has one. */
+  #headersOf(body: string | undefined, keyed: Record<string, string>): Record<string, string> {
+    const headers: Record<string, string> = { accept: "application/json", ...this.#headers, ...keyed };
+    if (body !== undefined) headers["content-type"] = "application/json";
+    return headers;
   }
 
   /** Any request, decoded as {@link send} does (for a route the table does not list yet): `path` is the service's
@@ -418,17 +514,14 @@ class ClientBase {
     }
     const signal = signalOf(options, false);
     const { body, query, creates, text } = options ?? {};
-    return this.send({ method: method.toUpperCase(), path, body, query, creates: creates ?? false, text: text ?? false, signal });
+    const idempotencyKey = keyOf(options, creates === true);
+    return this.send({ method: method.toUpperCase(), path, body, query, creates: creates ?? false, text: text ?? false, signal, idempotencyKey });
   }
 
-  async #attempt(call: Call, url: string, body: string | undefined, keyed: Record<string, string>): Promise<Outcome> {
-    const headers: Record<string, string> = { accept: "application/json", ...this.#headers, ...keyed };
+  async #attempt(call: Call, url: string, body: string | undefined, headers: Record<string, string>): Promise<Outcome> {
     // redirect "manual": fetch would otherwise resend a redirected POST as a GET and answer with what that GET got
     const init: RequestInit = { method: call.method, headers, redirect: "manual", signal: attemptSignal(call.signal, this.timeoutMs) };
-    if (body !== undefined) {
-      headers["content-type"] = "application/json";
-      init.body = body;
-    }
+    if (body !== undefined) init.body = body;
     try {
       const response = await this.#fetch(url, init);
       return { response, text: await response.text() };

@@ -39,7 +39,7 @@ type Decoded<S> = S extends { content: { "application/json": infer J } }
 type AnswerOf<O> = O extends { responses: infer R } ? Decoded<Success<R>> : never;
 
 /** One string per `{field}` of a path template, in order. */
-type Ids<S extends string> = S extends `${string}{${string}}${infer R}` ? [string, ...Ids<R>] : [];
+type Ids<S extends string> = S extends `${string}{${string}}${infer R}` ? [id: string, ...ids: Ids<R>] : [];
 
 /** What a row sends and answers: the body (and whether it is required), the query, the answer. */
 export interface Shape {
@@ -54,7 +54,7 @@ type BodyArgs<S extends Shape> = [S["body"]] extends [never] ? [] : S["required"
 type QueryArgs<S extends Shape> = [S["query"]] extends [never] ? [] : [query?: S["query"]];
 
 /** The arguments of a row's method: the path's ids, then the body, then the query (the call's options follow them). */
-export type Args<P extends string, S extends Shape> = [...Ids<P>, ...BodyArgs<S>, ...LooseQueryArgs<S>];
+export type Args<P extends string, S extends Shape> = [...ids: Ids<P>, ...body: BodyArgs<S>, ...query: LooseQueryArgs<S>];
 
 /** A query's parameters, each of which may also be given as `undefined` (left out, as if not named): so a query
  * built from values that may be undefined compiles under `exactOptionalPropertyTypes`. */
@@ -67,6 +67,11 @@ export interface CallOptions {
    * `reason` (an `AbortError` `DOMException` unless the caller gave another), as `fetch` does, and is not
    * sent again. */
   signal?: AbortSignal | undefined;
+  /** A creating call's `Idempotency-Key` (letters, digits, `_ . : -`, at most 200), in place of the one the client
+   * makes for it: the same call sent again with the same key (after the client gave up on it, a
+   * `MemtrialConnectionError` or a 409 `idempotency_in_progress`) is answered with the first answer, never done twice.
+   * Every error of a creating call carries the key it was sent with (`error.idempotencyKey`). */
+  idempotencyKey?: string | undefined;
 }
 
 /** One row: method, path template, whether it creates, whether it only reads, which arguments it takes, whether it
@@ -166,6 +171,6 @@ export type Operations = typeof operations;
 /** The methods the table gives a client: each row's arguments, then the call's options, answered with a promise of its answer. */
 export type OperationMethods = {
   [K in keyof Operations]: Operations[K] extends Operation<infer P, infer S>
-    ? (...args: [...Args<P, S>, options?: CallOptions]) => Promise<S["answer"]>
+    ? (...args: [...args: Args<P, S>, options?: CallOptions]) => Promise<S["answer"]>
     : never;
 };

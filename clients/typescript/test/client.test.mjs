@@ -85,6 +85,57 @@ describe("options", () => {
   });
 });
 
+describe("requests fetch cannot build", () => {
+  test("baseUrl must be the service's address: a host, no query or fragment, not the API's /v1", () => {
+    const cases = [
+      ["http://", "an http(s) URL"],
+      ["ftp://host", "an http(s) URL"],
+      ["http://127.0.0.1:8000?x=1", "the service's address, without a query or a fragment"],
+      ["http://127.0.0.1:8000#top", "the service's address, without a query or a fragment"],
+      ["http://127.0.0.1:8000/v1", 'the service\'s address without the API\'s /v1 (every path starts with it): "http://127.0.0.1:8000"'],
+      ["http://127.0.0.1:8000/v1/", 'the service\'s address without the API\'s /v1 (every path starts with it): "http://127.0.0.1:8000"'],
+    ];
+    for (const [baseUrl, rule] of cases) {
+      assert.throws(() => new MemtrialClient({ baseUrl }), { name: "TypeError", message: `baseUrl must be ${rule}, got ${JSON.stringify(baseUrl)}` }, baseUrl);
+    }
+    // a proxy may serve the service under a path of its own
+    assert.equal(new MemtrialClient({ baseUrl: "https://example.org/memtrial/" }).baseUrl, "https://example.org/memtrial");
+  });
+
+  test("a header value fetch cannot send, or a GET with a body, is a TypeError and nothing is sent or retried", async () => {
+    const { client, sent } = counting({ apiKey: "mt_ключ" });
+    await assert.rejects(client.health(), (error) => {
+      assert.equal(error.name, "TypeError");
+      assert.match(error.message, /^GET \/healthz: the request cannot be built, so nothing was sent \(.+\)$/);
+      return true;
+    });
+    await assert.rejects(client.createAgent({ name: "fund" }), { name: "TypeError" });
+    const { client: plain, sent: plainSent } = counting({ headers: { "X-Request-ID": "a\nb" } });
+    await assert.rejects(plain.health(), { name: "TypeError" });
+    const { client: third, sent: thirdSent } = counting();
+    await assert.rejects(third.request("get", "/v1/agents", { body: { a: 1 } }), { name: "TypeError" });
+    assert.deepEqual([sent.length, plainSent.length, thirdSent.length], [0, 0, 0]);
+  });
+
+  test("an Idempotency-Key among the client's headers is refused; a call's own key is checked and sent", async () => {
+    assert.throws(() => new MemtrialClient({ baseUrl: "http://127.0.0.1:8000", headers: { "idempotency-key": "k" } }), {
+      name: "TypeError",
+      message: /^headers must not hold an Idempotency-Key/,
+    });
+    const { client, sent } = counting();
+    await client.createAgent({ name: "fund" }, { idempotencyKey: "agent-fund-1" });
+    assert.equal(sent[0].init.headers["Idempotency-Key"], "agent-fund-1");
+    await client.request("post", "/v1/agents", { body: { name: "fund" }, creates: true, idempotencyKey: "agent-fund-2" });
+    assert.equal(sent[1].init.headers["Idempotency-Key"], "agent-fund-2");
+    await assert.rejects(client.createAgent({ name: "fund" }, { idempotencyKey: "no spaces" }), {
+      name: "TypeError",
+      message: 'idempotencyKey must be 1 to 200 letters, digits or _ . : -, got "no spaces"',
+    });
+    await assert.rejects(client.getAgent("a", { idempotencyKey: "k" }), { name: "TypeError", message: /^idempotencyKey is for a creating call/ });
+    assert.equal(sent.length, 2);
+  });
+});
+
 describe("bodies", () => {
   test("a non-finite number anywhere in a body is a TypeError naming its dotted path, and nothing is sent", async () => {
     const { client, sent } = counting();
@@ -139,6 +190,14 @@ describe("answers", () => {
       } else if (path === "/v1/agents/html") {
         res.writeHead(200, { "content-type": "text/html" });
         res.end("<html>sign in to the proxy</html>");
+      } else if (path === "/v1/agents/empty") {
+        res.writeHead(200, { "content-type": "text/html" }); // a proxy's empty 200
+        res.end();
+      } else if (path === "/v1/agents/slash/") {
+        res.writeHead(307, { location: `${peer.url}/v1/agents/slash` }); // the service's own redirect of a trailing slash
+        res.end();
+      } else if (path === "/v1/agents/limited") {
+        json(res, 429, { error: { code: "rate_limited", message: "too many requests", field: null } }, { "retry-after": "45" });
       } else if (path === "/v1/agents/broken") {
         res.writeHead(200, { "content-type": "application/json" });
         res.end('{"id": "a",');
@@ -184,6 +243,42 @@ describe("answers", () => {
       assert.match(error.message, /^GET \/v1\/agents\/broken: the service answered 200 with malformed JSON \(.+\): "\{\\"id\\": \\"a\\",\"$/);
       return true;
     });
+  });
+
+  test("an empty success other than a 204 is a MemtrialError, not a null typed as the answer", async () => {
+    const client = new MemtrialClient({ baseUrl: peer.url });
+    await assert.rejects(client.getAgent("empty"), (error) => {
+      assert.ok(error instanceof MemtrialError, String(error));
+      assert.deepEqual([error.status, error.code], [200, "not_json"]);
+      assert.equal(error.message, "GET /v1/agents/empty: the service answered 200 with an empty body, not JSON");
+      return true;
+    });
+  });
+
+  test("a redirect of a path ending in / names the path, not baseUrl", async () => {
+    const client = new MemtrialClient({ baseUrl: peer.url });
+    await assert.rejects(client.request("get", "/v1/agents/slash/"), (error) => {
+      assert.equal(error.code, "redirect");
+      assert.match(error.message, /the service's paths take no "\/" at the end: send \/v1\/agents\/slash$/);
+      return true;
+    });
+  });
+
+  test("a refusal carries the wait its Retry-After named, and a creating call's error its key", async () => {
+    const client = new MemtrialClient({ baseUrl: peer.url, maxWaitMs: 10 });
+    await assert.rejects(client.getAgent("limited"), (error) => {
+      assert.deepEqual([error.status, error.code, error.retryAfterMs, error.idempotencyKey], [429, "rate_limited", 45_000, null]);
+      return true;
+    });
+    await assert.rejects(client.getAgent("nothing-here"), (error) => {
+      assert.deepEqual([error.status, error.retryAfterMs], [404, null]);
+      return true;
+    });
+    await assert.rejects(client.createAgent({ name: "fund", investor: "balanced" }, { idempotencyKey: "fund-1" }), (error) => {
+      assert.deepEqual([error.status, error.idempotencyKey], [404, "fund-1"]);
+      return true;
+    });
+    assert.equal(peer.seen.at(-1).key, "fund-1");
   });
 
   test("only a row that answers text (metrics), or request with text, answers a string", async () => {
@@ -298,7 +393,7 @@ describe("cancelling", () => {
     const { client: counted, sent } = counting();
     await assert.rejects(counted.getAgent("a", { limit: 3 }), {
       name: "TypeError",
-      message: `a call's last argument is its options, { signal }; got "limit" too`,
+      message: `a call's last argument is its options, { signal, idempotencyKey }; got "limit" too`,
     });
     assert.equal(sent.length, 0);
   });
