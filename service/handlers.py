@@ -172,10 +172,16 @@ async def _validation(request: Request, error: RequestValidationError) -> JSONRe
     return JSONResponse(error_body("invalid", str(head["message"]), head["field"], listed), status_code=422)
 
 
-async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
+async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
     code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(error.status_code, "http_error")
+    message = str(error.detail)
+    # the router's own answers name the request, so a client whose base address holds a path (`.../v1`) sees why
+    if error.status_code == 404 and message == "Not Found":
+        message = f"no route {request.method} {request.url.path} on this service (its paths: /openapi.json)"
+    elif error.status_code == 405 and message == "Method Not Allowed":
+        message = f"{request.url.path} does not take {request.method} (its methods: /openapi.json)"
     return JSONResponse(
-        error_body(code, str(error.detail), None),
+        error_body(code, message, None),
         status_code=error.status_code,
         headers=getattr(error, "headers", None),
     )

@@ -167,3 +167,17 @@ def test_a_schema_older_than_the_release_is_a_503_saying_so_and_another_statemen
         assert answers[name].status_code == 503 and error["code"] == "database_unavailable"
         assert f"the database's schema lacks a {name} this release needs" in error["message"]
     assert answers["other"].status_code == 500 and answers["other"].json()["error"]["code"] == "internal"
+
+
+def test_a_path_or_method_the_service_lacks_is_named_in_the_refusal(http, client):
+    headers = {"Authorization": client._headers["Authorization"]}
+    missing = http.get("/v1/v1/agents", headers=headers)
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"
+    assert missing.json()["error"]["message"] == "no route GET /v1/v1/agents on this service (its paths: /openapi.json)"
+    wrong = http.put("/v1/agents", headers=headers, json={})
+    assert wrong.status_code == 405
+    assert wrong.json()["error"]["message"] == "/v1/agents does not take PUT (its methods: /openapi.json)"
+    # a missing agent keeps its own words
+    unknown = http.get("/v1/agents/no-such-agent", headers=headers)
+    assert unknown.status_code == 404 and "no route" not in unknown.json()["error"]["message"]
