@@ -28,6 +28,7 @@ from memtrial.action import ActionRule
 from memtrial.action.fallback import FallbackVariant
 from memtrial.credit.design import DesignKind
 from memtrial.curation import SPAN_RULE, ErrorControl, QuarantineConfig, RetrievalMode, spans_finitely
+from memtrial.curation.quarantine import MAX_CLIP, MAX_SPREAD, MIN_LEVEL
 from memtrial.drafting.answers import AnswerKind
 from memtrial.engine.config import SCORED_DESIGN, ReferenceSource, default_setting
 from memtrial.outcomes.scoring import Rule
@@ -198,7 +199,7 @@ QUARANTINE_DEFAULT: QuarantineConfig = core_default("quarantine")
 # bounds inside the type, not on a field whose type may be null: there the REST description wrote them as
 # "ge"/"le", which no JSON Schema reader knows (the value was checked all the same)
 DraftBudget = Annotated[StrictFloat, Field(ge=1, le=16), AfterValidator(finite)]
-Clip = Annotated[StrictFloat, Field(gt=0, le=1_000_000), AfterValidator(finite)]
+Clip = Annotated[StrictFloat, Field(gt=0, le=MAX_CLIP), AfterValidator(finite)]
 
 
 class QuarantineSettings(Strict):
@@ -210,7 +211,7 @@ class QuarantineSettings(Strict):
     )
     level: Weight = Field(
         QUARANTINE_DEFAULT.level,
-        gt=0,
+        ge=MIN_LEVEL,  # below it a quarantine's bar overflows to inf, which no log entry records
         lt=1,
         description="the bound that control names: on the expected share of wrongly quarantined experiences (value >= 0) among those quarantined (fdr), or on the probability that any is ever quarantined (fwer)",
     )
@@ -222,7 +223,7 @@ class QuarantineSettings(Strict):
     spread: Weight = Field(
         QUARANTINE_DEFAULT.spread,
         ge=0,
-        le=1_000_000,
+        le=MAX_SPREAD,
         description="s of the tests' shares of the level, w_j = (s + 1) / ((j + s) (j + s + 1)) for the j-th test the agent starts: 0 favours the first experiences tested, a larger s spreads the level evenly over the first s or so (method 4.13)",
     )
     clip: Clip | None = Field(

@@ -51,6 +51,11 @@ __all__ = [
 
 BETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)  # any bet below 1 is valid for x in [-1, 1]
 SPREAD = 30.0  # s of the tests' shares of the level (method 4.13; chosen on the dev seeds)
+#: the smallest level and the largest spread and clip: within them every bar T_j(r) is a finite number (the log
+#: records it), for any number of experiences a machine can hold (j = 10^9: T below 10^43)
+MIN_LEVEL = 1e-12
+MAX_SPREAD = 1_000_000.0
+MAX_CLIP = 1_000_000.0
 CLIP: float | None = 1.0  # the weighted sign's scale in mean absolute contributions (None: the plain sign test)
 
 
@@ -84,8 +89,10 @@ class QuarantineConfig:
             object.__setattr__(self, name, plain_number(getattr(self, name)))
         if not isinstance(self.enabled, bool):
             raise ConfigError(f"quarantine.enabled must be a bool, got {self.enabled!r}", field="quarantine.enabled")
-        if not (isinstance(self.level, (int, float)) and 0.0 < self.level < 1.0):
-            raise ConfigError(f"quarantine.level must be in (0, 1), got {self.level!r}", field="quarantine.level")
+        if not (isinstance(self.level, (int, float)) and MIN_LEVEL <= self.level < 1.0):
+            raise ConfigError(
+                f"quarantine.level must be in [{MIN_LEVEL:g}, 1), got {self.level!r}", field="quarantine.level"
+            )
         threshold_ok = isinstance(self.change_threshold, (int, float)) and math.isfinite(self.change_threshold)
         if not (threshold_ok and self.change_threshold > 1.0):
             raise ConfigError(
@@ -93,14 +100,14 @@ class QuarantineConfig:
                 field="quarantine.change_threshold",
             )
         spread_ok = isinstance(self.spread, (int, float)) and not isinstance(self.spread, bool)
-        if not (spread_ok and math.isfinite(self.spread) and self.spread >= 0.0):
+        if not (spread_ok and 0.0 <= self.spread <= MAX_SPREAD):
             raise ConfigError(
-                f"quarantine.spread must be finite and >= 0, got {self.spread!r}", field="quarantine.spread"
+                f"quarantine.spread must be in [0, {MAX_SPREAD:,.0f}], got {self.spread!r}", field="quarantine.spread"
             )
         clip_ok = isinstance(self.clip, (int, float)) and not isinstance(self.clip, bool)
-        if self.clip is not None and not (clip_ok and math.isfinite(self.clip) and self.clip > 0.0):
+        if self.clip is not None and not (clip_ok and 0.0 < self.clip <= MAX_CLIP):
             raise ConfigError(
-                f"quarantine.clip must be finite and > 0 (or null), got {self.clip!r}", field="quarantine.clip"
+                f"quarantine.clip must be in (0, {MAX_CLIP:,.0f}] (or null), got {self.clip!r}", field="quarantine.clip"
             )
         for name in ("level", "change_threshold", "spread", "clip"):  # as a stored state reads them back
             value = getattr(self, name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -95,11 +96,16 @@ def test_evidence_detects_a_sign_flip_and_restarts():
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"level": 1.5}, "quarantine.level must be in (0, 1), got 1.5"),
+        ({"level": 1.5}, "quarantine.level must be in [1e-12, 1), got 1.5"),
+        # below it a bar overflows to inf, which no log entry can record (every release would be refused)
+        ({"level": 1e-310}, "quarantine.level must be in [1e-12, 1), got 1e-310"),
         ({"enabled": 1}, "quarantine.enabled must be a bool, got 1"),
         ({"change_threshold": 1.0}, "quarantine.change_threshold must be finite and > 1, got 1.0"),
-        ({"spread": -1.0}, "quarantine.spread must be finite and >= 0, got -1.0"),
-        ({"clip": 0.0}, "quarantine.clip must be finite and > 0 (or null), got 0.0"),
+        ({"spread": -1.0}, "quarantine.spread must be in [0, 1,000,000], got -1.0"),
+        ({"spread": 1e200}, "quarantine.spread must be in [0, 1,000,000], got 1e+200"),
+        ({"spread": math.inf}, "quarantine.spread must be in [0, 1,000,000], got inf"),
+        ({"clip": 0.0}, "quarantine.clip must be in (0, 1,000,000] (or null), got 0.0"),
+        ({"clip": math.nan}, "quarantine.clip must be in (0, 1,000,000] (or null), got nan"),
     ],
 )
 def test_quarantine_config_bad_setting_is_rejected(settings, message):
@@ -617,3 +623,16 @@ def test_many_equal_contributions_since_a_change_stay_alike_whatever_their_sums_
             evidence.regime_squares += value * value
         regime = curator.regime_posterior("x")
         assert regime.sd == pytest.approx(abs(value) / np.sqrt(n), rel=1e-9)
+
+
+def test_a_release_the_log_cannot_record_is_refused_before_the_quarantine_ends():
+    values = {f"e{i}": 0.0 for i in range(6)} | {"bad": -1.0}
+    engine = _engine(values)
+    _drive(engine, values, 80, np.random.default_rng(0))
+    entries = engine.gate.log.length
+    with pytest.raises(InputError) as error:
+        engine.release("bad", "reviewed \ud800")  # a lone surrogate: UTF-8 cannot write it, nor the chain hash it
+    assert error.value.field == "reason"
+    assert engine.quarantined == ("bad",) and engine.gate.log.length == entries
+    assert engine.release("bad", "reviewed").kind == LogKind.RELEASE
+    assert engine.verify().ok

@@ -373,6 +373,7 @@ def test_a_plan_on_bad_candidates_is_refused_naming_the_field_and_writes_nothing
         ({"retrieval": "nearest"}, "retrieval"),
         ({"retrieval": None}, "retrieval"),
         ({"quarantine": {"level": 1.5}}, "quarantine.level"),
+        ({"quarantine": {"level": 1e-310}}, "quarantine.level"),  # its bars would overflow: no release could be logged
         ({"quarantine": {"change_threshold": 1.0}}, "quarantine.change_threshold"),
         ({"quarantine": {"enabled": "yes"}}, "quarantine.enabled"),
         ({"quarantine": {"control": "bonferroni"}}, "quarantine.control"),
