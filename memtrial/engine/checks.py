@@ -26,6 +26,7 @@ __all__ = [
     "MAX_UTILITY",
     "Universe",
     "check_plan_times",
+    "check_reason",
     "check_scored",
     "check_scored_design",
     "check_utility_range",
@@ -58,6 +59,14 @@ def later_or_equal(first: Time, second: Time, what: str) -> bool:
         return bool(first >= second)  # type: ignore[operator]
     except TypeError:
         raise InputError(f"{what}: cannot compare {first!r} with {second!r} (mix of time types)", field=what) from None
+
+
+def check_reason(reason: object) -> None:
+    """A release's, withdrawal's or correction's reason: a str with text that the log can record (UTF-8: no lone
+    surrogate), or an InputError naming ``reason``, before anything changes."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+    check_text_id(reason, "reason")
 
 
 def check_plan_times(decision_id: str, time: Time, maturity: Time, clock: Time | None) -> None:

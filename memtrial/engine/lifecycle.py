@@ -49,6 +49,7 @@ from memtrial.engine.checks import (
     MAX_UTILITY,
     Universe,
     check_plan_times,
+    check_reason,
     check_scored,
     check_scored_design,
     float_array,
@@ -87,7 +88,7 @@ from memtrial.records import (
     plain_number,
 )
 from memtrial.trust.gate import GateTest, TrustGate, make_gate, trust_weight
-from memtrial.trust.log import ChainVerification, LogEntry, LogKind, verify_chain
+from memtrial.trust.log import ChainVerification, LogEntry, LogKind, canonical_json, verify_chain
 from memtrial.values import CreditBasis, EmpiricalBayesLearner
 
 __all__ = ["EngineConfig", "MemTrial"]
@@ -609,12 +610,13 @@ class MemTrial:
         experience added again under its old name starts out of quarantine)."""
         if not self._experience(experience_id).active and not deleting:
             raise InputError(f"experience {experience_id!r} is retired, not quarantined", field="experience_id")
-        if not isinstance(reason, str) or not reason.strip():
-            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        check_reason(reason)
         book = self._book()
         before = book.payload(experience_id, None) if book.is_quarantined(experience_id) else None
+        entry = {**(before or {}), "reason": reason}
+        canonical_json(entry)  # an entry the log cannot record refuses the release before the book changes
         book.release(experience_id)
-        return self.gate.log.append(LogKind.RELEASE, {**(before or {}), "reason": reason})
+        return self.gate.log.append(LogKind.RELEASE, entry)
 
     def _curate(self, decision_id: str, contributions: Mapping[ExperienceId, float]) -> None:
         """Feed a settled trial's raw contributions to the quarantine tests and log each quarantine."""
@@ -713,8 +715,7 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} was already decided: settle it instead", field="decision_id"
             )
-        if not isinstance(reason, str) or not reason.strip():
-            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        check_reason(reason)
         if entry.plan.experience_ids:
             self.gate.log.append(LogKind.WITHDRAWAL, {"date": decision_id, "reason": reason})
         entry.withdrawn = reason
@@ -906,8 +907,7 @@ class MemTrial:
             raise LifecycleError(
                 f"decision {decision_id!r} is not settled yet: settle it instead of correcting it", field="decision_id"
             )
-        if not isinstance(reason, str) or not reason.strip():
-            raise InputError(f"reason must be a non-empty str, got {reason!r}", field="reason")
+        check_reason(reason)
         plan = entry.plan
         decision = self._decided(entry, "decide before settling")
         settled_at = settled_at_or_after(decision_id, plan, previous.settled_at if at is None else plain_number(at))

@@ -1005,12 +1005,17 @@ def test_an_id_of_a_list_that_is_no_id_is_named_as_one_of_the_list():
 def test_a_withdrawal_without_words_is_refused_as_a_release_or_correction_without_them_is():
     engine, _ = _stage("planned")
     before = engine.to_json()
-    for reason in ("", "   ", "\n\t"):
+    for reason in ("", "   ", "\n\t", "the drafter \ud800"):  # the last: a lone surrogate the log cannot record
         with pytest.raises(InputError) as error:
             engine.withdraw("p", reason)
         assert error.value.field == "reason"
     assert engine.to_json() == before
     engine.withdraw("p", "the drafter failed")
+    settled, _ = _stage("settled")
+    before = settled.to_json()
+    with pytest.raises(InputError) as error:
+        settled.correct("p", reason="a typo \udc80", rel_prices=np.full((3, 2), 1.01))
+    assert error.value.field == "reason" and settled.to_json() == before
 
 
 def test_a_call_s_choice_that_is_none_of_its_values_is_an_input_error_quoting_what_was_given():
