@@ -58,6 +58,10 @@ class ServiceError(Exception):
 
     ``message`` and ``field`` are the first error; ``errors`` lists every one the service found, each
     ``{"field": ..., "message": ...}`` (a request with several invalid fields names them all).
+    ``request_id``: the ``X-Request-ID`` it answered with (its log lines carry it); ``retry_after``: the
+    seconds its ``Retry-After`` asked to wait (a 429's rate limit, a 503's busy agent or unready server), or
+    None. A success the client cannot read as the service's answer (an empty or non-JSON body where the
+    operation answers JSON: a proxy's page) is one too, with code ``not_json``.
     """
 
     def __init__(
@@ -67,12 +71,16 @@ class ServiceError(Exception):
         message: str,
         field: str | None,
         errors: Sequence[Mapping[str, str | None]] | None = None,
+        *,
+        request_id: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message, self.field = status, code, message, field
         self.errors: list[dict[str, str | None]] = (
             [{"field": field, "message": message}] if errors is None else [dict(e) for e in errors]
         )
+        self.request_id, self.retry_after = request_id, retry_after
 
 
 def _sending(headers: dict[str, str], body: Any) -> dict[str, str]:
@@ -81,19 +89,35 @@ def _sending(headers: dict[str, str], body: Any) -> dict[str, str]:
 
 
 def _decode(call: Call, response: httpx.Response) -> Any:
-    if response.status_code >= 400:
+    status, request_id = response.status_code, response.headers.get("x-request-id")
+    if status >= 400:
+        header = response.headers.get("retry-after")
+        said = {"request_id": request_id, "retry_after": None if header is None else _delay_seconds(header)}
         try:
             error = response.json()["error"]
+            code, message = str(error["code"]), str(error["message"])
         except (ValueError, KeyError, TypeError):
-            raise ServiceError(response.status_code, "http_error", response.text[:500], None) from None
-        raise ServiceError(
-            response.status_code, error["code"], error["message"], error.get("field"), error.get("errors")
-        )
-    if response.status_code == 204 or not response.content:
+            raise ServiceError(status, "http_error", response.text[:500], None, **said) from None
+        raise ServiceError(status, code, message, error.get("field"), error.get("errors"), **said)
+    if status == 204 or (call.model is None and not response.content):
         return None
-    if not response.headers.get("content-type", "").startswith("application/json"):
-        return response.text
-    data = response.json()
+    kind = response.headers.get("content-type") or "no content-type"
+    if not kind.startswith("application/json") and call.model is None:
+        return response.text  # a row that answers text (/metrics), or _request's raw answer
+    try:
+        if not kind.startswith("application/json") or not response.content:
+            raise ValueError("not JSON")
+        data = response.json()
+    except ValueError:
+        # an operation that answers JSON got a page, nothing or broken JSON (a proxy's, a load balancer's)
+        body = repr(response.text[:200]) if response.content else "an empty body"
+        raise ServiceError(
+            status,
+            "not_json",
+            f"{call.method} {call.path}: the service answered {status} with {kind}, not its JSON answer: {body}",
+            None,
+            request_id=request_id,
+        ) from None
     return data if call.model is None else TypeAdapter(call.model).validate_python(data)
 
 

@@ -273,3 +273,33 @@ def test_numpy_numbers_go_as_the_numbers_they_hold_and_what_json_cannot_carry_is
     assert (
         client.settle(agent.id, plan.decision_id, returns=plain, settled_at=settled_at) == settled
     )  # the same outcome
+
+
+def test_an_answer_that_is_not_the_operation_s_json_is_a_service_error_and_refusals_carry_their_wait():
+    """An empty or HTML 200 where the operation answers JSON (a proxy's, a load balancer's) is a ServiceError
+    ``not_json``, not None or a str typed as the answer; a refusal carries its Retry-After and request id."""
+
+    def peer(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/v1/agents/empty":
+            return httpx.Response(200, headers={"content-type": "text/html"})
+        if path == "/v1/agents/page":
+            return httpx.Response(200, text="<html>sign in</html>", headers={"content-type": "text/html"})
+        if path == "/v1/agents/broken":
+            return httpx.Response(200, text='{"id": ', headers={"content-type": "application/json"})
+        if path == "/metrics":
+            return httpx.Response(200, text="memtrial_requests_total 3\n", headers={"content-type": "text/plain"})
+        error = {"error": {"code": "rate_limited", "message": "too many requests", "field": None}}
+        return httpx.Response(429, json=error, headers={"retry-after": "45", "x-request-id": "r-1"})
+
+    http = httpx.Client(base_url="http://peer", transport=httpx.MockTransport(peer))
+    client = MemtrialClient(http=http, retries=0)
+    for agent_id, said in (("empty", "an empty body"), ("page", "'<html>sign in</html>'"), ("broken", "'{\"id\": '")):
+        with pytest.raises(ServiceError) as error:
+            client.get_agent(agent_id)
+        assert (error.value.status, error.value.code) == (200, "not_json")
+        assert str(error.value.message).endswith(said), error.value.message
+    assert client.metrics() == "memtrial_requests_total 3\n"
+    with pytest.raises(ServiceError) as error:
+        client.list_agents()
+    assert (error.value.code, error.value.retry_after, error.value.request_id) == ("rate_limited", 45.0, "r-1")
