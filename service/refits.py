@@ -66,8 +66,11 @@ def fit_job(database_url: str, job_id: str, heartbeat: float = 5.0, where: str =
             agent = session.get(Agent, job.agent_id)
             if agent is None:
                 return "gone"
+            # the experiences that exist now: a deleted one is forgotten, its records with it (the features
+            # below are the live experiences', and the fit pools what it is given)
+            live = select(Experience.id).where(Experience.agent_id == agent.id)
             query = select(Contribution.decision_id, Contribution.experience_id, Contribution.contribution).where(
-                Contribution.agent_id == agent.id
+                Contribution.agent_id == agent.id, Contribution.experience_id.in_(live)
             )
             if job.through_seq is not None:
                 query = query.where(Contribution.seq <= job.through_seq)

@@ -13,6 +13,7 @@ a worker holds at most ``MEMTRIAL_REFIT_QUEUE_SIZE`` jobs it sent, and answers
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -112,11 +113,25 @@ def job(services: Services, tenant_id: str, agent_id: str, job_id: str) -> Refit
         return _public(found)
 
 
-def latest_posterior(session: Any, agent_id: str) -> dict[str, dict[str, float]]:
-    """The posterior of the newest finished refit of an agent (empty when none)."""
+def latest_posterior(session: Any, agent_id: str, live: Collection[str]) -> dict[str, dict[str, float]]:
+    """The posterior of the agent's newest finished refit while it still fits the agent's data, else empty.
+
+    Newest is the refit of the most records (then the latest submitted), not the last to finish: an older fit
+    finishing late does not replace a newer one. Its data are still the agent's while no contribution was added
+    since it read them (a settlement, or a correction, which rewrites its decision's) and every experience it
+    valued still exists (``live``: a deleted one is forgotten); else the values keep their empirical intervals,
+    and a mean learnt since never sits beside an interval of the past."""
     job = session.scalars(
         select(RefitJob)
         .where(RefitJob.agent_id == agent_id, RefitJob.status == "done")
-        .order_by(RefitJob.finished_at.desc())
+        .order_by(RefitJob.through_seq.desc(), RefitJob.created_at.desc(), RefitJob.id.desc())
     ).first()
-    return dict(job.result or {}) if job is not None else {}
+    if job is None or job.through_seq is None:
+        return {}
+    newer = session.scalar(
+        select(Contribution.seq).where(Contribution.agent_id == agent_id, Contribution.seq > job.through_seq).limit(1)
+    )
+    posterior = dict(job.result or {})
+    if newer is not None or not set(posterior) <= set(live):
+        return {}
+    return posterior

@@ -18,7 +18,7 @@ __all__ = ["read"]
 
 def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
     """Every valued experience, best first: the empirical-Bayes value and interval, or the interval of the
-    newest full-Bayes refit where there is one, with the experience's text, external id and state, its
+    newest full-Bayes refit while it fits the agent's data as they are (:func:`latest_posterior`), with the experience's text, external id and state, its
     status (active, quarantined, retired) and where a change of sign was detected (``changed_at``; from
     there on the value, its interval and ``n`` are those learnt since the change, as retrieval reads them)."""
     with transaction(services.sessions) as session:
@@ -26,7 +26,7 @@ def read(services: Services, tenant_id: str, agent_id: str) -> ValuesPublic:
         engine = services.engines.checkout(session, agent)
         values = {str(e): value_public(engine, str(e)) for e in engine.experiences}
         changed = {e: engine.changed_at(e) for e in values}
-        for experience_id, interval in latest_posterior(session, agent.id).items():
+        for experience_id, interval in latest_posterior(session, agent.id, values).items():
             # a refit pools an experience's whole history: after a detected change its value is the one
             # learnt since the change (method 4.14), whose interval is the empirical one
             if experience_id in values and changed[experience_id] is None:

@@ -13,7 +13,7 @@ from service.migrations import downgrade, upgrade
 START = dt.datetime(2021, 1, 29, 21, 0, tzinfo=dt.UTC)
 
 
-def run_dates(client, agent, n_dates):
+def run_dates(client, agent, n_dates, first=0):
     added = client.add_experiences(
         agent["id"],
         [
@@ -24,7 +24,7 @@ def run_dates(client, agent, n_dates):
     tilt = {
         item["id"]: 0.02 * (i - 2.5) for i, item in enumerate(added["items"])
     }  # each lesson moves the equity weight its own way
-    for t in range(n_dates):
+    for t in range(first, first + n_dates):
         time = START + dt.timedelta(days=30 * t)
         body = client.create_decision(
             agent["id"],
@@ -35,7 +35,7 @@ def run_dates(client, agent, n_dates):
         )
         drafts = []
         for s in body["subsets"]:
-            shift = sum(tilt[e] for e in s["experience_ids"])
+            shift = sum(tilt.get(e, 0.0) for e in s["experience_ids"])  # an earlier call's lessons move nothing
             drafts.append({"SPY": 0.3 + shift, "TLT": 0.3, "GLD": 0.2 - shift, "BIL": 0.2})
         client.submit_drafts(agent["id"], body["decision_id"], drafts)
         returns = {
@@ -221,6 +221,25 @@ def test_refit_runs_in_the_background_and_values_then_show_intervals(client, age
             posterior["p_positive"],
         )
         assert shown["lower"] <= posterior["mean"] <= shown["upper"]
+        assert shown["interval"] == "full_bayes"
+    # a settlement since the refit: its data are no longer the agent's, so every value shows its own interval
+    # (a mean learnt since never sits beside an interval of the past)
+    run_dates(client, agent, 1, first=5)
+    for shown in client.values(agent["id"])["values"].values():
+        assert shown["interval"] in ("empirical_bayes", None)
+        assert shown["lower"] is None or shown["lower"] <= shown["mean"] <= shown["upper"]
+    # a deleted experience is forgotten: the next refit neither values nor pools it
+    deleted = next(iter(job["posterior"]))
+    client.delete_experience(agent["id"], deleted)
+    again = client.start_refit(agent["id"], method="svi")
+    wait_until(
+        lambda: client.get_refit(agent["id"], again["job_id"])["status"] not in ("queued", "running"), 240, "a refit"
+    )
+    again = client.get_refit(agent["id"], again["job_id"])
+    assert again["status"] == "done" and again["posterior"] and deleted not in again["posterior"]
+    values = client.values(agent["id"])["values"]
+    assert set(again["posterior"]) <= set(values), (set(again["posterior"]) - set(values), deleted)
+    assert all(values[e]["interval"] == "full_bayes" for e in again["posterior"])
 
 
 @pytest.mark.slow  # starts a Dask cluster with a worker process

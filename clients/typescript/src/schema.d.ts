@@ -2027,7 +2027,8 @@ export interface components {
          *     scoring rule's units): posterior mean and sd, a central 90% interval and P(v > 0).
          *
          *     The interval and P(v > 0) are empirical Bayes (normal posterior) as soon as there is an sd; on
-         *     ``/values`` after a full-Bayes refit of the same state they are the refit's (``interval`` says which).
+         *     ``/values`` after a full-Bayes refit they are the refit's while it fits the agent's data as they are (no
+         *     settlement, correction or deletion since it read them; ``interval`` says which).
          *     ``n`` counts the settlements that credited the experience. After a detected change of sign (method
          *     4.14) the value is the one learnt since the change, as value-aware retrieval reads it: the mean of the
          *     contributions since then, their standard error, and ``n`` their number.
