@@ -26,7 +26,7 @@ from service.errors import ApiError
 from service.idempotency import Idempotency
 from service.models import Contribution, RefitJob
 from service.store import as_utc, load_agent, valid_id
-from service.usecases.unit import agent_write
+from service.usecases.unit import agent_write, check_replay
 
 QUEUE_FULL_RETRY_SECONDS = 30
 
@@ -52,6 +52,10 @@ def start(services: Services, tenant_id: str, agent_id: str, method: str, guard:
     """Queue a full-Bayes refit of the agent's values (429 when this worker holds its maximum)."""
     runner = services.jobs
     assert runner is not None
+    if guard.key is not None:  # a retry of a queued refit gets its first answer whatever the queue holds now
+        with transaction(services.sessions) as session:
+            load_agent(session, tenant_id, agent_id, lock=False)
+            check_replay(session, guard)
     if not runner.reserve():
         raise ApiError(
             429,
