@@ -19,17 +19,43 @@ def _database_url(option: str | None) -> str:
     return option or os.environ.get("MEMTRIAL_DATABASE_URL", DEFAULT_DATABASE_URL)
 
 
+#: the names of this machine's own database server, one name for all
+_LOCAL_HOSTS = frozenset({"", "localhost", "127.0.0.1", "::1", "[::1]"})
+_DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
+
+
+def database_identity(database_url: str) -> str:
+    """One name for one database, however its URL spells it: a SQLite file by its real path; a server's
+    database by backend (without the driver), host (this machine's names as one), port (its default where
+    none is given) and name, without the user, the password or the options."""
+    from sqlalchemy.engine import make_url
+
+    from service.jobs import sendable_url
+    from service.settings import sqlite_file
+
+    path = sqlite_file(database_url)
+    if path is not None:
+        return f"sqlite:{os.path.realpath(path)}"
+    url = make_url(sendable_url(database_url))
+    backend = url.get_backend_name()
+    if backend == "sqlite":  # in memory: each process its own
+        return url.render_as_string(hide_password=False)
+    socket_host = url.query.get("host")  # a Unix socket's folder, given as an option
+    host = (url.host or (socket_host if isinstance(socket_host, str) else "") or "").lower()
+    host = "localhost" if host in _LOCAL_HOSTS else host
+    return f"{backend}://{host}:{url.port or _DEFAULT_PORTS.get(backend, '')}/{url.database or ''}"
+
+
 def shared_rate_limit_file(database_url: str) -> str:
     """The rate-limit table every server of this machine on ``database_url`` shares (its workers and its
-    replicas), in a folder of this user's only: replicas count each key's requests together."""
+    replicas), in a folder of this user's only: replicas count each key's requests together, whichever
+    spelling of the database's URL each was given (:func:`database_identity`)."""
     import hashlib
     import tempfile
 
-    from service.jobs import sendable_url  # a relative SQLite path made absolute: one database, one table
-
     folder = os.path.join(tempfile.gettempdir(), f"memtrial-{os.getuid()}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
-    digest = hashlib.sha256(sendable_url(database_url).encode()).hexdigest()[:24]
+    digest = hashlib.sha256(database_identity(database_url).encode()).hexdigest()[:24]
     return os.path.join(folder, f"rate-limits-{digest}")
 
 

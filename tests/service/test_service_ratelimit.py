@@ -134,3 +134,27 @@ def test_the_request_log_names_the_client_a_trusted_proxy_forwards_for(tmp_path,
         r.request_id: r.client for r in caplog.records if getattr(r, "request_id", None) in ("via-proxy", "direct")
     }
     assert clients == {"via-proxy": "1.1.1.1", "direct": "192.0.2.7"}  # an untrusted peer's header is not believed
+
+
+def test_replicas_share_one_counter_however_their_database_url_is_spelt(tmp_path, monkeypatch):
+    from service.cli import shared_rate_limit_file
+
+    alike = [
+        "postgresql://postgres@127.0.0.1:5432/fleet",
+        "postgresql://postgres@localhost/fleet",
+        "postgresql+psycopg://other:secret@LOCALHOST:5432/fleet?sslmode=disable",
+        "postgresql://postgres@[::1]/fleet",
+    ]
+    assert len({shared_rate_limit_file(url) for url in alike}) == 1
+    others = [
+        "postgresql://postgres@127.0.0.1:5433/fleet",
+        "postgresql://postgres@127.0.0.1/other",
+        "postgresql://db.example/fleet",
+    ]
+    assert len({shared_rate_limit_file(url) for url in [alike[0], *others]}) == 4
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "here").mkdir()
+    assert shared_rate_limit_file("sqlite:///memtrial.db") == shared_rate_limit_file(
+        f"sqlite:///{tmp_path}/memtrial.db"
+    )
+    assert shared_rate_limit_file("sqlite:///here/../memtrial.db") == shared_rate_limit_file("sqlite:///memtrial.db")
