@@ -282,8 +282,8 @@ def test_every_page_of_the_site_is_in_its_navigation():
 
     listed = set(pages(config["nav"]))
     generated = {"reference/rest.md"}  # rendered from the OpenAPI document at build time (docs/hooks.py)
-    # a run's own page (results/<run>/results.md) is reached from its benchmark's page, except PlantedForecast's,
-    # which has no other: it is in the navigation
+    # a run's own page (results/<run>/results.md) is reached from the results overview, except PlantedForecast's,
+    # which has no other page: it is in the navigation
     written = {
         str(p.relative_to(DOCS))
         for p in DOCS.rglob("*.md")
@@ -291,6 +291,14 @@ def test_every_page_of_the_site_is_in_its_navigation():
         or str(p.relative_to(DOCS)) == "results/forecast/results.md"
     }
     assert sorted(written - listed) == [] and sorted(listed - written - generated) == []
+    # and each run's own page is linked from a page of the site (a link in markdown, relative to its page)
+    links = {
+        (page.parent / target).resolve()
+        for page in DOCS.rglob("*.md")
+        for target in re.findall(r"\]\(([^)#\s]+\.md)", page.read_text(encoding="utf-8"))
+    }
+    unlinked = [str(p.relative_to(DOCS)) for p in DOCS.glob("results/*/results.md") if p.resolve() not in links]
+    assert unlinked == []
 
 
 @pytest.mark.slow  # builds the whole site: the REST reference from the app, the Python API from the docstrings
@@ -377,3 +385,21 @@ def test_the_rest_reference_renders_every_operation_and_schema_with_links_that_r
     named = [name for name, value in vars(Operations).items() if isinstance(value, Operation)]
     assert len(named) >= 25 and all(f"{{#client-{name}}}" in operations for name in named)
     assert set(re.findall(r"\(rest\.md#([\w-]+)\)", operations)) <= anchors  # answers link into the REST page
+
+
+def test_every_test_the_docs_cite_exists():
+    """A page that names `tests/...py::test_name` as its evidence names a test that is there."""
+    pages = [ROOT / "README.md", *DOCS.rglob("*.md")]
+    cited = {
+        (str(page.relative_to(ROOT)), path, name)
+        for page in pages
+        for path, name in re.findall(r"(tests/[\w/]+\.py)::(\w+)", page.read_text(encoding="utf-8"))
+    }
+    assert cited, "the pattern finds the docs' citations"
+    missing = [
+        f"{page}: {path}::{name}"
+        for page, path, name in sorted(cited)
+        if not (ROOT / path).is_file()
+        or not re.search(rf"^(async )?def {name}\b", (ROOT / path).read_text(encoding="utf-8"), re.M)
+    ]
+    assert missing == []
