@@ -23,6 +23,10 @@ call; and the service's own 502 (server drafting failed: the decision
 failed, its model calls spent) is final. Every creating POST carries an
 ``Idempotency-Key`` generated once per call and reused by its retries, so a
 retry can never create twice: the service answers it with the first answer.
+A creating call takes a key of its own, ``idempotency_key=`` (1 to 200 letters, digits or ``_ . : -``),
+and every error of one carries the key it was sent with (``error.idempotency_key``; a transport error too):
+a call given up on (after its retries, or ``idempotency_in_progress`` past ``in_progress_wait``) is sent
+again with that key, never as a new call, and the service answers it with the first answer.
 A retry answered 409 ``idempotency_in_progress`` (the first attempt still runs,
 or its server died and its lease has not yet ended) is sent again after the
 ``Retry-After`` it names (at most ``max_wait`` at a time), for up to
@@ -60,7 +64,7 @@ class ServiceError(Exception):
     ``{"field": ..., "message": ...}`` (a request with several invalid fields names them all).
     ``request_id``: the ``X-Request-ID`` it answered with (its log lines carry it); ``retry_after``: the
     seconds its ``Retry-After`` asked to wait (a 429's rate limit, a 503's busy agent or unready server), or
-    None. A success the client cannot read as the service's answer (an empty or non-JSON body where the
+    None; ``idempotency_key``: a creating call's key (None for any other call). A success the client cannot read as the service's answer (an empty or non-JSON body where the
     operation answers JSON: a proxy's page) is one too, with code ``not_json``.
     """
 
@@ -81,6 +85,7 @@ class ServiceError(Exception):
             [{"field": field, "message": message}] if errors is None else [dict(e) for e in errors]
         )
         self.request_id, self.retry_after = request_id, retry_after
+        self.idempotency_key: str | None = None  # a creating call's key, set by the client that sent it
 
 
 def _sending(headers: dict[str, str], body: Any) -> dict[str, str]:
@@ -128,7 +133,8 @@ class _Attempts:
     def __init__(self, call: Call, retries: int, max_wait: float, in_progress_wait: float = 0.0) -> None:
         self.call, self.retries, self.max_wait, self.attempt = call, retries, max_wait, 0
         self.in_progress_left = in_progress_wait
-        key = str(uuid.uuid4()) if call.creates and retries else None
+        # the call's own key (``idempotency_key=``), else one made for its retries
+        key = call.headers.get("Idempotency-Key") or (str(uuid.uuid4()) if call.creates and retries else None)
         self.headers = {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
 
     def wait_after(self, outcome: httpx.Response | httpx.TransportError) -> float | None:
@@ -172,9 +178,17 @@ class _Attempts:
             return False
 
     def finish(self, outcome: httpx.Response | httpx.TransportError) -> Any:
+        """The call's answer, or its error; a creating call's error carries the key it was sent with
+        (``idempotency_key``), so the call can be sent again as the same request (``idempotency_key=``)."""
+        key = self.headers.get("Idempotency-Key")
         if isinstance(outcome, httpx.TransportError):
+            setattr(outcome, "idempotency_key", key)  # noqa: B010 (httpx's exception declares no such field)
             raise outcome
-        return _decode(self.call, outcome)
+        try:
+            return _decode(self.call, outcome)
+        except ServiceError as error:
+            error.idempotency_key = key
+            raise
 
 
 def _refusal(response: httpx.Response) -> bool:

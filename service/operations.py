@@ -14,6 +14,7 @@ import functools
 import inspect
 import json
 import math
+import re
 import string
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -202,9 +203,20 @@ class Operation(Generic[P, T]):
         arguments = self.signature.bind(*args, **kwargs)
         arguments.apply_defaults()
         path = self.path.format(**{name: _segment(arguments.arguments[name], name) for name in self.fields})
+        key = arguments.arguments.get("idempotency_key") if self.creates else None
+        headers = {} if key is None else {"Idempotency-Key": _idempotency_key(key)}
         sent = self.send(*args, **kwargs)
         model = None if sent.answer in _RAW else sent.answer
-        return Call(self.method, path, sent.body, sent.params, model=model, creates=self.creates, reads=self.reads)
+        return Call(
+            self.method,
+            path,
+            sent.body,
+            sent.params,
+            model=model,
+            creates=self.creates,
+            headers=headers,
+            reads=self.reads,
+        )
 
     @overload
     def __get__(self, client: None, owner: type[Any]) -> Operation[P, T]: ...
@@ -222,6 +234,14 @@ class Operation(Generic[P, T]):
 
         bound.__name__ = bound.__qualname__ = self.name
         return bound
+
+
+def _idempotency_key(key: object) -> str:
+    """A creating call's own key, as the service holds keys (1 to 200 letters, digits or ``_ . : -``), or a
+    ValueError before anything is sent."""
+    if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z0-9_.:\-]{1,200}", key):
+        raise ValueError(f"idempotency_key must be 1 to 200 letters, digits or _ . : -, got {key!r}")
+    return key
 
 
 #: answers decoded as they come (no model): a JSON body as it is, text, or nothing
@@ -269,6 +289,7 @@ def _create_agent(
     draft_horizon: int | None = None,
     retrieval: str | None = None,
     quarantine: Mapping[str, Any] | None = None,
+    idempotency_key: str | None = None,
 ) -> Sent[AgentPublic]:
     """A portfolio agent (investor and universe) or, with ``kind="scored"``, a scored one (``outcomes``
     names the outcomes of probability forecasts). Answers :class:`~service.api_types.AgentPublic`.
@@ -355,6 +376,8 @@ def _add_experience(
     metadata: Mapping[str, Any] | None = None,
     structured: Mapping[str, Any] | None = None,
     external_id: str | None = None,
+    *,
+    idempotency_key: str | None = None,
 ) -> Sent[ExperiencePublic]:
     """Add one experience; with an ``external_id`` the agent already holds, update that one instead
     (the answer's ``write`` says created, updated or unchanged)."""
@@ -368,7 +391,9 @@ def _add_experience(
     return Sent(ExperiencePublic, body)
 
 
-def _add_experiences(agent_id: str, experiences: Sequence[Mapping[str, Any] | str]) -> Sent[ExperienceList]:
+def _add_experiences(
+    agent_id: str, experiences: Sequence[Mapping[str, Any] | str], *, idempotency_key: str | None = None
+) -> Sent[ExperienceList]:
     """A batch (texts, or objects with ``text`` and optional ``metadata``/``structured``/``external_id``)."""
     items = [{"text": item} if isinstance(item, str) else dict(item) for item in experiences]
     return Sent(ExperienceList, {"experiences": items})
@@ -442,7 +467,9 @@ def _rank_experiences(
     return Sent(RankResult, body)
 
 
-def _release_experience(agent_id: str, experience_id: str, *, reason: str) -> Sent[ExperiencePublic]:
+def _release_experience(
+    agent_id: str, experience_id: str, *, reason: str, idempotency_key: str | None = None
+) -> Sent[ExperiencePublic]:
     """Release a quarantined experience (a ``release`` log entry keeps the evidence and the reason)."""
     return Sent(ExperiencePublic, {"reason": reason})
 
@@ -466,6 +493,7 @@ def _create_decision(
     candidate_ids: Sequence[str] | None = None,
     candidate_external_ids: Sequence[str] | None = None,
     similarities: Sequence[float] | None = None,
+    idempotency_key: str | None = None,
 ) -> Sent[PlanPublic | DecisionPublic]:
     """Plan a decision: the plan (:class:`~service.api_types.PlanPublic`) with client drafting, the
     decision (:class:`~service.api_types.DecisionPublic`) with server drafting.
@@ -494,7 +522,12 @@ def _create_decision(
 
 
 def _submit_drafts(
-    agent_id: str, decision_id: str, drafts: Sequence[Any], reference: int | None = None
+    agent_id: str,
+    decision_id: str,
+    drafts: Sequence[Any],
+    reference: int | None = None,
+    *,
+    idempotency_key: str | None = None,
 ) -> Sent[DecisionPublic]:
     """One draft per designed subset, in the plan's order (``reference``: scored decisions' reference draft)."""
     body: dict[str, Any] = {"drafts": [dict(d) if isinstance(d, Mapping) else d for d in drafts]}
@@ -513,6 +546,7 @@ def _settle(
     outcome: Any = None,
     rule: str | None = None,
     settled_at: dt.datetime | str | None = None,
+    idempotency_key: str | None = None,
 ) -> Sent[SettlementPublic]:
     """Settle with prices or returns (portfolio), or utilities, or an outcome and its rule (scored)."""
     return Sent(SettlementPublic, _outcome_body(prices, returns, utilities, outcome, rule, settled_at))
@@ -529,6 +563,7 @@ def _correct(
     outcome: Any = None,
     rule: str | None = None,
     settled_at: dt.datetime | str | None = None,
+    idempotency_key: str | None = None,
 ) -> Sent[SettlementPublic]:
     """Replace a settled decision's wrong outcome (what :meth:`settle` takes, and the reason): the agent
     relearns as if settled right from the start; the log keeps the superseded score."""
@@ -576,7 +611,7 @@ def _values(agent_id: str) -> Sent[ValuesPublic]:
     return Sent(ValuesPublic)
 
 
-def _start_refit(agent_id: str, method: str = "nuts") -> Sent[RefitPublic]:
+def _start_refit(agent_id: str, method: str = "nuts", *, idempotency_key: str | None = None) -> Sent[RefitPublic]:
     return Sent(RefitPublic, {"method": method})
 
 

@@ -303,3 +303,35 @@ def test_an_answer_that_is_not_the_operation_s_json_is_a_service_error_and_refus
     with pytest.raises(ServiceError) as error:
         client.list_agents()
     assert (error.value.code, error.value.retry_after, error.value.request_id) == ("rate_limited", 45.0, "r-1")
+
+
+def test_a_creating_call_takes_a_key_of_its_own_and_its_errors_carry_the_key_it_was_sent_with():
+    seen = []
+
+    def peer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("idempotency-key"))
+        if request.url.path == "/v1/agents/lost/decisions":
+            raise httpx.ConnectError("the connection dropped", request=request)
+        busy = {"error": {"code": "idempotency_in_progress", "message": "still running", "field": "Idempotency-Key"}}
+        return httpx.Response(409, json=busy, headers={"retry-after": "30"})
+
+    client = MemtrialClient(http=httpx.Client(base_url="http://peer", transport=httpx.MockTransport(peer)), retries=0)
+    with pytest.raises(ServiceError) as refused:
+        client.create_agent("fund", "balanced", UNIVERSE, idempotency_key="agent-fund-1")
+    assert seen == ["agent-fund-1"] and refused.value.idempotency_key == "agent-fund-1"
+    with pytest.raises(ServiceError) as refused:
+        client.settle("a", "d", returns={"SPY": [0.01]})  # a key made for the call: carried all the same
+    assert refused.value.idempotency_key is None and seen[-1] is None  # no retries: none was needed
+    with pytest.raises(httpx.ConnectError) as lost:
+        client.create_decision("lost", START, START, "ctx", idempotency_key="decision-7")
+    assert lost.value.idempotency_key == "decision-7"  # send it again with this key, not as a new call
+    with pytest.raises(ServiceError) as refused:
+        client.get_agent("a")
+    assert refused.value.idempotency_key is None
+    sent = len(seen)
+    for bad in ("has space", "", "x" * 201, 7):
+        with pytest.raises(ValueError, match="idempotency_key must be 1 to 200 letters"):
+            client.add_experience("a", "lesson", idempotency_key=bad)
+    assert len(seen) == sent  # refused before anything was sent
+    assert "idempotency_key" not in inspect.signature(client.update_agent).parameters  # a change, not a creation
+    assert "idempotency_key" in inspect.signature(client.start_refit).parameters
