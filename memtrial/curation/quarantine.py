@@ -27,6 +27,7 @@ until now) is a change: the test restarts (a new j) and ``changed_at`` records t
 
 from __future__ import annotations
 
+import contextvars
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,6 +57,9 @@ SPREAD = 30.0  # s of the tests' shares of the level (method 4.13; chosen on the
 MIN_LEVEL = 1e-12
 MAX_SPREAD = 1_000_000.0
 MAX_CLIP = 1_000_000.0
+#: set while a stored setting is read back (:meth:`QuarantineConfig.from_dict`): the bounds above are for new
+#: settings, and a setting stored before them (any level above 0, any finite spread or clip) still reads back
+_STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_quarantine", default=False)
 CLIP: float | None = 1.0  # the weighted sign's scale in mean absolute contributions (None: the plain sign test)
 
 
@@ -89,10 +93,10 @@ class QuarantineConfig:
             object.__setattr__(self, name, plain_number(getattr(self, name)))
         if not isinstance(self.enabled, bool):
             raise ConfigError(f"quarantine.enabled must be a bool, got {self.enabled!r}", field="quarantine.enabled")
-        if not (isinstance(self.level, (int, float)) and MIN_LEVEL <= self.level < 1.0):
-            raise ConfigError(
-                f"quarantine.level must be in [{MIN_LEVEL:g}, 1), got {self.level!r}", field="quarantine.level"
-            )
+        stored = _STORED.get()
+        least, level_rule = (0.0, "(0, 1)") if stored else (MIN_LEVEL, f"[{MIN_LEVEL:g}, 1)")
+        if not (isinstance(self.level, (int, float)) and least <= self.level < 1.0 and self.level > 0.0):
+            raise ConfigError(f"quarantine.level must be in {level_rule}, got {self.level!r}", field="quarantine.level")
         threshold_ok = isinstance(self.change_threshold, (int, float)) and math.isfinite(self.change_threshold)
         if not (threshold_ok and self.change_threshold > 1.0):
             raise ConfigError(
@@ -100,12 +104,14 @@ class QuarantineConfig:
                 field="quarantine.change_threshold",
             )
         spread_ok = isinstance(self.spread, (int, float)) and not isinstance(self.spread, bool)
-        if not (spread_ok and 0.0 <= self.spread <= MAX_SPREAD):
+        most = math.inf if stored else MAX_SPREAD
+        if not (spread_ok and math.isfinite(self.spread) and 0.0 <= self.spread <= most):
             raise ConfigError(
                 f"quarantine.spread must be in [0, {MAX_SPREAD:,.0f}], got {self.spread!r}", field="quarantine.spread"
             )
         clip_ok = isinstance(self.clip, (int, float)) and not isinstance(self.clip, bool)
-        if self.clip is not None and not (clip_ok and 0.0 < self.clip <= MAX_CLIP):
+        most = math.inf if stored else MAX_CLIP
+        if self.clip is not None and not (clip_ok and math.isfinite(self.clip) and 0.0 < self.clip <= most):
             raise ConfigError(
                 f"quarantine.clip must be in (0, {MAX_CLIP:,.0f}] (or null), got {self.clip!r}", field="quarantine.clip"
             )
@@ -136,14 +142,18 @@ class QuarantineConfig:
         """A stored setting; one written before ``spread`` and ``clip`` existed had the plain sign test with
         shares 1 / (j (j + 1)), and one written before ``control`` existed the family-wise rule (``fwer``)."""
         clip = data.get("clip")
-        return cls(
-            bool(data["enabled"]),
-            float(data["level"]),
-            float(data["change_threshold"]),
-            float(data.get("spread", 0.0)),
-            None if clip is None else float(clip),
-            ErrorControl(data.get("control", ErrorControl.FWER)),
-        )
+        token = _STORED.set(True)  # the bounds on new settings do not refuse one stored before them
+        try:
+            return cls(
+                bool(data["enabled"]),
+                float(data["level"]),
+                float(data["change_threshold"]),
+                float(data.get("spread", 0.0)),
+                None if clip is None else float(clip),
+                ErrorControl(data.get("control", ErrorControl.FWER)),
+            )
+        finally:
+            _STORED.reset(token)
 
 
 def threshold(slot: int, level: float, spread: float = 0.0, discoveries: int = 0) -> float:

@@ -636,3 +636,24 @@ def test_a_release_the_log_cannot_record_is_refused_before_the_quarantine_ends()
     assert engine.quarantined == ("bad",) and engine.gate.log.length == entries
     assert engine.release("bad", "reviewed").kind == LogKind.RELEASE
     assert engine.verify().ok
+
+
+def test_a_setting_stored_before_the_bounds_on_new_ones_still_reads_back_and_corrects():
+    """A level below 1e-12, or a spread or clip above 1,000,000, was accepted before those bounds: a state or a
+    log entry that holds one reads back (and a correction replays it); only a new setting is refused."""
+    values = {f"e{i}": 0.0 for i in range(4)}
+    engine = _engine(values, QuarantineConfig(enabled=True, level=0.05))
+    _drive(engine, values, 6, np.random.default_rng(3))
+    engine.change_settings({"quarantine": {"level": 0.01}})
+    _drive(engine, values, 2, np.random.default_rng(4), start=6)
+    old = {"enabled": True, "level": 1e-13, "change_threshold": 1000.0, "spread": 2e6, "clip": 5e6, "control": "fdr"}
+    text = engine.to_json()
+    for now in (0.01, 0.05):  # the configuration and the settings entries of the log, as an older release wrote them
+        text = text.replace(f'"level":{now}', '"level":1e-13')
+    text = text.replace('"spread":30.0', '"spread":2000000.0').replace('"clip":1.0', '"clip":5000000.0')
+    restored = MemTrial.from_json(text)
+    assert restored.config.quarantine == QuarantineConfig.from_dict(old)
+    restored.correct("d3", reason="a mis-graded answer", utilities=[0.1] * len(restored.history.get("d3").plan.masks))
+    with pytest.raises(ConfigError) as error:
+        QuarantineConfig(**old)
+    assert error.value.field == "quarantine.level"
