@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from memtrial.engine.checkpoints import Checkpoint
@@ -149,8 +149,14 @@ class SqlHistory:
             self.last_score_row = row
 
     def append_contributions(
-        self, decision_id: str, contributions: Mapping[ExperienceId, float], centred: Mapping[ExperienceId, float]
+        self,
+        decision_id: str,
+        contributions: Mapping[ExperienceId, float],
+        centred: Mapping[ExperienceId, float],
+        after: int | None = None,
     ) -> None:
+        """The decision's contribution rows; ``after``: number them from there on (SQLite, whose row numbers
+        would otherwise reuse those of rows just deleted)."""
         row = self._row(decision_id)
         assert row is not None, "a settled decision has a row"
         self.session.add_all(
@@ -161,8 +167,9 @@ class SqlHistory:
                 decision_time=row.decision_time,
                 contribution=float(value),
                 centred=float(centred[experience_id]),
+                **({} if after is None else {"seq": after + 1 + position}),
             )
-            for experience_id, value in contributions.items()
+            for position, (experience_id, value) in enumerate(contributions.items())
         )
 
     def log_entries(self) -> Iterator[LogEntry]:
@@ -195,12 +202,18 @@ class SqlHistory:
         row = self._row(entry.decision_id)
         assert row is not None and entry.settlement is not None, "a corrected decision has a settled row"
         row.engine_settlement = canonical_json(entry.settlement.to_dict(mixtures=False))
+        # the rewritten rows are numbered after every row there is, as a settlement's are: what read the rows up
+        # to a number (a refit) sees that they changed. PostgreSQL's sequence never goes back; SQLite would give
+        # the numbers of the rows deleted here again when they were the last, so there they are set
+        after = None
+        if self.session.get_bind().dialect.name == "sqlite":
+            after = self.session.scalar(select(func.max(Contribution.seq))) or 0
         self.session.execute(
             delete(Contribution).where(
                 Contribution.agent_id == self.agent.id, Contribution.decision_id == entry.decision_id
             )
         )
-        self.append_contributions(entry.decision_id, contributions, centred)
+        self.append_contributions(entry.decision_id, contributions, centred, after)
 
     def rescore(self, scores: Mapping[str, float | None]) -> None:
         """The scores a correction's replay changed, in each decision's stored settlement and in its answer

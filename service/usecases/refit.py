@@ -127,7 +127,8 @@ def latest_posterior(session: Any, agent_id: str, live: Collection[str]) -> dict
     and a mean learnt since never sits beside an interval of the past."""
     job = session.scalars(
         select(RefitJob)
-        .where(RefitJob.agent_id == agent_id, RefitJob.status == "done")
+        # a refit from before jobs recorded what they read cannot be checked: never shown
+        .where(RefitJob.agent_id == agent_id, RefitJob.status == "done", RefitJob.through_seq.is_not(None))
         .order_by(RefitJob.through_seq.desc(), RefitJob.created_at.desc(), RefitJob.id.desc())
     ).first()
     if job is None or job.through_seq is None:

@@ -240,6 +240,11 @@ def test_refit_runs_in_the_background_and_values_then_show_intervals(client, age
     values = client.values(agent["id"])["values"]
     assert set(again["posterior"]) <= set(values), (set(again["posterior"]) - set(values), deleted)
     assert all(values[e]["interval"] == "full_bayes" for e in again["posterior"])
+    # a correction of the last settlement rewrites the rows the refit read last: the refit no longer shows
+    last = client.list_decisions(agent["id"], status="settled")["items"][-1]["decision_id"]
+    returns = {"SPY": [0.03, 0.002], "TLT": [0.001, -0.001], "GLD": [0.0, 0.0], "BIL": [0.0001, 0.0001]}
+    client.correct(agent["id"], last, reason="a bad price feed", returns=returns)
+    assert all(v["interval"] in ("empirical_bayes", None) for v in client.values(agent["id"])["values"].values())
 
 
 @pytest.mark.slow  # starts a Dask cluster with a worker process
