@@ -205,6 +205,8 @@ export class Attempts {
   readonly headers: Record<string, string>;
   attempt = 0;
   #inProgressLeft: number;
+  /** Whether the caller gave the key: then even the first attempt may find it in progress (a call sent again). */
+  readonly #ownKey: boolean;
 
   constructor(
     readonly call: Call,
@@ -215,6 +217,7 @@ export class Attempts {
   ) {
     this.headers = call.creates ? { "Idempotency-Key": call.idempotencyKey ?? makeKey() } : {};
     this.#inProgressLeft = inProgressWaitMs;
+    this.#ownKey = call.creates && call.idempotencyKey !== undefined;
   }
 
   waitAfter(outcome: Outcome): number | null {
@@ -250,7 +253,8 @@ export class Attempts {
   }
 
   #inProgress(outcome: Outcome): boolean {
-    if (!this.call.creates || this.attempt === 0 || this.#inProgressLeft <= 0) return false;
+    // a key of the client's own is in progress only for a retry; the caller's, from the first attempt (sent again)
+    if (!this.call.creates || (this.attempt === 0 && !this.#ownKey) || this.#inProgressLeft <= 0) return false;
     if (!("response" in outcome) || outcome.response.status !== 409) return false;
     try {
       return (JSON.parse(outcome.text) as { error?: { code?: string } }).error?.code === "idempotency_in_progress";
@@ -412,9 +416,8 @@ function numberOption(value: unknown, name: string, fallback: number, valid: (va
   return value;
 }
 
-/** The service's address as the client prefixes paths with, or a TypeError: an http(s) URL with a host and no query or
- * fragment, whose path (if any: a proxy may serve the service under one) is not the API's own `/v1`, which every
- * path already starts with. */
+/** The service's address as the client prefixes paths with, or a TypeError: an http(s) URL with a host, and no query,
+ * fragment or credentials; a path (a proxy may serve the service under one) is kept. */
 function baseUrlOf(value: unknown): string {
   const refuse = (why: string) => new TypeError(`baseUrl must be ${why}, got ${JSON.stringify(value)}`);
   if (typeof value !== "string" || !/^https?:\/\//i.test(value)) throw refuse("an http(s) URL");
@@ -426,11 +429,9 @@ function baseUrlOf(value: unknown): string {
   }
   if (url.hostname === "") throw refuse("an http(s) URL with a host");
   if (url.search !== "" || url.hash !== "" || /[?#]/.test(value)) throw refuse("the service's address, without a query or a fragment");
-  const base = value.replace(/\/+$/, "");
-  if (/\/v1$/i.test(new URL(base).pathname)) {
-    throw refuse(`the service's address without the API's /v1 (every path starts with it): ${JSON.stringify(base.slice(0, -3))}`);
-  }
-  return base;
+  // fetch refuses a URL holding credentials (every call would fail): the key goes in apiKey
+  if (url.username !== "" || url.password !== "") throw refuse("the service's address without a user or password (give the key as apiKey)");
+  return value.replace(/\/+$/, "");
 }
 
 /** The client's own methods; every operation of the table is added to its prototype (see {@link MemtrialClient}). */

@@ -78,6 +78,10 @@ test("a retry that finds its own first attempt in progress waits for it, up to i
   assert.equal(retried.waitAfter(lost), 250);
   assert.deepEqual([busy, busy, busy].map((o) => retried.waitAfter(o)), [1000, 1000, 500]);
   assert.equal(retried.waitAfter(busy), null, "waited inProgressWaitMs in all");
+  // a call sent again with the caller's own key may find its first sending still running: it waits from the start
+  const resent = new Attempts({ ...create, idempotencyKey: "agent-fund-1" }, 1, 2000, 2500);
+  assert.deepEqual(resent.headers, { "Idempotency-Key": "agent-fund-1" });
+  assert.deepEqual([busy, busy, busy, busy].map((o) => resent.waitAfter(o)), [1000, 1000, 500, null]);
 });
 
 test("a row fills its path with encoded ids, then takes the body, then the query", () => {

@@ -86,20 +86,20 @@ describe("options", () => {
 });
 
 describe("requests fetch cannot build", () => {
-  test("baseUrl must be the service's address: a host, no query or fragment, not the API's /v1", () => {
+  test("baseUrl must be the service's address: a host, no query, fragment or credentials", () => {
     const cases = [
       ["http://", "an http(s) URL"],
       ["ftp://host", "an http(s) URL"],
       ["http://127.0.0.1:8000?x=1", "the service's address, without a query or a fragment"],
       ["http://127.0.0.1:8000#top", "the service's address, without a query or a fragment"],
-      ["http://127.0.0.1:8000/v1", 'the service\'s address without the API\'s /v1 (every path starts with it): "http://127.0.0.1:8000"'],
-      ["http://127.0.0.1:8000/v1/", 'the service\'s address without the API\'s /v1 (every path starts with it): "http://127.0.0.1:8000"'],
+      ["http://user:secret@127.0.0.1:8000", "the service's address without a user or password (give the key as apiKey)"],
     ];
     for (const [baseUrl, rule] of cases) {
       assert.throws(() => new MemtrialClient({ baseUrl }), { name: "TypeError", message: `baseUrl must be ${rule}, got ${JSON.stringify(baseUrl)}` }, baseUrl);
     }
-    // a proxy may serve the service under a path of its own
+    // a proxy may serve the service under a path of its own (one that maps /api/v1/... to the service's /v1/... too)
     assert.equal(new MemtrialClient({ baseUrl: "https://example.org/memtrial/" }).baseUrl, "https://example.org/memtrial");
+    assert.equal(new MemtrialClient({ baseUrl: "http://[::1]:8000" }).baseUrl, "http://[::1]:8000");
   });
 
   test("a header value fetch cannot send, or a GET with a body, is a TypeError and nothing is sent or retried", async () => {
