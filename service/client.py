@@ -134,7 +134,9 @@ class _Attempts:
         self.call, self.retries, self.max_wait, self.attempt = call, retries, max_wait, 0
         self.in_progress_left = in_progress_wait
         # the call's own key (``idempotency_key=``), else one made for its retries
-        key = call.headers.get("Idempotency-Key") or (str(uuid.uuid4()) if call.creates and retries else None)
+        own = call.headers.get("Idempotency-Key")
+        self.own_key = own is not None  # then even the first attempt may find it in progress (a call sent again)
+        key = own or (str(uuid.uuid4()) if call.creates and retries else None)
         self.headers = {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
 
     def wait_after(self, outcome: httpx.Response | httpx.TransportError) -> float | None:
@@ -168,8 +170,10 @@ class _Attempts:
         return wait
 
     def _in_progress(self, outcome: httpx.Response | httpx.TransportError) -> bool:
-        if "Idempotency-Key" not in self.headers or self.attempt == 0 or self.in_progress_left <= 0:
-            return False  # only a retry of ours can find its own key in progress
+        if "Idempotency-Key" not in self.headers or self.in_progress_left <= 0:
+            return False
+        if self.attempt == 0 and not self.own_key:
+            return False  # only a retry can find a key the client made in progress; the caller's, from the start
         if isinstance(outcome, httpx.TransportError) or outcome.status_code != 409:
             return False
         try:

@@ -315,7 +315,10 @@ def test_a_creating_call_takes_a_key_of_its_own_and_its_errors_carry_the_key_it_
         busy = {"error": {"code": "idempotency_in_progress", "message": "still running", "field": "Idempotency-Key"}}
         return httpx.Response(409, json=busy, headers={"retry-after": "30"})
 
-    client = MemtrialClient(http=httpx.Client(base_url="http://peer", transport=httpx.MockTransport(peer)), retries=0)
+    transport = httpx.MockTransport(peer)
+    client = MemtrialClient(
+        http=httpx.Client(base_url="http://peer", transport=transport), retries=0, in_progress_wait=0
+    )
     with pytest.raises(ServiceError) as refused:
         client.create_agent("fund", "balanced", UNIVERSE, idempotency_key="agent-fund-1")
     assert seen == ["agent-fund-1"] and refused.value.idempotency_key == "agent-fund-1"
@@ -335,3 +338,19 @@ def test_a_creating_call_takes_a_key_of_its_own_and_its_errors_carry_the_key_it_
     assert len(seen) == sent  # refused before anything was sent
     assert "idempotency_key" not in inspect.signature(client.update_agent).parameters  # a change, not a creation
     assert "idempotency_key" in inspect.signature(client.start_refit).parameters
+
+
+def test_a_call_sent_again_with_its_own_key_waits_for_its_first_sending_still_in_progress():
+    from service.client import _Attempts
+    from service.operations import Call
+
+    busy = httpx.Response(
+        409, json={"error": {"code": "idempotency_in_progress", "message": "m"}}, headers={"retry-after": "1"}
+    )
+    resent = _Attempts(
+        Call("POST", "/v1/agents", creates=True, headers={"Idempotency-Key": "agent-fund-1"}), 0, 2.0, 2.5
+    )
+    assert resent.headers["Idempotency-Key"] == "agent-fund-1"
+    assert [resent.wait_after(busy) for _ in range(4)] == [1.0, 1.0, 0.5, None]
+    made = _Attempts(Call("POST", "/v1/agents", creates=True), 1, 2.0, 2.5)  # the client's own key: someone else's
+    assert made.wait_after(busy) is None
