@@ -177,7 +177,10 @@ async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse
     message = str(error.detail)
     # the router's own answers name the request, so a client whose base address holds a path (`.../v1`) sees why
     if error.status_code == 404 and message == "Not Found":
-        message = f"no route {request.method} {request.url.path} on this service (its paths: /openapi.json)"
+        message = (
+            f"nothing at {request.method} {request.url.path} on this service (its API: /docs and /openapi.json; "
+            "an agent's dashboard: /dashboard/{agent_id})"
+        )
     elif error.status_code == 405 and message == "Method Not Allowed":
         message = f"{request.url.path} does not take {request.method} (its methods: /openapi.json)"
     return JSONResponse(

@@ -174,10 +174,13 @@ def test_a_path_or_method_the_service_lacks_is_named_in_the_refusal(http, client
     missing = http.get("/v1/v1/agents", headers=headers)
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "not_found"
-    assert missing.json()["error"]["message"] == "no route GET /v1/v1/agents on this service (its paths: /openapi.json)"
+    assert missing.json()["error"]["message"] == (
+        "nothing at GET /v1/v1/agents on this service (its API: /docs and /openapi.json; "
+        "an agent's dashboard: /dashboard/{agent_id})"
+    )
     wrong = http.put("/v1/agents", headers=headers, json={})
     assert wrong.status_code == 405
     assert wrong.json()["error"]["message"] == "/v1/agents does not take PUT (its methods: /openapi.json)"
     # a missing agent keeps its own words
     unknown = http.get("/v1/agents/no-such-agent", headers=headers)
-    assert unknown.status_code == 404 and "no route" not in unknown.json()["error"]["message"]
+    assert unknown.status_code == 404 and "nothing at" not in unknown.json()["error"]["message"]
