@@ -40,8 +40,10 @@ def database_identity(database_url: str) -> str:
     backend = url.get_backend_name()
     if backend == "sqlite":  # in memory: each process its own
         return url.render_as_string(hide_password=False)
-    socket_host = url.query.get("host")  # a Unix socket's folder, given as an option
-    host = (url.host or (socket_host if isinstance(socket_host, str) else "") or "").lower()
+    given = url.query.get("host")  # a Unix socket's folder, or several hosts, given as options
+    given = ",".join(sorted(given)) if isinstance(given, tuple) else given
+    host = url.host or given or ""
+    host = host if host.startswith("/") else host.lower()  # a folder's name keeps its case
     host = "localhost" if host in _LOCAL_HOSTS else host
     return f"{backend}://{host}:{url.port or _DEFAULT_PORTS.get(backend, '')}/{url.database or ''}"
 

@@ -152,6 +152,10 @@ def test_replicas_share_one_counter_however_their_database_url_is_spelt(tmp_path
         "postgresql://db.example/fleet",
     ]
     assert len({shared_rate_limit_file(url) for url in [alike[0], *others]}) == 4
+    several = "postgresql://postgres@/fleet?host=db1.example&host=db2.example"  # several hosts: not this machine's
+    assert shared_rate_limit_file(several) != shared_rate_limit_file(alike[0])
+    sockets = ["postgresql://postgres@/fleet?host=/run/PG", "postgresql://postgres@/fleet?host=/run/pg"]
+    assert len({shared_rate_limit_file(url) for url in sockets}) == 2  # a folder's name keeps its case
     monkeypatch.chdir(tmp_path)
     (tmp_path / "here").mkdir()
     assert shared_rate_limit_file("sqlite:///memtrial.db") == shared_rate_limit_file(
