@@ -43,6 +43,7 @@ __all__ = [
     "import_extra",
     "install_command",
     "install_hint",
+    "running_python",
     "parse_choice",
 ]
 
@@ -111,8 +112,22 @@ def install_command(extra: str | None = None) -> str:
 
 
 def install_hint(extra: str | None = None) -> str:
-    """How to add an extra, in words: :func:`install_command` run in the checkout."""
-    return f"{install_command(extra)} in the memtrial checkout"
+    """How to add an extra, in words: :func:`install_command` run in the checkout by the interpreter that runs
+    memtrial (``.venv/bin/python -m pip ...``): a bare ``pip`` may be another environment's, and the hint
+    would then install into it and leave this one as it was."""
+    return f"{running_python()} -m {install_command(extra)} in the memtrial checkout"
+
+
+def running_python() -> str:
+    """The interpreter that runs memtrial, as a shell would take it: relative to the working folder when it lies
+    inside it (``.venv/bin/python``), else its full path."""
+    import os
+    import shlex
+    import sys
+
+    executable = sys.executable or "python3"
+    inside = os.path.relpath(executable) if os.path.isabs(executable) else executable
+    return shlex.quote(executable if inside.startswith("..") else inside)
 
 
 class MissingExtraError(MemtrialError, ImportError):

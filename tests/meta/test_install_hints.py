@@ -9,7 +9,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from memtrial.errors import install_command, install_hint
+from memtrial.errors import install_command, install_hint, running_python
 
 ROOT = Path(__file__).resolve().parents[2]
 #: recorded output of past benchmark runs: what a command said then, not a hint anyone follows
@@ -52,9 +52,23 @@ def bad_install_lines(text: str) -> list[str]:
 def test_install_command_is_editable_in_compat_mode():
     assert install_command() == "pip install -e . --config-settings editable_mode=compat"
     assert install_command("mem0") == "pip install -e '.[mem0]' --config-settings editable_mode=compat"
-    assert (
-        install_hint("mcp") == "pip install -e '.[mcp]' --config-settings editable_mode=compat in the memtrial checkout"
+    # the hint names the interpreter that runs memtrial: a bare pip may be another environment's
+    assert install_hint("mcp") == (
+        f"{running_python()} -m pip install -e '.[mcp]' --config-settings editable_mode=compat in the memtrial checkout"
     )
+    assert running_python().endswith("python") or "python" in running_python()
+
+
+def test_the_hint_names_this_environment_s_interpreter_relative_to_the_working_folder(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "venv dir" / "bin" / "python"))
+    monkeypatch.chdir(tmp_path)
+    assert running_python() == "'venv dir/bin/python'"  # quoted: a shell takes it as one word
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert running_python() == f"'{tmp_path}/venv dir/bin/python'"
 
 
 def test_install_line_check_tells_compat_from_plain_installs():

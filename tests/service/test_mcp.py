@@ -319,7 +319,7 @@ def test_the_mcp_command_without_the_sdk_says_so_in_one_line(tmp_path):
     )
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
-        "error: memtrial mcp needs mcp, which is not installed: pip install -e '.[mcp]' --config-settings editable_mode=compat in the memtrial checkout"
+        f"error: memtrial mcp needs mcp, which is not installed: {install_hint('mcp')}"
     ]
 
 
