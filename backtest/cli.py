@@ -632,8 +632,15 @@ def data_check() -> None:
             missing += 1
             typer.echo(f"missing  {relative:36s} looked in: {', '.join(str(p) for p in places)}  ({users})")
     if missing:
+        folder = os.environ.get("MEMTRIAL_DATA")
+        where = (
+            "set MEMTRIAL_DATA to a folder that holds them"
+            if not folder
+            else f"MEMTRIAL_DATA ({folder}) does not hold them (the places looked in are above)"
+        )
         typer.echo(
-            f"{missing} input{'s' if missing > 1 else ''} missing: set MEMTRIAL_DATA to a folder that holds them (InvestorBench's files are not shipped)."
+            f"{missing} input{'s' if missing > 1 else ''} missing: {where}. InvestorBench's files are not shipped: "
+            "the guide to backtests says where they come from and where they go."
         )
     if damaged:
         typer.echo(

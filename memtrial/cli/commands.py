@@ -23,20 +23,30 @@ __all__ = ["LAZY_COMMANDS", "app"]
 #: name -> (module, attribute, help, extra). The attribute is a Typer app or a command function;
 #: the extra is what ``install_hint(extra)`` adds when the module's dependencies are missing.
 LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
-    "backtest": ("backtest.cli", "app", "Offline backtests on PlantedMem and real-data benchmarks.", "backtest"),
+    "backtest": (
+        "backtest.cli",
+        "app",
+        "Offline backtests on PlantedMem and real-data benchmarks (the [backtest] extra).",
+        "backtest",
+    ),
     "data": (
         "backtest.cli",
         "data_app",
-        "Benchmark data: what is present and where each input is looked for.",
+        "Benchmark data: what is present and where each input is looked for (the [backtest] extra).",
         "backtest",
     ),
     "serve": ("service.cli", "serve", "Run the REST service (migrates the database first).", "service"),
     "tenants": ("service.cli", "tenants", "Manage tenants and their API keys.", "service"),
-    "mcp": ("service.mcp", "mcp", "Serve the agent loop as MCP tools over stdio or streamable HTTP.", "mcp"),
+    "mcp": (
+        "service.mcp",
+        "mcp",
+        "Serve the agent loop as MCP tools over stdio or streamable HTTP (the [mcp] extra).",
+        "mcp",
+    ),
     "docs": (
         "service.site",
         "docs",
-        "Serve the documentation site locally, offline (or build it: --build DIR).",
+        "Serve the documentation site locally, offline (or build it: --build DIR; the [docs] extra).",
         "docs",
     ),
 }

@@ -152,6 +152,18 @@ def test_packaged_prices_are_used_when_the_data_folder_lacks_them(tmp_path, monk
     assert locate("prices/etf_daily_close.csv.gz") == packaged() / "prices" / "etf_daily_close.csv.gz"
 
 
+def test_data_check_says_whether_the_data_folder_is_set_and_where_investorbench_comes_from(tmp_path, monkeypatch):
+    monkeypatch.delenv("MEMTRIAL_DATA", raising=False)
+    unset = " ".join(CliRunner().invoke(app, ["data", "check"]).output.split())
+    assert "missing: set MEMTRIAL_DATA to a folder that holds them" in unset
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("MEMTRIAL_DATA", str(tmp_path / "empty"))
+    checked = CliRunner().invoke(app, ["data", "check"])
+    said = " ".join(checked.output.split())
+    assert checked.exit_code == 1 and f"MEMTRIAL_DATA ({tmp_path / 'empty'}) does not hold them" in said, said
+    assert "set MEMTRIAL_DATA to" not in said and "the guide to backtests says where they come from" in said
+
+
 def test_unknown_regime_is_rejected(tmp_path):
     result = CliRunner().invoke(app, ["backtest", "plantedmem", "--regimes", "beta_0.9", "--out", str(tmp_path)])
     assert result.exit_code == 2
