@@ -126,11 +126,17 @@ def demo(
     decisions: int = typer.Option(120, min=13, help="Number of monthly decisions."),
     beta: float = typer.Option(0.5, min=0.0, max=1.0, help="How strongly experiences steer the drafts, in [0, 1]."),
     seed: int = typer.Option(0, min=0, help="Seed of the synthetic world (an integer >= 0)."),
-    gate: str = typer.Option("anytime", help="Trust gate: prequential, anytime or none."),
+    gate: str = typer.Option(
+        "dial",
+        help="How memory is trusted: dial (the default configuration: the trust dial, with quarantine), "
+        "or the paper's binary gate under a test: anytime, prequential or none.",
+    ),
 ) -> None:
     """Run the method on a small synthetic world and show what it learned."""
-    if gate not in ("prequential", "anytime", "none"):
-        raise typer.BadParameter(f"must be one of prequential, anytime or none, got {gate!r}", param_hint="'--gate'")
+    if gate not in ("dial", "prequential", "anytime", "none"):
+        raise typer.BadParameter(
+            f"must be one of dial, prequential, anytime or none, got {gate!r}", param_hint="'--gate'"
+        )
     from rich.console import Console
     from rich.table import Table
 
@@ -144,14 +150,22 @@ def demo(
     except MemtrialError as error:
         raise _fail(error) from None
     console = Console()
-    summary = Table(title=f"{result.n_decisions} decisions, beta = {beta}, {gate} gate")
+    how = "the trust dial" if gate == "dial" else f"the {gate} gate"
+    summary = Table(title=f"{result.n_decisions} decisions, beta = {beta}, {how}")
     summary.add_column("policy")
     summary.add_column("mean utility (pp)", justify="right")
     summary.add_row("memtrial", f"{result.memtrial_pp:.3f}")
     summary.add_row("equal weight", f"{result.equal_weight_pp:.3f}")
     summary.add_row("draft mean", f"{result.draft_mean_pp:.3f}")
     console.print(summary)
-    console.print(f"gate open on {result.open_rate:.0%} of decisions")
+    if result.mean_trust_weight is not None and result.full_trust_rate is not None:
+        console.print(
+            f"trust dial: mean weight on memory {result.mean_trust_weight:.2f}, "
+            f"full trust on {result.full_trust_rate:.0%} of decisions"
+        )
+        console.print(f"quarantined: {', '.join(result.quarantined) or 'none'}")
+    else:
+        console.print(f"gate open on {result.open_rate:.0%} of decisions")
     names = {1: "useful", 0: "neutral", -1: "misleading"}
     values = Table(title="learned values")
     values.add_column("experience")

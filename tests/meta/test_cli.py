@@ -22,12 +22,39 @@ def test_demo_runs_a_small_world_and_reports_values():
     assert "memtrial" in result.output and "equal weight" in result.output
     assert "learned values" in result.output
     assert "chain intact" in result.output
+    # the default configuration, as a new agent gets it: the trust dial, with quarantine
+    said, gated = (
+        " ".join(result.output.split()),
+        invoke(["demo", "--decisions", "24", "--seed", "1", "--gate", "anytime"]),
+    )
+    assert "the trust dial" in said and "mean weight on memory" in said and "quarantined:" in said
+    assert (
+        gated.exit_code == 0 and "gate open on" in gated.output and "the anytime gate" in " ".join(gated.output.split())
+    )
+
+
+def test_the_demo_runs_the_default_configuration_and_keeps_quarantined_experiences_out():
+    from memtrial.cli.demo import run_demo
+    from memtrial.engine.config import EngineConfig
+
+    result = run_demo(120, 0.5, 0)
+    assert result.engine.config == EngineConfig(gamma=5.0)
+    assert result.mean_trust_weight is not None and 0.0 <= result.mean_trust_weight <= 1.0
+    assert set(result.quarantined) <= {e for e, kind in result.types.items() if kind < 0}  # only misleading ones
+    entries = list(result.engine.history.log_entries())
+    for experience_id in result.quarantined:  # nothing in quarantine was retrieved after it went there
+        at = next(e.index for e in entries if e.kind == "quarantine" and e.payload["experience_id"] == experience_id)
+        later = [e for e in entries if e.index > at and e.kind == "prediction"]
+        assert later and all(experience_id not in e.payload["predictions"] for e in later)
 
 
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--gate", "magic"], "Invalid value for '--gate': must be one of prequential, anytime or none, got 'magic'"),
+        (
+            ["--gate", "magic"],
+            "Invalid value for '--gate': must be one of dial, prequential, anytime or none, got 'magic'",
+        ),
         (["--seed", "-1"], "Invalid value for '--seed'"),  # NumPy's own ValueError and a traceback before
     ],
 )
