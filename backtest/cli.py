@@ -25,8 +25,14 @@ from backtest.methods.registry import (
 )
 from backtest.plantedmem import ALL_REGIMES, CURATION_REGIMES, REGIMES
 
-app = typer.Typer(help="Offline backtests on PlantedMem and the real-data benchmarks.", no_args_is_help=True)
-data_app = typer.Typer(help="Benchmark data: what is present and where each input is looked for.", no_args_is_help=True)
+app = typer.Typer(
+    help="Offline backtests on PlantedMem and the real-data benchmarks.", no_args_is_help=True, add_completion=False
+)
+data_app = typer.Typer(
+    help="Benchmark data: what is present and where each input is looked for.",
+    no_args_is_help=True,
+    add_completion=False,
+)
 
 INVESTOR_CHOICES = ("aggressive", "balanced", "conservative")
 REGIME_HELP = (

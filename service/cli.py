@@ -167,7 +167,7 @@ def _run(uvicorn: Any, host: str, port: int, workers: int, settings: Any) -> Non
     )
 
 
-tenants = typer.Typer(help="Manage tenants and their API keys.", no_args_is_help=True)
+tenants = typer.Typer(help="Manage tenants and their API keys.", no_args_is_help=True, add_completion=False)
 
 
 @tenants.callback()

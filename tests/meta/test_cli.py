@@ -241,3 +241,9 @@ def test_docs_build_refuses_a_folder_it_would_empty_and_reads_a_relative_one_whe
     monkeypatch.chdir(tmp_path)
     assert CliRunner().invoke(app, ["docs", "--build", "relsite"]).exit_code == 0
     assert built[0][built[0].index("--site-dir") + 1] == str(tmp_path / "relsite")
+
+
+@pytest.mark.parametrize("command", [[], ["tenants"], ["backtest"], ["data"]])
+def test_no_command_offers_shell_completion_the_top_level_leaves_out(command):
+    result = invoke([*command, "--help"])
+    assert result.exit_code == 0 and "--install-completion" not in result.output, result.output
