@@ -30,7 +30,7 @@ from __future__ import annotations
 import contextvars
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -106,15 +106,13 @@ class QuarantineConfig:
         spread_ok = isinstance(self.spread, (int, float)) and not isinstance(self.spread, bool)
         most = math.inf if stored else MAX_SPREAD
         if not (spread_ok and math.isfinite(self.spread) and 0.0 <= self.spread <= most):
-            raise ConfigError(
-                f"quarantine.spread must be in [0, {MAX_SPREAD:,.0f}], got {self.spread!r}", field="quarantine.spread"
-            )
+            rule = "finite and >= 0" if stored else f"in [0, {MAX_SPREAD:,.0f}]"
+            raise ConfigError(f"quarantine.spread must be {rule}, got {self.spread!r}", field="quarantine.spread")
         clip_ok = isinstance(self.clip, (int, float)) and not isinstance(self.clip, bool)
         most = math.inf if stored else MAX_CLIP
         if self.clip is not None and not (clip_ok and math.isfinite(self.clip) and 0.0 < self.clip <= most):
-            raise ConfigError(
-                f"quarantine.clip must be in (0, {MAX_CLIP:,.0f}] (or null), got {self.clip!r}", field="quarantine.clip"
-            )
+            rule = "finite and > 0" if stored else f"in (0, {MAX_CLIP:,.0f}]"
+            raise ConfigError(f"quarantine.clip must be {rule} (or null), got {self.clip!r}", field="quarantine.clip")
         for name in ("level", "change_threshold", "spread", "clip"):  # as a stored state reads them back
             value = getattr(self, name)
             if value is not None:
@@ -136,6 +134,16 @@ class QuarantineConfig:
             "clip": self.clip,
             "control": self.control.value,
         }
+
+    def changed(self, changes: Mapping[str, Any]) -> QuarantineConfig:
+        """This setting with the fields ``changes`` gives: those are checked as a new setting's, the others kept
+        as they are (a setting stored before the bounds on new ones can still be turned off, say)."""
+        QuarantineConfig(**dict(changes))  # the fields given, as a new setting's (the others at their defaults)
+        token = _STORED.set(True)
+        try:
+            return replace(self, **changes)
+        finally:
+            _STORED.reset(token)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuarantineConfig:

@@ -55,7 +55,7 @@ def _quarantine(current: QuarantineConfig, value: Any) -> QuarantineConfig:
             f"quarantine.{unknown[0]} is not a quarantine setting ({', '.join(current.to_dict())})",
             field=f"quarantine.{unknown[0]}",
         )
-    return replace(current, **value)
+    return current.changed(value)
 
 
 def _logged(value: Any) -> Any:

@@ -657,3 +657,9 @@ def test_a_setting_stored_before_the_bounds_on_new_ones_still_reads_back_and_cor
     with pytest.raises(ConfigError) as error:
         QuarantineConfig(**old)
     assert error.value.field == "quarantine.level"
+    # its owner may change another field (turn it off, say) without restating the level; a new level is checked
+    with pytest.raises(ConfigError) as error:
+        restored.change_settings({"quarantine": {"level": 1e-14}})
+    assert error.value.field == "quarantine.level"
+    restored.change_settings({"quarantine": {"enabled": False}})
+    assert not restored.config.quarantine.enabled and restored.config.quarantine.level == 1e-13
