@@ -119,15 +119,17 @@ def install_hint(extra: str | None = None) -> str:
 
 
 def running_python() -> str:
-    """The interpreter that runs memtrial, as a shell would take it: relative to the working folder when it lies
-    inside it (``.venv/bin/python``), else its full path."""
+    """The interpreter that runs memtrial, as a shell in the checkout would take it: relative to the checkout
+    when it lies inside it (``.venv/bin/python``), else its full path (symbolic links kept: a virtual
+    environment's interpreter is a link to the system's)."""
     import os
     import shlex
     import sys
+    from pathlib import Path
 
-    executable = sys.executable or "python3"
-    inside = os.path.relpath(executable) if os.path.isabs(executable) else executable
-    return shlex.quote(executable if inside.startswith("..") else inside)
+    executable = os.path.abspath(sys.executable) if sys.executable else "python3"
+    checkout = str(Path(__file__).resolve().parents[1]) + os.sep  # memtrial/errors.py: the checkout's memtrial/
+    return shlex.quote(executable[len(checkout) :] if executable.startswith(checkout) else executable)
 
 
 class MissingExtraError(MemtrialError, ImportError):

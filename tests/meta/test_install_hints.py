@@ -59,15 +59,17 @@ def test_install_command_is_editable_in_compat_mode():
     assert running_python().endswith("python") or "python" in running_python()
 
 
-def test_the_hint_names_this_environment_s_interpreter_relative_to_the_working_folder(tmp_path, monkeypatch):
+def test_the_hint_names_this_environment_s_interpreter_as_seen_from_the_checkout(tmp_path, monkeypatch):
+    """The hint says to run it in the checkout: an interpreter inside the checkout is named from there (wherever the
+    command ran), one outside by its full path, quoted where a shell would split it."""
     import sys
+    from pathlib import Path
 
+    checkout = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)  # the command ran elsewhere
+    monkeypatch.setattr(sys, "executable", str(checkout / ".venv" / "bin" / "python"))
+    assert running_python() == ".venv/bin/python"
     monkeypatch.setattr(sys, "executable", str(tmp_path / "venv dir" / "bin" / "python"))
-    monkeypatch.chdir(tmp_path)
-    assert running_python() == "'venv dir/bin/python'"  # quoted: a shell takes it as one word
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    monkeypatch.chdir(elsewhere)
     assert running_python() == f"'{tmp_path}/venv dir/bin/python'"
 
 
