@@ -136,7 +136,8 @@ class _Attempts:
         # the call's own key (``idempotency_key=``), else one made for its retries
         own = call.headers.get("Idempotency-Key")
         self.own_key = own is not None  # then even the first attempt may find it in progress (a call sent again)
-        key = own or (str(uuid.uuid4()) if call.creates and retries else None)
+        # every creating call carries a key, retries or not: its error hands it back, to send the call again with
+        key = own or (str(uuid.uuid4()) if call.creates else None)
         self.headers = {**call.headers, "Idempotency-Key": key} if key is not None else dict(call.headers)
 
     def wait_after(self, outcome: httpx.Response | httpx.TransportError) -> float | None:
