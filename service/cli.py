@@ -26,8 +26,9 @@ _DEFAULT_PORTS = {"postgresql": 5432, "mysql": 3306, "mariadb": 3306}
 
 def database_identity(database_url: str) -> str:
     """One name for one database, however its URL spells it: a SQLite file by its real path; a server's
-    database by backend (without the driver), host (this machine's names as one), port (its default where
-    none is given) and name, without the user, the password or the options."""
+    database by backend (without the driver), host (this machine's names as one; a ``host`` option names a
+    socket folder or several hosts), port (its default where none is given) and name (PostgreSQL's default: the
+    user's), without the user, the password or the other options."""
     from sqlalchemy.engine import make_url
 
     from service.jobs import sendable_url
@@ -45,7 +46,9 @@ def database_identity(database_url: str) -> str:
     host = url.host or given or ""
     host = host if host.startswith("/") else host.lower()  # a folder's name keeps its case
     host = "localhost" if host in _LOCAL_HOSTS else host
-    return f"{backend}://{host}:{url.port or _DEFAULT_PORTS.get(backend, '')}/{url.database or ''}"
+    # PostgreSQL's database defaults to the user's name
+    database = url.database or (url.username if backend == "postgresql" else None) or ""
+    return f"{backend}://{host}:{url.port or _DEFAULT_PORTS.get(backend, '')}/{database}"
 
 
 def shared_rate_limit_file(database_url: str) -> str:

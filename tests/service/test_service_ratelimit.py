@@ -152,6 +152,8 @@ def test_replicas_share_one_counter_however_their_database_url_is_spelt(tmp_path
         "postgresql://db.example/fleet",
     ]
     assert len({shared_rate_limit_file(url) for url in [alike[0], *others]}) == 4
+    users = {shared_rate_limit_file(f"postgresql://{user}@localhost") for user in ("alice", "bob")}
+    assert len(users) == 2  # no database named: each user's own, PostgreSQL's default
     several = "postgresql://postgres@/fleet?host=db1.example&host=db2.example"  # several hosts: not this machine's
     assert shared_rate_limit_file(several) != shared_rate_limit_file(alike[0])
     sockets = ["postgresql://postgres@/fleet?host=/run/PG", "postgresql://postgres@/fleet?host=/run/pg"]
