@@ -576,6 +576,23 @@ def http_app(url: str, api_key: str, token: str, host: str = "127.0.0.1", port: 
     return BearerGuard(build_server(url, api_key, host, port).streamable_http_app(), token)
 
 
+def service_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be the memtrial service's address (None: it can, as far as its form tells): an http(s)
+    URL with a host, and no query or fragment (the tools' paths are added to it)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (a port that is no number raises here)
+    except ValueError as error:
+        return f"must be an http(s) URL such as http://127.0.0.1:8000 ({error})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return "must be an http(s) URL with a host, such as http://127.0.0.1:8000"
+    if parts.query or parts.fragment:
+        return "must be the service's address, without a query or a fragment"
+    return None
+
+
 def mcp(
     transport: str = typer.Option("stdio", help="stdio (started by an MCP client) or http (streamable HTTP at /mcp)."),
     url: str = typer.Option(
@@ -602,6 +619,9 @@ def mcp(
         raise typer.Exit(code=2)
     if transport not in ("stdio", "http"):
         typer.echo(f"error: transport must be 'stdio' or 'http', got {transport!r}", err=True)
+        raise typer.Exit(code=2)
+    if (problem := service_url_problem(url)) is not None:  # before a host's first tool call finds it
+        typer.echo(f"error: --url (or MEMTRIAL_URL) {problem}, got {url!r}", err=True)
         raise typer.Exit(code=2)
     if transport == "stdio":
         build_server(url, key, host, port).run("stdio")

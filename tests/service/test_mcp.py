@@ -303,6 +303,25 @@ def test_the_mcp_command_needs_an_api_key():
     assert result.returncode == 2 and "an API key is needed" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        ("127.0.0.1:8000", "must be an http(s) URL with a host"),
+        ("ftp://host", "must be an http(s) URL with a host"),
+        ("http://", "must be an http(s) URL with a host"),
+        ("http://host:port", "must be an http(s) URL such as http://127.0.0.1:8000"),
+        ("http://127.0.0.1:8000/?x=1", "without a query or a fragment"),
+    ],
+)
+def test_the_mcp_command_refuses_a_service_url_of_the_wrong_form_before_serving(url, said):
+    from typer.testing import CliRunner
+
+    from memtrial.cli.console import app
+
+    result = CliRunner().invoke(app, ["mcp", "--url", url, "--api-key", "mt_x"])
+    assert result.exit_code == 2 and said in result.output and repr(url) in result.output, result.output
+
+
 def test_the_mcp_command_without_the_sdk_says_so_in_one_line(tmp_path):
     import subprocess
 
