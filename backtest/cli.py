@@ -218,10 +218,10 @@ def plantedmem(
     if frontier:
         method_ids = _with_frontier(method_ids, METHOD_IDS)
     seed_list = parse_seeds(seeds)
-    _check_out(out)
     _load_or_exit(lambda: market_for(synthetic_market))
     data: dict[str, Any] = {}  # the files the run reads (none on the synthetic market), named in results.json
     _load_or_exit(lambda: data.update(provenance(() if synthetic_market else PLANTEDMEM_INPUTS)))
+    _check_out(out)  # once the data are there: a run refused for its data leaves no folder behind
     specs = [
         WorldSpec(r, i, s, synthetic_market, method_ids, learner, draft_budget=draft_budget)
         for i in investors
@@ -378,10 +378,10 @@ def _run_real(
     if drafter != "analogical" and cache is None:
         cache = out / "draft_cache.sqlite"
     _check_cache(cache, offline)  # before the output folder is made: a refusal leaves nothing behind
-    _check_out(out)
     _load_or_exit(lambda: load_setting(env))
     data: dict[str, Any] = {}
     _load_or_exit(lambda: data.update(provenance(REAL_INPUTS[env])))
+    _check_out(out)  # once the data are there: a run refused for its data leaves no folder behind
     with contextlib.ExitStack() as stack:
         if drafter == "smollm2":
             from backtest.local_llm import MODEL_NAME, LocalModelServer

@@ -88,6 +88,10 @@ def test_missing_price_data_is_reported_with_every_place_looked(tmp_path, monkey
     assert "benchmark data file prices/etf_daily_close.csv.gz is missing: looked in" in output
     for folder in ("nowhere", "not-packaged"):
         assert str(tmp_path / folder / "prices" / "etf_daily_close.csv.gz") in output
+    assert not (tmp_path / "x").exists()  # a run refused for its data leaves no output folder behind
+    # so does a real-data run whose files are missing
+    refused = CliRunner().invoke(app, ["backtest", "investorbench", "--seeds", "0", "--out", str(tmp_path / "ib")])
+    assert refused.exit_code == 2 and not (tmp_path / "ib").exists(), refused.output
 
 
 def _damaged(raw: bytes, damage: str) -> bytes:
