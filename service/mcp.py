@@ -34,7 +34,7 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import typer
@@ -82,10 +82,12 @@ def _interval(value: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True)
 class Service:
-    """The memtrial service the tools call, and the API key they call it with."""
+    """The memtrial service the tools call, the API key they call it with, and the decisions this server is
+    drafting through its host's model now (a second call for one of them is refused before it samples)."""
 
     url: str
     api_key: str
+    drafting: set[tuple[str, str]] = field(default_factory=set, compare=False)
 
     def client(self) -> AsyncMemtrialClient:
         return AsyncMemtrialClient(self.url, self.api_key)
@@ -438,14 +440,25 @@ async def draft_with_host_model(
             "this MCP host does not offer sampling: call draft_prompt for each subset and send each prompt "
             "to a separate model call, then submit_drafts"
         )
-    status = (await _call(service, "get_decision", agent_id, decision_id))["status"]
-    if status != "planned":  # its drafts are in (or it was withdrawn): drafting again would pay for nothing
+    drafting = (agent_id, decision_id)
+    if drafting in service.drafting:  # both would pay for every subset's calls, and one would be refused
         raise ValueError(
-            f"decision_id: decision {decision_id!r} is {status}, not waiting for drafts: nothing was drafted"
+            f"decision_id: decision {decision_id!r} is being drafted by another draft_with_host_model call: "
+            "nothing was drafted"
         )
-    system, prompts, parse, _ = await _subset_prompts(service, agent_id, decision_id)
-    sampled = await asyncio.gather(*(_sampled_draft(ctx, system, prompt, parse, max_retries) for prompt in prompts))
-    decision = await _call(service, "submit_drafts", agent_id, decision_id, [draft for draft, _ in sampled])
+    service.drafting.add(drafting)
+    try:
+        status = (await _call(service, "get_decision", agent_id, decision_id))["status"]
+        if status != "planned":  # its drafts are in (or it was withdrawn): drafting again would pay for nothing
+            raise ValueError(
+                f"decision_id: decision {decision_id!r} is {status}, not waiting for drafts: nothing was drafted"
+            )
+        system, prompts, parse, _ = await _subset_prompts(service, agent_id, decision_id)
+        drafts = (_sampled_draft(ctx, system, prompt, parse, max_retries) for prompt in prompts)
+        sampled = await asyncio.gather(*drafts)
+        decision = await _call(service, "submit_drafts", agent_id, decision_id, [draft for draft, _ in sampled])
+    finally:
+        service.drafting.discard(drafting)
     keys = ("decision_id", "action", "chosen", "weights", "played", "explanation", "dial", "draft_calls")
     # model_calls: every sampling request sent, the retries of malformed answers included
     return {**{key: decision.get(key) for key in keys}, "model_calls": sum(calls for _, calls in sampled)}

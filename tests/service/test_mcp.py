@@ -504,3 +504,25 @@ def test_settle_and_correct_outcome_pass_on_the_services_warnings(service):
     settled, corrected = asyncio.run(main())
     for answer in (settled, corrected):
         assert [w["field"] for w in answer["warnings"]] == ["returns.SPY"]
+
+
+def test_a_second_host_model_drafting_of_one_decision_is_refused_before_it_samples():
+    """Two draft_with_host_model calls for one decision would each pay for every subset's model calls, and the
+    service would then refuse one of them: this server refuses the second before it samples anything."""
+    from types import SimpleNamespace
+
+    from service.mcp import Service, draft_with_host_model
+
+    sampled = []
+    ctx = SimpleNamespace(
+        session=SimpleNamespace(client_params=SimpleNamespace(capabilities=SimpleNamespace(sampling=object()))),
+        sample=lambda *_: sampled.append(1),
+    )
+    service = Service("http://127.0.0.1:9", "mt_x")  # nothing listens there: any call to it fails
+    service.drafting.add(("a", "d"))  # a first call drafting decision d now
+    with pytest.raises(ValueError, match="decision 'd' is being drafted by another draft_with_host_model call"):
+        asyncio.run(draft_with_host_model(service, "a", "d", ctx))
+    assert sampled == [] and service.drafting == {("a", "d")}  # the first call's mark is its own
+    with pytest.raises(Exception):  # noqa: B017 (the service is unreachable: whatever the client raises)
+        asyncio.run(draft_with_host_model(service, "a", "other", ctx))
+    assert service.drafting == {("a", "d")}  # a call that failed lets go of its decision
