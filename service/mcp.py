@@ -444,7 +444,8 @@ async def draft_with_host_model(
     if drafting in service.drafting:  # both would pay for every subset's calls, and one would be refused
         raise ValueError(
             f"decision_id: decision {decision_id!r} is being drafted by another draft_with_host_model call: "
-            "nothing was drafted"
+            "nothing was drafted (if that call never ends, a host that never answers its sampling, draft each "
+            "subset with draft_prompt and submit_drafts)"
         )
     service.drafting.add(drafting)
     try:
@@ -594,6 +595,8 @@ def service_url_problem(url: str) -> str | None:
     URL with a host, and no query or fragment (the tools' paths are added to it)."""
     from urllib.parse import urlsplit
 
+    if url != url.strip():  # urlsplit would take it, the client would not
+        return "must not begin or end with white space"
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 (a port that is no number raises here)

@@ -311,6 +311,7 @@ def test_the_mcp_command_needs_an_api_key():
         ("http://", "must be an http(s) URL with a host"),
         ("http://host:port", "must be an http(s) URL such as http://127.0.0.1:8000"),
         ("http://127.0.0.1:8000/?x=1", "without a query or a fragment"),
+        (" http://127.0.0.1:8000", "must not begin or end with white space"),
     ],
 )
 def test_the_mcp_command_refuses_a_service_url_of_the_wrong_form_before_serving(url, said):
@@ -514,9 +515,15 @@ def test_a_second_host_model_drafting_of_one_decision_is_refused_before_it_sampl
     from service.mcp import Service, draft_with_host_model
 
     sampled = []
+
+    async def create_message(*_, **__):  # the host's model, as the tool samples it
+        sampled.append(1)
+
     ctx = SimpleNamespace(
-        session=SimpleNamespace(client_params=SimpleNamespace(capabilities=SimpleNamespace(sampling=object()))),
-        sample=lambda *_: sampled.append(1),
+        session=SimpleNamespace(
+            client_params=SimpleNamespace(capabilities=SimpleNamespace(sampling=object())),
+            create_message=create_message,
+        )
     )
     service = Service("http://127.0.0.1:9", "mt_x")  # nothing listens there: any call to it fails
     service.drafting.add(("a", "d"))  # a first call drafting decision d now
