@@ -243,10 +243,7 @@ describe("answers", () => {
       assert.match(error.message, /^GET \/v1\/agents\/broken: the service answered 200 with malformed JSON \(.+\): "\{\\"id\\": \\"a\\",\"$/);
       return true;
     });
-  });
-
-  test("an empty success other than a 204 is a MemtrialError, not a null typed as the answer", async () => {
-    const client = new MemtrialClient({ baseUrl: peer.url });
+    // nor is an empty success other than a 204 a null typed as the answer
     await assert.rejects(client.getAgent("empty"), (error) => {
       assert.ok(error instanceof MemtrialError, String(error));
       assert.deepEqual([error.status, error.code], [200, "not_json"]);
