@@ -6,8 +6,10 @@ Each converts to and from plain JSON-ready dicts with exact round trips
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -18,6 +20,26 @@ from numpy.typing import NDArray
 from memtrial.errors import InputError, StateError
 from memtrial.numeric.plain import plain_number
 from memtrial.trust.gate import TrustDecision
+
+#: set while an existing engine's settings are read back or changed: the rules on new settings (k = 1 under a
+#: half fraction, gamma's bound, the quarantine's bounds) do not refuse a state or a log entry made before them
+_EXISTING: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_existing_settings", default=False)
+
+
+@contextlib.contextmanager
+def existing_settings() -> Iterator[None]:
+    """Settings made inside are an existing engine's (read back, or with a setting changed)."""
+    token = _EXISTING.set(True)
+    try:
+        yield
+    finally:
+        _EXISTING.reset(token)
+
+
+def reading_existing() -> bool:
+    """Whether the settings being made are an existing engine's (:func:`existing_settings`)."""
+    return _EXISTING.get()
+
 
 __all__ = [
     "Action",

@@ -27,7 +27,6 @@ until now) is a change: the test restarts (a new j) and ``changed_at`` records t
 
 from __future__ import annotations
 
-import contextvars
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -36,7 +35,7 @@ from typing import Any
 
 from memtrial.errors import ConfigError, InputError, StateError
 from memtrial.numeric.plain import plain_number
-from memtrial.records import ExperienceId
+from memtrial.records import ExperienceId, existing_settings, reading_existing
 
 __all__ = [
     "BETS",
@@ -57,9 +56,6 @@ SPREAD = 30.0  # s of the tests' shares of the level (method 4.13; chosen on the
 MIN_LEVEL = 1e-12
 MAX_SPREAD = 1_000_000.0
 MAX_CLIP = 1_000_000.0
-#: set while a stored setting is read back (:meth:`QuarantineConfig.from_dict`): the bounds above are for new
-#: settings, and a setting stored before them (any level above 0, any finite spread or clip) still reads back
-_STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_quarantine", default=False)
 CLIP: float | None = 1.0  # the weighted sign's scale in mean absolute contributions (None: the plain sign test)
 
 
@@ -93,7 +89,7 @@ class QuarantineConfig:
             object.__setattr__(self, name, plain_number(getattr(self, name)))
         if not isinstance(self.enabled, bool):
             raise ConfigError(f"quarantine.enabled must be a bool, got {self.enabled!r}", field="quarantine.enabled")
-        stored = _STORED.get()
+        stored = reading_existing()  # a setting stored before the bounds above still reads back
         least, level_rule = (0.0, "(0, 1)") if stored else (MIN_LEVEL, f"[{MIN_LEVEL:g}, 1)")
         if not (isinstance(self.level, (int, float)) and least <= self.level < 1.0 and self.level > 0.0):
             raise ConfigError(f"quarantine.level must be in {level_rule}, got {self.level!r}", field="quarantine.level")
@@ -139,19 +135,15 @@ class QuarantineConfig:
         """This setting with the fields ``changes`` gives: those are checked as a new setting's, the others kept
         as they are (a setting stored before the bounds on new ones can still be turned off, say)."""
         QuarantineConfig(**dict(changes))  # the fields given, as a new setting's (the others at their defaults)
-        token = _STORED.set(True)
-        try:
+        with existing_settings():
             return replace(self, **changes)
-        finally:
-            _STORED.reset(token)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuarantineConfig:
         """A stored setting; one written before ``spread`` and ``clip`` existed had the plain sign test with
         shares 1 / (j (j + 1)), and one written before ``control`` existed the family-wise rule (``fwer``)."""
         clip = data.get("clip")
-        token = _STORED.set(True)  # the bounds on new settings do not refuse one stored before them
-        try:
+        with existing_settings():  # the bounds on new settings do not refuse one stored before them
             return cls(
                 bool(data["enabled"]),
                 float(data["level"]),
@@ -160,8 +152,6 @@ class QuarantineConfig:
                 None if clip is None else float(clip),
                 ErrorControl(data.get("control", ErrorControl.FWER)),
             )
-        finally:
-            _STORED.reset(token)
 
 
 def threshold(slot: int, level: float, spread: float = 0.0, discoveries: int = 0) -> float:

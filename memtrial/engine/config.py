@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from enum import StrEnum
 from types import MappingProxyType
@@ -20,6 +18,7 @@ from memtrial.credit.design import DesignKind
 from memtrial.curation import QuarantineConfig, RetrievalMode
 from memtrial.errors import ConfigError, parse_choice
 from memtrial.outcomes.mandates import INVESTORS, Investor
+from memtrial.records import existing_settings, reading_existing
 from memtrial.trust.gate import GateConfig, GateTest
 from memtrial.values import CreditBasis, LearnerMode
 
@@ -56,10 +55,6 @@ PAPER_RULE: Mapping[str, Any] = MappingProxyType(
 SCORED_DESIGN = DesignKind.HALF
 #: the largest risk aversion (the investors' are 2 to 10): beyond it utilities overflow
 MAX_GAMMA = 1e6
-#: set while an existing engine's configuration is read back or changed: the rules on new configurations
-#: (k = 1 under a half fraction, gamma's bound, n_components a whole number) do not refuse a state made
-#: before them; a plan it could never settle is refused instead (:meth:`memtrial.MemTrial.plan`)
-_STORED: contextvars.ContextVar[bool] = contextvars.ContextVar("memtrial_stored_config", default=False)
 
 
 def _real(value: object) -> TypeGuard[float]:
@@ -67,14 +62,10 @@ def _real(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
 
 
-@contextlib.contextmanager
-def existing_engine() -> Iterator[None]:
-    """Configurations made inside are an existing engine's (read back, or with a setting changed)."""
-    token = _STORED.set(True)
-    try:
-        yield
-    finally:
-        _STORED.reset(token)
+#: configurations made inside are an existing engine's (read back, or with a setting changed): the rules on new
+#: configurations do not refuse a state made before them; a plan it could never settle is refused instead
+#: (:meth:`memtrial.MemTrial.plan`)
+existing_engine = existing_settings
 
 
 #: the gate a configuration that names none starts from (its bets: the budget's at a budget)
@@ -158,7 +149,7 @@ class EngineConfig:
             )
         if (
             self.n_components is not None
-            and not _STORED.get()
+            and not reading_existing()
             and (
                 isinstance(self.n_components, bool)
                 or not isinstance(self.n_components, int | np.integer)
@@ -183,7 +174,7 @@ class EngineConfig:
         )
         for name, kind in choices:
             object.__setattr__(self, name, parse_choice(kind, getattr(self, name), name))
-        if self.k == 1 and self.design in (DesignKind.HALF, DesignKind.FOLD) and not _STORED.get():
+        if self.k == 1 and self.design in (DesignKind.HALF, DesignKind.FOLD) and not reading_existing():
             # a half fraction of one factor is one run: the experience is never both in and out of a run,
             # so no settlement could credit it (each decision retrieving it would be left unsettleable)
             raise ConfigError(
@@ -213,7 +204,7 @@ class EngineConfig:
                 raise ConfigError("give gamma or an investor (whose gamma is used)", field="gamma")
             object.__setattr__(self, "gamma", self.investor.gamma)
         gamma = self.gamma
-        bound = math.inf if _STORED.get() else MAX_GAMMA  # a stored engine's gamma stands
+        bound = math.inf if reading_existing() else MAX_GAMMA  # a stored engine's gamma stands
         if not _real(gamma) or not (np.isfinite(gamma) and 0 <= gamma <= bound):
             # beyond it a plan's predicted utilities overflow (every later plan refused) or settle fails
             raise ConfigError(f"gamma must be a risk aversion in [0, {MAX_GAMMA:g}], got {self.gamma!r}", field="gamma")
