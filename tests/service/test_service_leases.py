@@ -143,10 +143,10 @@ def in_process(database_url, tmp_path):
 def test_a_lock_timeout_while_deciding_releases_the_key_at_once_and_fails_the_decision(in_process, database_url):
     gate = threading.Event()
     with FakeLLM(hold=gate) as llm:
-        # a lease far longer than the test: the retry can only run because the failure released the key
-        http, key = in_process(
-            llm, db_busy_timeout=0.5, db_statement_timeout=0.5, db_lock_timeout=0.25, idempotency_lease_seconds=600
-        )
+        # a lease far longer than the test: the retry can only run because the failure released the key. Only the
+        # lock waits are short: the statement timeout stays the default, as a tight one (with the idle-in-transaction
+        # limit it sets, four times longer) also cuts the retry's own statements on a loaded machine
+        http, key = in_process(llm, db_busy_timeout=0.5, db_lock_timeout=0.25, idempotency_lease_seconds=600)
         client = MemtrialClient(api_key=key, http=http)
         agent_id = stocked(client)
         first = InThread(lambda: post(http, key, agent_id, "lock-1"))
