@@ -80,13 +80,19 @@ def _interval(value: Any) -> dict[str, Any]:
     }
 
 
+#: Seconds an MCP host gets to answer one sampling request of draft_with_host_model (``--sampling-timeout``).
+SAMPLING_TIMEOUT_SECONDS = 300.0
+
+
 @dataclass(frozen=True, slots=True)
 class Service:
-    """The memtrial service the tools call, the API key they call it with, and the decisions this server is
-    drafting through its host's model now (a second call for one of them is refused before it samples)."""
+    """The memtrial service the tools call, the API key they call it with, how long the host gets to answer one
+    sampling request, and the decisions this server is drafting through its host's model now (a second call for
+    one of them is refused before it samples)."""
 
     url: str
     api_key: str
+    sampling_timeout: float = SAMPLING_TIMEOUT_SECONDS
     drafting: set[tuple[str, str]] = field(default_factory=set, compare=False)
 
     def client(self) -> AsyncMemtrialClient:
@@ -407,16 +413,21 @@ async def draft_prompt(service: Service, agent_id: str, decision_id: str, index:
     return {"index": index, "system": system, "prompt": prompts[index], "lessons": subsets[index].texts}
 
 
-async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_retries: int) -> tuple[Any, int]:
+async def _sampled_draft(
+    ctx: Any, system: str, prompt: str, parse: Any, max_retries: int, timeout: float
+) -> tuple[Any, int]:
     """One subset's draft by the host's model (MCP sampling), retried while its answer is malformed, with the
-    number of sampling requests it took."""
+    number of sampling requests it took; each request answered within ``timeout`` seconds (else TimeoutError)."""
+    import anyio
+
     types = import_extra("mcp.types", "mcp", "the MCP server")
     for attempt in range(max_retries + 1):
-        reply = await ctx.session.create_message(
-            messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
-            system_prompt=system,
-            max_tokens=800,
-        )
+        with anyio.fail_after(timeout):
+            reply = await ctx.session.create_message(
+                messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=prompt))],
+                system_prompt=system,
+                max_tokens=800,
+            )
         text = getattr(reply.content, "text", "")
         try:
             return parse(text), attempt + 1
@@ -424,6 +435,26 @@ async def _sampled_draft(ctx: Any, system: str, prompt: str, parse: Any, max_ret
             continue
     tries = max_retries + 1
     raise ValueError(f"the host model's answers were malformed {tries} time{'s' if tries > 1 else ''} in a row")
+
+
+async def _sample_all(
+    ctx: Any, system: str, prompts: list[str], parse: Any, max_retries: int, timeout: float, decision_id: str
+) -> list[tuple[Any, int]]:
+    """Every subset's draft by the host's model, sampled side by side. When one fails (malformed answers, or a
+    request left unanswered for ``timeout`` seconds) the others are cancelled: nothing of the call samples on
+    after it has failed."""
+    tasks = [asyncio.ensure_future(_sampled_draft(ctx, system, p, parse, max_retries, timeout)) for p in prompts]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except TimeoutError:
+        raise ValueError(
+            f"the host did not answer a sampling request within {timeout:g} s (memtrial mcp --sampling-timeout): "
+            f"nothing was submitted and decision {decision_id!r} stays planned; call draft_with_host_model again, "
+            "or draft each subset with draft_prompt and submit_drafts"
+        ) from None
+    finally:
+        for task in tasks:
+            task.cancel()
 
 
 async def draft_with_host_model(
@@ -444,8 +475,8 @@ async def draft_with_host_model(
     if drafting in service.drafting:  # both would pay for every subset's calls, and one would be refused
         raise ValueError(
             f"decision_id: decision {decision_id!r} is being drafted by another draft_with_host_model call: "
-            "nothing was drafted (if that call never ends, a host that never answers its sampling, draft each "
-            "subset with draft_prompt and submit_drafts)"
+            "nothing was drafted (that call ends at the latest when its host leaves a sampling request unanswered "
+            f"for {service.sampling_timeout:g} s, the server's --sampling-timeout)"
         )
     service.drafting.add(drafting)
     try:
@@ -455,8 +486,7 @@ async def draft_with_host_model(
                 f"decision_id: decision {decision_id!r} is {status}, not waiting for drafts: nothing was drafted"
             )
         system, prompts, parse, _ = await _subset_prompts(service, agent_id, decision_id)
-        drafts = (_sampled_draft(ctx, system, prompt, parse, max_retries) for prompt in prompts)
-        sampled = await asyncio.gather(*drafts)
+        sampled = await _sample_all(ctx, system, prompts, parse, max_retries, service.sampling_timeout, decision_id)
         decision = await _call(service, "submit_drafts", agent_id, decision_id, [draft for draft, _ in sampled])
     finally:
         service.drafting.discard(drafting)
@@ -527,7 +557,13 @@ def _bind(tool: ToolFunction, service: Service, context: Any = None) -> ToolFunc
     return bound
 
 
-def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 8765) -> Any:
+def build_server(
+    url: str,
+    api_key: str,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    sampling_timeout: float = SAMPLING_TIMEOUT_SECONDS,
+) -> Any:
     """The MCP server for one service and key (tools answer JSON objects)."""
     fastmcp = import_extra("mcp.server.fastmcp", "mcp", "the MCP server")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per HTTP call would drown the client's log
@@ -542,7 +578,7 @@ def build_server(url: str, api_key: str, host: str = "127.0.0.1", port: int = 87
         port=port,
         log_level="WARNING",
     )
-    service = Service(url, api_key)
+    service = Service(url, api_key, sampling_timeout)
     for tool in TOOLS:
         server.tool()(_bind(tool, service, fastmcp.Context))
     server.prompt()(_bind(draft_subset, service))
@@ -585,9 +621,16 @@ class BearerGuard:
         await self.app(scope, receive, send)
 
 
-def http_app(url: str, api_key: str, token: str, host: str = "127.0.0.1", port: int = 8765) -> Any:
+def http_app(
+    url: str,
+    api_key: str,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    sampling_timeout: float = SAMPLING_TIMEOUT_SECONDS,
+) -> Any:
     """The streamable-HTTP MCP application (at /mcp) behind its bearer token."""
-    return BearerGuard(build_server(url, api_key, host, port).streamable_http_app(), token)
+    return BearerGuard(build_server(url, api_key, host, port, sampling_timeout).streamable_http_app(), token)
 
 
 def service_url_problem(url: str) -> str | None:
@@ -620,6 +663,13 @@ def mcp(
     token: str | None = typer.Option(
         None, help="http transport: the bearer token clients must send (default: MEMTRIAL_MCP_TOKEN; required)."
     ),
+    sampling_timeout: float = typer.Option(
+        SAMPLING_TIMEOUT_SECONDS,
+        min=1.0,
+        max=3600.0,
+        help="Seconds the host gets to answer one sampling request of draft_with_host_model (then the call fails "
+        "and its decision stays planned).",
+    ),
 ) -> None:
     """Serve the agent loop as MCP tools over stdio or streamable HTTP (HTTP requires a bearer token)."""
     try:
@@ -640,7 +690,7 @@ def mcp(
         typer.echo(f"error: --url (or MEMTRIAL_URL) {problem}, got {url!r}", err=True)
         raise typer.Exit(code=2)
     if transport == "stdio":
-        build_server(url, key, host, port).run("stdio")
+        build_server(url, key, host, port, sampling_timeout).run("stdio")
         return
     secret = token or os.environ.get("MEMTRIAL_MCP_TOKEN")
     if not secret or len(secret) < MIN_TOKEN_LENGTH:
@@ -652,4 +702,4 @@ def mcp(
         raise typer.Exit(code=2)
     import uvicorn
 
-    uvicorn.run(http_app(url, key, secret, host, port), host=host, port=port, log_level="warning")
+    uvicorn.run(http_app(url, key, secret, host, port, sampling_timeout), host=host, port=port, log_level="warning")

@@ -533,3 +533,71 @@ def test_a_second_host_model_drafting_of_one_decision_is_refused_before_it_sampl
     with pytest.raises(Exception):  # noqa: B017 (the service is unreachable: whatever the client raises)
         asyncio.run(draft_with_host_model(service, "a", "other", ctx))
     assert service.drafting == {("a", "d")}  # a call that failed lets go of its decision
+
+
+def test_a_host_that_leaves_a_sampling_request_unanswered_fails_the_call_and_the_decision_waits(service):
+    """draft_with_host_model bounds each sampling request: a host that never answers one fails the call within
+    the server's --sampling-timeout (nothing submitted, the drafting mark let go); a call that fails on one
+    subset cancels its other requests; the decision, still planned, is drafted by the next call."""
+    from service.client import MemtrialClient
+
+    url, key = service
+    with MemtrialClient(url, key) as client:
+        _unanswered_then_answered(client, url, key)
+
+
+def _unanswered_then_answered(client, url, key):
+    from types import SimpleNamespace
+
+    from fake_llm import FakeLLM
+    from mcp import types
+
+    from service.mcp import Service, draft_with_host_model
+
+    agent = client.create_agent("unanswered", kind="scored", outcomes=OUTCOMES)
+    client.add_experiences(agent.id, [{"text": t} for t in ("Cuts helped.", "Tariffs hurt.", "Calm months.")])
+    when = "2024-02-01T12:00:00+00:00"
+    planned = client.create_decision(agent.id, when, when, "Will it rise?")
+    answered = []
+
+    def reply(text):
+        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=text), model="m")
+
+    async def answering(*, messages, **_):
+        answered.append(1)
+        form = messages[0].content.text.split("Answer with the JSON object ", 1)[1].split(". Return the JSON")[0]
+        return reply(FakeLLM.scored(form, bytes(range(32))))
+
+    async def never(**_):
+        await asyncio.Event().wait()
+
+    async def first_malformed(**request):
+        if not answered and not getattr(first_malformed, "done", False):
+            first_malformed.done = True
+            return reply("not a forecast")
+        await asyncio.sleep(0.3)  # the others would be answered after the call failed, were they not cancelled
+        return await answering(**request)
+
+    def host(create_message):
+        capabilities = SimpleNamespace(capabilities=SimpleNamespace(sampling=object()))
+        return SimpleNamespace(session=SimpleNamespace(client_params=capabilities, create_message=create_message))
+
+    async def fails(create_message, **options):
+        with pytest.raises(ValueError) as failed:
+            await draft_with_host_model(tool, agent.id, planned.decision_id, host(create_message), **options)
+        await asyncio.sleep(0.6)  # past the time the other requests would have been answered
+        return str(failed.value)
+
+    tool = Service(url, key, sampling_timeout=0.5)
+    assert asyncio.run(fails(never)) == (
+        "the host did not answer a sampling request within 0.5 s (memtrial mcp --sampling-timeout): nothing was "
+        f"submitted and decision {planned.decision_id!r} stays planned; call draft_with_host_model again, or draft "
+        "each subset with draft_prompt and submit_drafts"
+    )
+    assert tool.drafting == set()  # the failed call let go of its decision
+    said = asyncio.run(fails(first_malformed, max_retries=0))
+    assert said == "the host model's answers were malformed 1 time in a row" and answered == []  # others cancelled
+    assert client.get_decision(agent.id, planned.decision_id).status == "planned"
+    decided = asyncio.run(draft_with_host_model(tool, agent.id, planned.decision_id, host(answering)))
+    assert decided["model_calls"] == len(answered) == 8
+    assert client.get_decision(agent.id, planned.decision_id).status == "decided"
