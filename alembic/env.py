@@ -30,25 +30,37 @@ def run_offline() -> None:
 
 def run_online() -> None:
     engine = make_engine(_url())
-    with engine.connect() as connection:
-        if connection.dialect.name == "sqlite":
-            # a batch migration rebuilds a table (copy, drop, rename): with foreign keys on, dropping
-            # the old table would cascade-delete every child row; the pragma only works outside a transaction
-            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
-        context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=True)
-        with context.begin_transaction():
-            if connection.dialect.name == "postgresql":
-                # replicas started together migrate one after another: each waits (up to five minutes) for the
-                # lock the first holds until its migrations commit, then finds the schema at its revision (the
-                # wait alone is that long: the service's own lock and statement timeouts apply to the migrations)
-                connection.execute(text("SET LOCAL lock_timeout = '300s'"))
-                connection.execute(text("SET LOCAL statement_timeout = '300s'"))
-                connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-                # the migrations themselves wait for locks and run as long as the service's settings allow
-                connection.execute(text("RESET lock_timeout"))
-                connection.execute(text("RESET statement_timeout"))
-            context.run_migrations()
-    engine.dispose()
+    try:
+        with engine.connect() as connection:
+            sqlite = connection.dialect.name == "sqlite"
+            if sqlite:
+                driver = connection.connection.driver_connection
+                # a batch migration rebuilds a table (copy, drop, rename): with foreign keys on, dropping
+                # the old table would cascade-delete every child row; the pragma only works outside a transaction
+                driver.execute("PRAGMA foreign_keys=OFF")  # type: ignore[union-attr]
+            context.configure(
+                connection=connection,
+                target_metadata=target_metadata,
+                render_as_batch=True,
+                # one transaction around every step, DDL included, as on PostgreSQL (the engine begins each with
+                # BEGIN IMMEDIATE): a step that fails, a downgrade refused, undoes the steps before it; without this
+                # alembic commits each step of a SQLite database apart
+                transactional_ddl=True if sqlite else None,
+            )
+            with context.begin_transaction():
+                if connection.dialect.name == "postgresql":
+                    # replicas started together migrate one after another: each waits (up to five minutes) for the
+                    # lock the first holds until its migrations commit, then finds the schema at its revision (the
+                    # wait alone is that long: the service's own lock and statement timeouts apply to the migrations)
+                    connection.execute(text("SET LOCAL lock_timeout = '300s'"))
+                    connection.execute(text("SET LOCAL statement_timeout = '300s'"))
+                    connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+                    # the migrations themselves wait for locks and run as long as the service's settings allow
+                    connection.execute(text("RESET lock_timeout"))
+                    connection.execute(text("RESET statement_timeout"))
+                context.run_migrations()
+    finally:  # a migration that failed gives its connections back too
+        engine.dispose()
 
 
 if context.is_offline_mode():

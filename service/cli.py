@@ -195,6 +195,7 @@ def _migrate(url: str) -> None:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import SQLAlchemyError
 
+    from memtrial.errors import MemtrialError
     from service.migrations import upgrade
     from service.settings import database_url_problem
 
@@ -207,6 +208,12 @@ def _migrate(url: str) -> None:
         shown = make_url(url).render_as_string(hide_password=True)
         reason = str(getattr(error, "orig", None) or error).splitlines()[0]
         raise _fail(f"cannot open or migrate the database {shown}: {type(error).__name__}: {reason}") from None
+    except MemtrialError as error:  # a migration found a stored state it cannot convert: its steps were undone
+        shown = make_url(url).render_as_string(hide_password=True)
+        raise _fail(
+            f"cannot migrate the database {shown}: {type(error).__name__}: {error} "
+            "(the migration was undone: the schema stays at its revision)"
+        ) from None
 
 
 @contextlib.contextmanager

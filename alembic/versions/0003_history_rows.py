@@ -30,7 +30,11 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 agents = sa.table(
-    "agents", sa.column("id", sa.String), sa.column("state", sa.Text), sa.column("state_version", sa.Integer)
+    "agents",
+    sa.column("id", sa.String),
+    sa.column("state", sa.Text),
+    sa.column("state_version", sa.Integer),
+    sa.column("settings", sa.JSON),
 )
 decisions = sa.table(
     "decisions",
@@ -151,8 +155,57 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+#: What a version-1 state can hold: the release at revision 0002 reads only these configuration keys (another
+#: one stops it), these choices of each, and these log entries (a withdrawal is rebuilt as a pending registration).
+V1_CONFIG_KEYS = frozenset(
+    {"k", "design", "learner", "gate", "fallback", "investor", "gamma", "fee_bp", "n_components"}
+)
+V1_CHOICES = {
+    "design": ("half", "full"),
+    "learner": ("identity", "content", "auto"),
+    "fallback": ("ftrl", "ens", "ref", "uniform"),
+}
+V1_LOG_KINDS = frozenset({"prediction", "score", "withdrawal"})
+
+
+def _beyond_v1(connection: sa.Connection, agent_id: str, settings: Any, state: dict[str, Any]) -> list[str]:
+    """What of an agent the release at revision 0002 cannot hold (empty: its version-1 state is faithful)."""
+    beyond = []
+    if isinstance(settings, str):
+        settings = json.loads(settings)
+    if settings.get("kind", "portfolio") != "portfolio":
+        beyond.append(f"kind {settings['kind']!r}")
+    config = state["config"]
+    beyond += [f"{key} {config[key]!r}" for key in sorted(config) if key not in V1_CONFIG_KEYS | {"diagnostics"}]
+    beyond += [f"{key} {config[key]!r}" for key, known in V1_CHOICES.items() if config.get(key) not in known]
+    kinds = connection.execute(
+        sa.select(log_entries.c.kind).where(log_entries.c.agent_id == agent_id).distinct()
+    ).scalars()
+    beyond += [f"{kind!r} log entries" for kind in sorted(set(kinds) - V1_LOG_KINDS)]
+    return beyond
+
+
+def _check_v1(connection: sa.Connection) -> None:
+    """Refuse the downgrade, before it changes anything, when an agent uses what version 1 cannot hold: the
+    release at revision 0002 would stop on its state, or read it as another configuration."""
+    found = [
+        f"agent {agent_id} ({', '.join(beyond)})"
+        for agent_id, settings, state in connection.execute(sa.select(agents.c.id, agents.c.settings, agents.c.state))
+        if (beyond := _beyond_v1(connection, agent_id, settings, json.loads(state)))
+    ]
+    if found:
+        shown = "; ".join(found[:5]) + (f"; and {len(found) - 5} more" if len(found) > 5 else "")
+        raise RuntimeError(
+            f"cannot downgrade below revision 0003: {len(found)} agent{'s' if len(found) > 1 else ''} use"
+            f"{'' if len(found) > 1 else 's'} what the release at revision 0002 cannot hold, so it could not read "
+            f"{'their states' if len(found) > 1 else 'its state'} back: {shown}. Nothing was changed; delete those "
+            "agents (DELETE /v1/agents/{id}) to downgrade without them"
+        )
+
+
 def downgrade() -> None:
     connection = op.get_bind()
+    _check_v1(connection)
     for agent_id, state in connection.execute(sa.select(agents.c.id, agents.c.state)).all():
         connection.execute(
             sa.update(agents)

@@ -216,3 +216,58 @@ def test_replicas_started_together_on_an_empty_postgresql_database_all_migrate_i
             assert connection.execute(text("SELECT count(*) FROM agents")).scalar() == 0
     finally:
         engine.dispose()
+
+
+def test_a_downgrade_below_0003_of_agents_version_1_cannot_hold_is_refused_and_changes_nothing(database_url):
+    """The release at revision 0002 reads only its own configuration keys and choices: an agent with today's
+    defaults (the dial, the odd half, quarantine...) or a scored agent would not read back there (nor up again
+    here). The downgrade refuses before it changes anything; the database stays at this release's revision."""
+    from sqlalchemy import text
+    from support import UNIVERSE, make_tenant
+
+    from service.migrations import revisions
+
+    key = make_tenant(database_url, "downgrade")
+    with _client(database_url, key) as client:
+        portfolio = client.create_agent("today", "balanced", UNIVERSE)
+        scored = client.create_agent("forecasts", kind="scored", outcomes=["up", "down"], action="gate", design="half")
+        client.add_experiences(portfolio.id, [{"text": "Gold held up.", "external_id": "gold"}])
+    with pytest.raises(RuntimeError) as refused:
+        downgrade(database_url, "0002")
+    said = str(refused.value)
+    assert said.startswith("cannot downgrade below revision 0003: 2 agents use what the release at revision 0002")
+    assert f"agent {portfolio.id} (" in said and "action 'dial'" in said and "design 'fold'" in said
+    assert f"agent {scored.id} (kind 'scored'" in said and said.endswith("to downgrade without them")
+    engine = make_engine(database_url)
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == revisions()[-1]
+    engine.dispose()
+    with _client(database_url, key) as client:  # the later revisions' data (external ids: 0005) are still there
+        (kept,) = client.list_experiences(portfolio.id).items
+        assert kept.external_id == "gold" and client.verify(portfolio.id)["ok"]
+
+
+def test_serve_on_a_database_whose_migration_fails_on_a_stored_state_says_so_in_one_line(legacy_url, fixture):
+    """A migration that finds a stored state it cannot convert (here a version-1 state whose k no release
+    allowed) is undone whole, on SQLite as on PostgreSQL, and `memtrial serve` says why in one line (exit 2)."""
+    from sqlalchemy import text
+    from typer.testing import CliRunner
+
+    from memtrial.cli.commands import app
+
+    engine = make_engine(legacy_url)
+    with engine.begin() as connection:
+        agent_id, state = connection.execute(text("SELECT id, state FROM agents ORDER BY id")).first()
+        broken = json.loads(state)
+        broken["config"]["k"] = 99
+        connection.execute(
+            text("UPDATE agents SET state = :state WHERE id = :id"), {"state": json.dumps(broken), "id": agent_id}
+        )
+    result = CliRunner().invoke(app, ["serve", "--database-url", legacy_url, "--port", "1"])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: cannot migrate the database ") and "Traceback" not in result.output
+    assert "ConfigError: k must be" in result.output and result.output.rstrip().endswith("stays at its revision)")
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == fixture["revision"]
+        assert connection.execute(text("SELECT count(*) FROM agents")).scalar() == len(fixture["rows"]["agents"])
+    engine.dispose()
