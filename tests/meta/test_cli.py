@@ -110,6 +110,12 @@ def test_lazy_sub_command_runs_when_invoked(probe_package):
     assert "lazyprobe" in sys.modules
 
 
+def test_the_extra_a_sub_commands_help_names_is_shown_as_written(monkeypatch):
+    # Typer reads help as Rich markup: '[probe]' was taken for a tag and the help read "(the  extra)"
+    monkeypatch.setitem(commands.LAZY_COMMANDS, "needs", ("memtrial.errors", "app", "Needs [probe].", "probe"))
+    assert "Needs [probe]." in invoke(["--help"]).output
+
+
 def test_missing_sub_command_module_is_not_listed(monkeypatch):
     monkeypatch.setitem(commands.LAZY_COMMANDS, "ghost", ("no_such_module_here.cli", "app", "Ghost.", "ghost"))
     assert "Ghost." not in invoke(["--help"]).output
