@@ -329,7 +329,7 @@ class AgentCreate(Strict):
     drafter: DrafterSettings | None = None
     answer: AnswerSettings | None = Field(
         None,
-        description="scored agents drafting on the server: what each draft is (default: probabilities over outcomes, else free text)",
+        description="scored agents: what each draft is; server drafting asks the model for it, and drafts a client posts are held to it (a number's range, a choice's list, a text's length); default: probabilities over outcomes, else any JSON from a client and free text from the server",
     )
     action: Listed[ActionRule] = Field(
         default_setting("action"),
@@ -455,7 +455,7 @@ FIXED_AGENT_SETTINGS: dict[str, str] = {
     "investor": "it is the agent's mandate",
     "universe": "it is the agent's mandate",
     "outcomes": "every scored decision was settled over them",
-    "answer": "every scored decision was settled on it",
+    "answer": "every scored decision's drafts were held to it",
     "fee_bp": "every settled utility was computed with it",
 }
 

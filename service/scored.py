@@ -21,13 +21,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from memtrial.drafting.answers import AnswerKind, AnswerSpec, check_answer
+from memtrial.drafting.drafts import DraftError
 from memtrial.errors import MemtrialError
 from memtrial.outcomes.scoring import Rule, probability_vectors
 from memtrial.outcomes.scoring import score as score_drafts
 from memtrial.records import Decision as CoreDecision
 from service.errors import ApiError
 
-__all__ = ["chosen_draft", "rule_settlement", "scored_drafts"]
+__all__ = ["check_declared_answers", "chosen_draft", "rule_settlement", "scored_drafts"]
 
 
 def _number(value: Any) -> bool:
@@ -82,6 +84,23 @@ def scored_drafts(settings: Mapping[str, Any], drafts: Sequence[Any]) -> NDArray
     return None
 
 
+def check_declared_answers(settings: Mapping[str, Any], drafts: Sequence[Any]) -> None:
+    """A scored agent's drafts against the ``answer`` it declared (a number's range, a choice's list, a text's
+    length), as a model's replies are held to it: 422 naming the draft. An agent that declared none (or whose
+    drafts are forecasts over its outcomes, checked by :func:`scored_drafts`) takes any JSON."""
+    answer = settings.get("answer")
+    if not answer or settings.get("outcomes"):
+        return
+    spec = AnswerSpec.of_agent(None, answer)
+    for index, draft in enumerate(drafts):
+        try:
+            check_answer(draft, spec, f"drafts.{index}")
+        except DraftError as error:
+            raise ApiError(
+                422, "invalid", f"drafts.{index}: {error.message} (the agent's declared answer)", f"drafts.{index}"
+            ) from None
+
+
 def chosen_draft(settings: Mapping[str, Any], drafts: Sequence[Any], decision: CoreDecision) -> Any:
     """What the decision plays, in the drafts' own form: a draft as sent, or the blend."""
     if decision.played is not None:
@@ -104,6 +123,19 @@ def check_utilities(utilities: Sequence[float] | NDArray[np.float64], bound: flo
                 f"{where}: a utility of {value!r} is beyond the plausible +-{bound:g} (MEMTRIAL_MAX_ABS_UTILITY); check the grading",
                 where,
             )
+
+
+def _check_declared_outcome(settings: Mapping[str, Any], rule: Rule, outcome: Any) -> None:
+    """An exact outcome of an agent that declared a choice must be one of its choices: any other scores every
+    draft 0, which says nothing of its lessons (422 naming the outcome)."""
+    answer = settings.get("answer") or {}
+    if rule is Rule.EXACT and answer.get("type") == AnswerKind.CHOICE.value and outcome not in answer["choices"]:
+        raise ApiError(
+            422,
+            "invalid",
+            f"outcome: must be one of the agent's choices {list(answer['choices'])}, got {outcome!r}"[:300],
+            "outcome",
+        )
 
 
 def rule_settlement(
@@ -149,13 +181,15 @@ def rule_settlement(
                 "outcome",
             )
         return {"outcome": outcome, "rule": rule.value}
-    if rule is Rule.EXACT and settings.get("outcomes"):
+    if rule in (Rule.EXACT, Rule.ABS_ERROR) and settings.get("outcomes"):
+        what = "compares answers" if rule is Rule.EXACT else "scores numbers"
         raise ApiError(
             422,
             "invalid",
-            "rule: 'exact' compares answers; this agent's drafts are probability forecasts over its outcomes: settle them with 'brier' or 'log'",
+            f"rule: {rule.value!r} {what}; this agent's drafts are probability forecasts over its outcomes: settle them with 'brier' or 'log'",
             "rule",
         )
+    _check_declared_outcome(settings, rule, outcome)
     if rule is Rule.ABS_ERROR and not _number(outcome):
         raise ApiError(422, "invalid", f"outcome: rule 'abs_error' needs a number, got {outcome!r}", "outcome")
     if rule is Rule.ABS_ERROR and not _finite(outcome):

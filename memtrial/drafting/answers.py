@@ -22,7 +22,7 @@ from typing import Any
 from memtrial.drafting.drafts import DraftError, Lesson, quote, reply_json
 from memtrial.errors import ConfigError
 
-__all__ = ["ANSWER_SYSTEM_PROMPT", "AnswerKind", "AnswerSpec", "parse_answer", "render_answer_prompt"]
+__all__ = ["ANSWER_SYSTEM_PROMPT", "AnswerKind", "AnswerSpec", "check_answer", "parse_answer", "render_answer_prompt"]
 
 ANSWER_SYSTEM_PROMPT = (
     "You are a careful forecaster. Answer with one JSON object of the form the user message states, and nothing else. "
@@ -185,18 +185,26 @@ def parse_answer(content: str, spec: AnswerSpec) -> Any:
         return {o: float(forecast[o]) / total for o in spec.outcomes}
     if "answer" not in data:
         raise DraftError("the JSON object has no answer", field="draft")
-    answer = data["answer"]
+    return check_answer(data["answer"], spec)
+
+
+def check_answer(answer: Any, spec: AnswerSpec, field: str = "draft") -> Any:
+    """A number, choice or text answer as its spec declares it (:class:`DraftError` naming ``field`` says why
+    not): a number as a float, within its range; a choice, one of its list; a text, non-empty and at most
+    :data:`MAX_TEXT` characters. The same rules hold for a model's reply and for a draft a client sends."""
+    if spec.kind is AnswerKind.PROBABILITIES:
+        raise ValueError("a probability forecast is checked as a mapping of its outcomes, not as one answer")
     if spec.kind is AnswerKind.NUMBER:
         if not _finite(answer):
-            raise DraftError(f"the answer must be a finite number, got {answer!r}", field="draft")
+            raise DraftError(f"the answer must be a finite number, got {answer!r}"[:300], field=field)
         value = float(answer)
         if (spec.minimum is not None and value < spec.minimum) or (spec.maximum is not None and value > spec.maximum):
-            raise DraftError(f"the answer {value:g} is outside [{spec.minimum}, {spec.maximum}]", field="draft")
+            raise DraftError(f"the answer {value:g} is outside [{spec.minimum}, {spec.maximum}]", field=field)
         return value
     if not isinstance(answer, str) or not answer.strip():
-        raise DraftError(f"the answer must be a non-empty string, got {answer!r}", field="draft")
+        raise DraftError(f"the answer must be a non-empty string, got {answer!r}"[:300], field=field)
     if spec.kind is AnswerKind.CHOICE and answer not in spec.choices:
-        raise DraftError(f"the answer {answer!r} is not one of {list(spec.choices)}", field="draft")
+        raise DraftError(f"the answer {answer[:200]!r} is not one of {list(spec.choices)}", field=field)
     if len(answer) > MAX_TEXT:
-        raise DraftError(f"the answer is {len(answer)} characters long, more than {MAX_TEXT}", field="draft")
+        raise DraftError(f"the answer is {len(answer)} characters long, more than {MAX_TEXT}", field=field)
     return answer

@@ -47,7 +47,7 @@ from service.schemas import (
     PortfolioDrafts,
     check_portfolio_drafts,
 )
-from service.scored import chosen_draft, scored_drafts
+from service.scored import check_declared_answers, chosen_draft, scored_drafts
 from service.store import load_agent, owned_row, return_engine, save_engine
 from service.tracing import span
 from service.universe import Universe
@@ -123,6 +123,7 @@ def decide(
             )
         _check_count(row, drafts)
         if agent_kind(agent.settings) is DecisionKind.SCORED:
+            check_declared_answers(agent.settings, drafts)
             vectors = scored_drafts(agent.settings, drafts)
             if vectors is None:
                 _check_answers_again(row, drafts)

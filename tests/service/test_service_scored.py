@@ -265,6 +265,50 @@ def test_scored_drafts_and_settlements_are_checked_against_the_agent(client, age
     assert refused.value.status == 422 and refused.value.field.startswith("drafts")
 
 
+def test_drafts_and_outcomes_are_held_to_the_answer_the_agent_declared(client):
+    """A declared answer is what server drafting asks the model for and what a client's drafts must be too: a
+    number out of its range, a choice not in its list are refused naming the draft, and an exact outcome that is
+    none of the choices (it would score every draft 0) naming the outcome; nothing is written on a refusal."""
+    later = START + dt.timedelta(hours=1)
+    for answer, bad, message, good in (
+        (
+            {"type": "number", "minimum": 0, "maximum": 10},
+            50,
+            "the answer 50 is outside [0.0, 10.0]",
+            [3, 4, 5, 6, 7, 8, 9, 10],
+        ),
+        ({"type": "choice", "choices": ["A", "B"]}, "C", "the answer 'C' is not one of ['A', 'B']", ["A", "B"] * 4),
+        ({"type": "text"}, "", "the answer must be a non-empty string, got ''", ["x"] * 8),
+    ):
+        agent = client._request("POST", "/v1/agents", {"name": answer["type"], "kind": "scored", "answer": answer})
+        client.add_experiences(agent["id"], [{"text": text} for text in LESSONS[:4]])
+        plan = client.create_decision(agent["id"], START, later, "q")
+        n = len(plan["subsets"])
+        with pytest.raises(ServiceError) as refused:
+            client.submit_drafts(agent["id"], plan["decision_id"], [*good[: n - 1], bad])
+        assert (refused.value.status, refused.value.field) == (422, f"drafts.{n - 1}")
+        assert refused.value.message == f"drafts.{n - 1}: {message} (the agent's declared answer)"
+        assert client.get_decision(agent["id"], plan["decision_id"]).status == "planned"
+        client.submit_drafts(agent["id"], plan["decision_id"], good[:n])
+        if answer["type"] == "choice":
+            before = client.trust_log(agent["id"], limit=1000).model_dump()
+            with pytest.raises(ServiceError) as refused:
+                client.settle(agent["id"], plan["decision_id"], outcome="Z", rule="exact", settled_at=later)
+            assert (refused.value.status, refused.value.field) == (422, "outcome")
+            assert refused.value.message == "outcome: must be one of the agent's choices ['A', 'B'], got 'Z'"
+            assert client.trust_log(agent["id"], limit=1000).model_dump() == before
+            settled = client.settle(agent["id"], plan["decision_id"], outcome="B", rule="exact", settled_at=later)
+            assert settled["draft_utilities"] == score("exact", "B", answers=good[:n]).tolist()
+    forecasts = client._request("POST", "/v1/agents", {"name": "f", "kind": "scored", "outcomes": OUTCOMES})
+    client.add_experiences(forecasts["id"], [{"text": text} for text in LESSONS[:4]])
+    plan = client.create_decision(forecasts["id"], START, later, "q")
+    client.submit_drafts(forecasts["id"], plan["decision_id"], [{"up": 0.5, "flat": 0.3, "down": 0.2}] * 8)
+    with pytest.raises(ServiceError) as refused:  # the rule is what is wrong, not the drafts
+        client.settle(forecasts["id"], plan["decision_id"], outcome=1, rule="abs_error", settled_at=later)
+    assert (refused.value.status, refused.value.field) == (422, "rule")
+    assert refused.value.message.startswith("rule: 'abs_error' scores numbers; this agent's drafts are probability")
+
+
 def test_a_number_in_the_millions_settles_by_abs_error_when_every_miss_is_plausible(client):
     """The outcome's own size was bounded (MEMTRIAL_MAX_ABS_UTILITY bounds utilities): a count of 25 million
     could not be settled by rule although each draft missed it by at most 100. Each miss is what is bounded."""

@@ -491,7 +491,7 @@ export interface components {
              * @enum {string}
              */
             action?: "gate" | "dial";
-            /** @description scored agents drafting on the server: what each draft is (default: probabilities over outcomes, else free text) */
+            /** @description scored agents: what each draft is; server drafting asks the model for it, and drafts a client posts are held to it (a number's range, a choice's list, a text's length); default: probabilities over outcomes, else any JSON from a client and free text from the server */
             answer?: components["schemas"]["AnswerSettings"] | null;
             /**
              * Credit
