@@ -1092,6 +1092,7 @@ class MemTrial:
             noise=self.noise,
             credit=self.credit,
             checkpointed_at=self.checkpointed_at,
+            checkpoint_policy=self.checkpoint_policy,
             rederived=self.rederived,
             history=self.memory_history() if history else None,
             curation=None if self.curator is None else self.curator.to_dict(),
@@ -1138,6 +1139,7 @@ class MemTrial:
             engine.noise = state.noise
             engine.credit = state.credit
             engine.checkpointed_at = state.checkpointed_at
+            engine.checkpoint_policy = state.checkpoint_policy
             engine.rederived = {d: dict(v) for d, v in state.rederived.items()}
             if engine.curator is not None:
                 if state.curation is None:  # a truncated state: the quarantine would be lost silently

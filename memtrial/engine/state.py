@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from memtrial.action.budget import DraftCredit
 from memtrial.action.fallback import AnchoredMixture
 from memtrial.drafting.retrieval import check_embedding
+from memtrial.engine.checkpoints import CheckpointPolicy
 from memtrial.engine.config import EngineConfig
 from memtrial.engine.history import DetachedHistory, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost
@@ -69,6 +70,7 @@ class EngineState:
     rederived: Mapping[str, Mapping[str, Any]]
     history: History | None
     curation: Mapping[str, Any] | None = None  # the quarantine book (method 4.13), when quarantine is on
+    checkpoint_policy: CheckpointPolicy = CheckpointPolicy()  # how often checkpoints are written, how many kept
 
 
 def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, Any]:
@@ -102,6 +104,12 @@ def encode_state(state: EngineState, *, embeddings: bool = True) -> dict[str, An
             else {"budget": state.credit.to_dict()}
         ),
         "checkpointed_at": state.checkpointed_at,
+        # a policy set by hand travels with the state (the default's states stay as they were)
+        **(
+            {}
+            if state.checkpoint_policy == CheckpointPolicy()
+            else {"checkpoint_policy": {"every": state.checkpoint_policy.every, "kept": state.checkpoint_policy.kept}}
+        ),
         "rederived": {d: dict(v) for d, v in state.rederived.items()},
         "history": history.to_dict() if history is not None else None,
         **({} if state.curation is None else {"curation": dict(state.curation)}),
@@ -194,6 +202,7 @@ def decode_state(
             noise=NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0}),
             credit=DraftCredit.from_dict(data.get("budget")),
             checkpointed_at=int(data.get("checkpointed_at", 0)),
+            checkpoint_policy=CheckpointPolicy(**data.get("checkpoint_policy", {})),
             rederived={str(d): dict(v) for d, v in (data.get("rederived") or {}).items()},
             history=attached,
             curation=data.get("curation"),

@@ -118,13 +118,21 @@ def test_a_correction_while_plans_await_their_score_equals_settling_right_from_t
 
 def test_the_engine_keeps_the_newest_checkpoints_only_and_restores_them():
     engine = _engine(CheckpointPolicy(every=5, kept=3))
-    _run(engine, _world(40))
+    world = _world(40)
+    _run(engine, world)
     positions = [c.position for c in engine.history.checkpoints]
     assert len(positions) == 3 and positions == sorted(positions)
     assert positions[-1] == engine.checkpointed_at and engine.gate.log.length - positions[-1] < 5 + 2
     restored = MemTrial.from_json(engine.to_json())
     assert restored.checkpointed_at == engine.checkpointed_at
     assert [c.to_dict() for c in restored.history.checkpoints] == [c.to_dict() for c in engine.history.checkpoints]
+    # the policy set by hand travels with the state: the restored engine goes on writing checkpoints as the original
+    assert restored.checkpoint_policy == CheckpointPolicy(every=5, kept=3)
+    for each in (engine, restored):  # a correction replays and writes checkpoints on its way
+        each.correct("d12", rel_prices=world[2][12] * 1.01, reason="late fix")
+    assert restored.to_json() == engine.to_json()
+    # a state with the default policy is written as before, without one
+    assert "checkpoint_policy" not in MemTrial(gamma=2.0, **paper_rule()).to_dict()
 
 
 @pytest.mark.parametrize(
