@@ -122,6 +122,10 @@ class History(Protocol):
         """Store checkpoints (positions past every stored one) and keep only the newest ``kept``."""
 
 
+#: The methods a history store has (what :class:`~memtrial.engine.lifecycle.MemTrial` checks a given one for).
+HISTORY_METHODS = tuple(name for name, member in vars(History).items() if not name.startswith("_") and callable(member))
+
+
 class InMemoryHistory:
     """The history in Python containers (entries by id, the log, the records)."""
 

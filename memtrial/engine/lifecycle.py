@@ -61,7 +61,7 @@ from memtrial.engine.checks import (
 )
 from memtrial.engine.config import EngineConfig, ReferenceSource
 from memtrial.engine.corrections import corrected_outcome, correction_entry, recompute
-from memtrial.engine.history import DecisionEntry, History, InMemoryHistory
+from memtrial.engine.history import HISTORY_METHODS, DecisionEntry, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost, Running, frozen_predictions, learn, portfolio_outcome, scored_outcome
 from memtrial.engine.reconfigure import reconfigured
 from memtrial.engine.state import EngineState, ExperienceState, decode_state, encode_state
@@ -150,6 +150,12 @@ class MemTrial:
         if unknown:
             raise ConfigError(f"unknown settings {unknown!r}: an EngineConfig has no such field", field=unknown[0])
         self.config = config if config is not None else EngineConfig(**settings)
+        if history is not None and (missing := [m for m in HISTORY_METHODS if not callable(getattr(history, m, None))]):
+            raise ConfigError(
+                f"history must be a history store (an InMemoryHistory, or one with every method of History), got "
+                f"{history!r} (it lacks {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''})"[:400],
+                field="history",
+            )
         self.history: History = InMemoryHistory() if history is None else history
         self.learner = self._new_learner()
         self.gate: TrustGate = make_gate(self.config.gate, sink=_LogSink(self))
@@ -250,6 +256,7 @@ class MemTrial:
         self._experience(experience_id).active = False
 
     def _experience(self, experience_id: ExperienceId) -> _Experience:
+        check_experience_id(experience_id)  # an unhashable one would fail the lookup with a TypeError
         if experience_id not in self.experiences:
             raise InputError(f"unknown experience {experience_id!r}", field="experience_id")
         return self.experiences[experience_id]
@@ -985,6 +992,8 @@ class MemTrial:
 
     # -- queries -----------------------------------------------------------
     def _entry(self, decision_id: str) -> DecisionEntry:
+        if not isinstance(decision_id, str):  # an unhashable one would fail the lookup with a TypeError
+            raise InputError(f"decision_id must be a str, got {decision_id!r}"[:300], field="decision_id")
         entry = self.history.get(decision_id)
         if entry is None:
             raise UnknownDecisionError(f"no plan has decision id {decision_id!r}", field="decision_id")
@@ -1042,6 +1051,10 @@ class MemTrial:
 
     def posteriors(self, experience_ids: Sequence[ExperienceId]) -> list[tuple[float, float | None, int]]:
         """:meth:`posterior` of each experience (the learner's mode and noise scale read once)."""
+        if isinstance(experience_ids, str | bytes):  # a text is a sequence: its letters would be read as ids
+            raise InputError(
+                f"experience_ids must be a list of ids, got the text {experience_ids!r}"[:300], field="experience_ids"
+            )
         for experience_id in experience_ids:
             self._experience(experience_id)
         since = {} if self.curator is None else self.curator.since_changes(experience_ids)
@@ -1145,6 +1158,8 @@ class MemTrial:
                 if state.curation is None:  # a truncated state: the quarantine would be lost silently
                     raise StateError("quarantine is on but the state holds no quarantine book", field="curation")
                 engine.curator = Curator.from_dict(state.config.quarantine, state.curation)
-        except (KeyError, TypeError, ValueError) as error:
-            raise StateError(f"state is malformed: {error!r}") from None
+        except KeyError as error:
+            raise StateError(f"state is malformed: it lacks {error.args[0]!r}", field="state") from None
+        except (TypeError, ValueError, AttributeError) as error:
+            raise StateError(f"state is malformed: {error!r}", field="state") from None
         return engine

@@ -207,8 +207,10 @@ def decode_state(
             history=attached,
             curation=data.get("curation"),
         )
-    except (KeyError, TypeError, ValueError) as error:
-        raise StateError(f"state is malformed: {error!r}") from None
+    except KeyError as error:
+        raise StateError(f"state is malformed: it lacks {error.args[0]!r}", field="state") from None
+    except (TypeError, ValueError, AttributeError) as error:
+        raise StateError(f"state is malformed: {error!r}", field="state") from None
 
 
 def upgrade_v1_state(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -1200,3 +1200,43 @@ def test_a_decision_made_from_a_callers_drafts_leaves_the_callers_array_its_own(
     decision = choose_portfolio(plan, mine)
     mine[:] = 0.5  # still the caller's to change, and the decision keeps what it was made from
     assert np.all(decision.drafts == 1 / 3) and not decision.drafts.flags.writeable
+
+
+def test_an_id_of_the_wrong_type_is_refused_naming_its_field_not_with_a_python_error():
+    # an unhashable id failed the lookup itself (TypeError: unhashable type), a text was read as its letters
+    engine, plan = planned()
+    lookups = [
+        (engine.retire_experience, "experience_id"),
+        (engine.remove_experience, "experience_id"),
+        (engine.posterior, "experience_id"),
+        (engine.evidence, "experience_id"),
+        (engine.changed_at, "experience_id"),
+        (lambda bad: engine.release(bad, "a reason"), "experience_id"),
+        (lambda bad: engine.update_experience(bad, np.ones(8)), "experience_id"),
+        (engine.get_plan, "decision_id"),
+        (lambda bad: engine.decide(bad, np.tile(EQUAL, (8, 1))), "decision_id"),
+        (lambda bad: engine.withdraw(bad, "a reason"), "decision_id"),
+    ]
+    before = engine.to_json()
+    for call, field in lookups:
+        with pytest.raises(InputError) as refused:
+            call(["e00"])
+        assert refused.value.field == field and "['e00']" in refused.value.message
+    with pytest.raises(InputError, match="experience_ids must be a list of ids, got the text 'e0'") as refused:
+        engine.posteriors("e0")
+    assert refused.value.field == "experience_ids" and engine.to_json() == before
+
+
+def test_a_history_that_is_no_store_and_a_malformed_state_are_refused_naming_what_is_wrong():
+    with pytest.raises(ConfigError, match=r"^history must be a history store .* got 42 \(it lacks get, put, ") as bad:
+        MemTrial(gamma=2.0, history=42)
+    assert bad.value.field == "history"
+    engine, _ = planned()
+    state = json.loads(engine.to_json())
+    for broken, said in (
+        ({key: value for key, value in state.items() if key != "version"}, "state is malformed: it lacks 'version'"),
+        ({**state, "rederived": "garbage"}, "state is malformed: AttributeError"),
+    ):
+        with pytest.raises(StateError) as refused:
+            MemTrial.from_json(json.dumps(broken))
+        assert refused.value.message.startswith(said) and refused.value.field == "state"
