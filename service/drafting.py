@@ -95,6 +95,18 @@ def _called(provider: Provider, model: str, attempt: int, outcome: str, start: f
     logger.debug("draft call", extra=extra)
 
 
+async def load_litellm() -> Any:
+    """litellm, imported in a worker thread the first time: its import takes seconds of CPU, which on the event
+    loop would hold up every request of this worker (health checks, other agents' calls) until it ends."""
+    import sys
+
+    loaded = sys.modules.get("litellm")
+    if loaded is not None and not getattr(loaded.__spec__, "_initializing", False):  # not half-imported by another
+        return loaded
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    return await asyncio.to_thread(import_extra, "litellm", "llm", "LLM drafting")
+
+
 async def _one(
     provider: Provider,
     settings: dict[str, Any],
@@ -104,8 +116,7 @@ async def _one(
     timeout: float,
     retries: Retries,
 ) -> Any:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    litellm = import_extra("litellm", "llm", "LLM drafting")
+    litellm = await load_litellm()
 
     attempts = int(settings.get("max_retries", 2)) + 1
     why = ""  # what was wrong with the last answer, said with the refusal

@@ -125,10 +125,10 @@ def _check_groups(n_assets: int, risky: ArrayLike, defensive: ArrayLike) -> tupl
 
 def check_weights(matrix: NDArray[np.float64], n_assets: int, name: str) -> None:
     """Rows of long-only weights over ``n_assets`` assets, each summing to 1 within 1e-6 (InputError naming ``name``)."""
-    if matrix.ndim != 2 or matrix.shape[1] != n_assets or n_assets < 1:
-        raise InputError(
-            f"{name} must have {n_assets} weights per row (n_assets >= 1), got shape {matrix.shape}", field=name
-        )
+    if n_assets < 1:
+        raise InputError(f"n_assets must be >= 1, got {n_assets}", field="n_assets")
+    if matrix.ndim != 2 or matrix.shape[1] != n_assets:
+        raise InputError(f"{name} must have {n_assets} weights per row, got shape {matrix.shape}", field=name)
     if not np.all(np.isfinite(matrix)):
         raise InputError(f"{name} must be finite (no NaN or inf)", field=name)
     if np.any(matrix < 0):

@@ -240,8 +240,8 @@ def test_a_retry_after_given_as_an_http_date_is_waited_for():
             503, json={"error": {"code": "unavailable", "message": "m"}}, headers={"retry-after": retry_after}
         )
 
-    soon = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2), usegmt=True)
-    assert 0.5 < _Attempts(read, 2, 5.0).wait_after(busy(soon)) <= 2.0
+    soon = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(seconds=3), usegmt=True)
+    assert 1.0 < _Attempts(read, 2, 5.0).wait_after(busy(soon)) <= 3.0  # whole seconds: 2 to 3 s from now
     assert _Attempts(read, 2, 5.0).wait_after(busy("Wed, 21 Oct 2015 07:28:00 GMT")) == 0.0  # past: at once
     assert _Attempts(read, 2, 5.0).wait_after(busy("1.5")) == 1.5
     later = email.utils.format_datetime(dt.datetime.now(dt.UTC) + dt.timedelta(hours=1), usegmt=True)

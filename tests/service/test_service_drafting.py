@@ -365,3 +365,28 @@ def test_debug_logs_say_what_ran_for_a_request_and_never_what_it_carried(serve, 
     assert [line["message"] for line in lines].count("answered with the first answer to its Idempotency-Key") == 1
     text = json.dumps(lines)
     assert "rates fell" not in text and not any(lesson in text for lesson in LESSONS) and "Answer with" not in text
+
+
+def test_the_first_drafting_call_imports_litellm_off_the_event_loop(monkeypatch):
+    """litellm's import takes seconds of CPU: done on the event loop, the first server drafting of a worker
+    held up its every other request (health checks, lease renewals) until it ended. It runs in a worker thread;
+    once litellm is loaded it is taken as it is."""
+    import asyncio
+    import sys
+    import threading
+
+    from service import drafting
+
+    imported_on = []
+
+    def recording_import(module, extra, feature):
+        imported_on.append(threading.current_thread())
+        return "the module"
+
+    monkeypatch.delitem(sys.modules, "litellm", raising=False)
+    monkeypatch.setattr(drafting, "import_extra", recording_import)
+    assert asyncio.run(drafting.load_litellm()) == "the module"
+    assert len(imported_on) == 1 and imported_on[0] is not threading.main_thread()
+    loaded = type(sys)("litellm")
+    monkeypatch.setitem(sys.modules, "litellm", loaded)
+    assert asyncio.run(drafting.load_litellm()) is loaded and len(imported_on) == 1

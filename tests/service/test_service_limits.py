@@ -91,10 +91,10 @@ def test_a_body_that_stalls_answers_408_and_a_slow_steady_one_is_served(live_gua
     stalled.close()
     assert b" 408 " in data.split(b"\r\n")[0] and closed
     steady = socket.create_connection(("127.0.0.1", live_guarded))
-    steady.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n")
-    for _ in range(5):  # 2.5 s in all, longer than the pause allowed, never silent for long
-        clock.sleep(0.5)  # the pacing is the thing under test: a slow, steady client
+    steady.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 80\r\n\r\n")
+    for _ in range(10):  # 2.5 s in all, longer than the pause allowed, never silent for long
+        clock.sleep(0.25)  # the pacing is the thing under test: a slow, steady client (0.75 s within the pause)
         steady.sendall(b"x" * 8)
     data, _ = _read_until_closed(steady, 3)
     steady.close()
-    assert b" 200 " in data.split(b"\r\n")[0] and b'{"bytes":40}' in data
+    assert b" 200 " in data.split(b"\r\n")[0] and b'{"bytes":80}' in data
