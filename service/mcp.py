@@ -129,13 +129,19 @@ async def create_agent(
     investor: str | None = None,
     universe: list[dict[str, str]] | None = None,
     action: str = "dial",
+    answer: dict[str, Any] | None = None,
+    retrieval: str | None = None,
+    quarantine: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Create an agent. kind 'scored' (drafts are any JSON; give outcomes for probability forecasts) or
     'portfolio' (give investor and universe: [{asset, asset_class}]). action 'dial' weighs memory by the
     evidence that it helps (anytime e-process); 'gate' acts on memory only once a test passes (the
     paper's rule: the prequential test on date-centred credit over the even half fraction).
+    answer: a scored agent's declared draft without outcomes ({"type": "number", "minimum": 0},
+    {"type": "choice", "choices": [...]} or {"type": "text"}); retrieval: 'value_aware' (the default: by
+    similarity and learned value) or 'similarity'; quarantine: {"enabled": true, "level": 0.05} (the default).
     Every other setting is the REST API's default for a new agent; only the kind's default differs
-    (scored, which suits an agent loop)."""
+    (scored, which suits an agent loop). set_curation changes retrieval and quarantine later."""
     paper = {
         "design": PAPER_RULE["design"].value,
         "fallback": PAPER_RULE["fallback"].value,
@@ -151,9 +157,25 @@ async def create_agent(
         kind=kind,
         outcomes=outcomes,
         action=action,
+        answer=answer,
+        retrieval=retrieval,
+        quarantine=quarantine,
         **({} if action == ActionRule.DIAL else paper),
     )
     return created
+
+
+async def set_curation(
+    service: Service, agent_id: str, retrieval: str | None = None, quarantine: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Change how an agent curates its memory, from its next plan on: retrieval 'value_aware' or 'similarity';
+    quarantine, the fields to change ({"enabled": false} turns it off; {"level": 0.01} makes it stricter);
+    the others stay. Each change is a 'settings' entry of its hash-chained log. Answers the agent."""
+    if retrieval is None and quarantine is None:
+        raise ValueError("retrieval, quarantine: give at least one setting to change")
+    return await _call(  # type: ignore[no-any-return]
+        service, "update_agent", agent_id, retrieval=retrieval, quarantine=quarantine
+    )
 
 
 async def add_experiences(
@@ -174,7 +196,7 @@ async def add_experiences(
 
 
 async def search_experiences(service: Service, agent_id: str, query: str, k: int = 4) -> dict[str, Any]:
-    """The k experiences closest in meaning to the query, with their similarity."""
+    """The k experiences closest in meaning to the query, each with its similarity (``score``, the cosine)."""
     return await _call(service, "search_experiences", agent_id, query, k)  # type: ignore[no-any-return]
 
 
@@ -522,6 +544,7 @@ async def verify_chain(service: Service, agent_id: str) -> dict[str, Any]:
 TOOLS: tuple[ToolFunction, ...] = (
     list_agents,
     create_agent,
+    set_curation,
     add_experiences,
     search_experiences,
     rank_experiences,

@@ -601,3 +601,31 @@ def _unanswered_then_answered(client, url, key):
     decided = asyncio.run(draft_with_host_model(tool, agent.id, planned.decision_id, host(answering)))
     assert decided["model_calls"] == len(answered) == 8
     assert client.get_decision(agent.id, planned.decision_id).status == "decided"
+
+
+def test_an_mcp_host_chooses_and_changes_how_an_agent_curates_its_memory(service):
+    """create_agent takes the answer, retrieval and quarantine settings, and set_curation changes retrieval and
+    quarantine later (the fields given; the others stay), each refusal said as every tool says one."""
+    from service.mcp import Service, create_agent, set_curation
+
+    url, key = service
+    tool = Service(url, key)
+    answer = {"type": "number", "minimum": 0, "maximum": 10}
+
+    async def main():
+        made = await create_agent(
+            tool, "curated", answer=answer, retrieval="similarity", quarantine={"enabled": True, "level": 0.01}
+        )
+        assert made["answer"]["type"] == "number" and made["retrieval"] == "similarity"
+        assert made["quarantine"]["enabled"] and made["quarantine"]["level"] == 0.01
+        changed = await set_curation(tool, made["id"], quarantine={"enabled": False})
+        assert not changed["quarantine"]["enabled"] and changed["quarantine"]["level"] == 0.01
+        assert changed["retrieval"] == "similarity"
+        changed = await set_curation(tool, made["id"], retrieval="value_aware")
+        assert changed["retrieval"] == "value_aware" and not changed["quarantine"]["enabled"]
+        with pytest.raises(ValueError, match="^retrieval, quarantine: give at least one setting to change$"):
+            await set_curation(tool, made["id"])
+        with pytest.raises(ValueError, match=r"^memtrial refused \(422 invalid\): .*\(field: retrieval\)$"):
+            await set_curation(tool, made["id"], retrieval="by_mood")
+
+    asyncio.run(main())
