@@ -37,6 +37,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import typer
 
 from memtrial.action.rule import ActionRule
@@ -113,6 +114,11 @@ async def _call(service: Service, operation: str, *args: Any, **kwargs: Any) -> 
             answer = await getattr(memtrial, operation)(*args, **kwargs)
         except ServiceError as error:
             raise _refused(error) from None
+        except httpx.TransportError as error:  # said alone ("All connection attempts failed") it names no service
+            raise ValueError(
+                f"the memtrial service at {service.url} did not answer ({type(error).__name__}: {error}); is it "
+                "running there? (memtrial mcp --url, or MEMTRIAL_URL)"
+            ) from None
     return answer.model_dump(mode="json") if hasattr(answer, "model_dump") else answer
 
 

@@ -629,3 +629,12 @@ def test_an_mcp_host_chooses_and_changes_how_an_agent_curates_its_memory(service
             await set_curation(tool, made["id"], retrieval="by_mood")
 
     asyncio.run(main())
+
+
+def test_a_tool_whose_service_does_not_answer_names_the_service_it_called():
+    from service.mcp import Service, list_agents
+
+    with pytest.raises(ValueError) as failed:
+        asyncio.run(list_agents(Service("http://127.0.0.1:9", "mt_x")))  # nothing listens there
+    assert str(failed.value).startswith("the memtrial service at http://127.0.0.1:9 did not answer (")
+    assert str(failed.value).endswith("is it running there? (memtrial mcp --url, or MEMTRIAL_URL)")
