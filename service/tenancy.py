@@ -90,6 +90,8 @@ def revoke_keys(session: Session, name: str, prefix: str | None = None) -> int:
     """Revoke the tenant's active keys (only the one starting with ``prefix`` when given); returns how many."""
     tenant = _tenant(session, name)
     condition = [ApiKey.tenant_id == tenant.id, ApiKey.revoked.is_(False)]
+    if prefix is not None and not prefix.strip():  # every key starts with it: it would choose any one
+        raise TenantError(f"--key must give the start of a key (as `tenants list` shows it), got {prefix!r}")
     if prefix is not None:
         matching = session.scalars(select(ApiKey).where(*condition)).all()
         chosen = [k for k in matching if k.prefix.startswith(prefix) or prefix.startswith(k.prefix)]

@@ -246,6 +246,9 @@ def test_tenants_list_revoke_and_rotate_from_the_command_line(tmp_path):
     with engine.connect() as connection:
         keys = dict(connection.exec_driver_sql("SELECT prefix, revoked FROM api_keys").all())
     assert keys[first[:8]] in (1, True) and keys[second[:8]] in (0, False)
+    for empty in ("", " "):  # every key starts with it: it chose the only active key and revoked it
+        refused = runner.invoke(cli, ["tenants", "revoke", "acme", "--key", empty, "--database-url", url])
+        assert refused.exit_code == 2 and "--key must give the start of a key" in refused.output
     revoked = runner.invoke(cli, ["tenants", "revoke", "acme", "--key", second[:8], "--database-url", url])
     assert revoked.exit_code == 0 and "revoked 1 key of acme" in revoked.output
     missing = runner.invoke(cli, ["tenants", "revoke", "nobody", "--database-url", url])
