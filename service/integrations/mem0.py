@@ -52,6 +52,12 @@ METADATA_KEYS = (
 STATUS_KEY = "memtrial_status"  # "quarantined" if any agent holds the memory in quarantine, else "active"
 STATUSES_KEY = "memtrial_statuses"  # each agent's own status of the memory, by agent id (sync_status, release)
 MAX_CANDIDATES = 100  # the most candidates one rank request takes
+#: ``Memory.search``'s arguments the adapter sets itself, and what to set instead
+OWN_SEARCH_ARGUMENTS = {
+    "query": "search's argument",
+    "filters": "set filters instead",
+    "top_k": "set candidates instead",
+}
 
 
 def offline_config(folder: str, collection: str = "memories") -> dict[str, Any]:
@@ -111,7 +117,8 @@ class Mem0Credit:
 
     memory: a ``mem0.Memory``; client: a :class:`~service.client.MemtrialClient`; k: memories picked
     per search and planned on per decision (1 to 8, at most the agent's ``k``); candidates: Mem0 hits
-    memtrial ranks per search (k to 100); search_options: passed to ``Memory.search`` (``threshold``, ...).
+    memtrial ranks per search (k to 100); search_options: passed to ``Memory.search`` (``threshold``, ...;
+    not ``query``, ``filters`` or ``top_k``, which the adapter sets).
     """
 
     def __init__(
@@ -139,6 +146,11 @@ class Mem0Credit:
             )
         if not filters:
             raise ValueError("filters: name the Mem0 scope to credit, e.g. {'user_id': 'alice'}")
+        for name, instead in OWN_SEARCH_ARGUMENTS.items():
+            if name in (search_options or {}):
+                raise ValueError(
+                    f"search_options: {name!r} is Mem0Credit's own ({instead}), got {dict(search_options or {})!r}"
+                )
         self.memory, self.client, self.agent_id, self.k = memory, client, agent_id, k
         self.candidates = candidates
         self.filters = dict(filters)

@@ -101,6 +101,26 @@ def test_mem0_credit_refuses_a_k_the_agent_would_refuse_before_anything_is_mirro
     assert str(error.value) == message and client.list_experiences(agent["id"]).total == 0
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"top_k": 3}, "search_options: 'top_k' is Mem0Credit's own (set candidates instead), got {'top_k': 3}"),
+        (
+            {"filters": {"user_id": "desk"}},
+            "search_options: 'filters' is Mem0Credit's own (set filters instead), got {'filters': {'user_id': 'desk'}}",
+        ),
+        ({"query": "x"}, "search_options: 'query' is Mem0Credit's own (search's argument), got {'query': 'x'}"),
+    ],
+)
+def test_mem0_credit_refuses_search_options_it_sets_itself_naming_the_field(client, agent, memory, options, message):
+    """They were taken, and the first search failed with Python's own TypeError (multiple values for an argument)."""
+    from service.integrations.mem0 import Mem0Credit
+
+    with pytest.raises(ValueError) as error:
+        Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options=options)
+    assert str(error.value) == message
+
+
 def test_mem0_with_no_hit_plans_the_memory_free_draft_alone_not_the_agents_other_experiences(client, agent, memory):
     from service.integrations.mem0 import Mem0Credit
 
