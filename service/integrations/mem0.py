@@ -9,7 +9,11 @@ again, a rewritten one is updated) and ranks them through ``POST .../experiences
 scores as the similarities: the k picked come back in memtrial's order, each with why it was picked and
 its value (method 4.12; under ``similarity`` retrieval, and for any agent without trust evidence yet,
 memtrial's order is Mem0's own). :meth:`Mem0Credit.plan` plans on exactly those picks
-(``retrieved_external_ids``), so the designed drafts are conditioned on what memtrial picked.
+(``retrieved_external_ids``), so the designed drafts are conditioned on what memtrial picked. A mirrored
+experience's metadata says where it comes from, ``{"source": "mem0", "scope": filters}``, and the status
+and value write-backs below reach only the memories this scope mirrored: not the agent's experiences added
+another way, nor those another scope mirrored into the same agent (one mirrored by an earlier release names
+no scope, and counts for every scope until a search mirrors it again).
 
 After settlements, :meth:`Mem0Credit.sync_status` writes each mirrored memory's status into its Mem0
 metadata (method 4.13): the agent's own under ``memtrial_statuses`` (``{agent id: "active" or
@@ -29,6 +33,7 @@ Mem0 users can then rank and prune by measured usefulness (:meth:`Mem0Credit.ran
 
 from __future__ import annotations
 
+import json
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -154,6 +159,12 @@ class Mem0Credit:
         self.memory, self.client, self.agent_id, self.k = memory, client, agent_id, k
         self.candidates = candidates
         self.filters = dict(filters)
+        try:  # the scope each mirrored experience names, as the service answers it back (JSON)
+            self._scope = json.loads(json.dumps(self.filters))
+        except (TypeError, ValueError) as error:
+            raise ValueError(
+                f"filters: a JSON object (mirrored experiences name their scope), got {filters!r}"
+            ) from error
         self.search_options = dict(search_options or {})
         self._mirrored: dict[str, str] = {}  # Mem0 id (NFC) -> the text last mirrored
         self._mem0_ids: dict[str, str] = {}  # Mem0 id (NFC, as memtrial stores it) -> Mem0's own spelling
@@ -233,12 +244,26 @@ class Mem0Credit:
         if changed:
             added = self.client.add_experiences(
                 self.agent_id,
-                [{"text": h["memory"], "external_id": i, "metadata": {"source": "mem0"}} for i, h in changed],
+                [{"text": h["memory"], "external_id": i, "metadata": self._mirror_metadata()} for i, h in changed],
             )
             for i, h in changed:
                 self._mirrored[i] = h["memory"]
             self._retired.update(_nfc(e.external_id) for e in added.items if not e.active and e.external_id)
         return ids
+
+    def _mirror_metadata(self) -> dict[str, Any]:
+        """The metadata of a mirrored experience: where it comes from, and the scope that mirrored it."""
+        return {"source": "mem0", "scope": self._scope}
+
+    def _mirrored_id(self, experience: Any) -> str | None:
+        """The external id of ``experience`` if this adapter mirrored it (one of Mem0's, of this scope: one
+        mirrored by an earlier release names no scope, and counts for every scope until a search mirrors it
+        again); None for any other."""
+        metadata = experience["metadata"] or {}
+        external_id: str | None = experience.external_id
+        if metadata.get("source") != "mem0" or metadata.get("scope", self._scope) != self._scope:
+            return None
+        return external_id
 
     def plan(
         self,
@@ -269,16 +294,17 @@ class Mem0Credit:
         written."""
         result = StatusSync()
         for experience in self.client.iter_experiences(self.agent_id):
-            if experience.external_id is None:
+            external_id = self._mirrored_id(experience)
+            if external_id is None:
                 continue
             status = experience["status"]
             if status == "retired":
-                self._retired.add(_nfc(experience.external_id))
+                self._retired.add(_nfc(external_id))
                 continue
-            self._retired.discard(_nfc(experience.external_id))
-            written = self._write_status(experience.external_id, status)
+            self._retired.discard(_nfc(external_id))
+            written = self._write_status(external_id, status)
             if written is None:
-                result.missing.append(self._mem0_ids.get(experience.external_id, experience.external_id))
+                result.missing.append(self._mem0_ids.get(external_id, external_id))
             elif written:
                 (result.quarantined if status == "quarantined" else result.active).append(written)
         return result
@@ -316,9 +342,10 @@ class Mem0Credit:
     def write_back(self) -> WriteBack:
         """Write every mirrored memory's value, interval and use count into its Mem0 metadata."""
         result = WriteBack()
+        mirrored = {e.id for e in self.client.iter_experiences(self.agent_id) if self._mirrored_id(e) is not None}
         values = self.client.values(self.agent_id).values
-        for value in values.values():
-            if value.external_id is None or (value.text is None and value.active is None):
+        for experience_id, value in values.items():
+            if experience_id not in mirrored or value.external_id is None:
                 continue
             memory_id = self._mem0_ids.get(value.external_id, value.external_id)
             current = self.memory.get(memory_id)

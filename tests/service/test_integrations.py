@@ -188,6 +188,31 @@ def test_mem0_write_back_puts_each_value_interval_and_use_count_into_its_metadat
     assert credit.write_back().missing == [gone]
 
 
+def test_mem0_sync_and_write_back_touch_only_the_memories_this_scope_mirrored(client, agent, memory):
+    """They took every experience of the agent with an external id for a memory of their own: one added over REST
+    was reported missing, and the adapter of one scope wrote into the memories another scope had mirrored."""
+    from service.integrations.mem0 import STATUSES_KEY, Mem0Credit
+
+    desk = [memory.add(text, user_id="desk", infer=False)["results"][0]["id"] for text in MEMORIES[:2]]
+    client.add_experiences(agent["id"], [{"text": "A lesson from another store.", "external_id": "mem-17"}])
+    fund = Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"}, search_options={"threshold": 0.0})
+    other = Mem0Credit(memory, client, agent["id"], filters={"user_id": "desk"}, search_options={"threshold": 0.0})
+    mirrored = [h["id"] for h in fund.hits("The central bank cut interest rates.")]
+    fund.mirror(fund.hits("The central bank cut interest rates."))
+    other.mirror(other.hits("The central bank cut interest rates."))
+    [first] = client.list_experiences(agent["id"], external_id=desk[0]).items
+    assert first.metadata == {"source": "mem0", "scope": {"user_id": "desk"}}  # what mirrored it
+    synced = fund.sync_status()
+    assert sorted(synced.active) == sorted(mirrored) and synced.missing == []
+    written = fund.write_back()
+    assert sorted(written.updated) == sorted(mirrored) and written.missing == []
+    for memory_id in desk:  # the other scope's memories: nothing written by this one
+        assert STATUSES_KEY not in (memory.get(memory_id).get("metadata") or {})
+        assert "memtrial_value" not in (memory.get(memory_id).get("metadata") or {})
+    assert sorted(other.sync_status().active) == sorted(desk)
+    assert fund.sync_status().active == [] and sorted(other.write_back().updated) == sorted(desk)
+
+
 def test_langgraph_drafts_once_per_subset_in_parallel_each_on_exactly_its_lessons(client, agent):
     pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
     from service.integrations.langgraph import decision_graph, settle_node

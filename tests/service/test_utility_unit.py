@@ -116,7 +116,8 @@ def test_every_surface_shows_the_same_value_in_utility_per_decision(tmp_path, mo
         }
         with MemtrialClient(server.url, key) as client:
             agent = client.create_agent("units", kind="scored", credit="raw")
-            client.add_experiences(agent.id, [{"text": LESSONS[n], "external_id": mem0_ids[n]} for n in LESSONS])
+            credit = Mem0Credit(memory, client, agent.id, filters={"user_id": "u"})
+            credit.mirror([{"id": mem0_ids[n], "memory": LESSONS[n]} for n in LESSONS])
             plan, settlement, utilities = run_decisions(client, agent.id, 12)
             values = client.values(agent.id).values
             ids = {name: next(e for e, v in values.items() if v.text == text) for name, text in LESSONS.items()}
@@ -127,7 +128,6 @@ def test_every_surface_shows_the_same_value_in_utility_per_decision(tmp_path, mo
             means = {name: rest[ids[name]]["mean"] for name in LESSONS}
             assert all(abs(mean) > 0.01 for mean in means.values()), means  # numbers worth comparing
             assert {name: values[ids[name]].mean for name in LESSONS} == means  # the sync client
-            credit = Mem0Credit(memory, client, agent.id, filters={"user_id": "u"})
             assert sorted(credit.write_back().updated) == sorted(mem0_ids.values())
 
         async def async_values():
