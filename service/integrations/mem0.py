@@ -16,10 +16,11 @@ another way, nor those another scope mirrored into the same agent (one mirrored 
 no scope, and counts for every scope until a search mirrors it again).
 
 After settlements, :meth:`Mem0Credit.sync_status` writes each mirrored memory's status into its Mem0
-metadata (method 4.13): the agent's own under ``memtrial_statuses`` (``{agent id: "active" or
-"quarantined"}``: agents sharing a store each keep theirs, and one agent's quarantine never hides the memory
-from another's searches), and ``memtrial_status``, ``"quarantined"`` while any agent holds it in quarantine,
-for readers of Mem0 alone; a memory this agent quarantined leaves its searches here at once; :meth:`Mem0Credit.release` releases one by hand and marks it active
+metadata (method 4.13): the agent's own under ``memtrial_statuses`` (``{agent id: "active",
+"quarantined" or "retired"}``: agents sharing a store each keep theirs, and one agent's quarantine never hides
+the memory from another's searches), and ``memtrial_status``, ``"quarantined"`` while any agent holds it in
+quarantine (an agent that retired it no longer does; nor does a deleted agent, once another agent's sync finds
+it gone), for readers of Mem0 alone; a memory this agent quarantined leaves its searches here at once; :meth:`Mem0Credit.release` releases one by hand and marks it active
 again. :meth:`Mem0Credit.write_back` writes each memory's value:
 
 - ``memtrial_value``: the posterior mean, in utility per decision (``memtrial_unit``; for a portfolio
@@ -55,7 +56,7 @@ METADATA_KEYS = (
     "memtrial_unit",
 )
 STATUS_KEY = "memtrial_status"  # "quarantined" if any agent holds the memory in quarantine, else "active"
-STATUSES_KEY = "memtrial_statuses"  # each agent's own status of the memory, by agent id (sync_status, release)
+STATUSES_KEY = "memtrial_statuses"  # each agent's own status (active, quarantined, retired), by agent id
 MAX_CANDIDATES = 100  # the most candidates one rank request takes
 #: ``Memory.search``'s arguments the adapter sets itself, and what to set instead
 OWN_SEARCH_ARGUMENTS = {
@@ -94,11 +95,13 @@ class WriteBack:
 @dataclass
 class StatusSync:
     """What :meth:`Mem0Credit.sync_status` wrote: the memories it marked ``quarantined``, those it marked
-    ``active`` (released, or marked for the first time), and mirrored ids Mem0 no longer holds."""
+    ``active`` (released, marked for the first time, or rewritten because a deleted agent's quarantine was
+    removed from them), those it marked ``retired``, and mirrored ids Mem0 no longer holds."""
 
     quarantined: list[str] = field(default_factory=list)
     active: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    retired: list[str] = field(default_factory=list)
 
 
 def _nfc(memory_id: Any) -> str:
@@ -123,7 +126,12 @@ class Mem0Credit:
     memory: a ``mem0.Memory``; client: a :class:`~service.client.MemtrialClient`; k: memories picked
     per search and planned on per decision (1 to 8, at most the agent's ``k``); candidates: Mem0 hits
     memtrial ranks per search (k to 100); search_options: passed to ``Memory.search`` (``threshold``, ...;
-    not ``query``, ``filters`` or ``top_k``, which the adapter sets).
+    not ``query``, ``filters`` or ``top_k``, which the adapter sets); shared_across_tenants: whether agents
+    of other tenants (other API keys' agents) keep statuses in the same Mem0 store. The service answers 404 for
+    another tenant's agent as for a deleted one, so :meth:`sync_status` cannot tell them apart: by default an
+    entry of ``memtrial_statuses`` that holds a memory in quarantine for an agent this key cannot see is taken
+    for a deleted agent's and removed (another tenant's agent writes it back at its own next sync); with
+    ``shared_across_tenants=True`` every such entry is kept, a deleted agent's too.
     """
 
     def __init__(
@@ -136,6 +144,7 @@ class Mem0Credit:
         k: int = 4,
         candidates: int = 20,
         search_options: Mapping[str, Any] | None = None,
+        shared_across_tenants: bool = False,
     ) -> None:
         for name, value in (("k", k), ("candidates", candidates)):
             if isinstance(value, bool) or not isinstance(value, int):
@@ -151,6 +160,8 @@ class Mem0Credit:
             )
         if not filters:
             raise ValueError("filters: name the Mem0 scope to credit, e.g. {'user_id': 'alice'}")
+        if not isinstance(shared_across_tenants, bool):
+            raise ValueError(f"shared_across_tenants: True or False, got {shared_across_tenants!r}")
         for name, instead in OWN_SEARCH_ARGUMENTS.items():
             if name in (search_options or {}):
                 raise ValueError(
@@ -166,19 +177,20 @@ class Mem0Credit:
                 f"filters: a JSON object (mirrored experiences name their scope), got {filters!r}"
             ) from error
         self.search_options = dict(search_options or {})
+        self.shared_across_tenants = shared_across_tenants
         self._mirrored: dict[str, str] = {}  # Mem0 id (NFC) -> the text last mirrored
         self._mem0_ids: dict[str, str] = {}  # Mem0 id (NFC, as memtrial stores it) -> Mem0's own spelling
         self._retired: set[str] = set()  # Mem0 ids (NFC) whose experience the agent retired
 
     def hits(self, query: str) -> list[dict[str, Any]]:
         """Mem0's own hits for ``query`` in this scope, best first (at most ``candidates``), the memories
-        this agent quarantined (its entry of ``memtrial_statuses``, as :meth:`sync_status` last wrote it) left
-        out; nothing is sent to memtrial."""
+        this agent quarantined or retired (its entry of ``memtrial_statuses``, as :meth:`sync_status` last wrote
+        it) left out; nothing is sent to memtrial."""
         top_k = self.candidates
-        while True:  # a quarantined memory does not take one of the candidates' places: ask for one more each
+        while True:  # a memory left out does not take one of the candidates' places: ask for one more each
             found = self.memory.search(query, filters=self.filters, top_k=top_k, **self.search_options)
             hits = list(found.get("results", found) if isinstance(found, dict) else found)[:top_k]
-            kept = [dict(h) for h in hits if _status_of(h, self.agent_id) != "quarantined"]
+            kept = [dict(h) for h in hits if _status_of(h, self.agent_id) not in ("quarantined", "retired")]
             if len(kept) >= self.candidates or len(hits) < top_k:  # enough, or Mem0 has no more
                 return kept[: self.candidates]
             top_k += len(hits) - len(kept)
@@ -287,12 +299,17 @@ class Mem0Credit:
         )
 
     def sync_status(self) -> StatusSync:
-        """Write ``memtrial_status`` into the Mem0 metadata of every memory mirrored into the agent whose
-        status there differs from memtrial's: ``"quarantined"`` for those in quarantine, ``"active"`` for
-        the rest (released ones included). Call it after settling (a settlement may quarantine) and after
-        a release made elsewhere (the dashboard shows the request). Retired experiences are noted, not
-        written."""
+        """Write the agent's status into the Mem0 metadata of every memory this scope mirrored into it whose
+        metadata differs from memtrial's: its entry of ``memtrial_statuses`` (``"active"``, ``"quarantined"``
+        or ``"retired"``) and ``memtrial_status`` (``"quarantined"`` while any agent holds the memory in
+        quarantine, else ``"active"``). Call it after settling (a settlement may quarantine), after a release
+        made elsewhere (the dashboard shows the request) and after retiring one.
+
+        An entry of another agent that holds the memory in quarantine stops counting, and is removed, once the
+        service answers 404 for that agent (deleted; with ``shared_across_tenants``, kept: it may be another
+        tenant's). Each such agent is asked once per call."""
         result = StatusSync()
+        known: dict[str, bool] = {}  # agent id -> whether the service knows it under this key
         for experience in self.client.iter_experiences(self.agent_id):
             external_id = self._mirrored_id(experience)
             if external_id is None:
@@ -300,30 +317,58 @@ class Mem0Credit:
             status = experience["status"]
             if status == "retired":
                 self._retired.add(_nfc(external_id))
-                continue
-            self._retired.discard(_nfc(external_id))
-            written = self._write_status(external_id, status)
+            else:
+                self._retired.discard(_nfc(external_id))
+            written = self._write_status(external_id, status, known)
             if written is None:
                 result.missing.append(self._mem0_ids.get(external_id, external_id))
             elif written:
-                (result.quarantined if status == "quarantined" else result.active).append(written)
+                lists = {"quarantined": result.quarantined, "retired": result.retired}
+                lists.get(status, result.active).append(written)
         return result
 
-    def _write_status(self, external_id: str, status: str) -> str | None:
-        """Set one memory's ``memtrial_status``: its Mem0 id if written, "" if it already read so, None if
-        Mem0 no longer holds it."""
+    def _write_status(self, external_id: str, status: str, known: dict[str, bool] | None = None) -> str | None:
+        """Set one memory's entry of ``memtrial_statuses`` and its ``memtrial_status`` (``known``: the agents
+        asked about during this sync): its Mem0 id if written, "" if it already read so, None if Mem0 no
+        longer holds it."""
         memory_id = self._mem0_ids.get(external_id, external_id)
         current = self.memory.get(memory_id)
         if current is None:
             return None
         metadata = current.get("metadata") or {}
         kept = metadata.get(STATUSES_KEY)
-        statuses = {**(kept if isinstance(kept, Mapping) else {}), self.agent_id: status}
+        others = self._living(kept if isinstance(kept, Mapping) else {}, {} if known is None else known)
+        statuses = {**others, self.agent_id: status}
         summary = "quarantined" if "quarantined" in statuses.values() else "active"
         if kept == statuses and metadata.get(STATUS_KEY) == summary:
             return ""
         self.memory.update(memory_id, text=current["memory"], metadata={STATUS_KEY: summary, STATUSES_KEY: statuses})
         return memory_id
+
+    def _living(self, statuses: Mapping[str, Any], known: dict[str, bool]) -> dict[str, Any]:
+        """The other agents' entries of ``statuses``, less the quarantines of agents the service answers 404
+        for (unless ``shared_across_tenants``); ``known`` keeps each answer, so each agent is asked once."""
+        living = {}
+        for agent_id, status in statuses.items():
+            if agent_id == self.agent_id:
+                continue
+            if status == "quarantined" and not self.shared_across_tenants:
+                if agent_id not in known:
+                    known[agent_id] = self._knows_agent(str(agent_id))
+                if not known[agent_id]:
+                    continue
+            living[agent_id] = status
+        return living
+
+    def _knows_agent(self, agent_id: str) -> bool:
+        """Whether the service knows ``agent_id`` under this key (404: deleted, or another tenant's)."""
+        try:
+            self.client.get_agent(agent_id)
+        except ServiceError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     def release(self, memory_id: str, reason: str) -> Any:
         """Release a quarantined memory by hand (``POST .../experiences/{id}/release`` with ``reason``,

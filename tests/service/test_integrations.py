@@ -390,6 +390,92 @@ def test_mem0_quarantined_memory_is_marked_in_mem0_left_out_of_searches_and_rele
         credit.release("no-such-memory", reason="x")
 
 
+def quarantined_by(client, memory, name, **settings):
+    """A new agent that settled days on the three lessons until the harmful one was quarantined (as the test
+    above shows), and its adapter, synced."""
+    from service.integrations.mem0 import Mem0Credit
+
+    agent = client.create_agent(name, kind="scored", credit="raw", quarantine=SIGN_TEST)
+    credit = Mem0Credit(memory, client, agent.id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
+    for t in range(16):
+        settle_day(credit, client, agent.id, t)
+        if client.list_experiences(agent.id, status="quarantined").items:
+            break
+    credit.sync_status()
+    return agent, credit
+
+
+def test_mem0_a_quarantined_memory_the_agent_retires_is_marked_retired_and_no_longer_counts_as_quarantined(
+    client, lessons
+):
+    """sync_status skipped retired experiences: the memory read "quarantined" in Mem0 for ever."""
+    from service.integrations.mem0 import STATUS_KEY, STATUSES_KEY, StatusSync
+
+    memory, ids = lessons
+    agent, credit = quarantined_by(client, memory, "retiring")
+    assert memory.get(ids[HARMFUL])["metadata"][STATUSES_KEY] == {agent.id: "quarantined"}
+    [experience] = client.list_experiences(agent.id, external_id=ids[HARMFUL]).items
+    client.retire_experience(agent.id, experience.id)
+    synced = credit.sync_status()
+    metadata = memory.get(ids[HARMFUL])["metadata"]
+    assert metadata[STATUSES_KEY] == {agent.id: "retired"} and metadata[STATUS_KEY] == "active"
+    assert synced == StatusSync(retired=[ids[HARMFUL]])
+    assert credit.sync_status() == StatusSync()  # nothing changed since: nothing written
+    assert ids[HARMFUL] not in [h["id"] for h in credit.hits(QUESTION)]  # retired: no candidate's place taken
+
+
+def test_mem0_the_quarantine_of_a_deleted_agent_stops_counting_at_another_agents_next_sync(client, lessons):
+    """Another agent's sync kept every other entry: a deleted agent's quarantine counted for ever."""
+    from service.integrations.mem0 import STATUS_KEY, STATUSES_KEY, Mem0Credit, StatusSync
+
+    memory, ids = lessons
+    agent, _ = quarantined_by(client, memory, "deleted")
+    staying = client.create_agent("staying", kind="scored", credit="raw")
+    credit = Mem0Credit(memory, client, staying.id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
+    credit.search(QUESTION)
+    assert ids[HARMFUL] in credit.sync_status().active
+    assert memory.get(ids[HARMFUL])["metadata"][STATUS_KEY] == "quarantined"
+    client.delete_agent(agent.id)
+    assert credit.sync_status() == StatusSync(active=[ids[HARMFUL]])  # written again: its summary changed
+    metadata = memory.get(ids[HARMFUL])["metadata"]
+    assert metadata[STATUSES_KEY] == {staying.id: "active"} and metadata[STATUS_KEY] == "active"
+    assert credit.sync_status() == StatusSync()
+
+
+def test_mem0_shared_across_tenants_keeps_the_quarantine_of_an_agent_this_key_cannot_see(
+    client, http, database_url, lessons
+):
+    """The service answers 404 for another tenant's agent as for a deleted one: an adapter told that other tenants
+    share the store keeps their entries; one that is not takes them for a deleted agent's, until theirs syncs."""
+    from service.client import MemtrialClient
+    from service.integrations.mem0 import STATUS_KEY, STATUSES_KEY, Mem0Credit, StatusSync
+
+    memory, ids = lessons
+    other_tenant = MemtrialClient(api_key=make_tenant(database_url, "globex"), http=http)
+    theirs, their_credit = quarantined_by(other_tenant, memory, "theirs")
+    ours = client.create_agent("ours", kind="scored", credit="raw")
+    shared = Mem0Credit(
+        memory,
+        client,
+        ours.id,
+        filters={"user_id": "team"},
+        search_options={"threshold": 0.0},
+        shared_across_tenants=True,
+    )
+    shared.search(QUESTION)
+    assert ids[HARMFUL] in shared.sync_status().active and shared.sync_status() == StatusSync()
+    metadata = memory.get(ids[HARMFUL])["metadata"]
+    assert metadata[STATUSES_KEY] == {theirs.id: "quarantined", ours.id: "active"}
+    assert metadata[STATUS_KEY] == "quarantined"
+    alone = Mem0Credit(memory, client, ours.id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
+    assert alone.sync_status() == StatusSync(active=[ids[HARMFUL]])  # their entry taken for a deleted agent's
+    assert memory.get(ids[HARMFUL])["metadata"][STATUSES_KEY] == {ours.id: "active"}
+    assert their_credit.sync_status() == StatusSync(quarantined=[ids[HARMFUL]])  # theirs writes it back
+    assert memory.get(ids[HARMFUL])["metadata"][STATUS_KEY] == "quarantined"
+    with pytest.raises(ValueError, match=r"^shared_across_tenants: True or False, got 'yes'$"):
+        Mem0Credit(memory, client, ours.id, filters={"user_id": "team"}, shared_across_tenants="yes")
+
+
 def test_mem0_search_under_value_aware_retrieval_drops_the_harmful_nearest_memory_for_a_useful_one(client, lessons):
     from service.integrations.mem0 import Mem0Credit
 
