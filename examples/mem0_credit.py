@@ -4,8 +4,8 @@ A portfolio agent keeps its lessons in an open-source Mem0 ``Memory`` (local emb
 shipped all-MiniLM-L6-v2; local FAISS store; no LLM: memories are added with ``infer=False``). Each
 month, Mem0's search picks the memories for the month's news, memtrial mirrors them by external id and
 plans on exactly those, a local stand-in model drafts once per designed subset, and the month is settled.
-Then each memory's value, 90% interval, P(v > 0) and use count are written into its Mem0 metadata,
-where Mem0 users can rank and prune by measured usefulness.
+Then each memory's value, 90% interval, P(v > 0) and use count are written into its Mem0 metadata
+(the agent's entry of ``memtrial_values``), where Mem0 users can rank and prune by measured usefulness.
 
 The market is synthetic and planted: in each kind of month one of the two lessons about it recommends
 the asset that does well, the other one that does badly.
@@ -106,13 +106,13 @@ def main() -> None:
         print(f"{N_MONTHS} months settled; values written back to {len(written.updated)} Mem0 memories")
         print(f"Mem0 memories ranked by measured value ({UTILITY_UNIT}), with P(v > 0) and uses:")
         for item in credit.ranked():
-            meta = item.get("metadata") or {}
-            if meta.get("memtrial_value") is None:
+            measured = credit.measured(item)  # this agent's entry of the metadata's memtrial_values
+            if measured is None:
                 print(f"  (not measured)  {item['memory']}")
                 continue
             print(
-                f"  {format_utility(meta['memtrial_value'])}  P {meta['memtrial_p_positive']:.2f}  "
-                f"uses {meta['memtrial_uses']:2d}  {item['memory']}"
+                f"  {format_utility(measured['value'])}  P {measured['p_positive']:.2f}  "
+                f"uses {measured['uses']:2d}  {item['memory']}"
             )
         prune = credit.prune_candidates(p_positive_below=0.1, min_uses=5)
         print(f"prune candidates (P(v > 0) < 0.1 after 5+ uses): {len(prune)}")

@@ -20,16 +20,24 @@ metadata (method 4.13): the agent's own under ``memtrial_statuses`` (``{agent id
 "quarantined" or "retired"}``: agents sharing a store each keep theirs, and one agent's quarantine never hides
 the memory from another's searches), and ``memtrial_status``, ``"quarantined"`` while any agent holds it in
 quarantine (an agent that retired it no longer does; nor does a deleted agent, once another agent's sync finds
-it gone), for readers of Mem0 alone; a memory this agent quarantined leaves its searches here at once; :meth:`Mem0Credit.release` releases one by hand and marks it active
-again. :meth:`Mem0Credit.write_back` writes each memory's value:
+it gone), for readers of Mem0 alone; a memory this agent quarantined leaves its searches here at once;
+:meth:`Mem0Credit.release` releases one by hand and marks it active again.
 
-- ``memtrial_value``: the posterior mean, in utility per decision (``memtrial_unit``; for a portfolio
-  a fraction of the book, 0.01 = 1 percentage point; higher helps);
-- ``memtrial_sd``, ``memtrial_lower_90``, ``memtrial_upper_90`` (the same unit), ``memtrial_p_positive``: its uncertainty;
-- ``memtrial_uses``: how many settled decisions credited it; ``memtrial_agent``: the agent that measured it.
+:meth:`Mem0Credit.write_back` writes each memory's value as the agent measured it, under ``memtrial_values``
+(``{agent id: {"value", "sd", "lower_90", "upper_90", "p_positive", "uses", "unit"}}``: agents sharing a store
+each keep theirs, as for the statuses):
 
-Mem0 users can then rank and prune by measured usefulness (:meth:`Mem0Credit.ranked`,
-:meth:`Mem0Credit.prune_candidates`). Works with Mem0's open-source ``Memory``; nothing here calls an LLM.
+- ``value``: the posterior mean, in utility per decision (``unit``; for a portfolio a fraction of the book,
+  0.01 = 1 percentage point; higher helps);
+- ``sd``, ``lower_90``, ``upper_90`` (the same unit), ``p_positive``: its uncertainty;
+- ``uses``: how many settled decisions credited it.
+
+It also writes them under the flat keys (``memtrial_value``, ``memtrial_sd``, ..., ``memtrial_unit``) with
+``memtrial_agent`` naming the agent, for readers of Mem0 alone: those hold the values of whichever agent wrote
+last. Mem0 users can then rank and prune by measured usefulness (:meth:`Mem0Credit.ranked`,
+:meth:`Mem0Credit.prune_candidates`), each adapter by its agent's own values (:meth:`Mem0Credit.measured`; in
+metadata written before agents kept their own, the flat keys count for the agent ``memtrial_agent`` names).
+Works with Mem0's open-source ``Memory``; nothing here calls an LLM.
 """
 
 from __future__ import annotations
@@ -43,7 +51,16 @@ from typing import Any
 from memtrial.outcomes.display import UTILITY_UNIT
 from service.client import MemtrialClient, ServiceError
 
-__all__ = ["METADATA_KEYS", "STATUSES_KEY", "STATUS_KEY", "Mem0Credit", "StatusSync", "WriteBack", "offline_config"]
+__all__ = [
+    "METADATA_KEYS",
+    "STATUSES_KEY",
+    "STATUS_KEY",
+    "VALUES_KEY",
+    "Mem0Credit",
+    "StatusSync",
+    "WriteBack",
+    "offline_config",
+]
 
 METADATA_KEYS = (
     "memtrial_value",
@@ -55,6 +72,17 @@ METADATA_KEYS = (
     "memtrial_agent",
     "memtrial_unit",
 )
+VALUES_KEY = "memtrial_values"  # each agent's own written-back value, by agent id (write_back)
+#: the fields of an agent's entry of ``memtrial_values``, and the key of each among the last writer's flat keys
+VALUE_FIELDS = {
+    "value": "memtrial_value",
+    "sd": "memtrial_sd",
+    "lower_90": "memtrial_lower_90",
+    "upper_90": "memtrial_upper_90",
+    "p_positive": "memtrial_p_positive",
+    "uses": "memtrial_uses",
+    "unit": "memtrial_unit",
+}
 STATUS_KEY = "memtrial_status"  # "quarantined" if any agent holds the memory in quarantine, else "active"
 STATUSES_KEY = "memtrial_statuses"  # each agent's own status (active, quarantined, retired), by agent id
 MAX_CANDIDATES = 100  # the most candidates one rank request takes
@@ -385,7 +413,9 @@ class Mem0Credit:
         return released
 
     def write_back(self) -> WriteBack:
-        """Write every mirrored memory's value, interval and use count into its Mem0 metadata."""
+        """Write the agent's value, interval and use count of every memory this scope mirrored into the agent
+        into its Mem0 metadata: the agent's own entry of ``memtrial_values`` (the other agents' entries are
+        kept), and the flat keys (:data:`METADATA_KEYS`, ``memtrial_agent`` naming this agent)."""
         result = WriteBack()
         mirrored = {e.id for e in self.client.iter_experiences(self.agent_id) if self._mirrored_id(e) is not None}
         values = self.client.values(self.agent_id).values
@@ -397,41 +427,58 @@ class Mem0Credit:
             if current is None:
                 result.missing.append(memory_id)
                 continue
-            self.memory.update(
-                memory_id,
-                text=current["memory"],
-                metadata={
-                    "memtrial_value": value.mean,
-                    "memtrial_sd": value.sd,
-                    "memtrial_lower_90": value.lower,
-                    "memtrial_upper_90": value.upper,
-                    "memtrial_p_positive": value.p_positive,
-                    "memtrial_uses": value.n,
-                    "memtrial_agent": self.agent_id,
-                    "memtrial_unit": UTILITY_UNIT,
-                },
-            )
+            entry = {
+                "value": value.mean,
+                "sd": value.sd,
+                "lower_90": value.lower,
+                "upper_90": value.upper,
+                "p_positive": value.p_positive,
+                "uses": value.n,
+                "unit": UTILITY_UNIT,
+            }
+            kept = (current.get("metadata") or {}).get(VALUES_KEY)
+            by_agent = {**(kept if isinstance(kept, Mapping) else {}), self.agent_id: entry}
+            flat = {VALUE_FIELDS[name]: number for name, number in entry.items()}
+            metadata = {**flat, "memtrial_agent": self.agent_id, VALUES_KEY: by_agent}
+            self.memory.update(memory_id, text=current["memory"], metadata=metadata)
             result.updated.append(memory_id)
         return result
 
+    def measured(self, memory: Mapping[str, Any]) -> dict[str, Any] | None:
+        """This agent's written-back value of a Mem0 memory (as Mem0's ``get``, ``get_all`` or ``search``
+        answer it): its entry of ``memtrial_values``, ``{"value", "sd", "lower_90", "upper_90", "p_positive",
+        "uses", "unit"}``; for metadata written before agents kept their own entries, the flat keys if
+        ``memtrial_agent`` names this agent; None where this agent wrote no value."""
+        metadata = memory.get("metadata") or {}
+        by_agent = metadata.get(VALUES_KEY)
+        if isinstance(by_agent, Mapping):
+            entry = by_agent.get(self.agent_id)
+            return dict(entry) if isinstance(entry, Mapping) else None
+        if metadata.get("memtrial_agent") != self.agent_id or metadata.get("memtrial_value") is None:
+            return None
+        return {name: metadata.get(key) for name, key in VALUE_FIELDS.items()}
+
     def ranked(self) -> list[dict[str, Any]]:
-        """This scope's memories, most useful first by the written-back value (unmeasured ones last)."""
+        """This scope's memories, most useful first by this agent's written-back value (:meth:`measured`;
+        those it did not measure last)."""
         found = self.memory.get_all(filters=self.filters)
         memories = list(found.get("results", found) if isinstance(found, dict) else found)
 
         def key(memory: Mapping[str, Any]) -> tuple[int, float]:
-            value = (memory.get("metadata") or {}).get("memtrial_value")
+            entry = self.measured(memory)
+            value = None if entry is None else entry.get("value")
             return (0, -float(value)) if value is not None else (1, 0.0)
 
         return sorted(memories, key=key)
 
     def prune_candidates(self, *, p_positive_below: float = 0.1, min_uses: int = 5) -> list[dict[str, Any]]:
-        """Memories measured often enough (``min_uses``) that are unlikely to help (P(v > 0) below the bound):
-        what a user may delete from Mem0. Nothing is deleted here."""
+        """Memories this agent measured often enough (``min_uses``) that are unlikely to help it (P(v > 0) below
+        the bound), by its own written-back values (:meth:`measured`): what a user may delete from Mem0.
+        Nothing is deleted here."""
         out = []
         for memory in self.ranked():
-            meta = memory.get("metadata") or {}
-            p, uses = meta.get("memtrial_p_positive"), meta.get("memtrial_uses") or 0
+            entry = self.measured(memory) or {}
+            p, uses = entry.get("p_positive"), entry.get("uses") or 0
             if p is not None and uses >= min_uses and p < p_positive_below:
                 out.append(memory)
         return out

@@ -317,12 +317,14 @@ def forecast(texts):
     return 0.5 + sum(LESSONS[text] for text in texts)
 
 
-def settle_day(credit, client, agent_id, t, **decision):
-    """One decision planned on the Mem0 picks, drafted, decided and settled; the plan."""
+def settle_day(credit, client, agent_id, t, outcome=1.0, **decision):
+    """One decision planned on the Mem0 picks, drafted, decided and settled; the plan. With ``outcome`` 0 each
+    lesson's effect on the utility is the opposite: the harmful lesson helps, the others hurt."""
     when = DAY_ZERO + dt.timedelta(days=t)
     plan = credit.plan(when, when + dt.timedelta(hours=1), QUESTION, **decision)
     client.submit_drafts(agent_id, plan.decision_id, [forecast(s.texts) for s in plan.subsets])
-    client.settle(agent_id, plan.decision_id, outcome=1.0, rule="abs_error", settled_at=when + dt.timedelta(hours=1))
+    settled_at = when + dt.timedelta(hours=1)
+    client.settle(agent_id, plan.decision_id, outcome=outcome, rule="abs_error", settled_at=settled_at)
     return plan
 
 
@@ -474,6 +476,75 @@ def test_mem0_shared_across_tenants_keeps_the_quarantine_of_an_agent_this_key_ca
     assert memory.get(ids[HARMFUL])["metadata"][STATUS_KEY] == "quarantined"
     with pytest.raises(ValueError, match=r"^shared_across_tenants: True or False, got 'yes'$"):
         Mem0Credit(memory, client, ours.id, filters={"user_id": "team"}, shared_across_tenants="yes")
+
+
+def test_mem0_agents_sharing_a_store_each_rank_and_prune_by_their_own_values(client, lessons):
+    """write_back wrote one value per memory (the last writer's), and ranked and prune_candidates read it whoever
+    asked: one agent's prune list came from another agent's measurements."""
+    from service.integrations.mem0 import VALUES_KEY, Mem0Credit
+
+    memory, ids = lessons
+    outcomes = {client.create_agent(name, kind="scored", credit="raw").id: o for name, o in (("ones", 1), ("zeros", 0))}
+    credits = {
+        agent_id: Mem0Credit(memory, client, agent_id, filters={"user_id": "team"}, search_options={"threshold": 0.0})
+        for agent_id in outcomes
+    }
+    for agent_id, outcome in outcomes.items():
+        for t in range(6):
+            settle_day(credits[agent_id], client, agent_id, t, outcome=outcome)
+        assert sorted(credits[agent_id].write_back().updated) == sorted(ids.values())
+    useful = sorted(ids[text] for text in LESSONS if text != HARMFUL)
+    for agent_id, outcome in outcomes.items():
+        values = {v.external_id: v for v in client.values(agent_id).values.values()}
+        for memory_id in ids.values():
+            entry = memory.get(memory_id)["metadata"][VALUES_KEY][agent_id]
+            value = values[memory_id]
+            assert (entry["value"], entry["sd"], entry["p_positive"], entry["uses"]) == (
+                value.mean,
+                value.sd,
+                value.p_positive,
+                value.n,
+            )
+            assert credits[agent_id].measured(memory.get(memory_id)) == entry
+        ranked = [m["id"] for m in credits[agent_id].ranked()]
+        pruned = sorted(m["id"] for m in credits[agent_id].prune_candidates(min_uses=5))
+        if outcome == 1:  # the harmful lesson hurts this agent's decisions
+            assert ranked[-1] == ids[HARMFUL] and pruned == [ids[HARMFUL]]
+        else:  # it helps this one's, and the others hurt
+            assert ranked[0] == ids[HARMFUL] and pruned == useful
+
+
+def test_mem0_values_written_before_agents_kept_their_own_count_only_for_the_agent_named(
+    client, agent, mem0_memory_class, tmp_path
+):
+    """Metadata written by an earlier release (one set of values, memtrial_agent naming whose) is read for that
+    agent alone."""
+    from service.integrations.mem0 import Mem0Credit, offline_config
+
+    store = mem0_memory_class.from_config(offline_config(str(tmp_path / "earlier")))
+
+    def add(text, value, p_positive):
+        old = {"memtrial_value": value, "memtrial_p_positive": p_positive, "memtrial_uses": 9}
+        metadata = {**old, "memtrial_sd": 0.05, "memtrial_agent": agent["id"], "memtrial_unit": "U"}
+        return store.add(text, user_id="fund", infer=False, metadata=metadata)["results"][0]["id"]
+
+    bad, good = add(MEMORIES[0], -0.2, 0.01), add(MEMORIES[1], 0.1, 0.95)
+    plain = store.add(MEMORIES[2], user_id="fund", infer=False)["results"][0]["id"]
+    credit = Mem0Credit(store, client, agent["id"], filters={"user_id": "fund"})
+    assert [m["id"] for m in credit.ranked()] == [good, bad, plain]
+    assert [m["id"] for m in credit.prune_candidates()] == [bad]
+    assert credit.measured(store.get(bad)) == {
+        "value": -0.2,
+        "sd": 0.05,
+        "lower_90": None,
+        "upper_90": None,
+        "p_positive": 0.01,
+        "uses": 9,
+        "unit": "U",
+    }
+    other = client.create_agent("other", "balanced", UNIVERSE)
+    elsewhere = Mem0Credit(store, client, other["id"], filters={"user_id": "fund"})
+    assert elsewhere.prune_candidates() == [] and elsewhere.measured(store.get(bad)) is None
 
 
 def test_mem0_search_under_value_aware_retrieval_drops_the_harmful_nearest_memory_for_a_useful_one(client, lessons):
