@@ -86,6 +86,7 @@ VALUE_FIELDS = {
 STATUS_KEY = "memtrial_status"  # "quarantined" if any agent holds the memory in quarantine, else "active"
 STATUSES_KEY = "memtrial_statuses"  # each agent's own status (active, quarantined, retired), by agent id
 MAX_CANDIDATES = 100  # the most candidates one rank request takes
+ALL_PAGE = 1000  # the memories ranked and prune_candidates first ask get_all for (then four times as many, ...)
 #: ``Memory.search``'s arguments the adapter sets itself, and what to set instead
 OWN_SEARCH_ARGUMENTS = {
     "query": "search's argument",
@@ -458,11 +459,21 @@ class Mem0Credit:
             return None
         return {name: metadata.get(key) for name, key in VALUE_FIELDS.items()}
 
+    def _all_memories(self) -> list[dict[str, Any]]:
+        """Every memory of this scope: Mem0's ``get_all`` answers its ``top_k`` (20 unless given) at most, so it is
+        asked for more until it answers fewer than asked."""
+        top_k = ALL_PAGE
+        while True:
+            found = self.memory.get_all(filters=self.filters, top_k=top_k)
+            memories = list(found.get("results", found) if isinstance(found, dict) else found)
+            if len(memories) < top_k:
+                return memories
+            top_k *= 4
+
     def ranked(self) -> list[dict[str, Any]]:
         """This scope's memories, most useful first by this agent's written-back value (:meth:`measured`;
         those it did not measure last)."""
-        found = self.memory.get_all(filters=self.filters)
-        memories = list(found.get("results", found) if isinstance(found, dict) else found)
+        memories = self._all_memories()
 
         def key(memory: Mapping[str, Any]) -> tuple[int, float]:
             entry = self.measured(memory)

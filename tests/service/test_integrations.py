@@ -188,6 +188,18 @@ def test_mem0_write_back_puts_each_value_interval_and_use_count_into_its_metadat
     assert credit.write_back().missing == [gone]
 
 
+def test_mem0_ranked_and_prune_candidates_read_every_memory_of_the_scope(client, agent, memory, monkeypatch):
+    # Mem0's get_all answers 20 memories unless asked for more: a scope's 21st and later were never ranked
+    from service.integrations import mem0 as adapter
+
+    for index in range(21):
+        memory.add(f"Lesson number {index} about markets.", user_id="fund", infer=False)
+    credit = adapter.Mem0Credit(memory, client, agent["id"], filters={"user_id": "fund"})
+    assert len(credit.ranked()) == len(MEMORIES) + 21
+    monkeypatch.setattr(adapter, "ALL_PAGE", 4)  # asked again for more while a page comes back full
+    assert len(credit.ranked()) == len(MEMORIES) + 21
+
+
 def test_mem0_sync_and_write_back_touch_only_the_memories_this_scope_mirrored(client, agent, memory):
     """They took every experience of the agent with an external id for a memory of their own: one added over REST
     was reported missing, and the adapter of one scope wrote into the memories another scope had mirrored."""
