@@ -7,7 +7,7 @@ import os
 from sqlalchemy import text
 
 from alembic import context
-from service.db import make_engine, normalise_url
+from service.db import DatabaseTimeouts, is_sqlite, make_engine, normalise_url
 from service.models import Base
 
 #: the PostgreSQL advisory lock that serialises migrations (any fixed 64-bit number; this spells "memtrial")
@@ -29,7 +29,10 @@ def run_offline() -> None:
 
 
 def run_online() -> None:
-    engine = make_engine(_url())
+    url = _url()
+    # SQLite: the migration is one write transaction; a replica starting beside it waits for it as long as a
+    # PostgreSQL replica waits for the migration lock (below), not the service's 10 s for one request's writes
+    engine = make_engine(url, DatabaseTimeouts(busy=300.0) if is_sqlite(url) else None)
     try:
         with engine.connect() as connection:
             sqlite = connection.dialect.name == "sqlite"

@@ -469,8 +469,8 @@ async def _sample_all(
     ctx: Any, system: str, prompts: list[str], parse: Any, max_retries: int, timeout: float, decision_id: str
 ) -> list[tuple[Any, int]]:
     """Every subset's draft by the host's model, sampled side by side. When one fails (malformed answers, or a
-    request left unanswered for ``timeout`` seconds) the others are cancelled: nothing of the call samples on
-    after it has failed."""
+    request left unanswered for ``timeout`` seconds) the call stops waiting for the others at once: none of them
+    is retried after it failed (the host is not told: what it answers later is dropped)."""
     tasks = [asyncio.ensure_future(_sampled_draft(ctx, system, p, parse, max_retries, timeout)) for p in prompts]
     try:
         return list(await asyncio.gather(*tasks))

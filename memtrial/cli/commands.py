@@ -14,7 +14,7 @@ import importlib.util
 from typing import Any
 
 import typer
-from typer.core import HAS_RICH, TyperCommand, TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from memtrial.errors import install_hint
 
@@ -52,12 +52,17 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str, str]] = {
 }
 
 
+#: whether Typer renders help with Rich (reading it as markup): ``typer.core.HAS_RICH`` from Typer 0.19 on, whether
+#: Rich imported before it
+_RICH_HELP = bool(getattr(typer.core, "HAS_RICH", getattr(typer.core, "rich", None) is not None))
+
+
 class _LazyCommand(TyperCommand):
     """Stands in for a sub-command until it runs: its module is imported then."""
 
     def __init__(self, name: str, module_name: str, attribute: str, help_text: str, extra: str) -> None:
         # Typer reads help as Rich markup where Rich is installed: '[backtest]' would be taken for a tag and dropped
-        shown = help_text.replace("[", "\\[") if HAS_RICH else help_text
+        shown = help_text.replace("[", "\\[") if _RICH_HELP else help_text
         super().__init__(name=name, help=shown, context_settings={"ignore_unknown_options": True})
         self.module_name = module_name
         self.attribute = attribute

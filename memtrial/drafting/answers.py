@@ -154,7 +154,12 @@ def render_answer_prompt(question: str, lessons: Sequence[Lesson], spec: AnswerS
 
 
 def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float (a reply may hold one of 400 digits)
+        return False
 
 
 def parse_answer(content: str, spec: AnswerSpec) -> Any:

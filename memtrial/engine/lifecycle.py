@@ -256,10 +256,13 @@ class MemTrial:
         self._experience(experience_id).active = False
 
     def _experience(self, experience_id: ExperienceId) -> _Experience:
-        check_experience_id(experience_id)  # an unhashable one would fail the lookup with a TypeError
-        if experience_id not in self.experiences:
-            raise InputError(f"unknown experience {experience_id!r}", field="experience_id")
-        return self.experiences[experience_id]
+        try:
+            return self.experiences[experience_id]
+        except KeyError:
+            raise InputError(f"unknown experience {experience_id!r}", field="experience_id") from None
+        except TypeError:  # unhashable: said as an id of the wrong type
+            check_experience_id(experience_id)
+            raise
 
     # -- plan --------------------------------------------------------------
     def plan(
@@ -1160,6 +1163,6 @@ class MemTrial:
                 engine.curator = Curator.from_dict(state.config.quarantine, state.curation)
         except KeyError as error:
             raise StateError(f"state is malformed: it lacks {error.args[0]!r}", field="state") from None
-        except (TypeError, ValueError, AttributeError) as error:
+        except (TypeError, ValueError) as error:
             raise StateError(f"state is malformed: {error!r}", field="state") from None
         return engine

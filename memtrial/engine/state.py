@@ -29,7 +29,7 @@ from memtrial.engine.checkpoints import CheckpointPolicy
 from memtrial.engine.config import EngineConfig
 from memtrial.engine.history import DetachedHistory, History, InMemoryHistory
 from memtrial.engine.learning import NoiseCost
-from memtrial.errors import InputError, StateError
+from memtrial.errors import ConfigError, InputError, StateError
 from memtrial.records import ExperienceId, Time, decode_time, encode_time
 from memtrial.trust.gate import make_gate
 from memtrial.values import EmpiricalBayesLearner
@@ -202,7 +202,7 @@ def decode_state(
             noise=NoiseCost.from_dict(data.get("noise") or {"count": 0, "total": 0.0}),
             credit=DraftCredit.from_dict(data.get("budget")),
             checkpointed_at=int(data.get("checkpointed_at", 0)),
-            checkpoint_policy=CheckpointPolicy(**data.get("checkpoint_policy", {})),
+            checkpoint_policy=_checkpoint_policy(data.get("checkpoint_policy", {})),
             rederived={str(d): dict(v) for d, v in (data.get("rederived") or {}).items()},
             history=attached,
             curation=data.get("curation"),
@@ -211,6 +211,14 @@ def decode_state(
         raise StateError(f"state is malformed: it lacks {error.args[0]!r}", field="state") from None
     except (TypeError, ValueError, AttributeError) as error:
         raise StateError(f"state is malformed: {error!r}", field="state") from None
+
+
+def _checkpoint_policy(data: Mapping[str, Any]) -> CheckpointPolicy:
+    """The checkpoint policy a state holds (its own rules broken: a malformed state, not a bad setting)."""
+    try:
+        return CheckpointPolicy(**data)
+    except ConfigError as error:
+        raise StateError(f"state is malformed: checkpoint_policy: {error.message}", field="checkpoint_policy") from None
 
 
 def upgrade_v1_state(data: Mapping[str, Any]) -> dict[str, Any]:

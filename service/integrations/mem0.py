@@ -115,10 +115,13 @@ def offline_config(folder: str, collection: str = "memories") -> dict[str, Any]:
 
 @dataclass
 class WriteBack:
-    """What :meth:`Mem0Credit.write_back` did: memories updated, and mirrored ids Mem0 no longer holds."""
+    """What :meth:`Mem0Credit.write_back` did: memories updated, mirrored ids Mem0 no longer holds, and the
+    external ids of the agent's experiences this scope did not mirror (added another way, or by another
+    scope's adapter), left alone."""
 
     updated: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
+    not_mirrored: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -131,6 +134,7 @@ class StatusSync:
     active: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     retired: list[str] = field(default_factory=list)
+    not_mirrored: list[str] = field(default_factory=list)  # as in :class:`WriteBack`, left alone
 
 
 def _nfc(memory_id: Any) -> str:
@@ -342,6 +346,8 @@ class Mem0Credit:
         for experience in self.client.iter_experiences(self.agent_id):
             external_id = self._mirrored_id(experience)
             if external_id is None:
+                if experience.external_id is not None:
+                    result.not_mirrored.append(experience.external_id)
                 continue
             status = experience["status"]
             if status == "retired":
@@ -350,7 +356,8 @@ class Mem0Credit:
                 self._retired.discard(_nfc(external_id))
             written = self._write_status(external_id, status, known)
             if written is None:
-                result.missing.append(self._mem0_ids.get(external_id, external_id))
+                if status != "retired":  # a memory deleted from Mem0 and retired here is no news at every sync
+                    result.missing.append(self._mem0_ids.get(external_id, external_id))
             elif written:
                 lists = {"quarantined": result.quarantined, "retired": result.retired}
                 lists.get(status, result.active).append(written)
@@ -418,7 +425,12 @@ class Mem0Credit:
         into its Mem0 metadata: the agent's own entry of ``memtrial_values`` (the other agents' entries are
         kept), and the flat keys (:data:`METADATA_KEYS`, ``memtrial_agent`` naming this agent)."""
         result = WriteBack()
-        mirrored = {e.id for e in self.client.iter_experiences(self.agent_id) if self._mirrored_id(e) is not None}
+        mirrored = set()
+        for experience in self.client.iter_experiences(self.agent_id):
+            if self._mirrored_id(experience) is not None:
+                mirrored.add(experience.id)
+            elif experience.external_id is not None:
+                result.not_mirrored.append(experience.external_id)
         values = self.client.values(self.agent_id).values
         for experience_id, value in values.items():
             if experience_id not in mirrored or value.external_id is None:

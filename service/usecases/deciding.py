@@ -123,7 +123,8 @@ def decide(
             )
         _check_count(row, drafts)
         if agent_kind(agent.settings) is DecisionKind.SCORED:
-            check_declared_answers(agent.settings, drafts)
+            if row.status == DecisionStatus.PLANNED:  # drafts posted again are compared with those decided on
+                check_declared_answers(agent.settings, drafts)
             vectors = scored_drafts(agent.settings, drafts)
             if vectors is None:
                 _check_answers_again(row, drafts)

@@ -185,3 +185,11 @@ def test_the_prompt_quotes_every_field_a_tenant_wrote():
         "Mandate: balanced investor: at most 65% risky"
     ]
     assert prompt.count("</lessons>") == 1 and prompt.count("</context>") == 1  # forged tags stay inside quoted strings
+
+
+def test_a_number_answer_too_large_for_a_float_is_malformed_not_an_overflow():
+    # math.isfinite raised OverflowError on a 400-digit integer, which a model's JSON reply can hold
+    from memtrial.drafting.answers import AnswerKind, AnswerSpec, parse_answer
+
+    with pytest.raises(DraftError, match="the answer must be a finite number, got 9999"):
+        parse_answer('{"answer": ' + "9" * 400 + "}", AnswerSpec(AnswerKind.NUMBER))

@@ -216,8 +216,10 @@ def test_mem0_sync_and_write_back_touch_only_the_memories_this_scope_mirrored(cl
     assert first.metadata == {"source": "mem0", "scope": {"user_id": "desk"}}  # what mirrored it
     synced = fund.sync_status()
     assert sorted(synced.active) == sorted(mirrored) and synced.missing == []
+    assert sorted(synced.not_mirrored) == sorted(["mem-17", *desk])  # left alone, and said so
     written = fund.write_back()
     assert sorted(written.updated) == sorted(mirrored) and written.missing == []
+    assert sorted(written.not_mirrored) == sorted(["mem-17", *desk])
     for memory_id in desk:  # the other scope's memories: nothing written by this one
         assert STATUSES_KEY not in (memory.get(memory_id).get("metadata") or {})
         assert "memtrial_value" not in (memory.get(memory_id).get("metadata") or {})
@@ -436,6 +438,8 @@ def test_mem0_a_quarantined_memory_the_agent_retires_is_marked_retired_and_no_lo
     assert synced == StatusSync(retired=[ids[HARMFUL]])
     assert credit.sync_status() == StatusSync()  # nothing changed since: nothing written
     assert ids[HARMFUL] not in [h["id"] for h in credit.hits(QUESTION)]  # retired: no candidate's place taken
+    memory.delete(ids[HARMFUL])  # retired here and deleted from Mem0: no news at every sync
+    assert credit.sync_status() == StatusSync()
 
 
 def test_mem0_the_quarantine_of_a_deleted_agent_stops_counting_at_another_agents_next_sync(client, lessons):

@@ -538,7 +538,7 @@ def test_a_second_host_model_drafting_of_one_decision_is_refused_before_it_sampl
 def test_a_host_that_leaves_a_sampling_request_unanswered_fails_the_call_and_the_decision_waits(service):
     """draft_with_host_model bounds each sampling request: a host that never answers one fails the call within
     the server's --sampling-timeout (nothing submitted, the drafting mark let go); a call that fails on one
-    subset cancels its other requests; the decision, still planned, is drafted by the next call."""
+    subset stops waiting for its other requests; the decision, still planned, is drafted by the next call."""
     from service.client import MemtrialClient
 
     url, key = service
