@@ -56,10 +56,21 @@ def shared_rate_limit_file(database_url: str) -> str:
     replicas), in a folder of this user's only: replicas count each key's requests together, whichever
     spelling of the database's URL each was given (:func:`database_identity`)."""
     import hashlib
+    import stat
     import tempfile
 
     folder = os.path.join(tempfile.gettempdir(), f"memtrial-{os.getuid()}")
     os.makedirs(folder, mode=0o700, exist_ok=True)
+    # its name is known to every user of the machine: one made before by another user (or a link) would let
+    # that user change the counters, or point the file at one of this user's files, which the server then writes
+    found = os.lstat(folder)
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+        what = "a link" if stat.S_ISLNK(found.st_mode) else f"owner uid {found.st_uid}, mode {found.st_mode & 0o777:#o}"
+        raise ValueError(
+            f"the rate-limit folder {folder} is not this user's alone ({what}): another user could change the "
+            "counters or aim them at a file of yours; remove it, or set MEMTRIAL_RATE_LIMIT_FILE to a file in a "
+            "folder of your own"
+        )
     digest = hashlib.sha256(database_identity(database_url).encode()).hexdigest()[:24]
     return os.path.join(folder, f"rate-limits-{digest}")
 
@@ -122,7 +133,10 @@ def serve(
         _check_exists(url)
     if not os.environ.get("MEMTRIAL_RATE_LIMIT_FILE"):
         # every server of this machine on this database (its workers, and replicas) counts rate limits together
-        os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
+        try:
+            os.environ["MEMTRIAL_RATE_LIMIT_FILE"] = shared_rate_limit_file(url)
+        except ValueError as error:
+            raise _fail(error) from None
     metrics_folder = None
     if workers > 1:
         os.environ["MEMTRIAL_SUPERVISOR_PID"] = str(os.getpid())
@@ -137,7 +151,7 @@ def serve(
 
     configure_logging(settings.log_level)  # from here on, every line on stderr is a JSON record
     logging.getLogger("memtrial.service").info(
-        "memtrial service on %s (database %s)", http_address(host, port), url.split("@")[-1]
+        "memtrial service on %s (database %s)", http_address(host, port), database_identity(url)
     )
     # uvicorn re-raises the SIGTERM it shut down for once it has restored this handler: exit through
     # Python, with the status a SIGTERM death would give

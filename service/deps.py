@@ -124,7 +124,10 @@ def get_tenant(
     blocked = services.limiter.check(f"auth-failure:{source}", services.settings.auth_failures_per_minute)
     if not blocked.allowed:
         raise _too_many_failures(blocked)
-    header = request.headers.get("authorization", "")
+    headers = request.headers.getlist("authorization")
+    if len(headers) > 1:  # which one counts would be the proxy's guess or the server's: neither is taken
+        raise _refuse(services, source, "send one Authorization header, not several")
+    header = headers[0] if headers else ""
     scheme, _space, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise _refuse(services, source, "missing API key: send 'Authorization: Bearer <key>'")

@@ -100,11 +100,14 @@ async def load_litellm() -> Any:
     loop would hold up every request of this worker (health checks, other agents' calls) until it ends."""
     import sys
 
-    loaded = sys.modules.get("litellm")
-    if loaded is not None and not getattr(loaded.__spec__, "_initializing", False):  # not half-imported by another
-        return loaded
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return await asyncio.to_thread(import_extra, "litellm", "llm", "LLM drafting")
+    litellm: Any = sys.modules.get("litellm")
+    if litellm is None or getattr(litellm.__spec__, "_initializing", False):  # absent, or half-imported by another
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        litellm = await asyncio.to_thread(import_extra, "litellm", "llm", "LLM drafting")
+    # its hints after a failed call ("Give Feedback / Get Help", in colour) are plain lines on stdout, where the
+    # service writes JSON records only
+    litellm.suppress_debug_info = True
+    return litellm
 
 
 async def _one(

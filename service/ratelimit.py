@@ -68,7 +68,12 @@ class SharedRateLimiter:
         if path is None:
             self._map = mmap.mmap(-1, size)
         else:
-            self._file = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:  # never through a link: the file is written, and a link could aim it at any file of this user's
+                self._file = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            except OSError as error:
+                if os.path.islink(path):
+                    raise ValueError(f"MEMTRIAL_RATE_LIMIT_FILE must not be a symbolic link, got {path!r}") from None
+                raise error
             if os.fstat(self._file).st_size < size:
                 os.ftruncate(self._file, size)
             self._map = mmap.mmap(self._file, size)

@@ -76,7 +76,18 @@ from service.api_types import (
 )
 from service.modes import ExperienceStatus, Listed, listed_in_order
 from service.settings import MAX_DRAFTS_CEILING
-from service.validation import ExternalId, Id, JsonDocument, JsonValue, Moment, Name, Weight, bounded_text, finite
+from service.validation import (
+    ExternalId,
+    Id,
+    Instructions,
+    JsonDocument,
+    JsonValue,
+    Moment,
+    Name,
+    Weight,
+    bounded_text,
+    finite,
+)
 
 __all__ = [
     "ASSET_CLASSES",
@@ -282,8 +293,8 @@ class AnswerSettings(Strict):
     choices: list[Name] | None = Field(None, min_length=2, max_length=64, description="choice: the allowed answers")
     minimum: Weight | None = Field(None, description="number: the smallest allowed answer")
     maximum: Weight | None = Field(None, description="number: the largest allowed answer")
-    instructions: bounded_text(2_000) | None = Field(  # type: ignore[valid-type]
-        None, description="what the answer is, in words every prompt opens with"
+    instructions: Instructions | None = Field(
+        None, description="what the answer is, in words every prompt opens with (one line, without '<' or '>')"
     )
 
 

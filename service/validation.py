@@ -102,6 +102,20 @@ def external_id(value: str) -> str:
     return check_name(normal, "an external id")
 
 
+def instructions(value: str) -> str:
+    """A scored agent's instructions, which open every prompt as the prompt's own text: printable and on one
+    line, without ``<`` or ``>`` (line breaks and tags could forge the question and lessons blocks after it)."""
+    check_text(value, "answer.instructions")
+    for character in value:
+        if unicodedata.category(character) in _NOT_IN_NAMES or character in "<>":
+            shown = repr(character) if character in "<>" else f"U+{ord(character):04X}"
+            raise ValueError(
+                "answer.instructions must be one printable line without '<' or '>' (it opens every prompt, and "
+                f"these could forge the prompt's question and lessons), got {shown}"
+            )
+    return value
+
+
 def _text(value: str) -> str:
     check_text(value, "the text")
     if not _visible(value):
@@ -183,6 +197,7 @@ def bounded_text(max_length: int, min_length: int = 1) -> Any:
 
 
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_name)]
+Instructions = Annotated[str, StringConstraints(min_length=1, max_length=2_000), AfterValidator(instructions)]
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(external_id)]
 Id = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_id)]  # an id the server gave
 AssetName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(_name)]

@@ -67,6 +67,7 @@ def list_experiences(
         Query(
             min_length=1,
             max_length=200,
+            pattern=r"^[^\x00]+$",  # PostgreSQL's text holds no NUL: the query failed with a 500
             description="only the experience with this external id (compared in Unicode normal form C)",
         ),
     ] = None,

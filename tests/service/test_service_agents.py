@@ -1,5 +1,8 @@
 """Service: agents, tenancy and authentication."""
 
+import asyncio
+
+import httpx
 import pytest
 from support import UNIVERSE, make_tenant
 
@@ -67,6 +70,22 @@ def test_unknown_api_key_is_401(http, agent):
     response = http.get(f"/v1/agents/{agent['id']}", headers={"Authorization": "Bearer mt_wrong"})
     assert response.status_code == 401
     assert response.json()["error"]["message"] == "unknown or revoked API key"
+
+
+def test_several_authorization_headers_are_401_whichever_keys_they_hold(http, database_url):
+    # the first one counted here: a proxy checking the last would have let another tenant's key through
+    owner, other = make_tenant(database_url, "owner"), make_tenant(database_url, "other")
+    agent = MemtrialClient(api_key=owner, http=http).create_agent("fund", "balanced", UNIVERSE)
+    both = [("Authorization", f"Bearer {other}"), ("Authorization", f"Bearer {owner}")]
+
+    async def send():  # through ASGI as a server passes headers: each its own (the test client joins them)
+        transport = httpx.ASGITransport(app=http.app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as raw:
+            return await raw.get(f"/v1/agents/{agent['id']}", headers=httpx.Headers(both))
+
+    response = asyncio.run(send())
+    assert response.status_code == 401
+    assert response.json()["error"]["message"] == "send one Authorization header, not several"
 
 
 def test_unknown_investor_is_422_naming_the_field(client):

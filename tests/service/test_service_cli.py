@@ -138,3 +138,14 @@ def test_serving_a_missing_sqlite_file_without_migrating_is_refused_and_creates_
     result = CliRunner().invoke(app, ["serve", "--no-migrate", "--port", str(free_port())])
     assert result.exit_code == 2 and not (tmp_path / "absent.db").exists()
     assert f"--no-migrate: the SQLite database {tmp_path / 'absent.db'} does not exist" in result.output
+
+
+@pytest.mark.slow  # a live server on PostgreSQL
+def test_the_start_line_names_the_database_without_a_password_given_in_its_query():
+    # the line showed everything after the URL's '@', a '?password=' included
+    from live_server import Server
+    from support import POSTGRES_URL, migrated_postgres
+
+    server = Server(f"{migrated_postgres(POSTGRES_URL)}?password=hunter2xyz", migrate=False)
+    output = server.stop()
+    assert "memtrial service on http://127.0.0.1:" in output and "hunter2xyz" not in output

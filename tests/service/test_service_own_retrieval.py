@@ -196,6 +196,13 @@ def test_an_external_id_is_one_id_in_either_unicode_spelling(client, agent):
     assert (error.value.status, error.value.field) == (422, "retrieved_external_ids")
 
 
+def test_a_nul_in_the_external_id_a_listing_asks_for_is_422_naming_it(client, agent):
+    # PostgreSQL's text holds no NUL: the query failed with a 500 there (SQLite found nothing)
+    with pytest.raises(ServiceError) as error:
+        client.list_experiences(agent["id"], external_id="a\x00b")
+    assert (error.value.status, error.value.field) == (422, "external_id")
+
+
 def test_an_external_id_longer_than_200_in_its_normal_form_is_422_naming_it_and_writes_nothing(client, agent):
     # U+0958 is two characters in normal form C: 200 given are 400 stored (a 500 on PostgreSQL's column before)
     lengthens = "\u0958"

@@ -164,3 +164,35 @@ def test_replicas_share_one_counter_however_their_database_url_is_spelt(tmp_path
         f"sqlite:///{tmp_path}/memtrial.db"
     )
     assert shared_rate_limit_file("sqlite:///here/../memtrial.db") == shared_rate_limit_file("sqlite:///memtrial.db")
+
+
+def test_the_rate_limit_file_is_only_ever_in_a_folder_of_this_users_alone_and_never_a_link(tmp_path, monkeypatch):
+    # the folder's name is known to every user of the machine: one another user made first (open to all, or a
+    # link) let that user aim the counters at any file of the service's user, which the server then wrote into
+    import os
+    import tempfile
+
+    from service.cli import shared_rate_limit_file
+    from service.ratelimit import SharedRateLimiter
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    folder = tmp_path / f"memtrial-{os.getuid()}"
+    folder.mkdir(mode=0o777)
+    folder.chmod(0o777)
+    with pytest.raises(ValueError, match=r"is not this user's alone \(owner uid \d+, mode 0o777\)"):
+        shared_rate_limit_file("sqlite:////tmp/x.db")
+    folder.rmdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    folder.symlink_to(elsewhere)
+    with pytest.raises(ValueError, match=r"is not this user's alone \(a link\)"):
+        shared_rate_limit_file("sqlite:////tmp/x.db")
+    folder.unlink()
+    path = shared_rate_limit_file("sqlite:////tmp/x.db")  # made now, this user's alone: taken
+    assert os.path.dirname(path) == str(folder) and (folder.stat().st_mode & 0o777) == 0o700
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    os.symlink(victim, path)
+    with pytest.raises(ValueError, match="MEMTRIAL_RATE_LIMIT_FILE must not be a symbolic link"):
+        SharedRateLimiter(path)
+    assert victim.read_text() == "precious"

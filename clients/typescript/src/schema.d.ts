@@ -766,7 +766,7 @@ export interface components {
             choices?: string[] | null;
             /**
              * Instructions
-             * @description what the answer is, in words every prompt opens with
+             * @description what the answer is, in words every prompt opens with (one line, without '<' or '>')
              */
             instructions?: string | null;
             /**
