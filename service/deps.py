@@ -116,9 +116,9 @@ def _refuse(services: Services, source: str, message: str) -> ApiError:
     return ApiError(401, "unauthorized", message, "authorization")
 
 
-def get_tenant(
-    request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]
-) -> str:
+def authenticate(request: Request, services: Services) -> tuple[str, str]:
+    """The tenant of the request's API key, and the key's digest; 401 (429 once its address has failed too
+    often) otherwise. Counts nothing for a good key: :func:`get_tenant` does, once per request."""
     source = client_address(request, services.trusted_proxies)
     # a source over its failure limit is refused before its key is looked up, so a right guess looks like a wrong one
     blocked = services.limiter.check(f"auth-failure:{source}", services.settings.auth_failures_per_minute)
@@ -143,6 +143,19 @@ def get_tenant(
     tenant_id = services.keys.get(digest, fetch)
     if tenant_id is None:
         raise _refuse(services, source, "unknown or revoked API key")
+    return tenant_id, digest
+
+
+def authenticate_before_the_body(request: Request) -> None:
+    """:func:`authenticate`, run before a request's body is read: a body is parsed only for a known key, so a
+    client without one, or over its failure limit, costs no parsing (a 2 MB body took 100 ms of the loop)."""
+    authenticate(request, get_services(request))
+
+
+def get_tenant(
+    request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]
+) -> str:
+    tenant_id, digest = authenticate(request, services)
     verdict = services.limiter.hit(f"key:{digest}", services.settings.rate_limit_per_minute)
     if not verdict.allowed:
         raise ApiError(

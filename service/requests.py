@@ -19,6 +19,7 @@ from fastapi import Request, Response
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
+from starlette.concurrency import run_in_threadpool
 
 __all__ = ["StrictJSONRequest", "StrictJSONRoute", "strict_loads"]
 
@@ -57,15 +58,31 @@ def strict_loads(body: bytes | str) -> Any:
         raise json.JSONDecodeError(str(error), text, 0) from None
 
 
+#: bodies longer than this are parsed in a worker thread, not on the event loop
+THREADED_BODY_BYTES = 64 * 1024
+
+
 class StrictJSONRequest(Request):
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()
             try:
-                self._json = strict_loads(body)
+                self._json = (
+                    await run_in_threadpool(strict_loads, body)
+                    if len(body) > THREADED_BODY_BYTES
+                    else strict_loads(body)
+                )
             except UnicodeDecodeError as error:
                 raise json.JSONDecodeError(f"body is not UTF-8 ({error.reason})", "", error.start) from None
         return self._json
+
+
+_WITH_BODY = frozenset({"POST", "PUT", "PATCH"})
+
+
+def _depends_on(dependant: Dependant, call: Callable[..., Any]) -> bool:
+    """Whether an operation depends on ``call`` (its dependencies' dependencies included)."""
+    return any(d.call is call or _depends_on(d, call) for d in dependant.dependencies)
 
 
 def _query_names(dependant: Dependant) -> frozenset[str]:
@@ -78,9 +95,12 @@ def _query_names(dependant: Dependant) -> frozenset[str]:
 
 class StrictJSONRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        from service.deps import authenticate_before_the_body, get_tenant
+
         handler = super().get_route_handler()
         declared = _query_names(self.dependant)
         takes = ", ".join(sorted(declared)) or "none"
+        keyed = _depends_on(self.dependant, get_tenant)
 
         async def strict_handler(request: Request) -> Response:
             unknown = [name for name in dict.fromkeys(request.query_params) if name not in declared]
@@ -97,6 +117,8 @@ class StrictJSONRoute(APIRoute):
                         for name in unknown
                     ]
                 )
+            if keyed and request.method in _WITH_BODY:  # the key first: no body is parsed for a client without one
+                await run_in_threadpool(authenticate_before_the_body, request)
             return await handler(StrictJSONRequest(request.scope, request.receive))
 
         return strict_handler

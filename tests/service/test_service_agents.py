@@ -88,6 +88,18 @@ def test_several_authorization_headers_are_401_whichever_keys_they_hold(http, da
     assert response.json()["error"]["message"] == "send one Authorization header, not several"
 
 
+def test_a_body_is_read_only_for_a_known_key(http):
+    # bodies were parsed before the key was checked: a client without one had its 2 MB parsed, answered 422 for a
+    # broken body without counting as a failed attempt, and was still parsed once over its failure limit
+    broken = b'{"name": "x", ' + b"[1]" * 1000
+    for headers, code in (({"Authorization": "Bearer mt_wrong"}, "unauthorized"), ({}, "unauthorized")):
+        answer = http.post("/v1/agents", content=broken, headers={**headers, "Content-Type": "application/json"})
+        assert (answer.status_code, answer.json()["error"]["code"]) == (401, code)
+    for _ in range(40):  # the failure limit (30 a minute) is reached by such requests too
+        answer = http.post("/v1/agents", content=broken, headers={"Content-Type": "application/json"})
+    assert answer.status_code == 429
+
+
 def test_unknown_investor_is_422_naming_the_field(client):
     with pytest.raises(ServiceError) as error:
         client.create_agent("fund", "reckless", UNIVERSE)
