@@ -51,10 +51,16 @@ def valid_id(value: str) -> bool:
     return bool(_ID.match(value))
 
 
+def shown_id(value: str) -> str:
+    """An id as an error says it: whole up to 64 characters, else its start and its length (a 100 KB id in a
+    path made a 200 KB answer)."""
+    return repr(value) if len(value) <= 64 else f"{value[:64]!r}... ({len(value)} characters)"
+
+
 def load_agent(session: Session, tenant_id: str, agent_id: str, *, lock: bool) -> Agent:
     """The tenant's agent, locked for the transaction when ``lock``; 404 otherwise."""
     if not valid_id(agent_id):
-        raise ApiError(404, "not_found", f"agent {agent_id!r} not found", "agent_id")
+        raise ApiError(404, "not_found", f"agent {shown_id(agent_id)} not found", "agent_id")
     query = select(Agent).where(Agent.id == agent_id, Agent.tenant_id == tenant_id)
     if lock and session.get_bind().dialect.name == "postgresql":
         query = query.with_for_update()
@@ -70,7 +76,7 @@ Row = TypeVar("Row", Experience, Decision)
 def owned_row(session: Session, model: type[Row], agent: Agent, row_id: str, label: str) -> Row:
     """The agent's experience or decision with this id; 404 naming it otherwise."""
     if not valid_id(row_id):
-        raise ApiError(404, "not_found", f"{label} {row_id!r} not found", f"{label}_id")
+        raise ApiError(404, "not_found", f"{label} {shown_id(row_id)} not found", f"{label}_id")
     row = session.scalars(select(model).where(model.id == row_id, model.agent_id == agent.id)).first()
     if row is None:
         raise ApiError(404, "not_found", f"{label} {row_id!r} not found", f"{label}_id")

@@ -25,7 +25,7 @@ from service.deps import Services
 from service.errors import ApiError
 from service.idempotency import Idempotency
 from service.models import Contribution, RefitJob
-from service.store import as_utc, load_agent, valid_id
+from service.store import as_utc, load_agent, shown_id, valid_id
 from service.usecases.unit import agent_write, check_replay
 
 QUEUE_FULL_RETRY_SECONDS = 30
@@ -113,7 +113,7 @@ def job(services: Services, tenant_id: str, agent_id: str, job_id: str) -> Refit
             else session.scalars(select(RefitJob).where(RefitJob.id == job_id, RefitJob.agent_id == agent.id)).first()
         )
         if found is None:
-            raise ApiError(404, "not_found", f"refit job {job_id!r} not found", "job_id")
+            raise ApiError(404, "not_found", f"refit job {shown_id(job_id)} not found", "job_id")
         return _public(found)
 
 

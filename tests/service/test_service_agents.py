@@ -53,6 +53,19 @@ def test_another_tenant_sees_404_not_403(client, http, database_url, agent):
     assert (error.value.status, error.value.message) == (404, f"agent {agent['id']!r} not found")
 
 
+def test_a_long_id_that_names_nothing_is_said_by_its_start_and_length(client, agent):
+    # the whole id was echoed, twice: a 100 KB id in a path made a 200 KB answer
+    long_id = "x" * 10_000
+    for call, label in (
+        (lambda: client.get_agent(long_id), "agent"),
+        (lambda: client.get_decision(agent["id"], long_id), "decision"),
+    ):
+        with pytest.raises(ServiceError) as error:
+            call()
+        assert error.value.status == 404
+        assert error.value.message == f"{label} {'x' * 64!r}... (10000 characters) not found"
+
+
 def test_missing_api_key_is_401(http, agent):
     response = http.get(f"/v1/agents/{agent['id']}")
     assert response.status_code == 401
