@@ -181,13 +181,30 @@ async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse
             f"nothing at {request.method} {request.url.path} on this service (its API: /docs and /openapi.json; "
             "an agent's dashboard: /dashboard/{agent_id})"
         )
-    elif error.status_code == 405 and message == "Method Not Allowed":
-        message = f"{request.url.path} does not take {request.method} (its methods: /openapi.json)"
-    return JSONResponse(
-        error_body(code, message, None),
-        status_code=error.status_code,
-        headers=getattr(error, "headers", None),
-    )
+    headers = dict(getattr(error, "headers", None) or {})
+    if error.status_code == 405 and message == "Method Not Allowed":
+        # the router's Allow names the methods of the first route whose path matched; the path has them all
+        allowed = _methods_at(request) or [m.strip() for m in headers.get("Allow", "").split(",") if m.strip()]
+        message = f"{request.url.path} does not take {request.method}; it takes {', '.join(allowed)}"
+        headers["Allow"] = ", ".join(allowed)
+    return JSONResponse(error_body(code, message, None), status_code=error.status_code, headers=headers or None)
+
+
+_HTTP_METHODS = frozenset({"get", "put", "post", "delete", "options", "head", "patch", "trace"})
+
+
+def _methods_at(request: Request) -> list[str]:
+    """Every method the API takes at the request's path (from its OpenAPI paths, read once per app)."""
+    table = getattr(request.app.state, "methods_by_path", None)
+    if table is None:
+        from starlette.routing import compile_path
+
+        table = [
+            (compile_path(path)[0], {m.upper() for m in operations if m in _HTTP_METHODS})
+            for path, operations in request.app.openapi()["paths"].items()
+        ]
+        request.app.state.methods_by_path = table
+    return sorted({m for pattern, methods in table if pattern.match(request.url.path) for m in methods})
 
 
 #: what a database that refuses writes says (SQLite's words, PostgreSQL's SQLSTATE): an operator must act

@@ -180,7 +180,11 @@ def test_a_path_or_method_the_service_lacks_is_named_in_the_refusal(http, client
     )
     wrong = http.put("/v1/agents", headers=headers, json={})
     assert wrong.status_code == 405
-    assert wrong.json()["error"]["message"] == "/v1/agents does not take PUT (its methods: /openapi.json)"
+    assert wrong.json()["error"]["message"] == "/v1/agents does not take PUT; it takes GET, POST"
+    # Allow names every method of the path (the router named the first matching route's alone: POST)
+    assert wrong.headers["Allow"] == "GET, POST"
+    one = http.put("/v1/agents/0123456789abcdef0123456789abcdef", headers=headers, json={})
+    assert (one.status_code, one.headers["Allow"]) == (405, "DELETE, GET, PATCH")
     # a missing agent keeps its own words
     unknown = http.get("/v1/agents/no-such-agent", headers=headers)
     assert unknown.status_code == 404 and "nothing at" not in unknown.json()["error"]["message"]
