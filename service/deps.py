@@ -148,14 +148,16 @@ def authenticate(request: Request, services: Services) -> tuple[str, str]:
 
 def authenticate_before_the_body(request: Request) -> None:
     """:func:`authenticate`, run before a request's body is read: a body is parsed only for a known key, so a
-    client without one, or over its failure limit, costs no parsing (a 2 MB body took 100 ms of the loop)."""
-    authenticate(request, get_services(request))
+    client without one, or over its failure limit, costs no parsing (a 2 MB body took 100 ms of the loop). The
+    answer is kept for :func:`get_tenant`, which then does not look the key up again."""
+    request.state.authenticated = authenticate(request, get_services(request))
 
 
 def get_tenant(
     request: Request, services: ServicesDep, _: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)]
 ) -> str:
-    tenant_id, digest = authenticate(request, services)
+    early: tuple[str, str] | None = getattr(request.state, "authenticated", None)
+    tenant_id, digest = early if early is not None else authenticate(request, services)
     verdict = services.limiter.hit(f"key:{digest}", services.settings.rate_limit_per_minute)
     if not verdict.allowed:
         raise ApiError(
