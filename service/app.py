@@ -26,6 +26,7 @@ from service.db import make_engine, make_session_factory
 from service.deps import KeyCache, Services, client_address
 from service.embeddings import Embedder, OnnxEmbedder, get_embedder
 from service.handlers import install_handlers
+from service.head import HeadMiddleware, asked_method
 from service.jobs import RefitRunner
 from service.leases import finish_abandons, stopping_bound, withdraw_expired
 from service.limits import BodyLimitMiddleware
@@ -119,6 +120,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router, responses=ERROR_RESPONSES)
     _mount_docs(app)
     _mount_dashboard(app)
+    app.add_middleware(HeadMiddleware)  # innermost: a HEAD runs as its GET, its answer without the body
     # the body's limits inside the observer (the middleware added last is the outermost): a 413 or 408 they answer
     # is logged, counted in /metrics, traced and given its X-Request-ID like any other answer
     app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, body_timeout=settings.body_timeout_seconds)
@@ -173,7 +175,8 @@ def _route_of(request: Request) -> str:
 
 
 def _method_of(request: Request) -> str:
-    return request.method if request.method in METHODS else "other"
+    method = asked_method(request.scope)
+    return method if method in METHODS else "other"
 
 
 def _describe(current: Any, request: Request, status: int) -> None:

@@ -185,6 +185,8 @@ async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse
     if error.status_code == 405 and message == "Method Not Allowed":
         # the router's Allow names the methods of the first route whose path matched; the path has them all
         allowed = _methods_at(request) or [m.strip() for m in headers.get("Allow", "").split(",") if m.strip()]
+        if "GET" in allowed and "HEAD" not in allowed:  # HEAD is taken wherever GET is (service.head)
+            allowed = sorted([*allowed, "HEAD"])
         message = f"{request.url.path} does not take {request.method}; it takes {', '.join(allowed)}"
         headers["Allow"] = ", ".join(allowed)
     return JSONResponse(error_body(code, message, None), status_code=error.status_code, headers=headers or None)

@@ -2,6 +2,8 @@
 
 import logging
 
+import pytest
+
 
 def test_an_unhandled_error_is_logged_once_without_content_and_counted(app, client, agent, caplog, monkeypatch):
     from fastapi.testclient import TestClient
@@ -180,11 +182,75 @@ def test_a_path_or_method_the_service_lacks_is_named_in_the_refusal(http, client
     )
     wrong = http.put("/v1/agents", headers=headers, json={})
     assert wrong.status_code == 405
-    assert wrong.json()["error"]["message"] == "/v1/agents does not take PUT; it takes GET, POST"
-    # Allow names every method of the path (the router named the first matching route's alone: POST)
-    assert wrong.headers["Allow"] == "GET, POST"
+    assert wrong.json()["error"]["message"] == "/v1/agents does not take PUT; it takes GET, HEAD, POST"
+    # Allow names every method of the path (the router named the first matching route's alone: POST), HEAD with GET
+    assert wrong.headers["Allow"] == "GET, HEAD, POST"
     one = http.put("/v1/agents/0123456789abcdef0123456789abcdef", headers=headers, json={})
-    assert (one.status_code, one.headers["Allow"]) == (405, "DELETE, GET, PATCH")
+    assert (one.status_code, one.headers["Allow"]) == (405, "DELETE, GET, HEAD, PATCH")
+    # a path without GET takes no HEAD either
+    settle = http.head("/v1/agents/0123456789abcdef0123456789abcdef/decisions/x/settle", headers=headers)
+    assert (settle.status_code, settle.headers["Allow"], settle.content) == (405, "POST", b"")
     # a missing agent keeps its own words
     unknown = http.get("/v1/agents/no-such-agent", headers=headers)
     assert unknown.status_code == 404 and "nothing at" not in unknown.json()["error"]["message"]
+
+
+def test_head_is_answered_wherever_get_is_with_the_gets_status_and_headers_and_no_body(http, client, agent, caplog):
+    """A load balancer's or an uptime monitor's ``HEAD /healthz`` was answered 405: HEAD is GET without the body."""
+    from test_service_metrics import _sample
+
+    key = {"Authorization": client._headers["Authorization"]}
+    for path, headers in [
+        ("/healthz", {}),
+        ("/v1/agents", key),
+        (f"/v1/agents/{agent['id']}", key),
+        (f"/v1/agents/{agent['id']}/values", key),
+        ("/v1/agents", {}),  # refused alike: 401, and its challenge
+        ("/v1/agents/ag_0000000000000000000000000000000", key),  # 404
+        ("/openapi.json", {}),
+        ("/docs", {}),
+    ]:
+        got, head = http.get(path, headers=headers), http.head(path, headers=headers)
+        assert head.status_code == got.status_code, path
+        assert head.content == b"", path
+        for name in ("content-type", "content-length", "www-authenticate", "allow"):
+            assert head.headers.get(name) == got.headers.get(name), (path, name)
+    assert http.head("/v1/agents", headers={}).status_code == 401
+    # the request keeps its method in the log and in /metrics, its route with it
+    caplog.set_level(logging.INFO, logger="memtrial.service")
+    before = _sample(
+        http.get("/metrics").text, "memtrial_requests_total", method="HEAD", route="/healthz", status="200"
+    )
+    http.head("/healthz", headers={"X-Request-ID": "head-check-1"})
+    after = _sample(http.get("/metrics").text, "memtrial_requests_total", method="HEAD", route="/healthz", status="200")
+    assert after == before + 1
+    logged = [r for r in caplog.records if getattr(r, "request_id", None) == "head-check-1"]
+    assert [(r.method, r.path, r.status) for r in logged if r.getMessage() == "request"] == [("HEAD", "/healthz", 200)]
+    # a method the path lacks: Allow lists HEAD beside GET
+    refused = http.delete("/healthz")
+    assert (refused.status_code, refused.headers["Allow"]) == (405, "GET, HEAD")
+    assert refused.json()["error"]["message"] == "/healthz does not take DELETE; it takes GET, HEAD"
+
+
+@pytest.mark.slow  # a server process
+def test_head_through_a_real_server_sends_no_body_and_the_connection_serves_the_next_request(tmp_path):
+    """On the wire: uvicorn's HTTP/1.1 takes no body after a HEAD's headers; a body there would break the
+    connection (or be read as the next answer) where the test client cannot tell."""
+    import http.client
+
+    from live_server import Server
+
+    server = Server(f"sqlite:///{tmp_path / 'head.db'}", ready_path="/healthz")
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        connection.request("HEAD", "/healthz")
+        head = connection.getresponse()
+        assert head.status == 200 and head.read() == b""
+        length = int(head.getheader("content-length"))
+        connection.request("GET", "/healthz")  # the same connection
+        got = connection.getresponse()
+        body = got.read()
+        assert got.status == 200 and len(body) == length > 0
+    finally:
+        connection.close()
+        server.stop()

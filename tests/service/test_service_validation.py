@@ -183,7 +183,7 @@ def test_every_invalid_field_is_reported_and_the_first_is_the_field(client):
 
 def test_method_not_allowed_names_the_allowed_methods(http):
     response = http.put("/healthz")
-    assert response.status_code == 405 and response.headers["allow"] == "GET"
+    assert response.status_code == 405 and response.headers["allow"] == "GET, HEAD"
 
 
 def test_booleans_and_strings_are_not_numbers(client, agent):
