@@ -38,7 +38,11 @@ async def healthz() -> dict[str, str]:
 @router.get("/readyz")
 async def readyz(services: ServicesDep) -> dict[str, str]:
     if services.embedder.load_error is not None:
-        raise ApiError(503, "not_ready", f"the embedding model failed to load: {services.embedder.load_error}", None)
+        # anyone who reaches the port reads this: the error's type only (its message may name the server's
+        # files); the log has the whole error, written when the load failed
+        kind = services.embedder.load_error.split(":", 1)[0]
+        message = f"the embedding model failed to load ({kind}; the server's log has its message)"
+        raise ApiError(503, "not_ready", message, None)
     if services.settings.preload_model and not services.embedder.loaded:
         raise ApiError(503, "not_ready", "the embedding model is still loading", None, retry_after=2)
 
