@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request, Response
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import Counter, Histogram
@@ -213,24 +212,27 @@ def _record(request: Request, status: int, start: float) -> None:
 
 
 def _mount_docs(app: FastAPI) -> None:
-    """The interactive API reference, with Swagger UI's assets served from the installed package (no CDN)."""
-    import swagger_ui_bundle
+    """The interactive API reference, with Swagger UI's assets served from the installed package (no CDN), under
+    a Content-Security-Policy: the page runs only this service's scripts and talks only to this service (its
+    start script is a file of its own, ``static/api-docs.js``, so no inline script need be allowed), and no other
+    site may frame it (a key typed into its Authorize box stays on this page)."""
+    from importlib.resources import files
 
-    app.mount("/docs/assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+    # Swagger UI 5 (the first to read OpenAPI 3.1, which this API's document is), as fastapi-offline ships it
+    assets = Path(str(files("fastapi_offline") / "static"))
+    app.mount("/docs/assets", StaticFiles(directory=assets), name="docs-assets")
 
     @app.get("/docs", include_in_schema=False)
     async def _docs() -> HTMLResponse:
-        return get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title="memtrial API",
-            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
-            swagger_css_url="/docs/assets/swagger-ui.css",
-            swagger_favicon_url="/docs/assets/favicon-32x32.png",
-        )
+        page = HTMLResponse((STATIC / "api-docs.html").read_text(encoding="utf-8"))
+        page.headers["Content-Security-Policy"] = DOCS_POLICY
+        return page
 
 
 STATIC = Path(__file__).resolve().parent / "static"
 #: the dashboard loads only its own script and style and talks only to this service
+#: the API reference likewise (Swagger UI draws its icons from data: addresses)
+DOCS_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 DASHBOARD_POLICY = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; form-action 'none'; frame-ancestors 'none'"
 
 

@@ -1,5 +1,13 @@
 """Service: the API reference declares its security and errors and works offline."""
 
+import re
+
+import httpx
+import pytest
+from test_dashboard import BROWSER
+
+METHODS = ("get", "put", "post", "delete", "patch")
+
 
 def test_openapi_declares_bearer_security_and_every_error(http):
     schema = http.get("/openapi.json").json()
@@ -21,6 +29,56 @@ def test_docs_load_swagger_ui_from_the_package_not_a_cdn(http):
     script = http.get("/docs/assets/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
     assert http.get("/redoc").status_code == 404
+    # the page runs the service's own scripts only (no inline one) and no other site may frame it
+    policy = http.get("/docs").headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "frame-ancestors 'none'" in policy and "default-src 'none'" in policy
+    assert page.count("<script") == page.count('<script src="/') == 2
+    assert http.get("/static/api-docs.js").status_code == 200
+
+
+@pytest.mark.skipif(
+    BROWSER is None, reason="CHROMIUM NOT INSTALLED: the API reference is not rendered (apt-get install chromium)"
+)
+@pytest.mark.slow  # a live server and a real browser
+def test_the_api_reference_renders_every_operation_in_headless_chromium_under_its_policy(tmp_path):
+    """/docs served Swagger UI 4, which cannot read an OpenAPI 3.1 document: the page said "Unable to render this
+    definition" and listed nothing. Every operation must show, and the page's policy must refuse nothing."""
+    import subprocess
+
+    from live_server import Server
+
+    server = Server(f"sqlite:///{tmp_path / 'docs.db'}", ready_path="/healthz")
+    try:
+        schema = httpx.get(f"{server.url}/openapi.json").json()
+        assert schema["openapi"].startswith("3.1")
+        operations = [(m.upper(), p) for p, item in schema["paths"].items() for m in item if m in METHODS]
+        browser = subprocess.run(
+            [
+                BROWSER,
+                "--headless=new",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--virtual-time-budget=15000",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--enable-logging=stderr",
+                "--log-level=0",  # the page's console, where a refusal by its policy is reported
+                "--dump-dom",
+                f"{server.url}/docs",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+    finally:
+        server.stop()
+    dom = browser.stdout
+    assert "Unable to render this definition" not in dom
+    shown = re.findall(r'class="opblock-summary-method">(\w+)</span>.*?data-path="([^"]+)"', dom)
+    assert sorted(shown) == sorted(operations), (len(shown), len(operations))
+    console = [line for line in browser.stderr.splitlines() if "CONSOLE" in line]
+    assert not [line for line in console if "Content Security Policy" in line], console
 
 
 def _referenced(schema: object) -> set[str]:
