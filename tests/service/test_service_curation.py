@@ -277,6 +277,8 @@ def test_after_a_detected_change_values_show_the_value_learnt_since_it_as_rank_r
     ranked = {r["id"]: r for r in client.rank_experiences(agent["id"], k=6, candidate_ids=order)["items"]}[lesson]
     assert 3 <= entry["n"] < t  # contributions since the change, not every settlement that credited it
     assert (entry["mean"], entry["n"]) == (ranked["value"], ranked["n"])
+    # one interval everywhere: rank's is the 90% interval the values show (it was a 95% one beside their 90%)
+    assert ranked["interval"] == pytest.approx([entry["lower"], entry["upper"]], abs=1e-12)
     assert entry["mean"] < 0 and entry["upper"] is not None and entry["interval"] == "empirical_bayes"
     assert client.get_experience(agent["id"], lesson)["value"] == {
         key: entry[key] for key in ("mean", "sd", "n", "lower", "upper", "p_positive", "interval")
