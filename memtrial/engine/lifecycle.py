@@ -23,6 +23,7 @@ import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -195,14 +196,16 @@ class MemTrial:
         return self.history
 
     @property
-    def entries(self) -> dict[str, DecisionEntry]:
-        """Decision entries by id (in-memory history only)."""
-        return self._memory().entries
+    def entries(self) -> Mapping[str, DecisionEntry]:
+        """Decision entries by id (in-memory history only): a read-only view, so no caller's edit changes the
+        engine's history behind its back (:meth:`memory_history` is the history itself)."""
+        return MappingProxyType(self._memory().entries)
 
     @property
-    def records(self) -> list[tuple[str, ExperienceId, float]]:
-        """Contribution records (decision id, experience id, contribution), in-memory history only."""
-        return self._memory().records
+    def records(self) -> tuple[tuple[str, ExperienceId, float], ...]:
+        """Contribution records (decision id, experience id, contribution), in-memory history only: a copy, so
+        no caller's edit changes the engine's history."""
+        return tuple(self._memory().records)
 
     # -- experiences -------------------------------------------------------
     def add_experience(self, experience_id: ExperienceId, embedding: ArrayLike | None = None) -> None:

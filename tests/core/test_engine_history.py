@@ -161,3 +161,21 @@ def test_a_dropped_engine_is_freed_at_once_without_the_garbage_collector():
         assert dropped() is None
     finally:
         gc.enable()
+
+
+def test_the_engines_entries_and_records_cannot_be_edited_behind_its_back():
+    """``engine.entries`` and ``engine.records`` handed out the history's own dict and list: a caller's
+    ``records.clear()`` or ``entries.pop(...)`` changed what the engine settles, corrects and saves."""
+    engine = new_engine()
+    run(engine, World(seed=3, n_dates=6), range(6))
+    saved, n_records = engine.to_json(), len(engine.records)
+    assert n_records > 0 and isinstance(engine.records, tuple)
+    first = next(iter(engine.entries))
+    with pytest.raises(AttributeError):
+        engine.entries.pop(first)  # type: ignore[attr-defined]
+    with pytest.raises(TypeError):
+        engine.entries[first] = None  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        engine.records.clear()  # type: ignore[attr-defined]
+    assert engine.to_json() == saved and len(engine.records) == n_records
+    assert engine.entries[first] is engine.memory_history().entries[first]  # a view: the same entries, read
