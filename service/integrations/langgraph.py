@@ -24,7 +24,6 @@ between your ``retrieve`` and the plan: ``retrieve -> rank -> plan -> draft -> d
 from __future__ import annotations
 
 import math
-import operator
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,7 +32,16 @@ from typing import Annotated, Any, TypedDict
 from memtrial.errors import import_extra
 from service.client import MemtrialClient, ServiceError
 
-__all__ = ["DecisionState", "DraftTask", "RankState", "SettleState", "decision_graph", "rank_node", "settle_node"]
+__all__ = [
+    "DecisionState",
+    "DraftTask",
+    "RankState",
+    "SettleState",
+    "decision_graph",
+    "merge_drafts",
+    "rank_node",
+    "settle_node",
+]
 
 
 @dataclass(frozen=True)
@@ -47,13 +55,22 @@ class DraftTask:
     external_ids: tuple[str | None, ...]
 
 
+def merge_drafts(current: list[tuple[int, Any]] | None, update: list[tuple[int, Any]] | None) -> list[tuple[int, Any]]:
+    """The drafts of the decision in hand, merged from the parallel branches; a new plan (``None``) starts them
+    afresh. Added up alone, a thread kept by a checkpointer held every decision's drafts, growing by one
+    decision's each run."""
+    if update is None:
+        return []
+    return [*(current or []), *update]
+
+
 class DecisionState(TypedDict, total=False):
     decision_time: str
     maturity: str
     context_text: str
     options: dict[str, Any]  # more create_decision keywords (horizon, reference_weights, ...)
     plan: dict[str, Any]
-    drafts: Annotated[list[tuple[int, Any]], operator.add]  # (subset index, draft), merged from the branches
+    drafts: Annotated[list[tuple[int, Any]], merge_drafts]  # (subset index, draft), this decision's, from the branches
     decision: dict[str, Any]
     candidates: list[str]  # with rank_k: what retrieve found, best first
     similarities: list[float] | None  # with rank_k: its scores, one per candidate (None: the given order)
@@ -80,6 +97,7 @@ def decision_graph(
     retrieve: Callable[[str], Sequence[str] | Sequence[tuple[str, float]]] | None = None,
     by_external_id: bool = False,
     rank_k: int | None = None,
+    checkpointer: Any = None,
 ) -> Any:
     """The compiled graph of one decision (invoke it with a :class:`DecisionState`).
 
@@ -91,7 +109,9 @@ def decision_graph(
     ``ranked``. With ``retrieve``, the plan never falls back on the service's own search: with no pick (no
     candidate, or all quarantined) it drafts without memory alone (an empty retrieval). Without ``rank_k``
     the plan uses exactly what ``retrieve`` returns (ids, or the ids of (id, similarity) pairs), less any
-    the agent has quarantined since (a plan may not name one, method 4.13).
+    the agent has quarantined since (a plan may not name one, method 4.13). checkpointer: optional; LangGraph's
+    (``InMemorySaver``, a database saver), to run decisions on a thread whose state it keeps: each run's
+    state then holds that decision's drafts only (a graph used as a subgraph inherits its parent's).
     """
     graph_module = import_extra("langgraph.graph", "langgraph", "the LangGraph decision graph")
     types = import_extra("langgraph.types", "langgraph", "the LangGraph decision graph")
@@ -140,7 +160,7 @@ def decision_graph(
     builder.add_conditional_edges("plan", fan_out, ["draft"])
     builder.add_edge("draft", "decide")
     builder.add_edge("decide", graph_module.END)
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer)
 
 
 def _plan_node(
@@ -162,9 +182,9 @@ def _plan_node(
         options = dict(state.get("options") or {})
         if rank_k is not None:
             options["retrieved_ids"] = [item["id"] for item in state.get("ranked") or []]  # []: no memory
-            return {"plan": create(state, options).model_dump(mode="json")}
+            return {"plan": create(state, options).model_dump(mode="json"), "drafts": None}
         if retrieve is None:
-            return {"plan": create(state, options).model_dump(mode="json")}
+            return {"plan": create(state, options).model_dump(mode="json"), "drafts": None}
         chosen, _ = _split(retrieve(_given(state, "context_text")), "retrieve")
         try:
             planned = create(state, {**options, field: chosen})
@@ -173,7 +193,7 @@ def _plan_node(
             if error.status != 422 or error.field != field or kept == chosen:
                 raise
             planned = create(state, {**options, field: kept})
-        return {"plan": planned.model_dump(mode="json")}
+        return {"plan": planned.model_dump(mode="json"), "drafts": None}  # None: this plan's drafts start afresh
 
     return plan
 

@@ -274,6 +274,43 @@ def draft_for(texts):
     return {**EVEN, "TLT": 0.25 + 0.05 * len(texts), "BIL": 0.25 - 0.05 * len(texts)}
 
 
+def test_langgraph_decisions_on_a_checkpointed_thread_keep_only_the_decision_in_hands_drafts(client, agent):
+    """A thread whose state a checkpointer keeps ran decision after decision: its drafts were added up across
+    runs (8 more each), so the state grew without bound and a run could read a former decision's draft."""
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from service.integrations.langgraph import decision_graph
+
+    client.add_experiences(agent["id"], MEMORIES[:4])
+    seen = []
+
+    def draft(task):
+        seen.append(task.index)
+        return draft_for(task.lessons)
+
+    graph = decision_graph(client, agent["id"], draft, checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "desk-1"}}
+    for t in range(3):
+        decision_time, maturity = month(t)
+        state = graph.invoke(
+            {
+                "decision_time": decision_time.isoformat(),
+                "maturity": maturity.isoformat(),
+                "context_text": f"Month {t}: rates were cut.",
+                "options": {"horizon": 2},
+            },
+            thread,
+        )
+        subsets = state["plan"]["subsets"]
+        assert sorted(i for i, _ in state["drafts"]) == sorted(s["index"] for s in subsets)  # this decision's alone
+        posted = client.get_decision(agent["id"], state["plan"]["decision_id"]).decision["drafts"]
+        assert [pytest.approx(d) for d in posted] == [draft_for(s["texts"]) for s in subsets]
+    kept = graph.get_state(thread).values
+    assert len(kept["drafts"]) == 8 and kept["decision"]["decision_id"] == state["plan"]["decision_id"]
+    assert len(seen) == 24
+
+
 def test_langgraph_with_your_own_retrieval_and_a_budget_makes_only_the_listed_calls(client):
     pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
     from service.integrations.langgraph import decision_graph
