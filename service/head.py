@@ -34,9 +34,15 @@ class HeadMiddleware:
             await send(message)
 
         # the request's own scope, changed in place: what routing writes there (the route the observer names in
-        # the log and /metrics) reaches the layers outside as for any request
+        # the log and /metrics) reaches the layers outside as for any request. Its method is HEAD again once the
+        # GET is done, whichever way it ends: an answer the layers outside send themselves (a 500 for an error
+        # raised here, a 503 for a server stopping) then goes out without its body too, as the server sends a
+        # HEAD's answer (the connection's HTTP/1.1 allows no body there)
         scope[ASKED], scope["method"] = "HEAD", "GET"
-        await self.app(scope, receive, headless)
+        try:
+            await self.app(scope, receive, headless)
+        finally:
+            scope["method"] = "HEAD"
 
 
 def asked_method(scope: Mapping[str, Any]) -> str:

@@ -195,7 +195,42 @@ def test_a_path_or_method_the_service_lacks_is_named_in_the_refusal(http, client
     assert unknown.status_code == 404 and "nothing at" not in unknown.json()["error"]["message"]
 
 
-def test_head_is_answered_wherever_get_is_with_the_gets_status_and_headers_and_no_body(http, client, agent, caplog):
+def _as_sent(app, method, path, headers):
+    """What the app sends the server for one request (status, headers, body bytes): the test client drops a
+    HEAD's body itself, so a body the app sent would not show there."""
+    import asyncio
+
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(name.lower().encode(), value.encode()) for name, value in headers.items()],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, body
+
+
+def test_head_is_answered_wherever_get_is_with_the_gets_status_and_headers_and_no_body(
+    app, http, client, agent, caplog
+):
     """A load balancer's or an uptime monitor's ``HEAD /healthz`` was answered 405: HEAD is GET without the body."""
     from test_service_metrics import _sample
 
@@ -207,14 +242,16 @@ def test_head_is_answered_wherever_get_is_with_the_gets_status_and_headers_and_n
         (f"/v1/agents/{agent['id']}/values", key),
         ("/v1/agents", {}),  # refused alike: 401, and its challenge
         ("/v1/agents/ag_0000000000000000000000000000000", key),  # 404
+        ("/v1/agents/x/decisions/y/settle", key),  # a path without GET: 405, Allow: POST
         ("/openapi.json", {}),
         ("/docs", {}),
+        ("/dashboard/x", {}),
     ]:
-        got, head = http.get(path, headers=headers), http.head(path, headers=headers)
-        assert head.status_code == got.status_code, path
-        assert head.content == b"", path
+        status, sent, body = _as_sent(app, "GET", path, headers)
+        head_status, head_sent, head_body = _as_sent(app, "HEAD", path, headers)
+        assert head_status == status and head_body == b"" and len(body) > 0, path
         for name in ("content-type", "content-length", "www-authenticate", "allow"):
-            assert head.headers.get(name) == got.headers.get(name), (path, name)
+            assert head_sent.get(name) == sent.get(name), (path, name)
     assert http.head("/v1/agents", headers={}).status_code == 401
     # the request keeps its method in the log and in /metrics, its route with it
     caplog.set_level(logging.INFO, logger="memtrial.service")
@@ -230,6 +267,61 @@ def test_head_is_answered_wherever_get_is_with_the_gets_status_and_headers_and_n
     refused = http.delete("/healthz")
     assert (refused.status_code, refused.headers["Allow"]) == (405, "GET, HEAD")
     assert refused.json()["error"]["message"] == "/healthz does not take DELETE; it takes GET, HEAD"
+
+
+@pytest.mark.slow  # a server in this process, its failure logged
+def test_a_head_whose_get_fails_is_answered_500_without_a_body_on_the_wire(tmp_path, monkeypatch, caplog):
+    """A HEAD whose GET raised went out as the error layer's 500 with its body: the request's scope still read
+    GET there, so the server sent the body, which HTTP/1.1 allows no HEAD answer (h11 refused it mid-answer)."""
+    import http.client
+    import socket
+    import threading
+
+    import uvicorn
+    from support import make_tenant, wait_until
+
+    import service.usecases.agents as agents
+    from service.app import create_app
+    from service.migrations import upgrade
+    from service.server import GuardedH11Protocol
+    from service.settings import Settings
+
+    url = f"sqlite:///{tmp_path / 'fails.db'}"
+    upgrade(url)
+    key = make_tenant(url, "acme")
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("a defect in reading the agent")
+
+    monkeypatch.setattr(agents, "read", fails)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    app = create_app(Settings(database_url=url, preload_model=False))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, http=GuardedH11Protocol, log_config=None))
+    thread = threading.Thread(target=server.run, daemon=True)
+    caplog.set_level(logging.ERROR)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, 30, "the server's start")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        try:
+            connection.request("HEAD", "/v1/agents/ag_1", headers={"Authorization": f"Bearer {key}"})
+            answer = connection.getresponse()
+            assert answer.status == 500 and answer.read() == b""
+        finally:
+            connection.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
+    failures = [r for r in caplog.records if r.exc_info]
+    chained = []
+    for record in failures:
+        error = record.exc_info[1]
+        while error is not None:
+            chained.append(type(error).__name__)
+            error = error.__context__ or error.__cause__
+    assert "RuntimeError" in chained and "LocalProtocolError" not in chained, chained
 
 
 @pytest.mark.slow  # a server process
