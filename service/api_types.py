@@ -317,7 +317,7 @@ class RankedPublic(Public):
     )
     value: float = Field(description=f"its value's posterior mean, {U}")
     interval: list[float] | None = Field(
-        description=f"the value's central 90% interval [lower, upper] (as the values show it), {U} (null: no estimate yet)"
+        description=f"the value's normal 90% interval [lower, upper] (the empirical-Bayes one the values show; after a full-Bayes refit they show the refit's), {U} (null: no estimate yet)"
     )
     n: int = Field(description="the contributions its value was learnt from")
     score: float = Field(

@@ -215,7 +215,7 @@ async def rank_experiences(
     similarities: list[float] | None = None,
 ) -> dict[str, Any]:
     """Rank candidates retrieved from your own memory store: the k to use, best first, each with why it was
-    picked (similarity, value or exploration), its value and 90% interval (the one get_values shows). Give candidate_ids (memtrial ids)
+    picked (similarity, value or exploration), its value and normal 90% interval (get_values' empirical-Bayes one; after a refit get_values shows the refit's). Give candidate_ids (memtrial ids)
     or candidate_external_ids (your store's ids), up to 100, and optionally one similarity per candidate
     (higher is closer; without them the given order is the similarity order). Quarantined (credibly
     harmful) experiences are never picked."""

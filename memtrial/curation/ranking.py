@@ -45,7 +45,7 @@ __all__ = [
 #: chosen on the dev seeds; None: no demotion)
 DEMOTION: float | None = 1.5
 EXPLORATION = 0.25  # kappa: sds of optimism added to a value's mean (method 4.12; chosen on the dev seeds)
-INTERVAL_Z = 1.6448536269514722  # the central 90% interval reported beside each pick, the values' own level
+INTERVAL_Z = 1.6448536269514722  # the normal 90% interval reported beside each pick, the values' own level
 #: what similarities must meet besides being finite: the ranking's terms are read on their range
 SPAN_RULE = "must span a finite range (the largest minus the smallest overflows)"
 

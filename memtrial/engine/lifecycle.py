@@ -197,8 +197,9 @@ class MemTrial:
 
     @property
     def entries(self) -> Mapping[str, DecisionEntry]:
-        """Decision entries by id (in-memory history only): a read-only view, so no caller's edit changes the
-        engine's history behind its back (:meth:`memory_history` is the history itself)."""
+        """Decision entries by id (in-memory history only): a read-only mapping, so no entry can be added, replaced
+        or removed behind the engine's back; the entries are the history's own (read them, never change them:
+        :meth:`settle` and :meth:`correct` do)."""
         return MappingProxyType(self._memory().entries)
 
     @property

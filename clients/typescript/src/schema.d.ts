@@ -1614,7 +1614,7 @@ export interface components {
             id: string;
             /**
              * Interval
-             * @description the value's central 90% interval [lower, upper] (as the values show it), in utility per decision (null: no estimate yet)
+             * @description the value's normal 90% interval [lower, upper] (the empirical-Bayes one the values show; after a full-Bayes refit they show the refit's), in utility per decision (null: no estimate yet)
              */
             interval: number[] | null;
             /**
