@@ -71,7 +71,7 @@ class DecisionState(TypedDict, total=False):
     options: dict[str, Any]  # more create_decision keywords (horizon, reference_weights, ...)
     plan: dict[str, Any]
     drafts: Annotated[list[tuple[int, Any]], merge_drafts]  # (subset index, draft), this decision's, from the branches
-    decision: dict[str, Any]
+    decision: dict[str, Any] | None  # None from a new plan until its decision is made
     candidates: list[str]  # with rank_k: what retrieve found, best first
     similarities: list[float] | None  # with rank_k: its scores, one per candidate (None: the given order)
     ranked: list[dict[str, Any]]  # with rank_k: memtrial's picks, the plan's experiences
@@ -121,21 +121,30 @@ def decision_graph(
     plan = _plan_node(client, agent_id, retrieve, by_external_id, rank_k)
 
     def fan_out(state: DecisionState) -> list[Any]:
+        # each branch gets its task as plain data (a checkpointer stores it as it stores the state: no type of
+        # ours to register with its serializer); the branch hands your function a DraftTask
         return [
             types.Send(
                 "draft",
-                DraftTask(
-                    index=subset["index"],
-                    context_text=state["context_text"],
-                    lessons=tuple(subset["texts"]),
-                    experience_ids=tuple(subset["experience_ids"]),
-                    external_ids=tuple(subset.get("external_ids") or [None] * len(subset["texts"])),
-                ),
+                {
+                    "index": subset["index"],
+                    "context_text": state["context_text"],
+                    "lessons": list(subset["texts"]),
+                    "experience_ids": list(subset["experience_ids"]),
+                    "external_ids": list(subset.get("external_ids") or [None] * len(subset["texts"])),
+                },
             )
             for subset in state["plan"]["subsets"]
         ]
 
-    def write(task: DraftTask) -> dict[str, Any]:
+    def write(given: Mapping[str, Any]) -> dict[str, Any]:
+        task = DraftTask(
+            index=int(given["index"]),
+            context_text=str(given["context_text"]),
+            lessons=tuple(given["lessons"]),
+            experience_ids=tuple(given["experience_ids"]),
+            external_ids=tuple(given["external_ids"]),
+        )
         return {"drafts": [(task.index, draft(task))]}
 
     def decide(state: DecisionState) -> dict[str, Any]:
@@ -182,9 +191,9 @@ def _plan_node(
         options = dict(state.get("options") or {})
         if rank_k is not None:
             options["retrieved_ids"] = [item["id"] for item in state.get("ranked") or []]  # []: no memory
-            return {"plan": create(state, options).model_dump(mode="json"), "drafts": None}
+            return {"plan": create(state, options).model_dump(mode="json"), "drafts": None, "decision": None}
         if retrieve is None:
-            return {"plan": create(state, options).model_dump(mode="json"), "drafts": None}
+            return {"plan": create(state, options).model_dump(mode="json"), "drafts": None, "decision": None}
         chosen, _ = _split(retrieve(_given(state, "context_text")), "retrieve")
         try:
             planned = create(state, {**options, field: chosen})
@@ -193,7 +202,8 @@ def _plan_node(
             if error.status != 422 or error.field != field or kept == chosen:
                 raise
             planned = create(state, {**options, field: kept})
-        return {"plan": planned.model_dump(mode="json"), "drafts": None}  # None: this plan's drafts start afresh
+        # None: this plan's drafts start afresh, and the state holds no decision until this plan's is made
+        return {"plan": planned.model_dump(mode="json"), "drafts": None, "decision": None}
 
     return plan
 

@@ -2,6 +2,7 @@
 embedder and a FAISS store; a compiled LangGraph graph) and the service over its HTTP interface."""
 
 import datetime as dt
+import logging
 import os
 import re
 import subprocess
@@ -309,6 +310,49 @@ def test_langgraph_decisions_on_a_checkpointed_thread_keep_only_the_decision_in_
     kept = graph.get_state(thread).values
     assert len(kept["drafts"]) == 8 and kept["decision"]["decision_id"] == state["plan"]["decision_id"]
     assert len(seen) == 24
+
+
+def test_langgraph_a_failed_run_on_a_checkpointed_thread_holds_its_own_plan_alone_and_resumes(client, agent, caplog):
+    """A run whose draft failed left the thread's state pairing its new plan with the former decision; resuming
+    it read our task type back from the checkpoint unregistered (LangGraph warns it will refuse that)."""
+    pytest.importorskip("langgraph", reason="the [langgraph] extra is not installed")
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from service.integrations.langgraph import decision_graph
+
+    client.add_experiences(agent["id"], MEMORIES[:4])
+    failing = {"on": False}
+
+    def draft(task):
+        if failing["on"] and task.index == 3:
+            raise RuntimeError("the model timed out")
+        return draft_for(task.lessons)
+
+    graph = decision_graph(client, agent["id"], draft, checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "desk-2"}}
+    states = []
+    for t in range(2):
+        decision_time, maturity = month(t)
+        failing["on"] = t == 1
+        given = {
+            "decision_time": decision_time.isoformat(),
+            "maturity": maturity.isoformat(),
+            "context_text": f"Month {t}: rates were cut.",
+            "options": {"horizon": 2},
+        }
+        if t == 0:
+            states.append(graph.invoke(given, thread))
+            continue
+        with pytest.raises(RuntimeError, match="the model timed out"):
+            graph.invoke(given, thread)
+    held = graph.get_state(thread).values
+    assert held["plan"]["decision_id"] != states[0]["plan"]["decision_id"] and held.get("decision") is None
+    caplog.set_level(logging.WARNING)
+    failing["on"] = False
+    resumed = graph.invoke(None, thread)  # the failed branch runs again; the others' drafts are kept
+    assert resumed["decision"]["decision_id"] == held["plan"]["decision_id"]
+    assert resumed["decision"]["status"] == "decided"
+    assert not [r for r in caplog.records if "unregistered type" in r.getMessage()]
 
 
 def test_langgraph_with_your_own_retrieval_and_a_budget_makes_only_the_listed_calls(client):
