@@ -3,20 +3,23 @@
 ``/healthz`` runs on the event loop and touches nothing: it answers while the
 database hangs and every worker thread is busy. ``/readyz`` answers 503 until
 the embedding model has loaded, while the database does not answer a
-``SELECT 1`` within two seconds (checked on a thread of its own), and while its
+``SELECT 1`` within two seconds (checked on a thread of its own), while its
 schema is missing or older than this release needs (``--no-migrate`` on a
-database nobody migrated: every request would fail).
+database nobody migrated: every request would fail), and while it refuses
+every write (a read-only database: an agent's every plan and settlement would fail).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
+from sqlalchemy.orm import Session
 
 from service.db import observe_pool
 from service.deps import ServicesDep
@@ -35,6 +38,24 @@ async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
+def write_refusal(session: Session) -> str | None:
+    """Why the database will refuse every write (None: it takes them): a PostgreSQL standby or a database set
+    ``default_transaction_read_only``; a SQLite file this process may not write (the file, or its folder,
+    which holds its journal: a read-only mount, say). Read without writing anything."""
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        if session.execute(text("SELECT current_setting('transaction_read_only')")).scalar() == "on":
+            return "the database is read-only (a standby, or default_transaction_read_only): every write would fail"
+        return None
+    url = bind.engine.url
+    path = url.database or ""
+    if path and path != ":memory:" and os.path.exists(path):
+        folder = os.path.dirname(os.path.abspath(path))
+        if not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
+            return f"the SQLite file {path} or its folder is not writable by the server: every write would fail"
+    return None
+
+
 @router.get("/readyz")
 async def readyz(services: ServicesDep) -> dict[str, str]:
     if services.embedder.load_error is not None:
@@ -49,7 +70,7 @@ async def readyz(services: ServicesDep) -> dict[str, str]:
     def probe() -> str | None:
         with services.sessions() as session:
             session.execute(text("SELECT 1"))
-            return schema_problem(session)
+            return schema_problem(session) or write_refusal(session)
 
     try:
         problem = await asyncio.wait_for(asyncio.get_running_loop().run_in_executor(_PROBES, probe), READY_TIMEOUT)

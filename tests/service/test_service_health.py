@@ -2,6 +2,8 @@
 
 import time
 
+import pytest
+
 
 def test_readyz_reports_an_embedding_model_that_failed_to_load(tmp_path, monkeypatch, caplog):
     """Anyone who can reach the port reads /readyz: it names the error's type, the log has its message (which
@@ -37,3 +39,72 @@ def test_readyz_reports_an_embedding_model_that_failed_to_load(tmp_path, monkeyp
     )
     logged = [r for r in caplog.records if r.getMessage() == "the embedding model failed to load"]
     assert [r.error for r in logged] == ["OSError: model files are unreadable: /srv/secret/models/model.onnx"]
+
+
+def _ready_answer(url):
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    with TestClient(create_app(Settings(database_url=url, preload_model=False))) as http:
+        return http.get("/readyz"), http.get("/healthz")
+
+
+def test_readyz_is_unready_on_a_sqlite_file_the_server_may_not_write(tmp_path, monkeypatch):
+    """A service on a database that refuses every write answered ready: a load balancer sent it an agent's
+    plans and settlements, each answered 503 after the fact. (The suite may run as root, who may write any
+    file: the file's and its folder's write permission are taken away by standing in for ``os.access``.)"""
+    import os
+
+    import service.routes.health as health
+    from service.migrations import upgrade
+
+    path = tmp_path / "memtrial.db"
+    upgrade(f"sqlite:///{path}")
+    ready, alive = _ready_answer(f"sqlite:///{path}")
+    assert ready.status_code == 200 and alive.status_code == 200
+    for locked in (str(path), str(tmp_path)):  # the file, then its folder (where its journal is written)
+        monkeypatch.setattr(
+            health.os, "access", lambda where, mode, locked=locked: not (where == locked and mode == os.W_OK)
+        )
+        ready, alive = _ready_answer(f"sqlite:///{path}")
+        assert alive.status_code == 200 and ready.status_code == 503
+        error = ready.json()["error"]
+        assert (error["code"], error["message"]) == (
+            "not_ready",
+            f"the SQLite file {path} or its folder is not writable by the server: every write would fail",
+        )
+
+
+@pytest.mark.slow  # PostgreSQL
+def test_readyz_is_unready_on_a_postgresql_database_that_is_read_only():
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from support import BASE_POSTGRES_URL, POSTGRES_URL
+
+    from service.db import normalise_url
+    from service.migrations import upgrade
+
+    base = make_url(POSTGRES_URL)
+    url = base.set(database=f"{base.database}_read_only").render_as_string(hide_password=False)
+    admin = create_engine(normalise_url(BASE_POSTGRES_URL), isolation_level="AUTOCOMMIT")
+    name = make_url(url).database
+    try:
+        with admin.connect() as connection:  # a database of this test's own, dropped at its end
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        upgrade(url)
+        ready, _ = _ready_answer(url)
+        assert ready.status_code == 200, ready.json()
+        with admin.connect() as connection:  # as a standby, or an operator's switch, makes it
+            connection.execute(text(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on'))
+        ready, alive = _ready_answer(url)
+        assert alive.status_code == 200 and ready.status_code == 503
+        assert ready.json()["error"]["message"] == (
+            "the database is read-only (a standby, or default_transaction_read_only): every write would fail"
+        )
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
