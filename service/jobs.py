@@ -10,7 +10,8 @@ A job goes ``queued`` -> ``running`` -> ``done`` or ``failed``; its row holds ev
 - ``threads``: a thread of the API worker (for development and tests).
 
 The process running a job refreshes its ``heartbeat_at``, and the API worker that sent a job refreshes it
-while the job waits in its engine's queue. Every API worker, when it starts and then
+while its engine holds the job's run, waiting in its queue or running (the engine reports each run's end).
+Every API worker, when it starts and then
 every sixth of ``MEMTRIAL_REFIT_STALE_SECONDS``, looks for unfinished jobs whose heartbeat is older than
 that, claims each (one worker wins, by the job's attempt number) and submits it again to its own engine,
 up to :data:`service.refits.MAX_ATTEMPTS` runs; then the job is ``failed``. A worker holds at most
@@ -219,8 +220,10 @@ class RefitRunner:
         self.heartbeat = max(0.05, stale / 6)
         self.engine: ThreadEngine | DaskEngine = DaskEngine(scheduler) if engine == "dask" else ThreadEngine()
         self.worker = f"{socket.gethostname()[:30]}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._held: set[str] = set()
-        self._sent: dict[str, tuple[float, int]] = {}  # each held job: when it was sent (its DEBUG record), its attempt
+        # each held job: its runs sent and not yet seen finish (a job taken up again while its former run still
+        # runs has two), and when its latest run was sent (for its DEBUG record) with that run's attempt number
+        self._held: dict[str, int] = {}
+        self._sent: dict[str, tuple[float, int]] = {}
         self._reserved = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -245,7 +248,6 @@ class RefitRunner:
         """Send a reserved job (its row exists, status queued, owned by this worker) to the engine."""
         with self._lock:
             self._reserved -= 1
-            self._held.add(job_id)
         self._send(job_id, 0)
 
     def ready(self) -> str | None:
@@ -256,11 +258,16 @@ class RefitRunner:
         """Send a held job (its run number ``attempt``) to the engine; one that cannot be sent (its scheduler gone)
         fails, saying why."""
         with self._lock:
+            self._held[job_id] = self._held.get(job_id, 0) + 1
             self._sent[job_id] = (time.perf_counter(), attempt)
         runs_on = "a thread" if isinstance(self.engine, ThreadEngine) else "the refit cluster"
         logger.debug("refit job sent", extra={"job_id": job_id, "runs_on": runs_on})
+
+        def finished(job: str, why: str | None = None) -> None:  # this run's end, with its own attempt number
+            self._finished(job, why, attempt)
+
         try:
-            self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, self._finished)
+            self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, finished)
         except (OSError, TimeoutError) as error:
             why = f"could not be sent to the refit cluster ({type(error).__name__}: {error})"[:500]
             logger.error("refit not sent", extra={"error_type": type(error).__name__})
@@ -270,14 +277,20 @@ class RefitRunner:
                     .where(RefitJob.id == job_id, RefitJob.status.in_(UNFINISHED))
                     .values(status="failed", error=why, finished_at=_now())
                 )
-            self._finished(job_id)
+            self._finished(job_id, None, attempt)
 
-    def _finished(self, job_id: str, why: str | None = None) -> None:
+    def _finished(self, job_id: str, why: str | None, attempt: int) -> None:
+        """One run of the job ended (``why``: what it raised before it could say so itself)."""
         with self._lock:
-            self._held.discard(job_id)
-            sent = self._sent.pop(job_id, None)
-            if why is not None and sent is not None:  # written by the next heartbeat (this may be Dask's event loop)
-                self._failed[job_id] = (why, sent[1])
+            runs = self._held.get(job_id, 0) - 1
+            if runs > 0:  # a later run of the job is still pending here: it stays held
+                self._held[job_id] = runs
+                sent = None
+            else:
+                self._held.pop(job_id, None)
+                sent = self._sent.pop(job_id, None)
+            if why is not None:  # written by the next heartbeat (this may be Dask's event loop)
+                self._failed[job_id] = (why, attempt)
         if why is not None:
             logger.error("refit run raised before the fit", extra={"job_id": job_id, "error_type": why})
         if sent is not None:
@@ -364,17 +377,21 @@ class RefitRunner:
                 session.execute(update(RefitJob).where(*mine).values(**values))
 
     def stamp_waiting(self) -> None:
-        """Refresh the heartbeat of the jobs this worker sent that still wait in its engine's queue (behind
-        another fit, or for a worker of its cluster): they are alive while this worker is. A job's own process
-        refreshes it once it runs; without this a job that waited longer than the stale time was taken for one
-        whose process had died, sent again, and failed after its attempts."""
+        """Refresh the heartbeat of the jobs this worker sent whose run its engine still holds, waiting in its
+        queue (behind another fit, or for a worker of its cluster) or running: they are alive while this worker
+        is, and the engine tells this worker when a run ends (a cluster whose worker process dies runs the task
+        again or reports it failed). A running job's own process refreshes it too, which is what keeps a job
+        on a shared cluster alive once the worker that sent it is gone. Without this a job that waited longer
+        than the stale time was taken for one whose process had died, sent again, and failed after its
+        attempts; and a run whose own heartbeats stopped reaching the database for the stale time (its process
+        starved of CPU, or its writes refused) was sent again while it ran, each run superseding the last."""
         with self._lock:
             waiting = list(self._held)
         if waiting:
             with transaction(self.sessions) as session:
                 session.execute(
                     update(RefitJob)
-                    .where(RefitJob.id.in_(waiting), RefitJob.status == "queued", RefitJob.worker == self.worker)
+                    .where(RefitJob.id.in_(waiting), RefitJob.status.in_(UNFINISHED), RefitJob.worker == self.worker)
                     .values(heartbeat_at=_now())
                 )
 
@@ -410,8 +427,10 @@ class RefitRunner:
                         .values(status="queued", attempts=attempts + 1, heartbeat_at=_now(), worker=self.worker)
                     )
                 if (won.rowcount or 0) == 1:  # type: ignore[attr-defined]
-                    with self._lock:
-                        self._held.add(job_id)
+                    logger.warning(
+                        "refit taken up again",
+                        extra={"job_id": job_id, "attempt": attempts + 1, "stale_seconds": self.stale},
+                    )
                     self._send(job_id, attempts + 1)
                     taken += 1
         except Exception as failure:

@@ -387,6 +387,52 @@ def test_a_refit_waiting_behind_another_is_kept_alive_by_its_server_and_runs(dat
         assert client.get_refit(agent["id"], second["job_id"])["error"] is None
 
 
+def test_a_running_refit_whose_own_heartbeats_stop_is_kept_alive_by_its_server_while_its_run_lasts(
+    database_url, monkeypatch
+):
+    """A run whose own heartbeats stopped reaching the database (its process starved of CPU, its writes refused)
+    was taken for a dead one while it ran: sent again, each run superseding the last, until the job failed
+    'interrupted'. The server that sent it knows its run is still held by its engine and keeps it alive; the job
+    runs once and is done."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy import select
+
+    import service.jobs as jobs
+    import service.refits as refits
+    from service.app import create_app
+    from service.db import make_engine, make_session_factory
+    from service.models import RefitJob
+    from service.settings import Settings
+
+    runs = []
+
+    def slow_fit(*_):
+        runs.append(1)
+        time.sleep(4.0)  # four stale periods
+        return "done", {"e": {"mean": 0.0}}, None
+
+    def silent(database_url, job_id, heartbeat, where):  # the run's own heartbeat: once an hour
+        return refits.fit_job(database_url, job_id, 3600.0, where)
+
+    monkeypatch.setattr(refits, "fit_records", slow_fit)
+    monkeypatch.setattr(jobs, "fit_job", silent)
+    settings = Settings(database_url=database_url, refit_engine="threads", refit_stale_seconds=1.0)
+    with TestClient(create_app(settings)) as http:
+        client = MemtrialClient(api_key=make_tenant(database_url, "starved"), http=http)
+        agent = client.create_agent("fund", "balanced", UNIVERSE)
+        job = client.start_refit(agent["id"], method="svi")
+        wait_until(
+            lambda: client.get_refit(agent["id"], job["job_id"])["status"] not in ("queued", "running"), 30, "the refit"
+        )
+        done = client.get_refit(agent["id"], job["job_id"])
+    assert done["status"] == "done", done["error"]
+    engine = make_engine(database_url)
+    with make_session_factory(engine)() as session:
+        attempts = session.execute(select(RefitJob.attempts).where(RefitJob.id == job["job_id"])).scalar_one()
+    engine.dispose()
+    assert (attempts, len(runs)) == (0, 1)  # never sent again
+
+
 def test_a_refit_reaches_its_cluster_before_it_opens_the_write_transaction(database_url, monkeypatch):
     """Connecting to a scheduler takes up to 10 s; inside the write transaction (SQLite: the whole database's
     write lock) it held every other write of every tenant that long."""
@@ -528,6 +574,66 @@ def test_a_job_left_running_by_a_dead_worker_runs_again_and_one_out_of_attempts_
     assert again["status"] == "done" and again["error"] is None
     assert spent["status"] == "failed"
     assert spent["error"] == f"interrupted: the workers running the job stopped {refits.MAX_ATTEMPTS} times"
+
+
+def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_run_ends(database_url):
+    """The first run's end let go of a job whose later run was still pending (a set of jobs, not of runs): the
+    later run, waiting in the engine's queue, was no longer kept alive, and a failure it raised was charged to the
+    attempt number of whichever run was sent last."""
+    from fastapi.testclient import TestClient
+
+    import service.jobs as jobs
+    from service.app import create_app
+    from service.db import make_engine, make_session_factory, transaction
+    from service.models import RefitJob
+    from service.settings import Settings
+
+    class HeldRuns:  # an engine that holds each run until the test ends it
+        local = True
+
+        def __init__(self):
+            self.runs = []
+
+        def submit(self, database_url, job_id, heartbeat, where, done):
+            self.runs.append(done)
+
+        def close(self):
+            pass
+
+    key = make_tenant(database_url, "held")
+    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
+        agent = MemtrialClient(api_key=key, http=http).create_agent("fund", "balanced", UNIVERSE)
+    engine = make_engine(database_url)
+    sessions = make_session_factory(engine)
+    job_id = "2" * 32
+    long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
+    runner = jobs.RefitRunner(sessions, capacity=2, stale=30.0)
+    runner.engine = HeldRuns()
+    with transaction(sessions) as session:
+        session.add(
+            RefitJob(
+                id=job_id,
+                agent_id=agent["id"],
+                status="queued",
+                method="svi",
+                state_version=0,
+                heartbeat_at=long_ago,
+                worker=runner.worker,
+                attempts=1,
+            )
+        )
+    runner._send(job_id, 0)  # the first run, still running
+    runner._send(job_id, 1)  # sent again (taken up), waiting behind it
+    first, second = runner.engine.runs
+    first(job_id, "KilledWorker")  # the first run ends, having raised
+    assert job_id in runner._held and runner._failed[job_id] == ("KilledWorker", 0)  # its own attempt
+    runner.stamp_waiting()
+    with sessions() as session:
+        beat = session.get(RefitJob, job_id).heartbeat_at
+    assert beat is not None and beat.replace(tzinfo=dt.UTC) > long_ago + dt.timedelta(minutes=4)  # kept alive
+    second(job_id, None)
+    assert job_id not in runner._held and job_id not in runner._sent
+    engine.dispose()
 
 
 def test_stopping_the_refit_runner_waits_for_its_database_work_in_flight(database_url, monkeypatch):
