@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import and_, delete, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import transaction
@@ -127,6 +127,10 @@ class DaskEngine:
 
     def client(self) -> Any:
         with self._lock:
+            if self._client is not None and self._client.status in ("closing", "closed"):
+                # a client that gave up on its scheduler (gone longer than the client waits to reconnect) stays
+                # closed: every job sent through it failed to send, and the cluster read as ready; a new one
+                self._discard()
             if self._client is None:
                 from memtrial.errors import import_extra
 
@@ -188,7 +192,11 @@ class DaskEngine:
 
     def close(self) -> None:
         with self._lock:
-            client, cluster, self._client, self._cluster = self._client, self._cluster, None, None
+            self._discard()
+
+    def _discard(self) -> None:
+        """Close the client and the local cluster, if any (under ``_lock``); the next job starts new ones."""
+        client, cluster, self._client, self._cluster = self._client, self._cluster, None, None
         for closing in (client, cluster):
             if closing is not None:
                 try:
@@ -215,15 +223,14 @@ class RefitRunner:
         self.database_url = sendable_url(
             database_url or str(sessions.kw["bind"].url.render_as_string(hide_password=False))
         )
-        self._failed: dict[str, tuple[str, int]] = {}  # runs that raised before writing their job: (what, attempt)
+        self._failed: dict[tuple[str, int], str] = {}  # runs that raised before writing their job: what, by run
         self.stale = stale
         self.heartbeat = max(0.05, stale / 6)
         self.engine: ThreadEngine | DaskEngine = DaskEngine(scheduler) if engine == "dask" else ThreadEngine()
         self.worker = f"{socket.gethostname()[:30]}:{os.getpid()}:{secrets.token_hex(4)}"
-        # each held job: its runs sent and not yet seen finish (a job taken up again while its former run still
-        # runs has two), and when its latest run was sent (for its DEBUG record) with that run's attempt number
-        self._held: dict[str, int] = {}
-        self._sent: dict[str, tuple[float, int]] = {}
+        # each held job: the attempt numbers of its runs sent and not yet seen finish (a job taken up again while
+        # its former run still runs has two), and when each was sent (for its DEBUG record)
+        self._held: dict[str, dict[int, float]] = {}
         self._reserved = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -255,11 +262,10 @@ class RefitRunner:
         return self.engine.ready()
 
     def _send(self, job_id: str, attempt: int) -> None:
-        """Send a held job (its run number ``attempt``) to the engine; one that cannot be sent (its scheduler gone)
-        fails, saying why."""
+        """Send a held job (its run number ``attempt``) to the engine; one that cannot be sent (its scheduler gone,
+        its client closed) fails, saying why. Never raises: a reserved place is never given back twice."""
         with self._lock:
-            self._held[job_id] = self._held.get(job_id, 0) + 1
-            self._sent[job_id] = (time.perf_counter(), attempt)
+            self._held.setdefault(job_id, {})[attempt] = time.perf_counter()
         runs_on = "a thread" if isinstance(self.engine, ThreadEngine) else "the refit cluster"
         logger.debug("refit job sent", extra={"job_id": job_id, "runs_on": runs_on})
 
@@ -268,33 +274,33 @@ class RefitRunner:
 
         try:
             self.engine.submit(self.database_url, job_id, self.heartbeat, self.worker, finished)
-        except (OSError, TimeoutError) as error:
+        except Exception as error:  # a scheduler gone, a client closed: the run never started
             why = f"could not be sent to the refit cluster ({type(error).__name__}: {error})"[:500]
             logger.error("refit not sent", extra={"error_type": type(error).__name__})
-            with transaction(self.sessions) as session:
-                session.execute(
-                    update(RefitJob)
-                    .where(RefitJob.id == job_id, RefitJob.status.in_(UNFINISHED))
-                    .values(status="failed", error=why, finished_at=_now())
-                )
             self._finished(job_id, None, attempt)
+            try:
+                with transaction(self.sessions) as session:
+                    session.execute(
+                        update(RefitJob)
+                        .where(RefitJob.id == job_id, RefitJob.attempts == attempt, RefitJob.status.in_(UNFINISHED))
+                        .values(status="failed", error=why, finished_at=_now())
+                    )
+            except Exception as failure:  # the reaper fails it once its heartbeat is stale
+                logger.warning("could not record an unsent refit", extra={"error_type": type(failure).__name__})
 
     def _finished(self, job_id: str, why: str | None, attempt: int) -> None:
         """One run of the job ended (``why``: what it raised before it could say so itself)."""
         with self._lock:
-            runs = self._held.get(job_id, 0) - 1
-            if runs > 0:  # a later run of the job is still pending here: it stays held
-                self._held[job_id] = runs
-                sent = None
-            else:
+            runs = self._held.get(job_id, {})
+            sent = runs.pop(attempt, None)
+            if not runs:  # no other run of the job is pending here
                 self._held.pop(job_id, None)
-                sent = self._sent.pop(job_id, None)
             if why is not None:  # written by the next heartbeat (this may be Dask's event loop)
-                self._failed[job_id] = (why, attempt)
+                self._failed[(job_id, attempt)] = why
         if why is not None:
             logger.error("refit run raised before the fit", extra={"job_id": job_id, "error_type": why})
         if sent is not None:
-            elapsed = round(1000 * (time.perf_counter() - sent[0]), 2)
+            elapsed = round(1000 * (time.perf_counter() - sent), 2)
             logger.debug("refit job finished", extra={"job_id": job_id, "ms": elapsed})
 
     # -- lifecycle -----------------------------------------------------------
@@ -363,7 +369,7 @@ class RefitRunner:
         waiting out three stale periods to read 'interrupted'. A run superseded meanwhile changes nothing."""
         with self._lock:
             failed, self._failed = self._failed, {}
-        for job_id, (why, attempt) in failed.items():
+        for (job_id, attempt), why in failed.items():
             mine = (RefitJob.id == job_id, RefitJob.attempts == attempt, RefitJob.status.in_(UNFINISHED))
             if attempt + 1 >= MAX_ATTEMPTS:
                 error = (
@@ -386,12 +392,15 @@ class RefitRunner:
         attempts; and a run whose own heartbeats stopped reaching the database for the stale time (its process
         starved of CPU, or its writes refused) was sent again while it ran, each run superseding the last."""
         with self._lock:
-            waiting = list(self._held)
+            # a job by the attempt of a run still held: a run that failed (its job made stale at once to be taken
+            # up) is not kept alive by an older run of the job that is still pending
+            waiting = [(job_id, attempt) for job_id, runs in self._held.items() for attempt in runs]
         if waiting:
+            alive = or_(*(and_(RefitJob.id == job_id, RefitJob.attempts == attempt) for job_id, attempt in waiting))
             with transaction(self.sessions) as session:
                 session.execute(
                     update(RefitJob)
-                    .where(RefitJob.id.in_(waiting), RefitJob.status.in_(UNFINISHED), RefitJob.worker == self.worker)
+                    .where(alive, RefitJob.status.in_(UNFINISHED), RefitJob.worker == self.worker)
                     .values(heartbeat_at=_now())
                 )
 
@@ -441,9 +450,9 @@ class RefitRunner:
         """Hand unfinished jobs on: a cleared heartbeat is stale at once for every worker's reaper."""
         try:
             with transaction(self.sessions) as session:
-                session.execute(
+                session.execute(  # not a job another worker has taken up since
                     update(RefitJob)
-                    .where(RefitJob.id.in_(job_ids), RefitJob.status.in_(UNFINISHED))
+                    .where(RefitJob.id.in_(job_ids), RefitJob.status.in_(UNFINISHED), RefitJob.worker == self.worker)
                     .values(heartbeat_at=None, status="queued")
                 )
         except Exception as failure:

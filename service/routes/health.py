@@ -50,9 +50,12 @@ def write_refusal(session: Session) -> str | None:
     url = bind.engine.url
     path = url.database or ""
     if path and path != ":memory:" and os.path.exists(path):
-        folder = os.path.dirname(os.path.abspath(path))
-        if not (os.access(path, os.W_OK) and os.access(folder, os.W_OK)):
-            return f"the SQLite file {path} or its folder is not writable by the server: every write would fail"
+        path = os.path.realpath(path)  # SQLite writes its journal beside the file a link points to
+        folder = os.path.dirname(path)
+        writable = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+        if not (os.access(path, os.W_OK, **writable) and os.access(folder, os.W_OK, **writable)):
+            # said without the path: anyone who reaches the port reads this (the operator knows the URL)
+            return "the SQLite database file or its folder is not writable by the server: every write would fail"
     return None
 
 

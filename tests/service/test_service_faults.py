@@ -625,14 +625,88 @@ def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_r
     runner._send(job_id, 0)  # the first run, still running
     runner._send(job_id, 1)  # sent again (taken up), waiting behind it
     first, second = runner.engine.runs
-    first(job_id, "KilledWorker")  # the first run ends, having raised
-    assert job_id in runner._held and runner._failed[job_id] == ("KilledWorker", 0)  # its own attempt
+    first(job_id, None)  # the first run ends (superseded)
+    assert list(runner._held[job_id]) == [1]
     runner.stamp_waiting()
     with sessions() as session:
         beat = session.get(RefitJob, job_id).heartbeat_at
     assert beat is not None and beat.replace(tzinfo=dt.UTC) > long_ago + dt.timedelta(minutes=4)  # kept alive
     second(job_id, None)
-    assert job_id not in runner._held and job_id not in runner._sent
+    assert job_id not in runner._held
+    # two runs of one job that both raise before the fit: each failure is kept, under its own run's attempt
+    runner._send(job_id, 0)
+    runner._send(job_id, 1)
+    newer, older = runner.engine.runs[-1], runner.engine.runs[-2]
+    newer(job_id, "OperationalError")
+    assert list(runner._held[job_id]) == [0]  # the older run is still pending
+    runner.record_failures()  # the job's row is at attempt 1, the failed run's
+    runner.stamp_waiting()
+    with sessions() as session:
+        row = session.get(RefitJob, job_id)
+        assert (row.status, row.heartbeat_at) == ("queued", None)
+    older(job_id, "KilledWorker")
+    assert runner._failed == {(job_id, 0): "KilledWorker"} and job_id not in runner._held
+    # stopping hands on the jobs this worker still holds, never one another worker has taken up since
+    runner._send(job_id, 2)
+    with transaction(sessions) as session:
+        row = session.get(RefitJob, job_id)
+        row.status, row.worker, row.heartbeat_at = "running", "another:1:x", dt.datetime.now(dt.UTC)
+    runner.stop()
+    with sessions() as session:
+        row = session.get(RefitJob, job_id)
+        assert (row.status, row.worker) == ("running", "another:1:x") and row.heartbeat_at is not None
+    engine.dispose()
+
+
+def test_a_refit_its_engine_refuses_for_any_reason_fails_saying_why_and_gives_its_place_back(database_url):
+    """A closed Dask client raises its own error, not an OSError: the job stayed held, queued and stamped for
+    ever, its place taken, and the request that queued it gave its reserved place back twice."""
+    import service.jobs as jobs
+    from service.db import make_engine, make_session_factory, transaction
+    from service.models import RefitJob
+
+    class Closed:
+        local = True
+
+        def submit(self, *_):
+            raise RuntimeError("Client is closed")  # as distributed's ClosedClientError, not an OSError
+
+        def close(self):
+            pass
+
+    key = make_tenant(database_url, "closed")
+    from fastapi.testclient import TestClient
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
+        agent = MemtrialClient(api_key=key, http=http).create_agent("fund", "balanced", UNIVERSE)
+    engine = make_engine(database_url)
+    sessions = make_session_factory(engine)
+    runner = jobs.RefitRunner(sessions, capacity=1, stale=30.0)
+    runner.engine = Closed()
+    job_id = "3" * 32
+    with transaction(sessions) as session:
+        session.add(
+            RefitJob(
+                id=job_id,
+                agent_id=agent["id"],
+                status="queued",
+                method="svi",
+                state_version=0,
+                heartbeat_at=dt.datetime.now(dt.UTC),
+                worker=runner.worker,
+                attempts=0,
+            )
+        )
+    assert runner.reserve()
+    runner.submit(job_id)  # does not raise
+    assert runner._held == {} and runner._reserved == 0 and runner.reserve()  # its place is free again
+    with sessions() as session:
+        row = session.get(RefitJob, job_id)
+        assert row.status == "failed"
+        assert row.error == "could not be sent to the refit cluster (RuntimeError: Client is closed)"
     engine.dispose()
 
 

@@ -64,16 +64,28 @@ def test_readyz_is_unready_on_a_sqlite_file_the_server_may_not_write(tmp_path, m
     upgrade(f"sqlite:///{path}")
     ready, alive = _ready_answer(f"sqlite:///{path}")
     assert ready.status_code == 200 and alive.status_code == 200
-    for locked in (str(path), str(tmp_path)):  # the file, then its folder (where its journal is written)
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "memtrial.db").write_bytes(path.read_bytes())
+    path.unlink()
+    path.symlink_to(real / "memtrial.db")  # the file through a link: its journal is written beside the real one
+    folder = os.path.realpath(real)
+    for locked in (os.path.realpath(real / "memtrial.db"), folder, str(tmp_path)):  # the file, its folder, the link's
         monkeypatch.setattr(
-            health.os, "access", lambda where, mode, locked=locked: not (where == locked and mode == os.W_OK)
+            health.os,
+            "access",
+            lambda where, mode, locked=locked, **_: not (os.path.realpath(where) == locked and mode == os.W_OK),
         )
         ready, alive = _ready_answer(f"sqlite:///{path}")
-        assert alive.status_code == 200 and ready.status_code == 503
+        assert alive.status_code == 200
+        if locked == str(tmp_path):  # the link's own folder is not where SQLite writes
+            assert ready.status_code == 200, ready.json()
+            continue
+        assert ready.status_code == 503
         error = ready.json()["error"]
         assert (error["code"], error["message"]) == (
             "not_ready",
-            f"the SQLite file {path} or its folder is not writable by the server: every write would fail",
+            "the SQLite database file or its folder is not writable by the server: every write would fail",
         )
 
 

@@ -272,6 +272,25 @@ def test_the_local_refit_cluster_starts_while_another_holds_the_dashboard_port()
         holder.close()
 
 
+@pytest.mark.slow  # starts a Dask cluster with a worker process
+def test_a_refit_client_that_gave_up_on_its_scheduler_is_replaced_on_the_next_job():
+    """A Dask client closes for good once its scheduler is gone longer than it waits to reconnect: every job sent
+    through it failed to send ("Client is closed") and the cluster still read as ready, until the server
+    restarted. The next job gets a new client."""
+    from service.jobs import DaskEngine
+
+    engine = DaskEngine(None)
+    try:
+        first = engine.client()
+        first.close()  # as a client that gave up
+        assert engine.ready() is None
+        second = engine.client()
+        assert second is not first and second.status == "running"
+        assert second.submit(sum, [1, 2, 3]).result(timeout=60) == 6
+    finally:
+        engine.close()
+
+
 def test_unknown_refit_job_is_404(client, agent):
     with pytest.raises(ServiceError) as error:
         client.get_refit(agent["id"], "nope")
