@@ -120,32 +120,8 @@ def decision_graph(
 
     plan = _plan_node(client, agent_id, retrieve, by_external_id, rank_k)
 
-    def fan_out(state: DecisionState) -> list[Any]:
-        # each branch gets its task as plain data (a checkpointer stores it as it stores the state: no type of
-        # ours to register with its serializer); the branch hands your function a DraftTask
-        return [
-            types.Send(
-                "draft",
-                {
-                    "index": subset["index"],
-                    "context_text": state["context_text"],
-                    "lessons": list(subset["texts"]),
-                    "experience_ids": list(subset["experience_ids"]),
-                    "external_ids": list(subset.get("external_ids") or [None] * len(subset["texts"])),
-                },
-            )
-            for subset in state["plan"]["subsets"]
-        ]
-
-    def write(given: Mapping[str, Any]) -> dict[str, Any]:
-        task = DraftTask(
-            index=int(given["index"]),
-            context_text=str(given["context_text"]),
-            lessons=tuple(given["lessons"]),
-            experience_ids=tuple(given["experience_ids"]),
-            external_ids=tuple(given["external_ids"]),
-        )
-        return {"drafts": [(task.index, draft(task))]}
+    fan_out = _fan_out(types)
+    write = _draft_node(draft)
 
     def decide(state: DecisionState) -> dict[str, Any]:
         by_index = dict(state["drafts"])
@@ -170,6 +146,44 @@ def decision_graph(
     builder.add_edge("draft", "decide")
     builder.add_edge("decide", graph_module.END)
     return builder.compile(checkpointer=checkpointer)
+
+
+def _fan_out(types: Any) -> Callable[[DecisionState], list[Any]]:
+    """The plan's subsets sent to the draft node, one branch each. Each branch gets its task as plain data (a
+    checkpointer stores it as it stores the state: no type of ours to register with its serializer)."""
+
+    def fan_out(state: DecisionState) -> list[Any]:
+        return [
+            types.Send(
+                "draft",
+                {
+                    "index": subset["index"],
+                    "context_text": state["context_text"],
+                    "lessons": list(subset["texts"]),
+                    "experience_ids": list(subset["experience_ids"]),
+                    "external_ids": list(subset.get("external_ids") or [None] * len(subset["texts"])),
+                },
+            )
+            for subset in state["plan"]["subsets"]
+        ]
+
+    return fan_out
+
+
+def _draft_node(draft: Callable[[DraftTask], Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """The node drafting one branch: your function called with the branch's :class:`DraftTask`."""
+
+    def write(given: Mapping[str, Any]) -> dict[str, Any]:
+        task = DraftTask(
+            index=int(given["index"]),
+            context_text=str(given["context_text"]),
+            lessons=tuple(given["lessons"]),
+            experience_ids=tuple(given["experience_ids"]),
+            external_ids=tuple(given["external_ids"]),
+        )
+        return {"drafts": [(task.index, draft(task))]}
+
+    return write
 
 
 def _plan_node(
