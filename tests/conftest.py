@@ -45,6 +45,20 @@ def _share_compiled_kernels() -> None:
 _share_compiled_kernels()
 
 
+@pytest.fixture(autouse=True)
+def _environment_kept():
+    """Each test leaves the process's environment as it found it. ``memtrial serve`` run in this process (the
+    command-line tests) sets ``MEMTRIAL_DATABASE_URL`` for its workers; a later test's refit worker processes,
+    which inherit the environment, then read that database instead of the test's: the job not found there, it
+    went stale three times and failed 'interrupted' (the flaky refit test, whenever such a test ran before it on
+    the same test worker)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--all",
