@@ -47,16 +47,22 @@ _share_compiled_kernels()
 
 @pytest.fixture(autouse=True)
 def _environment_kept():
-    """Each test leaves the process's environment as it found it. ``memtrial serve`` run in this process (the
+    """Each test leaves the service's variables in the process's environment as it found them. ``memtrial serve`` run in this process (the
     command-line tests) sets ``MEMTRIAL_DATABASE_URL`` for its workers; a later test's refit worker processes,
     which inherit the environment, then read that database instead of the test's: the job not found there, it
     went stale three times and failed 'interrupted' (the flaky refit test, whenever such a test ran before it on
     the same test worker)."""
-    saved = dict(os.environ)
+    saved = {name: value for name, value in os.environ.items() if _served(name)}
     yield
-    if os.environ != saved:
-        os.environ.clear()
-        os.environ.update(saved)
+    for name in [name for name in os.environ if _served(name) and name not in saved]:
+        del os.environ[name]
+    os.environ.update(saved)
+
+
+def _served(name: str) -> bool:
+    """The variables the service's settings and ``memtrial serve`` read or set (a library's own, such as those
+    torch sets as it loads, are left as they are: later tests read the process as it is after that import)."""
+    return name.startswith("MEMTRIAL_") or name == "PROMETHEUS_MULTIPROC_DIR"
 
 
 def pytest_addoption(parser):
