@@ -576,10 +576,9 @@ def test_a_job_left_running_by_a_dead_worker_runs_again_and_one_out_of_attempts_
     assert spent["error"] == f"interrupted: the workers running the job stopped {refits.MAX_ATTEMPTS} times"
 
 
-def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_run_ends(database_url):
-    """The first run's end let go of a job whose later run was still pending (a set of jobs, not of runs): the
-    later run, waiting in the engine's queue, was no longer kept alive, and a failure it raised was charged to the
-    attempt number of whichever run was sent last."""
+def _runner_holding_a_job(database_url, stand_in, job_id, *, capacity, heartbeat_at, attempts):
+    """A refit runner whose engine is ``stand_in``, and a queued job of a new agent that names it as its worker:
+    (runner, sessions, engine to dispose)."""
     from fastapi.testclient import TestClient
 
     import service.jobs as jobs
@@ -587,6 +586,36 @@ def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_r
     from service.db import make_engine, make_session_factory, transaction
     from service.models import RefitJob
     from service.settings import Settings
+
+    key = make_tenant(database_url, "runner")
+    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
+        agent = MemtrialClient(api_key=key, http=http).create_agent("fund", "balanced", UNIVERSE)
+    engine = make_engine(database_url)
+    sessions = make_session_factory(engine)
+    runner = jobs.RefitRunner(sessions, capacity=capacity, stale=30.0)
+    runner.engine = stand_in
+    with transaction(sessions) as session:
+        session.add(
+            RefitJob(
+                id=job_id,
+                agent_id=agent["id"],
+                status="queued",
+                method="svi",
+                state_version=0,
+                heartbeat_at=heartbeat_at,
+                worker=runner.worker,
+                attempts=attempts,
+            )
+        )
+    return runner, sessions, engine
+
+
+def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_run_ends(database_url):
+    """The first run's end let go of a job whose later run was still pending (a set of jobs, not of runs): the
+    later run, waiting in the engine's queue, was no longer kept alive, and a failure it raised was charged to the
+    attempt number of whichever run was sent last."""
+    from service.db import transaction
+    from service.models import RefitJob
 
     class HeldRuns:  # an engine that holds each run until the test ends it
         local = True
@@ -600,28 +629,11 @@ def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_r
         def close(self):
             pass
 
-    key = make_tenant(database_url, "held")
-    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
-        agent = MemtrialClient(api_key=key, http=http).create_agent("fund", "balanced", UNIVERSE)
-    engine = make_engine(database_url)
-    sessions = make_session_factory(engine)
     job_id = "2" * 32
     long_ago = dt.datetime.now(dt.UTC) - dt.timedelta(minutes=5)
-    runner = jobs.RefitRunner(sessions, capacity=2, stale=30.0)
-    runner.engine = HeldRuns()
-    with transaction(sessions) as session:
-        session.add(
-            RefitJob(
-                id=job_id,
-                agent_id=agent["id"],
-                status="queued",
-                method="svi",
-                state_version=0,
-                heartbeat_at=long_ago,
-                worker=runner.worker,
-                attempts=1,
-            )
-        )
+    runner, sessions, engine = _runner_holding_a_job(
+        database_url, HeldRuns(), job_id, capacity=2, heartbeat_at=long_ago, attempts=1
+    )
     runner._send(job_id, 0)  # the first run, still running
     runner._send(job_id, 1)  # sent again (taken up), waiting behind it
     first, second = runner.engine.runs
@@ -661,8 +673,6 @@ def test_a_job_sent_again_while_its_former_run_lasts_stays_held_until_its_last_r
 def test_a_refit_its_engine_refuses_for_any_reason_fails_saying_why_and_gives_its_place_back(database_url):
     """A closed Dask client raises its own error, not an OSError: the job stayed held, queued and stamped for
     ever, its place taken, and the request that queued it gave its reserved place back twice."""
-    import service.jobs as jobs
-    from service.db import make_engine, make_session_factory, transaction
     from service.models import RefitJob
 
     class Closed:
@@ -674,32 +684,10 @@ def test_a_refit_its_engine_refuses_for_any_reason_fails_saying_why_and_gives_it
         def close(self):
             pass
 
-    key = make_tenant(database_url, "closed")
-    from fastapi.testclient import TestClient
-
-    from service.app import create_app
-    from service.settings import Settings
-
-    with TestClient(create_app(Settings(database_url=database_url, refit_engine="threads"))) as http:
-        agent = MemtrialClient(api_key=key, http=http).create_agent("fund", "balanced", UNIVERSE)
-    engine = make_engine(database_url)
-    sessions = make_session_factory(engine)
-    runner = jobs.RefitRunner(sessions, capacity=1, stale=30.0)
-    runner.engine = Closed()
     job_id = "3" * 32
-    with transaction(sessions) as session:
-        session.add(
-            RefitJob(
-                id=job_id,
-                agent_id=agent["id"],
-                status="queued",
-                method="svi",
-                state_version=0,
-                heartbeat_at=dt.datetime.now(dt.UTC),
-                worker=runner.worker,
-                attempts=0,
-            )
-        )
+    runner, sessions, engine = _runner_holding_a_job(
+        database_url, Closed(), job_id, capacity=1, heartbeat_at=dt.datetime.now(dt.UTC), attempts=0
+    )
     assert runner.reserve()
     runner.submit(job_id)  # does not raise
     assert runner._held == {} and runner._reserved == 0 and runner.reserve()  # its place is free again
