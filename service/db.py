@@ -15,18 +15,20 @@ experience text or name reaches a log.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import Gauge
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.orm import Session, sessionmaker
 
 from service.tracing import span
 
 __all__ = [
+    "write_refusal",
     "DatabaseTimeouts",
     "is_sqlite",
     "make_engine",
@@ -194,3 +196,24 @@ def transaction(factory: sessionmaker[Session]) -> Iterator[Session]:
     if committed:
         for callback in callbacks:
             callback()
+
+
+def write_refusal(session: Session) -> str | None:
+    """Why the database will refuse every write (None: it takes them): a PostgreSQL standby or a database set
+    ``default_transaction_read_only``; a SQLite file this process may not write (the file, or its folder,
+    which holds its journal: a read-only mount, say). Read without writing anything."""
+    bind = session.get_bind()
+    if bind.dialect.name == "postgresql":
+        if session.execute(text("SELECT current_setting('transaction_read_only')")).scalar() == "on":
+            return "the database is read-only (a standby, or default_transaction_read_only): every write would fail"
+        return None
+    url = bind.engine.url
+    path = url.database or ""
+    if path and path != ":memory:" and os.path.exists(path):
+        path = os.path.realpath(path)  # SQLite writes its journal beside the file a link points to
+        folder = os.path.dirname(path)
+        writable = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
+        if not (os.access(path, os.W_OK, **writable) and os.access(folder, os.W_OK, **writable)):
+            # said without the path: anyone who reaches the port reads this (the operator knows the URL)
+            return "the SQLite database file or its folder is not writable by the server: every write would fail"
+    return None

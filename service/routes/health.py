@@ -12,16 +12,14 @@ every write (a read-only database: an agent's every plan and settlement would fa
 from __future__ import annotations
 
 import asyncio
-import os
 from concurrent.futures import ThreadPoolExecutor
 
 from fastapi import APIRouter, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from sqlalchemy import text
-from sqlalchemy.orm import Session
 
-from service.db import observe_pool
+from service.db import observe_pool, write_refusal
 from service.deps import ServicesDep
 from service.errors import ApiError
 from service.metrics import scrape
@@ -36,27 +34,6 @@ _PROBES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="readiness")
 @router.get("/healthz")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
-
-
-def write_refusal(session: Session) -> str | None:
-    """Why the database will refuse every write (None: it takes them): a PostgreSQL standby or a database set
-    ``default_transaction_read_only``; a SQLite file this process may not write (the file, or its folder,
-    which holds its journal: a read-only mount, say). Read without writing anything."""
-    bind = session.get_bind()
-    if bind.dialect.name == "postgresql":
-        if session.execute(text("SELECT current_setting('transaction_read_only')")).scalar() == "on":
-            return "the database is read-only (a standby, or default_transaction_read_only): every write would fail"
-        return None
-    url = bind.engine.url
-    path = url.database or ""
-    if path and path != ":memory:" and os.path.exists(path):
-        path = os.path.realpath(path)  # SQLite writes its journal beside the file a link points to
-        folder = os.path.dirname(path)
-        writable = {"effective_ids": True} if os.access in os.supports_effective_ids else {}
-        if not (os.access(path, os.W_OK, **writable) and os.access(folder, os.W_OK, **writable)):
-            # said without the path: anyone who reaches the port reads this (the operator knows the URL)
-            return "the SQLite database file or its folder is not writable by the server: every write would fail"
-    return None
 
 
 @router.get("/readyz")

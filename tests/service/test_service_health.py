@@ -57,7 +57,7 @@ def test_readyz_is_unready_on_a_sqlite_file_the_server_may_not_write(tmp_path, m
     file: the file's and its folder's write permission are taken away by standing in for ``os.access``.)"""
     import os
 
-    import service.routes.health as health
+    import service.db as db
     from service.migrations import upgrade
 
     path = tmp_path / "memtrial.db"
@@ -72,7 +72,7 @@ def test_readyz_is_unready_on_a_sqlite_file_the_server_may_not_write(tmp_path, m
     folder = os.path.realpath(real)
     for locked in (os.path.realpath(real / "memtrial.db"), folder, str(tmp_path)):  # the file, its folder, the link's
         monkeypatch.setattr(
-            health.os,
+            db.os,
             "access",
             lambda where, mode, locked=locked, **_: not (os.path.realpath(where) == locked and mode == os.W_OK),
         )
